@@ -1,0 +1,324 @@
+package events
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	ce "github.com/cloudevents/sdk-go/v2/event"
+)
+
+// Header names used on NATS messages.
+const (
+	// HeaderMsgID is JetStream's de-duplication header; it carries the event id.
+	HeaderMsgID = "Nats-Msg-Id"
+	// HeaderContentType marks structured-mode events.
+	HeaderContentType = "Content-Type"
+	// ExtensionExperiment is the CloudEvents extension naming the experiment.
+	ExtensionExperiment = "experiment"
+
+	contentTypeJSON       = "application/json"
+	contentTypeStructured = "application/cloudevents"
+	headerPrefix          = "ce-"
+)
+
+// Event is one tunejet event: the CloudEvents context attributes plus the
+// typed payload.
+type Event struct {
+	// ID is unique per event; it is also the Nats-Msg-Id.
+	ID string
+	// Source names the service instance that wrote the event, e.g.
+	// "tunejet/runner/host-1234".
+	Source string
+	// Time is when the event happened.
+	Time time.Time
+	// Experiment and Writer locate the event (with the type and trial, they
+	// give the subject).
+	Experiment string
+	Writer     Writer
+	// Data is the payload; its Type() is the CloudEvents type.
+	Data Payload
+	// Seq is the event's JetStream stream sequence when it was read from
+	// the log; 0 before it is published.
+	Seq uint64
+}
+
+// Message is an encoded event: what goes on the wire.
+type Message struct {
+	Subject string
+	Header  map[string][]string
+	Data    []byte
+}
+
+// New returns an event with a fresh id and the current time.
+func New(exp string, w Writer, source string, p Payload) *Event {
+	return &Event{ID: NewID(), Source: source, Time: time.Now().UTC(), Experiment: exp, Writer: w, Data: p}
+}
+
+// NewID returns a random 128-bit id in hex.
+func NewID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Type is the event's CloudEvents type.
+func (e *Event) Type() string { return e.Data.Type() }
+
+// Trial is the trial the event is about, or "".
+func (e *Event) Trial() string { return TrialOf(e.Data) }
+
+// Subject is the NATS subject the event is published on.
+func (e *Event) Subject() string { return Subject(e.Experiment, e.Writer, e.Type(), e.Trial()) }
+
+// ceSubject is the CloudEvents subject attribute: the trial, or the
+// experiment for experiment-level events.
+func (e *Event) ceSubject() string {
+	if t := e.Trial(); t != "" {
+		return t
+	}
+	return e.Experiment
+}
+
+// Validate checks the whole event: attributes, address and payload.
+func (e *Event) Validate() error {
+	if e.Data == nil {
+		return fmt.Errorf("%w: no data", ErrInvalid)
+	}
+	if strings.TrimSpace(e.ID) == "" {
+		return fmt.Errorf("%w: %s: attribute \"id\" must not be empty", ErrInvalid, e.Type())
+	}
+	if strings.TrimSpace(e.Source) == "" {
+		return fmt.Errorf("%w: %s: attribute \"source\" must not be empty", ErrInvalid, e.Type())
+	}
+	if _, err := url.Parse(e.Source); err != nil {
+		return fmt.Errorf("%w: %s: attribute \"source\" must be a URI-reference: %v", ErrInvalid, e.Type(), err)
+	}
+	if e.Time.IsZero() {
+		return fmt.Errorf("%w: %s: attribute \"time\" must be set", ErrInvalid, e.Type())
+	}
+	if _, err := ParseSubject(e.Subject()); err != nil {
+		return fmt.Errorf("%s: %w", e.Type(), err)
+	}
+	if err := checkSpecName(e.Data, e.Experiment); err != nil {
+		return fmt.Errorf("%s: %w", e.Type(), err)
+	}
+	if err := e.Data.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", e.Type(), err)
+	}
+	return nil
+}
+
+// checkSpecName rejects an experiment.submitted whose spec names another
+// experiment than its subject: the name is the subject token and the
+// storage directory at once.
+func checkSpecName(p Payload, exp string) error {
+	if s, ok := p.(*ExperimentSubmitted); ok && s.Spec.Name != exp {
+		return fieldErr("spec.name", "is %q but the subject says %q", s.Spec.Name, exp)
+	}
+	return nil
+}
+
+// Encode validates e and encodes it in CloudEvents binary content mode.
+func Encode(e *Event) (*Message, error) {
+	if err := e.Validate(); err != nil {
+		return nil, err
+	}
+	data, err := json.Marshal(e.Data)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", e.Type(), err)
+	}
+	h := map[string][]string{
+		HeaderMsgID:                        {e.ID},
+		headerPrefix + "specversion":       {ce.CloudEventsVersionV1},
+		headerPrefix + "id":                {percentEncode(e.ID)},
+		headerPrefix + "source":            {percentEncode(e.Source)},
+		headerPrefix + "type":              {e.Type()},
+		headerPrefix + "subject":           {percentEncode(e.ceSubject())},
+		headerPrefix + "time":              {e.Time.UTC().Format(time.RFC3339Nano)},
+		headerPrefix + "datacontenttype":   {contentTypeJSON},
+		headerPrefix + ExtensionExperiment: {e.Experiment},
+	}
+	return &Message{Subject: e.Subject(), Header: h, Data: data}, nil
+}
+
+// Decode reads an event from a NATS message in binary or structured mode.
+// Every error wraps ErrInvalid and says what is wrong.
+func Decode(subject string, header map[string][]string, data []byte) (*Event, error) {
+	addr, err := ParseSubject(subject)
+	if err != nil {
+		return nil, err
+	}
+	var ev ce.Event
+	var source string // verbatim: ev.Source() re-escapes it as a URL
+	if isStructured(header) {
+		if err := json.Unmarshal(data, &ev); err != nil {
+			return nil, fmt.Errorf("%w: subject %q: structured event: %v", ErrInvalid, subject, err)
+		}
+		var raw struct {
+			Source string `json:"source"`
+		}
+		_ = json.Unmarshal(data, &raw) // cannot fail: the same bytes just parsed
+		source = raw.Source
+	} else {
+		ev, source, err = readBinary(subject, header, data)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := ev.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: subject %q: %v", ErrInvalid, subject, err)
+	}
+	if ev.Type() != addr.Type {
+		return nil, fmt.Errorf("%w: subject %q carries %s but attribute \"type\" is %q", ErrInvalid, subject, addr.Type, ev.Type())
+	}
+	if ct := ev.DataContentType(); ct != "" && !strings.HasPrefix(ct, contentTypeJSON) {
+		return nil, fmt.Errorf("%w: %s: datacontenttype %q: want %s", ErrInvalid, addr.Type, ct, contentTypeJSON)
+	}
+	if exp, ok := ev.Extensions()[ExtensionExperiment]; ok && fmt.Sprint(exp) != addr.Experiment {
+		return nil, fmt.Errorf("%w: %s: extension \"experiment\" is %q but the subject says %q", ErrInvalid, addr.Type, exp, addr.Experiment)
+	}
+	p := NewPayload(addr.Type)
+	dec := json.NewDecoder(bytes.NewReader(ev.Data()))
+	if err := dec.Decode(p); err != nil {
+		return nil, fmt.Errorf("%w: %s: data: %v", ErrInvalid, addr.Type, describeJSONError(err))
+	}
+	out := &Event{
+		ID: ev.ID(), Source: source, Time: ev.Time(), Experiment: addr.Experiment,
+		Writer: addr.Writer, Data: p,
+	}
+	if out.Time.IsZero() {
+		return nil, fmt.Errorf("%w: %s: attribute \"time\" is missing", ErrInvalid, addr.Type)
+	}
+	if t := TrialOf(p); t != addr.Trial {
+		return nil, fmt.Errorf("%w: %s: field \"trial_id\" is %q but the subject says %q", ErrInvalid, addr.Type, t, addr.Trial)
+	}
+	if err := checkSpecName(p, addr.Experiment); err != nil {
+		return nil, fmt.Errorf("%s: %w", addr.Type, err)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", addr.Type, err)
+	}
+	return out, nil
+}
+
+func isStructured(h map[string][]string) bool {
+	for k, v := range h {
+		if strings.EqualFold(k, HeaderContentType) && len(v) > 0 &&
+			strings.HasPrefix(strings.ToLower(v[0]), contentTypeStructured) {
+			return true
+		}
+	}
+	return false
+}
+
+// readBinary builds the event from ce-* headers and returns it with the
+// decoded source attribute.
+func readBinary(subject string, h map[string][]string, data []byte) (ce.Event, string, error) {
+	ev := ce.New()
+	attrs := map[string]string{}
+	for k, v := range h {
+		lk := strings.ToLower(k)
+		if !strings.HasPrefix(lk, headerPrefix) || len(v) == 0 {
+			continue
+		}
+		val, err := percentDecode(v[0])
+		if err != nil {
+			return ev, "", fmt.Errorf("%w: subject %q: header %q: %v", ErrInvalid, subject, k, err)
+		}
+		attrs[strings.TrimPrefix(lk, headerPrefix)] = val
+	}
+	if attrs["specversion"] != ce.CloudEventsVersionV1 {
+		return ev, "", fmt.Errorf("%w: subject %q: header \"ce-specversion\" must be %q, got %q (is this a CloudEvent?)", ErrInvalid, subject, ce.CloudEventsVersionV1, attrs["specversion"])
+	}
+	for name, val := range attrs {
+		var err error
+		switch name {
+		case "specversion":
+		case "id":
+			ev.SetID(val)
+		case "source":
+			ev.SetSource(val)
+		case "type":
+			ev.SetType(val)
+		case "subject":
+			ev.SetSubject(val)
+		case "datacontenttype":
+			ev.SetDataContentType(val)
+		case "dataschema":
+			ev.SetDataSchema(val)
+		case "time":
+			var t time.Time
+			t, err = time.Parse(time.RFC3339Nano, val)
+			ev.SetTime(t)
+		default:
+			ev.SetExtension(name, val)
+		}
+		if err != nil {
+			return ev, "", fmt.Errorf("%w: subject %q: header \"ce-%s\": %v", ErrInvalid, subject, name, err)
+		}
+	}
+	ev.DataEncoded = data
+	return ev, attrs["source"], nil
+}
+
+func describeJSONError(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Sprintf("field %q: want %s, got JSON %s", te.Field, te.Type, te.Value)
+	}
+	return err.Error()
+}
+
+// percentEncode encodes a header value as the CloudEvents NATS binding asks:
+// space, '"', '%' and anything outside printable ASCII become %XX.
+func percentEncode(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= 0x20 || c >= 0x7f || c == '"' || c == '%' {
+			fmt.Fprintf(&b, "%%%02X", c)
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// percentDecode reverses percentEncode and rejects invalid UTF-8, as the
+// binding requires.
+func percentDecode(s string) (string, error) {
+	if !strings.Contains(s, "%") {
+		if !utf8.ValidString(s) {
+			return "", fmt.Errorf("%q is not valid UTF-8", s)
+		}
+		return s, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+2 >= len(s) {
+			return "", fmt.Errorf("truncated percent-encoding in %q", s)
+		}
+		v, err := hex.DecodeString(s[i+1 : i+3])
+		if err != nil {
+			return "", fmt.Errorf("bad percent-encoding in %q", s)
+		}
+		b.WriteByte(v[0])
+		i += 2
+	}
+	if !utf8.ValidString(b.String()) {
+		return "", fmt.Errorf("%q decodes to invalid UTF-8", s)
+	}
+	return b.String(), nil
+}

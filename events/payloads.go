@@ -1,0 +1,619 @@
+package events
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+)
+
+// ErrInvalid is wrapped by every error about a malformed event.
+var ErrInvalid = errors.New("invalid event")
+
+// Payload is the data of one event type.
+type Payload interface {
+	// Type is the CloudEvents type of the event that carries this payload.
+	Type() string
+	// Validate reports the first malformed field, naming it.
+	Validate() error
+}
+
+// Trial statuses, as Ray Tune names them.
+const (
+	StatusPending    = "PENDING"
+	StatusRunning    = "RUNNING"
+	StatusPaused     = "PAUSED"
+	StatusTerminated = "TERMINATED"
+	StatusError      = "ERROR"
+)
+
+// Failure causes carried by trial.failed.
+const (
+	// CauseError: the trainable raised an error or its process exited non-zero.
+	CauseError = "error"
+	// CauseLost: the runner stopped heartbeating (killed, frozen, cut off).
+	CauseLost = "lost"
+	// CausePreempted: the runner was told to stop (SIGTERM) and handed the trial back.
+	CausePreempted = "preempted"
+)
+
+// ExperimentSubmitted asks a controller to run an experiment.
+type ExperimentSubmitted struct {
+	Spec ExperimentSpec `json:"spec"`
+}
+
+// ExperimentStarted records a controller's start of (one run of) an
+// experiment and the choices that make the run reproducible.
+type ExperimentStarted struct {
+	// Run counts controller sessions: 1 for the first, +1 per restore.
+	Run int `json:"run"`
+	// Session is the run's timestamp, YYYY-MM-DD_HH-MM-SS, used in
+	// experiment_state-<session>.json.
+	Session string `json:"session"`
+	// Seed is the effective random seed of the search.
+	Seed int64 `json:"seed"`
+	// TrialIDPrefix is the 5 hex digits that start every trial id.
+	TrialIDPrefix string `json:"trial_id_prefix"`
+	// NumTrials is how many trials the search will create; -1 if unbounded.
+	NumTrials int `json:"num_trials"`
+	// StoragePath is the resolved storage path (a directory or URL).
+	StoragePath string `json:"storage_path"`
+}
+
+// ExperimentStopRequested asks the controller to stop every trial and end
+// the experiment.
+type ExperimentStopRequested struct {
+	Reason string `json:"reason"`
+}
+
+// ExperimentInterrupted records that the run stopped before completion
+// (Ctrl-C, shutdown); the experiment can be restored.
+type ExperimentInterrupted struct {
+	Reason string `json:"reason"`
+}
+
+// ExperimentCompleted is the end of the experiment.
+type ExperimentCompleted struct {
+	// Reason: "finished", "time_budget", "fail_fast", "stopped".
+	Reason string `json:"reason"`
+	// Error is the trainable error that ended an experiment with
+	// fail_fast: raise.
+	Error string `json:"error,omitempty"`
+}
+
+// ResumeConfig says what a restore does with each group of trials.
+type ResumeConfig struct {
+	Finished   string `json:"finished"`   // "resume", "restart" or "skip"
+	Unfinished string `json:"unfinished"` // "resume", "restart" or "skip"
+	Errored    string `json:"errored"`    // "resume", "restart" or "skip"
+}
+
+// ExperimentRestored records a restore and where the state came from.
+type ExperimentRestored struct {
+	Resume ResumeConfig `json:"resume"`
+	// Source is "log" or "snapshot".
+	Source string `json:"source"`
+	// Snapshot is the state file restored from, when Source is "snapshot".
+	Snapshot string `json:"snapshot,omitempty"`
+}
+
+// TrialCreated adds a trial to the experiment.
+type TrialCreated struct {
+	TrialID string `json:"trial_id"`
+	// Index is the trial's position in the search: 0, 1, 2, ...
+	Index int `json:"index"`
+	// TrialName is "<trainable>_<trial_id>".
+	TrialName string `json:"trial_name"`
+	// ExperimentTag is "<index>_<k=v,...>" of the sampled values.
+	ExperimentTag string `json:"experiment_tag"`
+	// DirName is the trial's directory under the experiment directory.
+	DirName string `json:"dir_name"`
+	// Config is the resolved configuration the trainable receives.
+	Config map[string]any `json:"config"`
+}
+
+// CheckpointRef points at a checkpoint's bytes.
+type CheckpointRef struct {
+	// Name is checkpoint_NNNNNN.
+	Name string `json:"name"`
+	// Index is the NNNNNN of Name.
+	Index int `json:"index"`
+	// Object is the name of the staged copy in the experiment's Object Store.
+	Object string `json:"object,omitempty"`
+	// Size is the total bytes of the checkpoint's files.
+	Size int64 `json:"size"`
+	// Digest is "sha256:<hex>" over the checkpoint's archive.
+	Digest string `json:"digest"`
+	// Iteration is the training_iteration reported with the checkpoint.
+	Iteration int `json:"iteration"`
+}
+
+// TrialScheduled is trial work: a runner that pulls it runs the trial. It
+// carries everything a stateless runner needs.
+type TrialScheduled struct {
+	TrialID   string         `json:"trial_id"`
+	TrialName string         `json:"trial_name"`
+	DirName   string         `json:"dir_name"`
+	Config    map[string]any `json:"config"`
+	Trainable Trainable      `json:"trainable"`
+	// Stop is the experiment's stop criteria, checked by the runner on
+	// every report.
+	Stop map[string]float64 `json:"stop,omitempty"`
+	// AttemptBase is added to the delivery count to give the attempt
+	// number, so attempts keep counting across restores.
+	AttemptBase int `json:"attempt_base"`
+	// MaxFailures and HeartbeatTimeoutS are the experiment's FailureConfig.
+	MaxFailures       int     `json:"max_failures"`
+	HeartbeatTimeoutS float64 `json:"heartbeat_timeout_s"`
+	// Checkpoint is the trial's latest checkpoint when it was scheduled.
+	Checkpoint *CheckpointRef `json:"checkpoint,omitempty"`
+}
+
+// TrialStarted records that a runner began an attempt of a trial.
+type TrialStarted struct {
+	TrialID  string `json:"trial_id"`
+	Attempt  int    `json:"attempt"`
+	Runner   string `json:"runner"`
+	Hostname string `json:"hostname"`
+	PID      int    `json:"pid"`
+	// RestoredFrom is the checkpoint the attempt resumes from, if any.
+	RestoredFrom string `json:"restored_from,omitempty"`
+}
+
+// TrialReported carries one result of a trial: the trainable's metrics plus
+// Ray's automatic fields (training_iteration, time_this_iter_s, ...).
+type TrialReported struct {
+	TrialID string         `json:"trial_id"`
+	Attempt int            `json:"attempt"`
+	Result  map[string]any `json:"result"`
+}
+
+// TrialCheckpointed records a checkpoint staged in the Object Store.
+type TrialCheckpointed struct {
+	TrialID    string        `json:"trial_id"`
+	Attempt    int           `json:"attempt"`
+	Checkpoint CheckpointRef `json:"checkpoint"`
+}
+
+// TrialFailed records a failed attempt.
+type TrialFailed struct {
+	TrialID string `json:"trial_id"`
+	Attempt int    `json:"attempt"`
+	// Cause is "error", "lost" or "preempted".
+	Cause string `json:"cause"`
+	// ErrorType classifies the error ("ExitError", "GoError", ...).
+	ErrorType string `json:"error_type,omitempty"`
+	// Error is the error text: the message, or a command's last stderr lines.
+	Error string `json:"error"`
+	// Final is true when no retry follows: the trial is ERROR.
+	Final bool `json:"final"`
+	// Counted is false when the failure does not count against max_failures.
+	Counted bool `json:"counted"`
+}
+
+// TrialStopRequested asks the runner of a trial to stop it; the trial ends
+// TERMINATED.
+type TrialStopRequested struct {
+	TrialID string `json:"trial_id"`
+	Reason  string `json:"reason"`
+}
+
+// TrialCompleted is a trial's terminal status.
+type TrialCompleted struct {
+	TrialID string `json:"trial_id"`
+	// Attempt is the attempt that ended; 0 when the controller ended a trial
+	// that was not running.
+	Attempt int `json:"attempt"`
+	// Status is TERMINATED or ERROR.
+	Status string `json:"status"`
+	// Reason: "finished", "stop_criteria", "stopped", "time_budget",
+	// "fail_fast", "max_failures".
+	Reason string `json:"reason"`
+}
+
+// CheckpointPersisted announces a checkpoint that is durable in storage.
+type CheckpointPersisted struct {
+	TrialID string `json:"trial_id"`
+	Name    string `json:"name"`
+	// Path is where it lives: a directory path or a storage URL.
+	Path   string `json:"path"`
+	Size   int64  `json:"size"`
+	Digest string `json:"digest"`
+}
+
+// CheckpointDeleted announces a checkpoint removed by retention.
+type CheckpointDeleted struct {
+	TrialID string `json:"trial_id"`
+	Name    string `json:"name"`
+	Reason  string `json:"reason"`
+}
+
+// SyncCompleted announces that storage reflects the log up to Seq.
+type SyncCompleted struct {
+	// Seq is the last stream sequence reflected in storage.
+	Seq uint64 `json:"seq"`
+	// Snapshot is the experiment state file written, if any.
+	Snapshot  string  `json:"snapshot,omitempty"`
+	Files     int     `json:"files"`
+	Bytes     int64   `json:"bytes"`
+	DurationS float64 `json:"duration_s"`
+}
+
+// SyncFailed announces a sync that failed (it will be retried).
+type SyncFailed struct {
+	Operation string `json:"operation"`
+	Error     string `json:"error"`
+	Attempt   int    `json:"attempt"`
+}
+
+// Type implementations.
+func (*ExperimentSubmitted) Type() string     { return TypeExperimentSubmitted }
+func (*ExperimentStarted) Type() string       { return TypeExperimentStarted }
+func (*ExperimentStopRequested) Type() string { return TypeExperimentStopRequested }
+func (*ExperimentInterrupted) Type() string   { return TypeExperimentInterrupted }
+func (*ExperimentCompleted) Type() string     { return TypeExperimentCompleted }
+func (*ExperimentRestored) Type() string      { return TypeExperimentRestored }
+func (*TrialCreated) Type() string            { return TypeTrialCreated }
+func (*TrialScheduled) Type() string          { return TypeTrialScheduled }
+func (*TrialStarted) Type() string            { return TypeTrialStarted }
+func (*TrialReported) Type() string           { return TypeTrialReported }
+func (*TrialCheckpointed) Type() string       { return TypeTrialCheckpointed }
+func (*TrialFailed) Type() string             { return TypeTrialFailed }
+func (*TrialStopRequested) Type() string      { return TypeTrialStopRequested }
+func (*TrialCompleted) Type() string          { return TypeTrialCompleted }
+func (*CheckpointPersisted) Type() string     { return TypeCheckpointPersisted }
+func (*CheckpointDeleted) Type() string       { return TypeCheckpointDeleted }
+func (*SyncCompleted) Type() string           { return TypeSyncCompleted }
+func (*SyncFailed) Type() string              { return TypeSyncFailed }
+
+// TrialOf returns the trial id a per-trial payload is about, or "".
+func TrialOf(p Payload) string {
+	switch x := p.(type) {
+	case *TrialCreated:
+		return x.TrialID
+	case *TrialScheduled:
+		return x.TrialID
+	case *TrialStarted:
+		return x.TrialID
+	case *TrialReported:
+		return x.TrialID
+	case *TrialCheckpointed:
+		return x.TrialID
+	case *TrialFailed:
+		return x.TrialID
+	case *TrialStopRequested:
+		return x.TrialID
+	case *TrialCompleted:
+		return x.TrialID
+	case *CheckpointPersisted:
+		return x.TrialID
+	case *CheckpointDeleted:
+		return x.TrialID
+	}
+	return ""
+}
+
+// fieldErr builds the error for one bad field.
+func fieldErr(field, format string, args ...any) error {
+	return fmt.Errorf("%w: field %q: %s", ErrInvalid, field, fmt.Sprintf(format, args...))
+}
+
+func checkID(field, s string) error {
+	if !idPattern.MatchString(s) {
+		return fieldErr(field, "%q is not a valid id (letters, digits, '_' and '-', 1-128 characters)", s)
+	}
+	return nil
+}
+
+func checkAttempt(a int) error {
+	if a < 1 {
+		return fieldErr("attempt", "must be >= 1, got %d", a)
+	}
+	return nil
+}
+
+func checkOneOf(field, v string, allowed ...string) error {
+	for _, a := range allowed {
+		if v == a {
+			return nil
+		}
+	}
+	return fieldErr(field, "must be one of %v, got %q", allowed, v)
+}
+
+func checkNonEmpty(field, v string) error {
+	if v == "" {
+		return fieldErr(field, "must not be empty")
+	}
+	return nil
+}
+
+var (
+	checkpointNameRE = regexp.MustCompile(`^checkpoint_[0-9]{6,}$`)
+	digestRE         = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	sessionRE        = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}_[0-9]{2}-[0-9]{2}-[0-9]{2}$`)
+	hexPrefixRE      = regexp.MustCompile(`^[0-9a-f]{5}$`)
+)
+
+// Validate implementations.
+
+func (p *ExperimentSubmitted) Validate() error { return p.Spec.Validate() }
+
+func (p *ExperimentStarted) Validate() error {
+	if p.Run < 1 {
+		return fieldErr("run", "must be >= 1, got %d", p.Run)
+	}
+	if !sessionRE.MatchString(p.Session) {
+		return fieldErr("session", "want YYYY-MM-DD_HH-MM-SS, got %q", p.Session)
+	}
+	if !hexPrefixRE.MatchString(p.TrialIDPrefix) {
+		return fieldErr("trial_id_prefix", "want 5 lowercase hex digits, got %q", p.TrialIDPrefix)
+	}
+	if p.NumTrials < -1 {
+		return fieldErr("num_trials", "must be >= -1, got %d", p.NumTrials)
+	}
+	return checkNonEmpty("storage_path", p.StoragePath)
+}
+
+func (p *ExperimentStopRequested) Validate() error { return nil }
+func (p *ExperimentInterrupted) Validate() error   { return nil }
+
+func (p *ExperimentCompleted) Validate() error {
+	return checkNonEmpty("reason", p.Reason)
+}
+
+func (p *ExperimentRestored) Validate() error {
+	for _, f := range []struct{ name, v string }{
+		{"resume.finished", p.Resume.Finished}, {"resume.unfinished", p.Resume.Unfinished}, {"resume.errored", p.Resume.Errored},
+	} {
+		if err := checkOneOf(f.name, f.v, "resume", "restart", "skip"); err != nil {
+			return err
+		}
+	}
+	return checkOneOf("source", p.Source, "log", "snapshot")
+}
+
+func (p *TrialCreated) Validate() error {
+	if err := checkID("trial_id", p.TrialID); err != nil {
+		return err
+	}
+	if p.Index < 0 {
+		return fieldErr("index", "must be >= 0, got %d", p.Index)
+	}
+	if err := checkNonEmpty("trial_name", p.TrialName); err != nil {
+		return err
+	}
+	if err := checkDirName("dir_name", p.DirName); err != nil {
+		return err
+	}
+	if p.Config == nil {
+		return fieldErr("config", "must be an object")
+	}
+	return nil
+}
+
+func (p *CheckpointRef) validate(prefix string) error {
+	if !checkpointNameRE.MatchString(p.Name) {
+		return fieldErr(prefix+"name", "want checkpoint_NNNNNN, got %q", p.Name)
+	}
+	if p.Index < 0 {
+		return fieldErr(prefix+"index", "must be >= 0, got %d", p.Index)
+	}
+	if p.Size < 0 {
+		return fieldErr(prefix+"size", "must be >= 0, got %d", p.Size)
+	}
+	if !digestRE.MatchString(p.Digest) {
+		return fieldErr(prefix+"digest", "want sha256:<64 hex digits>, got %q", p.Digest)
+	}
+	return nil
+}
+
+func (p *TrialScheduled) Validate() error {
+	if err := checkID("trial_id", p.TrialID); err != nil {
+		return err
+	}
+	if err := checkNonEmpty("trial_name", p.TrialName); err != nil {
+		return err
+	}
+	if err := checkDirName("dir_name", p.DirName); err != nil {
+		return err
+	}
+	if p.Config == nil {
+		return fieldErr("config", "must be an object")
+	}
+	if err := p.Trainable.validate("trainable."); err != nil {
+		return err
+	}
+	if p.AttemptBase < 0 {
+		return fieldErr("attempt_base", "must be >= 0, got %d", p.AttemptBase)
+	}
+	if p.MaxFailures < -1 {
+		return fieldErr("max_failures", "must be >= -1, got %d", p.MaxFailures)
+	}
+	if !(p.HeartbeatTimeoutS > 0) || math.IsInf(p.HeartbeatTimeoutS, 0) {
+		return fieldErr("heartbeat_timeout_s", "must be > 0, got %v", p.HeartbeatTimeoutS)
+	}
+	if p.Checkpoint != nil {
+		return p.Checkpoint.validate("checkpoint.")
+	}
+	return nil
+}
+
+func (p *TrialStarted) Validate() error {
+	if err := checkID("trial_id", p.TrialID); err != nil {
+		return err
+	}
+	if err := checkAttempt(p.Attempt); err != nil {
+		return err
+	}
+	return checkNonEmpty("runner", p.Runner)
+}
+
+func (p *TrialReported) Validate() error {
+	if err := checkID("trial_id", p.TrialID); err != nil {
+		return err
+	}
+	if err := checkAttempt(p.Attempt); err != nil {
+		return err
+	}
+	if p.Result == nil {
+		return fieldErr("result", "must be an object")
+	}
+	var it float64
+	ok := true
+	switch x := p.Result["training_iteration"].(type) {
+	case float64: // as decoded from JSON
+		it = x
+	case int:
+		it = float64(x)
+	case int64:
+		it = float64(x)
+	default:
+		ok = false
+	}
+	if !ok || it < 1 || it != math.Trunc(it) {
+		return fieldErr("result.training_iteration", "must be an integer >= 1, got %v", p.Result["training_iteration"])
+	}
+	return nil
+}
+
+func (p *TrialCheckpointed) Validate() error {
+	if err := checkID("trial_id", p.TrialID); err != nil {
+		return err
+	}
+	if err := checkAttempt(p.Attempt); err != nil {
+		return err
+	}
+	return p.Checkpoint.validate("checkpoint.")
+}
+
+func (p *TrialFailed) Validate() error {
+	if err := checkID("trial_id", p.TrialID); err != nil {
+		return err
+	}
+	if p.Attempt < 0 {
+		return fieldErr("attempt", "must be >= 0, got %d", p.Attempt)
+	}
+	return checkOneOf("cause", p.Cause, CauseError, CauseLost, CausePreempted)
+}
+
+func (p *TrialStopRequested) Validate() error {
+	if err := checkID("trial_id", p.TrialID); err != nil {
+		return err
+	}
+	return checkNonEmpty("reason", p.Reason)
+}
+
+func (p *TrialCompleted) Validate() error {
+	if err := checkID("trial_id", p.TrialID); err != nil {
+		return err
+	}
+	if p.Attempt < 0 {
+		return fieldErr("attempt", "must be >= 0, got %d", p.Attempt)
+	}
+	if err := checkOneOf("status", p.Status, StatusTerminated, StatusError); err != nil {
+		return err
+	}
+	return checkNonEmpty("reason", p.Reason)
+}
+
+func (p *CheckpointPersisted) Validate() error {
+	if err := checkID("trial_id", p.TrialID); err != nil {
+		return err
+	}
+	if !checkpointNameRE.MatchString(p.Name) {
+		return fieldErr("name", "want checkpoint_NNNNNN, got %q", p.Name)
+	}
+	if err := checkNonEmpty("path", p.Path); err != nil {
+		return err
+	}
+	if !digestRE.MatchString(p.Digest) {
+		return fieldErr("digest", "want sha256:<64 hex digits>, got %q", p.Digest)
+	}
+	return nil
+}
+
+func (p *CheckpointDeleted) Validate() error {
+	if err := checkID("trial_id", p.TrialID); err != nil {
+		return err
+	}
+	if !checkpointNameRE.MatchString(p.Name) {
+		return fieldErr("name", "want checkpoint_NNNNNN, got %q", p.Name)
+	}
+	return nil
+}
+
+func (p *SyncCompleted) Validate() error {
+	if p.Files < 0 {
+		return fieldErr("files", "must be >= 0, got %d", p.Files)
+	}
+	if p.Bytes < 0 {
+		return fieldErr("bytes", "must be >= 0, got %d", p.Bytes)
+	}
+	return nil
+}
+
+func (p *SyncFailed) Validate() error {
+	if err := checkNonEmpty("operation", p.Operation); err != nil {
+		return err
+	}
+	return checkNonEmpty("error", p.Error)
+}
+
+func (t *Trainable) validate(prefix string) error {
+	if len(t.Command) == 0 && t.Name == "" {
+		return fieldErr(prefix+"name", "a trainable needs a registered name or a command")
+	}
+	for i, a := range t.Command {
+		if i == 0 && a == "" {
+			return fieldErr(prefix+"command", "the program must not be empty")
+		}
+	}
+	return nil
+}
+
+// checkDirName rejects directory names that could escape the experiment
+// directory.
+func checkDirName(field, s string) error {
+	if s == "" || s == "." || s == ".." || len(s) > 255 {
+		return fieldErr(field, "%q is not a directory name", s)
+	}
+	for _, r := range s {
+		if r == '/' || r == '\\' || r == 0 {
+			return fieldErr(field, "%q must not contain '/', '\\' or NUL", s)
+		}
+	}
+	return nil
+}
+
+// Validate checks the parts of a spec that every consumer relies on. The
+// experiment file parser (internal/spec) checks more, with line numbers.
+func (s *ExperimentSpec) Validate() error {
+	if err := checkID("spec.name", s.Name); err != nil {
+		return err
+	}
+	if err := s.Trainable.validate("spec.trainable."); err != nil {
+		return err
+	}
+	if s.TuneConfig.NumSamples < -1 || s.TuneConfig.NumSamples == 0 {
+		return fieldErr("spec.tune_config.num_samples", "must be >= 1 or -1, got %d", s.TuneConfig.NumSamples)
+	}
+	if s.TuneConfig.Mode != "" {
+		if err := checkOneOf("spec.tune_config.mode", s.TuneConfig.Mode, "min", "max"); err != nil {
+			return err
+		}
+	}
+	if s.TuneConfig.MaxConcurrentTrials < 0 {
+		return fieldErr("spec.tune_config.max_concurrent_trials", "must be >= 0, got %d", s.TuneConfig.MaxConcurrentTrials)
+	}
+	if s.RunConfig.FailureConfig.MaxFailures < -1 {
+		return fieldErr("spec.run_config.failure_config.max_failures", "must be >= -1, got %d", s.RunConfig.FailureConfig.MaxFailures)
+	}
+	if ff := s.RunConfig.FailureConfig.FailFast; ff != FailFastOff && ff != FailFastOn && ff != FailFastRaise {
+		return fieldErr("spec.run_config.failure_config.fail_fast", "must be false, true or \"raise\", got %q", string(ff))
+	}
+	return nil
+}
+
+func sortStrings(s []string) { sort.Strings(s) }

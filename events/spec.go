@@ -1,0 +1,167 @@
+package events
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// ExperimentSpec is an experiment as submitted: the experiment file in its
+// normalized form. Keys mirror Ray Tune's Tuner arguments in snake_case.
+// internal/spec parses and validates the file; this struct is the wire form.
+type ExperimentSpec struct {
+	// Name is the experiment's name: the directory under storage_path and the
+	// experiment token in every subject.
+	Name string `json:"name"`
+	// Trainable is what each trial runs.
+	Trainable Trainable `json:"trainable"`
+	// ParamSpace is the search space: nested objects, plain values, and
+	// domains such as {"grid_search": [...]} or {"uniform": [low, high]}.
+	ParamSpace map[string]any `json:"param_space,omitempty"`
+	// TuneConfig holds Ray's TuneConfig fields.
+	TuneConfig TuneConfig `json:"tune_config"`
+	// RunConfig holds Ray's RunConfig fields.
+	RunConfig RunConfig `json:"run_config"`
+}
+
+// Trainable names a registered Go function or a command to execute.
+// Exactly one of Name (for Go trainables) and Command is set; a command
+// trainable may also carry a Name, used in trial names.
+type Trainable struct {
+	// Name is the registered name of a Go trainable, or the display name of a
+	// command trainable.
+	Name string `json:"name,omitempty"`
+	// Command is the program and its arguments.
+	Command []string `json:"command,omitempty"`
+	// Dir is the folder the command runs relative to: the experiment file's
+	// folder. Relative command paths resolve against it.
+	Dir string `json:"dir,omitempty"`
+}
+
+// TuneConfig mirrors ray.tune.TuneConfig.
+type TuneConfig struct {
+	// NumSamples is how many times the grid is sampled; -1 samples until
+	// stopped. Default 1.
+	NumSamples int `json:"num_samples"`
+	// Metric and Mode ("min" or "max") name the metric to optimize.
+	Metric string `json:"metric,omitempty"`
+	Mode   string `json:"mode,omitempty"`
+	// MaxConcurrentTrials caps running trials; 0 means no limit.
+	MaxConcurrentTrials int `json:"max_concurrent_trials,omitempty"`
+	// TimeBudgetS stops the experiment after this many seconds; 0 means none.
+	TimeBudgetS float64 `json:"time_budget_s,omitempty"`
+	// Seed makes random search reproducible. When unset, the controller picks
+	// one and records it in experiment.started.
+	Seed *int64 `json:"seed,omitempty"`
+	// SearchAlg is "random" (default: grid × samples, random domains sampled)
+	// or "grid" (only grid_search and plain values allowed).
+	SearchAlg string `json:"search_alg,omitempty"`
+	// Scheduler is "fifo" (default).
+	Scheduler string `json:"scheduler,omitempty"`
+}
+
+// RunConfig mirrors ray.tune.RunConfig.
+type RunConfig struct {
+	// StoragePath is a directory or a storage URL; default ~/tunejet_results.
+	StoragePath string `json:"storage_path,omitempty"`
+	// Stop maps a result key to a threshold: a trial stops once
+	// result[key] >= threshold (Ray's rule). Nested keys use "/".
+	Stop             map[string]float64 `json:"stop,omitempty"`
+	FailureConfig    FailureConfig      `json:"failure_config"`
+	CheckpointConfig CheckpointConfig   `json:"checkpoint_config"`
+	SyncConfig       SyncConfig         `json:"sync_config"`
+}
+
+// FailureConfig mirrors ray.train.FailureConfig, plus the heartbeat that
+// decides how fast a lost runner is noticed.
+type FailureConfig struct {
+	// MaxFailures is how many times a failed trial is retried; -1 retries
+	// forever. Default 0.
+	MaxFailures int `json:"max_failures"`
+	// FailFast ends the experiment at the first final trial failure: false
+	// (default), true, or "raise" (the error is also returned to the caller).
+	FailFast FailFast `json:"fail_fast"`
+	// HeartbeatTimeoutS is the JetStream AckWait of trial work: a runner that
+	// sends no heartbeat for this long is presumed lost and the trial is
+	// redelivered. Runners heartbeat at a third of it. Default 3.
+	HeartbeatTimeoutS float64 `json:"heartbeat_timeout_s,omitempty"`
+}
+
+// FailFast is false, true or "raise".
+type FailFast string
+
+// FailFast values.
+const (
+	FailFastOff   FailFast = ""
+	FailFastOn    FailFast = "true"
+	FailFastRaise FailFast = "raise"
+)
+
+// MarshalJSON writes false, true or "raise".
+func (f FailFast) MarshalJSON() ([]byte, error) {
+	switch f {
+	case FailFastOff:
+		return []byte("false"), nil
+	case FailFastOn:
+		return []byte("true"), nil
+	default:
+		return json.Marshal(string(f))
+	}
+}
+
+// UnmarshalJSON accepts a bool or the string "raise" (any case).
+func (f *FailFast) UnmarshalJSON(b []byte) error {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	ff, err := ParseFailFast(v)
+	if err != nil {
+		return err
+	}
+	*f = ff
+	return nil
+}
+
+// ParseFailFast converts a decoded bool or string to FailFast, with Ray's
+// error for anything else.
+func ParseFailFast(v any) (FailFast, error) {
+	switch x := v.(type) {
+	case nil:
+		return FailFastOff, nil
+	case bool:
+		if x {
+			return FailFastOn, nil
+		}
+		return FailFastOff, nil
+	case string:
+		if strings.EqualFold(x, "raise") {
+			return FailFastRaise, nil
+		}
+	}
+	return FailFastOff, fmt.Errorf("fail_fast must be one of {bool, 'raise'}. Got %v.", v)
+}
+
+// CheckpointConfig mirrors ray.train.CheckpointConfig.
+type CheckpointConfig struct {
+	// NumToKeep is how many checkpoints to keep; 0 keeps all.
+	NumToKeep int `json:"num_to_keep,omitempty"`
+	// ScoreAttribute ranks checkpoints by this result key ("/" nests);
+	// empty keeps the latest.
+	ScoreAttribute string `json:"checkpoint_score_attribute,omitempty"`
+	// ScoreOrder is "max" (default) or "min".
+	ScoreOrder string `json:"checkpoint_score_order,omitempty"`
+}
+
+// SyncConfig mirrors ray.train.SyncConfig.
+type SyncConfig struct {
+	// SyncPeriodS batches uploads; default 300.
+	SyncPeriodS float64 `json:"sync_period,omitempty"`
+	// SyncTimeoutS bounds one sync operation; default 1800.
+	SyncTimeoutS float64 `json:"sync_timeout,omitempty"`
+	// SyncArtifacts uploads files the trainable writes in its trial dir.
+	SyncArtifacts bool `json:"sync_artifacts,omitempty"`
+	// SyncArtifactsOnCheckpoint forces an artifact sync on each checkpoint;
+	// default true (nil).
+	SyncArtifactsOnCheckpoint *bool `json:"sync_artifacts_on_checkpoint,omitempty"`
+}

@@ -1,0 +1,172 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/tunejet/tunejet/events"
+)
+
+// Names of the streams and consumers tunejet provisions.
+const (
+	StreamName    = "TUNEJET"
+	DLQStreamName = "TUNEJET_DLQ"
+	dlqPrefix     = "tunejet-dlq"
+	// MaxEventSize is the largest event we store; bytes go to the Object Store.
+	MaxEventSize = 1 << 20
+)
+
+// Headers added to dead-lettered messages.
+const (
+	HeaderDLQError    = "Tunejet-Dlq-Error"
+	HeaderDLQSubject  = "Tunejet-Dlq-Subject"
+	HeaderDLQSequence = "Tunejet-Dlq-Sequence"
+)
+
+// Bus is a JetStream connection with tunejet's conventions.
+type Bus struct {
+	NC     *nats.Conn
+	JS     jetstream.JetStream
+	Source string // CloudEvents source of events published through it
+	Log    zerolog.Logger
+}
+
+// New wraps a connection. source names the service instance.
+func New(nc *nats.Conn, source string, log zerolog.Logger) (*Bus, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	return &Bus{NC: nc, JS: js, Source: source, Log: log}, nil
+}
+
+func logSubjects() []string {
+	ws := []events.Writer{events.WriterClient, events.WriterController, events.WriterRunner, events.WriterSyncer, events.WriterRestorer}
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = events.WriterSubjects("*", w)
+	}
+	return out
+}
+
+// Provision creates or updates the streams. It is idempotent: a second
+// start finds them and changes nothing.
+func (b *Bus) Provision(ctx context.Context) error {
+	cfgs := []jetstream.StreamConfig{{
+		Name:        StreamName,
+		Description: "tunejet event log: every event of every experiment",
+		Subjects:    logSubjects(),
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		MaxMsgSize:  MaxEventSize,
+		Duplicates:  2 * time.Minute,
+	}, {
+		Name:        DLQStreamName,
+		Description: "tunejet dead letters: messages on tunejet subjects that did not decode",
+		Subjects:    []string{dlqPrefix + ".>"},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		MaxAge:      30 * 24 * time.Hour,
+	}}
+	for _, cfg := range cfgs {
+		if _, err := b.JS.CreateOrUpdateStream(ctx, cfg); err != nil {
+			return fmt.Errorf("provision stream %s: %w", cfg.Name, err)
+		}
+	}
+	return nil
+}
+
+// Stream returns the event log.
+func (b *Bus) Stream(ctx context.Context) (jetstream.Stream, error) {
+	s, err := b.JS.Stream(ctx, StreamName)
+	if err != nil {
+		return nil, fmt.Errorf("event log stream %s: %w", StreamName, err)
+	}
+	return s, nil
+}
+
+// Event builds an event from this bus's source.
+func (b *Bus) Event(exp string, w events.Writer, p events.Payload) *events.Event {
+	return events.New(exp, w, b.Source, p)
+}
+
+// Publish encodes ev, stores it in the log and returns its sequence. The
+// event id is the Nats-Msg-Id, so a retried publish is stored once.
+func (b *Bus) Publish(ctx context.Context, ev *events.Event, opts ...jetstream.PublishOpt) (uint64, error) {
+	msg, err := ToNATS(ev)
+	if err != nil {
+		return 0, err
+	}
+	ack, err := b.JS.PublishMsg(ctx, msg, opts...)
+	if err != nil {
+		return 0, fmt.Errorf("publish %s for %s: %w", ev.Type(), ev.Experiment, err)
+	}
+	ev.Seq = ack.Sequence
+	return ack.Sequence, nil
+}
+
+// PublishAsync stores ev without waiting for the acknowledgement.
+func (b *Bus) PublishAsync(ev *events.Event) (jetstream.PubAckFuture, error) {
+	msg, err := ToNATS(ev)
+	if err != nil {
+		return nil, err
+	}
+	f, err := b.JS.PublishMsgAsync(msg)
+	if err != nil {
+		return nil, fmt.Errorf("publish %s for %s: %w", ev.Type(), ev.Experiment, err)
+	}
+	return f, nil
+}
+
+// ToNATS encodes an event as a NATS message.
+func ToNATS(ev *events.Event) (*nats.Msg, error) {
+	m, err := events.Encode(ev)
+	if err != nil {
+		return nil, err
+	}
+	return &nats.Msg{Subject: m.Subject, Header: nats.Header(m.Header), Data: m.Data}, nil
+}
+
+// FromJS decodes a JetStream message as an event with its stream sequence.
+func FromJS(m jetstream.Msg) (*events.Event, error) {
+	ev, err := events.Decode(m.Subject(), m.Headers(), m.Data())
+	if err != nil {
+		return nil, err
+	}
+	if md, err := m.Metadata(); err == nil {
+		ev.Seq = md.Sequence.Stream
+	}
+	return ev, nil
+}
+
+// DeadLetter moves a message that did not decode out of the log and into
+// TUNEJET_DLQ, with the error, and logs it.
+func (b *Bus) DeadLetter(ctx context.Context, subject string, seq uint64, hdr nats.Header, data []byte, cause error) {
+	h := nats.Header{}
+	for k, v := range hdr {
+		h[k] = v
+	}
+	h.Del(events.HeaderMsgID)
+	h.Set(HeaderDLQError, cause.Error())
+	h.Set(HeaderDLQSubject, subject)
+	h.Set(HeaderDLQSequence, strconv.FormatUint(seq, 10))
+	b.Log.Warn().Str("subject", subject).Uint64("seq", seq).Err(cause).Msg("dead-lettering a malformed message")
+	if _, err := b.JS.PublishMsg(ctx, &nats.Msg{Subject: dlqPrefix + "." + subject, Header: h, Data: data}); err != nil {
+		b.Log.Error().Err(err).Uint64("seq", seq).Msg("dead letter: publish failed; the message stays in the log")
+		return
+	}
+	s, err := b.Stream(ctx)
+	if err == nil {
+		err = s.DeleteMsg(ctx, seq)
+	}
+	if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		b.Log.Error().Err(err).Uint64("seq", seq).Msg("dead letter: could not remove the message from the log")
+	}
+}

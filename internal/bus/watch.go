@@ -1,0 +1,143 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tunejet/tunejet/events"
+)
+
+// Handler receives a replay of the log.
+type Handler struct {
+	// Event is called for each decoded event, in stream order.
+	Event func(ev *events.Event)
+	// Invalid is called for a message that does not decode. When nil, the
+	// message is skipped with a debug log.
+	Invalid func(m jetstream.Msg, err error)
+	// CaughtUp is called once, when the replay has delivered every message
+	// that was in the log when Watch started.
+	CaughtUp func()
+}
+
+// Watch replays the events matching filter from stream sequence from (1 or
+// 0 for the beginning), then follows new ones, until ctx is done.
+func (b *Bus) Watch(ctx context.Context, filter string, from uint64, h Handler) error {
+	s, err := b.Stream(ctx)
+	if err != nil {
+		return err
+	}
+	target, err := lastSeq(ctx, s, filter)
+	if err != nil {
+		return err
+	}
+	caught := false
+	catchUp := func(seq uint64, pending uint64) {
+		if !caught && (seq >= target || pending == 0) {
+			caught = true
+			if h.CaughtUp != nil {
+				h.CaughtUp()
+			}
+		}
+	}
+	if target < from || target == 0 {
+		catchUp(target, 0)
+	}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}}
+	if from > 1 {
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = from
+	}
+	cons, err := s.OrderedConsumer(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("watch %s: %w", filter, err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return fmt.Errorf("watch %s: %w", filter, err)
+	}
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	for {
+		m, err := it.Next()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return ctx.Err()
+			}
+			return fmt.Errorf("watch %s: %w", filter, err)
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			continue
+		}
+		ev, derr := FromJS(m)
+		switch {
+		case derr != nil && h.Invalid != nil:
+			h.Invalid(m, derr)
+		case derr != nil:
+			b.Log.Debug().Str("subject", m.Subject()).Uint64("seq", md.Sequence.Stream).Err(derr).Msg("skipping a malformed message")
+		default:
+			h.Event(ev)
+		}
+		catchUp(md.Sequence.Stream, md.NumPending)
+	}
+}
+
+// lastSeq is the sequence of the newest message matching filter, 0 if none.
+func lastSeq(ctx context.Context, s jetstream.Stream, filter string) (uint64, error) {
+	m, err := s.GetLastMsgForSubject(ctx, filter)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("last message on %s: %w", filter, err)
+	}
+	return m.Sequence, nil
+}
+
+// WorkConsumerName is the durable consumer runners pull an experiment's
+// trial work from.
+func WorkConsumerName(exp string) string { return "work_" + exp }
+
+// WorkConfig is the configuration of an experiment's work consumer.
+type WorkConfig struct {
+	// MaxFailures from the experiment's FailureConfig: MaxDeliver is
+	// MaxFailures+1, or unlimited for -1.
+	MaxFailures int
+	// AckWait is the heartbeat timeout.
+	AckWait float64
+}
+
+// EnsureWorkConsumer creates or updates the durable pull consumer that
+// hands out an experiment's trial.scheduled events.
+func (b *Bus) EnsureWorkConsumer(ctx context.Context, exp string, wc WorkConfig) (jetstream.Consumer, error) {
+	maxDeliver := wc.MaxFailures + 1
+	if wc.MaxFailures < 0 {
+		maxDeliver = -1
+	}
+	cfg := jetstream.ConsumerConfig{
+		Durable:       WorkConsumerName(exp),
+		Description:   "trial work of experiment " + exp,
+		FilterSubject: events.TypeSubjects(exp, events.WriterController, events.TypeTrialScheduled),
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       seconds(wc.AckWait),
+		MaxDeliver:    maxDeliver,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	}
+	c, err := b.JS.CreateOrUpdateConsumer(ctx, StreamName, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("work consumer for %s: %w", exp, err)
+	}
+	return c, nil
+}
+
+// WorkConsumer returns an experiment's existing work consumer.
+func (b *Bus) WorkConsumer(ctx context.Context, exp string) (jetstream.Consumer, error) {
+	c, err := b.JS.Consumer(ctx, StreamName, WorkConsumerName(exp))
+	if err != nil {
+		return nil, fmt.Errorf("work consumer for %s: %w", exp, err)
+	}
+	return c, nil
+}

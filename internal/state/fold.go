@@ -1,0 +1,242 @@
+package state
+
+import (
+	"math"
+	"strconv"
+
+	"github.com/tunejet/tunejet/events"
+)
+
+// Apply folds one event into the state and reports whether it changed
+// anything. Events of other experiments, duplicates and fenced-off events
+// change nothing. Apply never fails: the events were validated on decode.
+func (e *Experiment) Apply(ev *events.Event) bool {
+	if ev.Experiment != e.Name {
+		return false
+	}
+	if ev.Seq > e.LastSeq {
+		e.LastSeq = ev.Seq
+	}
+	switch p := ev.Data.(type) {
+	case *events.ExperimentSubmitted:
+		return e.submitted(p)
+	case *events.ExperimentStarted:
+		return e.started(ev, p)
+	case *events.ExperimentStopRequested:
+		return e.stopRequested(p.Reason)
+	case *events.ExperimentInterrupted:
+		return e.interrupted(p)
+	case *events.ExperimentCompleted:
+		return e.completed(ev, p)
+	case *events.TrialCreated:
+		return e.trialCreated(p)
+	}
+	t := e.Trials[events.TrialOf(ev.Data)]
+	if t == nil {
+		return false
+	}
+	switch p := ev.Data.(type) {
+	case *events.TrialScheduled:
+		return t.scheduled(p)
+	case *events.TrialStarted:
+		return t.started(ev, p)
+	case *events.TrialReported:
+		return t.reported(ev, p)
+	case *events.TrialCheckpointed:
+		return t.checkpointed(p)
+	case *events.TrialFailed:
+		return t.failed(ev, p)
+	case *events.TrialStopRequested:
+		return t.stopRequested(ev, p)
+	case *events.TrialCompleted:
+		return t.completed(ev, p)
+	}
+	return false
+}
+
+func (e *Experiment) submitted(p *events.ExperimentSubmitted) bool {
+	if e.Spec != nil {
+		return false
+	}
+	spec := p.Spec
+	e.Spec = &spec
+	e.Status = ExperimentPending
+	return true
+}
+
+func (e *Experiment) started(ev *events.Event, p *events.ExperimentStarted) bool {
+	if p.Run <= e.Run || e.Status == ExperimentCompleted {
+		return false
+	}
+	e.Run, e.Session, e.Seed = p.Run, p.Session, p.Seed
+	e.TrialIDPrefix, e.NumTrials, e.StoragePath = p.TrialIDPrefix, p.NumTrials, p.StoragePath
+	e.StartTime = ev.Time
+	e.Status = ExperimentRunning
+	e.StopRequested, e.StopReason = false, ""
+	return true
+}
+
+func (e *Experiment) stopRequested(reason string) bool {
+	if e.StopRequested || e.Status == ExperimentCompleted {
+		return false
+	}
+	e.StopRequested, e.StopReason = true, reason
+	return true
+}
+
+func (e *Experiment) interrupted(p *events.ExperimentInterrupted) bool {
+	if e.Status != ExperimentRunning {
+		return false
+	}
+	e.Status = ExperimentInterrupted
+	e.EndReason = p.Reason
+	return true
+}
+
+func (e *Experiment) completed(ev *events.Event, p *events.ExperimentCompleted) bool {
+	if e.Status == ExperimentCompleted {
+		return false
+	}
+	e.Status, e.EndReason, e.Error, e.EndTime = ExperimentCompleted, p.Reason, p.Error, ev.Time
+	return true
+}
+
+func (e *Experiment) trialCreated(p *events.TrialCreated) bool {
+	if _, ok := e.Trials[p.TrialID]; ok {
+		return false
+	}
+	e.Trials[p.TrialID] = &Trial{
+		ID: p.TrialID, Index: p.Index, Name: p.TrialName, Tag: p.ExperimentTag,
+		DirName: p.DirName, Config: p.Config, Status: events.StatusPending,
+	}
+	e.Order = append(e.Order, p.TrialID)
+	if p.Index >= e.NextIndex {
+		e.NextIndex = p.Index + 1
+	}
+	return true
+}
+
+func (t *Trial) scheduled(p *events.TrialScheduled) bool {
+	if t.Finished() || (t.Scheduled && p.AttemptBase <= t.AttemptBase) {
+		return false
+	}
+	t.Scheduled, t.AttemptBase = true, p.AttemptBase
+	return true
+}
+
+func (t *Trial) started(ev *events.Event, p *events.TrialStarted) bool {
+	if t.Finished() || p.Attempt <= t.Attempt || ev.Writer != events.WriterRunner {
+		return false
+	}
+	t.Attempt, t.Status = p.Attempt, events.StatusRunning
+	t.Runner, t.Hostname, t.PID, t.RestoredFrom = p.Runner, p.Hostname, p.PID, p.RestoredFrom
+	if t.StartTime.IsZero() {
+		t.StartTime = ev.Time
+	}
+	return true
+}
+
+// current reports whether a runner event belongs to the trial's live attempt.
+func (t *Trial) current(attempt int) bool {
+	return t.Status == events.StatusRunning && attempt == t.Attempt
+}
+
+func (t *Trial) reported(ev *events.Event, p *events.TrialReported) bool {
+	it := intOf(p.Result["training_iteration"])
+	if !t.current(p.Attempt) || it <= t.Iteration {
+		return false
+	}
+	t.LastResult, t.LastResultTime, t.Iteration = p.Result, ev.Time, it
+	t.NumResults++
+	for k, v := range p.Result {
+		f, ok := v.(float64)
+		if !ok || math.IsNaN(f) || autoField[k] {
+			continue
+		}
+		if t.Metrics == nil {
+			t.Metrics = map[string]*MetricStats{}
+		}
+		m := t.Metrics[k]
+		if m == nil {
+			m = &MetricStats{}
+			t.Metrics[k] = m
+		}
+		m.add(f)
+	}
+	return true
+}
+
+// autoField are the result fields tunejet fills in; they are not metrics.
+var autoField = map[string]bool{
+	"timestamp": true, "pid": true, "time_this_iter_s": true, "time_total_s": true,
+	"time_since_restore": true, "iterations_since_restore": true,
+}
+
+func (t *Trial) checkpointed(p *events.TrialCheckpointed) bool {
+	if !t.current(p.Attempt) {
+		return false
+	}
+	if last := t.LatestCheckpoint(); last != nil && p.Checkpoint.Index <= last.Index {
+		return false
+	}
+	t.Checkpoints = append(t.Checkpoints, p.Checkpoint)
+	return true
+}
+
+func (t *Trial) failed(ev *events.Event, p *events.TrialFailed) bool {
+	if t.Finished() || p.Attempt != t.Attempt || t.FailedAtt == p.Attempt {
+		return false
+	}
+	if ev.Writer == events.WriterRunner && t.Status != events.StatusRunning {
+		return false
+	}
+	t.FailedAtt = p.Attempt
+	if p.Counted {
+		t.NumFailures++
+	}
+	t.LastError = p.Error
+	if p.Final {
+		t.Status, t.EndReason, t.EndTime = events.StatusError, "failed", ev.Time
+	} else {
+		t.Status = events.StatusPending
+	}
+	return true
+}
+
+func (t *Trial) stopRequested(ev *events.Event, p *events.TrialStopRequested) bool {
+	if t.Finished() || t.StopRequested {
+		return false
+	}
+	t.StopRequested, t.StopReason = true, p.Reason
+	if t.Status == events.StatusPending {
+		t.Status, t.EndReason, t.EndTime = events.StatusTerminated, p.Reason, ev.Time
+	}
+	return true
+}
+
+func (t *Trial) completed(ev *events.Event, p *events.TrialCompleted) bool {
+	if t.Finished() {
+		return false
+	}
+	if ev.Writer == events.WriterRunner && !t.current(p.Attempt) {
+		return false
+	}
+	t.Status, t.EndReason, t.EndTime = p.Status, p.Reason, ev.Time
+	return true
+}
+
+// intOf reads a JSON number as an int (0 if it is not one).
+func intOf(v any) int {
+	switch x := v.(type) {
+	case float64:
+		return int(x)
+	case int:
+		return x
+	case int64:
+		return int(x)
+	case string:
+		n, _ := strconv.Atoi(x)
+		return n
+	}
+	return 0
+}

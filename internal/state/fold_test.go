@@ -1,0 +1,306 @@
+package state
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/tunejet/tunejet/events"
+)
+
+// wire encodes and decodes an event, as it would travel through the log,
+// and gives it a stream sequence.
+func wire(t testing.TB, seq uint64, e *events.Event) *events.Event {
+	t.Helper()
+	m, err := events.Encode(e)
+	if err != nil {
+		t.Fatalf("encode %s: %v", e.Type(), err)
+	}
+	d, err := events.Decode(m.Subject, m.Header, m.Data)
+	if err != nil {
+		t.Fatalf("decode %s: %v", e.Type(), err)
+	}
+	d.Seq = seq
+	return d
+}
+
+// log builds a sequence of wire events for experiment "exp".
+type log struct {
+	t    testing.TB
+	seq  uint64
+	evs  []*events.Event
+	when time.Time
+}
+
+func (l *log) add(w events.Writer, p events.Payload) *events.Event {
+	l.seq++
+	l.when = l.when.Add(time.Second)
+	e := events.New("exp", w, "test", p)
+	e.Time = l.when
+	d := wire(l.t, l.seq, e)
+	l.evs = append(l.evs, d)
+	return d
+}
+
+func newLog(t testing.TB) *log {
+	l := &log{t: t, when: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	l.add(events.WriterClient, &events.ExperimentSubmitted{Spec: events.ExperimentSpec{
+		Name: "exp", Trainable: events.Trainable{Name: "fn"}, TuneConfig: events.TuneConfig{NumSamples: 1},
+	}})
+	l.add(events.WriterController, &events.ExperimentStarted{Run: 1, Session: "2026-01-02_03-04-05", Seed: 1, TrialIDPrefix: "abcde", NumTrials: 2, StoragePath: "/tmp/x"})
+	return l
+}
+
+func (l *log) create(id string, index int) {
+	l.add(events.WriterController, &events.TrialCreated{TrialID: id, Index: index, TrialName: "fn_" + id, ExperimentTag: fmt.Sprint(index), DirName: "fn_" + id, Config: map[string]any{"x": float64(index)}})
+	l.add(events.WriterController, &events.TrialScheduled{TrialID: id, TrialName: "fn_" + id, DirName: "fn_" + id, Config: map[string]any{}, Trainable: events.Trainable{Name: "fn"}, HeartbeatTimeoutS: 3})
+}
+
+func (l *log) start(id string, attempt int) {
+	l.add(events.WriterRunner, &events.TrialStarted{TrialID: id, Attempt: attempt, Runner: "r1"})
+}
+
+func (l *log) report(id string, attempt, it int, loss float64) {
+	l.add(events.WriterRunner, &events.TrialReported{TrialID: id, Attempt: attempt, Result: map[string]any{"training_iteration": it, "loss": loss}})
+}
+
+func fold(evs []*events.Event) *Experiment {
+	e := New("exp")
+	for _, ev := range evs {
+		e.Apply(ev)
+	}
+	return e
+}
+
+func TestFoldTrialLifecycle(t *testing.T) {
+	tests := []struct {
+		name       string
+		build      func(l *log)
+		status     string
+		iteration  int
+		failures   int
+		numResults int
+	}{
+		{"created is pending", func(l *log) { l.create("t1", 0) }, events.StatusPending, 0, 0, 0},
+		{"started is running", func(l *log) { l.create("t1", 0); l.start("t1", 1) }, events.StatusRunning, 0, 0, 0},
+		{"reports advance", func(l *log) {
+			l.create("t1", 0)
+			l.start("t1", 1)
+			l.report("t1", 1, 1, 0.5)
+			l.report("t1", 1, 2, 0.4)
+		}, events.StatusRunning, 2, 0, 2},
+		{"duplicate report ignored", func(l *log) {
+			l.create("t1", 0)
+			l.start("t1", 1)
+			l.report("t1", 1, 1, 0.5)
+			l.report("t1", 1, 1, 0.5)
+		}, events.StatusRunning, 1, 0, 1},
+		{"stale attempt fenced", func(l *log) {
+			l.create("t1", 0)
+			l.start("t1", 1)
+			l.start("t1", 2)
+			l.report("t1", 1, 1, 0.5)
+			l.add(events.WriterRunner, &events.TrialCompleted{TrialID: "t1", Attempt: 1, Status: events.StatusTerminated, Reason: "finished"})
+		}, events.StatusRunning, 0, 0, 0},
+		{"completed", func(l *log) {
+			l.create("t1", 0)
+			l.start("t1", 1)
+			l.report("t1", 1, 1, 0.5)
+			l.add(events.WriterRunner, &events.TrialCompleted{TrialID: "t1", Attempt: 1, Status: events.StatusTerminated, Reason: "finished"})
+		}, events.StatusTerminated, 1, 0, 1},
+		{"retryable failure back to pending", func(l *log) {
+			l.create("t1", 0)
+			l.start("t1", 1)
+			l.add(events.WriterRunner, &events.TrialFailed{TrialID: "t1", Attempt: 1, Cause: events.CauseError, Error: "boom", Counted: true})
+		}, events.StatusPending, 0, 1, 0},
+		{"final failure is error, counted once", func(l *log) {
+			l.create("t1", 0)
+			l.start("t1", 1)
+			f := &events.TrialFailed{TrialID: "t1", Attempt: 1, Cause: events.CauseError, Error: "boom", Final: true, Counted: true}
+			l.add(events.WriterRunner, f)
+			l.add(events.WriterRunner, f)
+		}, events.StatusError, 0, 1, 0},
+		{"stop of a pending trial terminates it", func(l *log) {
+			l.create("t1", 0)
+			l.add(events.WriterController, &events.TrialStopRequested{TrialID: "t1", Reason: "time_budget"})
+			l.start("t1", 1)
+		}, events.StatusTerminated, 0, 0, 0},
+		{"terminal is absorbing", func(l *log) {
+			l.create("t1", 0)
+			l.start("t1", 1)
+			l.add(events.WriterRunner, &events.TrialCompleted{TrialID: "t1", Attempt: 1, Status: events.StatusTerminated, Reason: "finished"})
+			l.start("t1", 2)
+			l.report("t1", 2, 5, 0.1)
+		}, events.StatusTerminated, 0, 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLog(t)
+			tc.build(l)
+			tr := fold(l.evs).Trials["t1"]
+			if tr.Status != tc.status || tr.Iteration != tc.iteration || tr.NumFailures != tc.failures || tr.NumResults != tc.numResults {
+				t.Fatalf("got status=%s iteration=%d failures=%d results=%d, want %s %d %d %d",
+					tr.Status, tr.Iteration, tr.NumFailures, tr.NumResults, tc.status, tc.iteration, tc.failures, tc.numResults)
+			}
+		})
+	}
+}
+
+func TestFoldMetricAnalysis(t *testing.T) {
+	l := newLog(t)
+	l.create("t1", 0)
+	l.start("t1", 1)
+	for i := 1; i <= 12; i++ {
+		l.report("t1", 1, i, float64(i))
+	}
+	m := fold(l.evs).Trials["t1"].Metrics["loss"]
+	if m.Min != 1 || m.Max != 12 || m.Last != 12 || m.Avg() != 6.5 || m.LastNAvg(5) != 10 || m.LastNAvg(10) != 7.5 {
+		t.Fatalf("metric analysis: %+v avg=%v last5=%v last10=%v", m, m.Avg(), m.LastNAvg(5), m.LastNAvg(10))
+	}
+}
+
+func TestFoldIgnoresOtherExperiments(t *testing.T) {
+	l := newLog(t)
+	e := New("other")
+	for _, ev := range l.evs {
+		if e.Apply(ev) {
+			t.Fatalf("event %s of exp changed experiment other", ev.Type())
+		}
+	}
+}
+
+// randomLog produces a plausible, messy history: several trials, attempts
+// that fail and are superseded, duplicates, stale runner events.
+func randomLog(t testing.TB, r *rand.Rand) []*events.Event {
+	l := newLog(t)
+	n := 1 + r.IntN(6)
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("abcde_%05d", i)
+		l.create(id, i)
+		attempts := 1 + r.IntN(3)
+		it := 0
+		for a := 1; a <= attempts; a++ {
+			l.start(id, a)
+			for k := r.IntN(6); k > 0; k-- {
+				it++
+				l.report(id, a, it, r.Float64())
+				if r.IntN(4) == 0 { // duplicate delivery
+					l.evs = append(l.evs, l.evs[len(l.evs)-1])
+				}
+				if r.IntN(3) == 0 {
+					l.add(events.WriterRunner, &events.TrialCheckpointed{TrialID: id, Attempt: a, Checkpoint: events.CheckpointRef{
+						Name: fmt.Sprintf("checkpoint_%06d", it), Index: it, Digest: "sha256:" + fmt.Sprintf("%064x", it), Iteration: it}})
+				}
+			}
+			if a > 1 && r.IntN(2) == 0 { // a stale runner from an earlier attempt speaks up
+				l.report(id, a-1, it+100, 9)
+			}
+			if a < attempts {
+				l.add(events.WriterRunner, &events.TrialFailed{TrialID: id, Attempt: a, Cause: events.CauseError, Error: "x", Counted: true})
+			}
+		}
+		switch r.IntN(3) {
+		case 0:
+			l.add(events.WriterRunner, &events.TrialCompleted{TrialID: id, Attempt: attempts, Status: events.StatusTerminated, Reason: "finished"})
+		case 1:
+			l.add(events.WriterRunner, &events.TrialFailed{TrialID: id, Attempt: attempts, Cause: events.CauseError, Error: "y", Final: true, Counted: true})
+		}
+	}
+	if r.IntN(2) == 0 {
+		l.add(events.WriterController, &events.ExperimentCompleted{Reason: "finished"})
+	}
+	// Interleave trials a little: shuffle adjacent events of different trials.
+	for i := 1; i+1 < len(l.evs); i++ {
+		a, b := l.evs[i], l.evs[i+1]
+		if a.Trial() != "" && b.Trial() != "" && a.Trial() != b.Trial() && r.IntN(2) == 0 {
+			l.evs[i], l.evs[i+1] = b, a
+		}
+	}
+	for i, ev := range l.evs { // stream order defines the sequence
+		cp := *ev
+		cp.Seq = uint64(i + 1)
+		l.evs[i] = &cp
+	}
+	return l.evs
+}
+
+func TestSnapshotPrefixEquivalence(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for run := 0; run < 50; run++ {
+		evs := randomLog(t, r)
+		whole, err := fold(evs).Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, _ := fold(evs).Snapshot()
+		if !bytes.Equal(whole, again) {
+			t.Fatalf("run %d: fold is not deterministic", run)
+		}
+		for cut := 0; cut <= len(evs); cut++ {
+			snap, err := fold(evs[:cut]).Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, err := Load(snap)
+			if err != nil {
+				t.Fatalf("run %d cut %d: load: %v", run, cut, err)
+			}
+			for _, ev := range evs[cut:] {
+				e.Apply(ev)
+			}
+			got, _ := e.Snapshot()
+			if !bytes.Equal(got, whole) {
+				t.Fatalf("run %d cut %d/%d: snapshot+tail differs from the whole fold:\n got %s\nwant %s", run, cut, len(evs), got, whole)
+			}
+		}
+	}
+}
+
+func TestFoldIdempotentOnRedelivery(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for run := 0; run < 50; run++ {
+		evs := randomLog(t, r)
+		once, _ := fold(evs).Snapshot()
+		e := fold(evs)
+		for _, ev := range evs { // the whole log delivered a second time
+			e.Apply(ev)
+		}
+		twice, _ := e.Snapshot()
+		if !bytes.Equal(once, twice) {
+			t.Fatalf("run %d: folding the log twice changed the state", run)
+		}
+	}
+}
+
+func TestLoadRejectsDamage(t *testing.T) {
+	l := newLog(t)
+	l.create("t1", 0)
+	good, err := fold(l.evs).Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"truncated", good[:len(good)/2], "not valid JSON"},
+		{"edited", bytes.Replace(good, []byte(`"x":0`), []byte(`"x":1`), 1), "checksum mismatch"},
+		{"wrong version", bytes.Replace(good, []byte(`"schema_version":1`), []byte(`"schema_version":99`), 1), "schema_version 99"},
+		{"not a state file", []byte(`{"hello":"world"}`), `field "format"`},
+		{"empty", nil, "not valid JSON"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(tc.data)
+			if err == nil || !bytes.Contains([]byte(err.Error()), []byte(tc.want)) {
+				t.Fatalf("Load: got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := Load(good); err != nil {
+		t.Fatalf("Load(good): %v", err)
+	}
+}

@@ -1,0 +1,194 @@
+package state
+
+import (
+	"math"
+	"time"
+
+	"github.com/tunejet/tunejet/events"
+)
+
+// Experiment statuses.
+const (
+	ExperimentPending     = "PENDING"     // submitted, no controller has started it
+	ExperimentRunning     = "RUNNING"     // a controller runs it
+	ExperimentInterrupted = "INTERRUPTED" // stopped before completion; restorable
+	ExperimentCompleted   = "COMPLETED"   // done
+)
+
+// Experiment is the folded state of one experiment.
+type Experiment struct {
+	Name   string                 `json:"name"`
+	Spec   *events.ExperimentSpec `json:"spec,omitempty"`
+	Status string                 `json:"status"`
+
+	// The current run, from experiment.started.
+	Run           int       `json:"run"`
+	Session       string    `json:"session,omitempty"`
+	Seed          int64     `json:"seed"`
+	TrialIDPrefix string    `json:"trial_id_prefix,omitempty"`
+	NumTrials     int       `json:"num_trials"`
+	StoragePath   string    `json:"storage_path,omitempty"`
+	StartTime     time.Time `json:"start_time"`
+
+	StopRequested bool      `json:"stop_requested,omitempty"`
+	StopReason    string    `json:"stop_reason,omitempty"`
+	EndReason     string    `json:"end_reason,omitempty"`
+	Error         string    `json:"error,omitempty"`
+	EndTime       time.Time `json:"end_time"`
+
+	// Trials by id, and their ids in creation order.
+	Trials map[string]*Trial `json:"trials"`
+	Order  []string          `json:"order"`
+	// NextIndex is the search index of the next trial to create.
+	NextIndex int `json:"next_index"`
+
+	// LastSeq is the stream sequence of the last event folded.
+	LastSeq uint64 `json:"last_seq"`
+}
+
+// Trial is the folded state of one trial.
+type Trial struct {
+	ID        string         `json:"trial_id"`
+	Index     int            `json:"index"`
+	Name      string         `json:"trial_name"`
+	Tag       string         `json:"experiment_tag"`
+	DirName   string         `json:"dir_name"`
+	Config    map[string]any `json:"config"`
+	Status    string         `json:"status"`
+	Scheduled bool           `json:"scheduled,omitempty"`
+
+	// Attempt is the current attempt; AttemptBase is what the current
+	// scheduling adds to JetStream's delivery count.
+	Attempt      int    `json:"attempt"`
+	AttemptBase  int    `json:"attempt_base"`
+	FailedAtt    int    `json:"failed_attempt,omitempty"`
+	Runner       string `json:"runner,omitempty"`
+	Hostname     string `json:"hostname,omitempty"`
+	PID          int    `json:"pid,omitempty"`
+	RestoredFrom string `json:"restored_from,omitempty"`
+
+	// NumFailures counts failures against max_failures over the trial's life.
+	NumFailures int    `json:"num_failures"`
+	LastError   string `json:"last_error,omitempty"`
+
+	LastResult     map[string]any          `json:"last_result,omitempty"`
+	LastResultTime time.Time               `json:"last_result_time"`
+	Iteration      int                     `json:"training_iteration"`
+	NumResults     int                     `json:"num_results"`
+	Metrics        map[string]*MetricStats `json:"metric_analysis,omitempty"`
+
+	Checkpoints []events.CheckpointRef `json:"checkpoints,omitempty"`
+
+	StopRequested bool      `json:"stop_requested,omitempty"`
+	StopReason    string    `json:"stop_reason,omitempty"`
+	EndReason     string    `json:"end_reason,omitempty"`
+	StartTime     time.Time `json:"start_time"`
+	EndTime       time.Time `json:"end_time"`
+}
+
+// MetricStats is Ray's per-trial metric_analysis: computed incrementally
+// from numeric results, so no result history is kept.
+type MetricStats struct {
+	Max    float64   `json:"max"`
+	Min    float64   `json:"min"`
+	Sum    float64   `json:"sum"`
+	Count  int       `json:"count"`
+	Last   float64   `json:"last"`
+	Last10 []float64 `json:"last_10"`
+}
+
+// New returns the empty state of experiment name.
+func New(name string) *Experiment {
+	return &Experiment{Name: name, Trials: map[string]*Trial{}, NumTrials: -1}
+}
+
+// Terminal reports whether a trial status is final.
+func Terminal(status string) bool {
+	return status == events.StatusTerminated || status == events.StatusError
+}
+
+// Finished reports whether the trial has ended.
+func (t *Trial) Finished() bool { return Terminal(t.Status) }
+
+// LatestCheckpoint is the trial's most recent checkpoint, or nil.
+func (t *Trial) LatestCheckpoint() *events.CheckpointRef {
+	if len(t.Checkpoints) == 0 {
+		return nil
+	}
+	return &t.Checkpoints[len(t.Checkpoints)-1]
+}
+
+// TrialList returns the trials in creation order.
+func (e *Experiment) TrialList() []*Trial {
+	out := make([]*Trial, 0, len(e.Order))
+	for _, id := range e.Order {
+		out = append(out, e.Trials[id])
+	}
+	return out
+}
+
+// Counts returns the number of trials in each status.
+func (e *Experiment) Counts() map[string]int {
+	c := map[string]int{}
+	for _, t := range e.Trials {
+		c[t.Status]++
+	}
+	return c
+}
+
+// InFlight counts trials that hold or wait for a runner slot: scheduled and
+// not finished.
+func (e *Experiment) InFlight() int {
+	n := 0
+	for _, t := range e.Trials {
+		if t.Scheduled && !t.Finished() {
+			n++
+		}
+	}
+	return n
+}
+
+// Unfinished counts trials that have not ended.
+func (e *Experiment) Unfinished() int {
+	n := 0
+	for _, t := range e.Trials {
+		if !t.Finished() {
+			n++
+		}
+	}
+	return n
+}
+
+// Done reports whether the experiment has completed.
+func (e *Experiment) Done() bool { return e.Status == ExperimentCompleted }
+
+func (m *MetricStats) add(v float64) {
+	if m.Count == 0 {
+		m.Max, m.Min = v, v
+	}
+	m.Max = math.Max(m.Max, v)
+	m.Min = math.Min(m.Min, v)
+	m.Sum += v
+	m.Count++
+	m.Last = v
+	m.Last10 = append(m.Last10, v)
+	if len(m.Last10) > 10 {
+		m.Last10 = append(m.Last10[:0:0], m.Last10[len(m.Last10)-10:]...)
+	}
+}
+
+// Avg is the mean of all values.
+func (m *MetricStats) Avg() float64 { return m.Sum / float64(m.Count) }
+
+// LastNAvg is the mean of the last n (≤ 10) values.
+func (m *MetricStats) LastNAvg(n int) float64 {
+	vals := m.Last10
+	if len(vals) > n {
+		vals = vals[len(vals)-n:]
+	}
+	s := 0.0
+	for _, v := range vals {
+		s += v
+	}
+	return s / float64(len(vals))
+}
