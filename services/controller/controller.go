@@ -1,0 +1,122 @@
+package controller
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/bus"
+)
+
+// Config configures a controller. The zero value is usable.
+type Config struct {
+	// StoragePath is the storage used by experiments that name none.
+	// Default ~/tunejet_results.
+	StoragePath string
+	// MaxPending caps in-flight trials when an experiment sets no
+	// max_concurrent_trials. Default DefaultMaxPending.
+	MaxPending int
+	// Tick is how often each experiment is reconciled even without new
+	// events (time budgets). Default 200ms.
+	Tick time.Duration
+	// InterruptOnShutdown publishes experiment.interrupted for running
+	// experiments when the controller stops (the embedded stack does; a
+	// deployed controller leaves them to its successor).
+	InterruptOnShutdown bool
+}
+
+func (c *Config) setDefaults() {
+	if c.MaxPending <= 0 {
+		c.MaxPending = DefaultMaxPending
+	}
+	if c.Tick <= 0 {
+		c.Tick = 200 * time.Millisecond
+	}
+}
+
+// Service is a running controller.
+type Service struct {
+	bus *bus.Bus
+	cfg Config
+	log zerolog.Logger
+
+	mu   sync.Mutex
+	exps map[string]bool // experiments this controller follows
+	wg   sync.WaitGroup
+}
+
+// New returns a controller on b.
+func New(b *bus.Bus, cfg Config) *Service {
+	cfg.setDefaults()
+	return &Service{bus: b, cfg: cfg, log: b.Log.With().Str("service", "controller").Logger(), exps: map[string]bool{}}
+}
+
+// Run follows submitted experiments until ctx is done.
+func (s *Service) Run(ctx context.Context) error {
+	if err := s.bus.Provision(ctx); err != nil {
+		return err
+	}
+	filter := events.TypeSubjects("*", events.WriterClient, events.TypeExperimentSubmitted)
+	err := s.bus.Watch(ctx, filter, 0, bus.Handler{
+		Event:   func(ev *events.Event) { s.follow(ctx, ev.Experiment) },
+		Invalid: s.deadLetter(ctx),
+	})
+	s.wg.Wait()
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+func (s *Service) deadLetter(ctx context.Context) func(m jetstream.Msg, err error) {
+	return func(m jetstream.Msg, err error) {
+		md, merr := m.Metadata()
+		if merr != nil {
+			return
+		}
+		s.bus.DeadLetter(ctx, m.Subject(), md.Sequence.Stream, m.Headers(), m.Data(), err)
+	}
+}
+
+// follow starts the reconcile loop of an experiment, once.
+func (s *Service) follow(ctx context.Context, exp string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.exps[exp] {
+		return
+	}
+	s.exps[exp] = true
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		r := newReconciler(s, exp)
+		if err := r.run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			s.log.Error().Err(err).Str("experiment", exp).Msg("experiment loop ended")
+		}
+	}()
+}
+
+func randomSeed() int64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return int64(binary.LittleEndian.Uint64(b[:]) >> 1)
+}
+
+func randomPrefix() string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])[:5]
+}
+
+func errorf(exp, format string, args ...any) error {
+	return fmt.Errorf("controller: experiment %q: "+format, append([]any{exp}, args...)...)
+}

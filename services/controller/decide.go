@@ -1,0 +1,163 @@
+package controller
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/search"
+	"github.com/tunejet/tunejet/internal/state"
+)
+
+// DefaultMaxPending bounds the trials created ahead of free runner slots
+// when max_concurrent_trials is unset (Ray: max(200, 1.1 × CPUs)).
+const DefaultMaxPending = 256
+
+// Inputs are everything Decide needs besides the state: the clock and the
+// random choices, passed in so that Decide stays a pure function.
+type Inputs struct {
+	Now   time.Time
+	Space *search.Space
+	// NewSeed and NewPrefix are used when the experiment starts.
+	NewSeed   int64
+	NewPrefix string
+	// StoragePath is used when the spec names none.
+	StoragePath string
+	// MaxPending caps in-flight trials when max_concurrent_trials is 0.
+	MaxPending int
+}
+
+// Action is one decision: an event for the controller to publish.
+type Action struct {
+	ID      string // deterministic, so a repeated decision is de-duplicated
+	Payload events.Payload
+}
+
+// Decide returns the decisions the state calls for, in order.
+func Decide(st *state.Experiment, in Inputs) []Action {
+	if st.Spec == nil || st.Status == state.ExperimentCompleted || st.Status == state.ExperimentInterrupted {
+		return nil
+	}
+	if st.Status == state.ExperimentPending {
+		return []Action{startAction(st, in)}
+	}
+	if reason, errText := stopReason(st, in.Now); reason != "" {
+		return stopActions(st, reason, errText)
+	}
+	acts := createActions(st, in)
+	if len(acts) == 0 && searchDone(st) && st.Unfinished() == 0 {
+		acts = append(acts, Action{ID: actionID(st, "completed"), Payload: &events.ExperimentCompleted{Reason: "finished"}})
+	}
+	return acts
+}
+
+func actionID(st *state.Experiment, parts ...any) string {
+	return fmt.Sprint(append([]any{st.Name, st.Run}, parts...)...)
+}
+
+func startAction(st *state.Experiment, in Inputs) Action {
+	seed := in.NewSeed
+	if st.Spec.TuneConfig.Seed != nil {
+		seed = *st.Spec.TuneConfig.Seed
+	}
+	storage := st.Spec.RunConfig.StoragePath
+	if storage == "" {
+		storage = in.StoragePath
+	}
+	return Action{ID: fmt.Sprint(st.Name, ".run", st.Run+1, ".started"), Payload: &events.ExperimentStarted{
+		Run: st.Run + 1, Session: in.Now.UTC().Format(sessionFormat), Seed: seed,
+		TrialIDPrefix: in.NewPrefix, NumTrials: in.Space.NumTrials(st.Spec.TuneConfig.NumSamples),
+		StoragePath: storage,
+	}}
+}
+
+// stopReason says why the experiment must stop now, if it must.
+func stopReason(st *state.Experiment, now time.Time) (reason, errText string) {
+	if st.StopRequested {
+		return "stopped", ""
+	}
+	if ff := st.Spec.RunConfig.FailureConfig.FailFast; ff != events.FailFastOff {
+		for _, t := range st.TrialList() {
+			if t.Status == events.StatusError {
+				if ff == events.FailFastRaise {
+					errText = t.LastError
+				}
+				return "fail_fast", errText
+			}
+		}
+	}
+	if b := st.Spec.TuneConfig.TimeBudgetS; b > 0 && !now.Before(st.StartTime.Add(seconds(b))) {
+		return "time_budget", ""
+	}
+	return "", ""
+}
+
+// stopActions stops every unfinished trial, then completes the experiment.
+func stopActions(st *state.Experiment, reason, errText string) []Action {
+	var acts []Action
+	for _, t := range st.TrialList() {
+		if !t.Finished() && !t.StopRequested {
+			acts = append(acts, Action{ID: actionID(st, ".", t.ID, ".stop"), Payload: &events.TrialStopRequested{TrialID: t.ID, Reason: reason}})
+		}
+	}
+	if len(acts) == 0 && st.Unfinished() == 0 {
+		acts = append(acts, Action{ID: actionID(st, ".completed"), Payload: &events.ExperimentCompleted{Reason: reason, Error: errText}})
+	}
+	return acts
+}
+
+func searchDone(st *state.Experiment) bool {
+	return st.NumTrials >= 0 && st.NextIndex >= st.NumTrials
+}
+
+// createActions creates and schedules trials while the in-flight window
+// has room and the search has trials left.
+func createActions(st *state.Experiment, in Inputs) []Action {
+	limit := st.Spec.TuneConfig.MaxConcurrentTrials
+	if limit <= 0 {
+		limit = in.MaxPending
+		if limit <= 0 {
+			limit = DefaultMaxPending
+		}
+	}
+	var acts []Action
+	inFlight := st.InFlight()
+	for i := st.NextIndex; inFlight < limit && (st.NumTrials < 0 || i < st.NumTrials); i++ {
+		acts = append(acts, trialActions(st, in, i)...)
+		inFlight++
+	}
+	return acts
+}
+
+func trialActions(st *state.Experiment, in Inputs, index int) []Action {
+	spec := st.Spec
+	config, tag := in.Space.Trial(index, st.Seed)
+	id := search.TrialID(st.TrialIDPrefix, index)
+	name := spec.Trainable.Name + "_" + id
+	dir := search.TrialDirName(name, tag, in.Now)
+	fc := spec.RunConfig.FailureConfig
+	return []Action{
+		{ID: actionID(st, ".", id, ".created"), Payload: &events.TrialCreated{
+			TrialID: id, Index: index, TrialName: name, ExperimentTag: tag, DirName: dir, Config: config,
+		}},
+		{ID: actionID(st, ".", id, ".scheduled"), Payload: &events.TrialScheduled{
+			TrialID: id, TrialName: name, DirName: dir, Config: config, Trainable: spec.Trainable,
+			Stop: spec.RunConfig.Stop, MaxFailures: fc.MaxFailures, HeartbeatTimeoutS: heartbeat(fc),
+		}},
+	}
+}
+
+// DefaultHeartbeatTimeoutS is the heartbeat timeout when the spec sets none.
+const DefaultHeartbeatTimeoutS = 3
+
+func heartbeat(fc events.FailureConfig) float64 {
+	if fc.HeartbeatTimeoutS > 0 {
+		return fc.HeartbeatTimeoutS
+	}
+	return DefaultHeartbeatTimeoutS
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// sessionFormat is Ray's timestamp format, used in experiment_state-<session>.json.
+const sessionFormat = "2006-01-02_15-04-05"

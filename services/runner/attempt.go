@@ -1,0 +1,254 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/internal/session"
+)
+
+// attempt is one run of one trial on this runner. It is the trial's
+// session: trainables report through it.
+type attempt struct {
+	s     *Service
+	exp   string
+	msg   jetstream.Msg
+	work  *events.TrialScheduled
+	num   int // attempt number
+	tries int // deliveries of this work message
+	dir   string
+	log   zerolog.Logger
+
+	ctx    context.Context // cancelled with session.ErrStopped on stop
+	cancel context.CancelCauseFunc
+
+	mu           sync.Mutex
+	stopReason   string
+	warnedKeys   map[string]bool
+	iteration    int
+	sinceRestore int
+	start, last  time.Time
+	pending      []jetstream.PubAckFuture
+}
+
+// runAttempt runs one delivery of trial work to its end and settles the
+// message: ack, nak with backoff, or term.
+func (s *Service) runAttempt(ctx context.Context, exp string, msg jetstream.Msg) {
+	ev, err := bus.FromJS(msg)
+	work, ok := eventData[*events.TrialScheduled](ev, err)
+	if !ok {
+		s.log.Error().Err(err).Str("subject", msg.Subject()).Msg("malformed trial work; terminating it")
+		_ = msg.TermWithReason("malformed trial work")
+		return
+	}
+	md, err := msg.Metadata()
+	if err != nil {
+		s.log.Error().Err(err).Msg("trial work without metadata")
+		return
+	}
+	a := &attempt{
+		s: s, exp: exp, msg: msg, work: work, tries: int(md.NumDelivered),
+		num: work.AttemptBase + int(md.NumDelivered), dir: filepath.Join(s.cfg.WorkDir, exp, work.DirName),
+		warnedKeys: map[string]bool{},
+	}
+	a.log = s.log.With().Str("experiment", exp).Str("trial", work.TrialID).Int("attempt", a.num).Logger()
+	a.ctx, a.cancel = context.WithCancelCause(ctx)
+	defer a.cancel(nil)
+	a.run(ctx)
+}
+
+// eventData returns the typed payload of a decoded event.
+func eventData[T events.Payload](ev *events.Event, err error) (T, bool) {
+	var zero T
+	if err != nil || ev == nil {
+		return zero, false
+	}
+	p, ok := ev.Data.(T)
+	return p, ok
+}
+
+func (a *attempt) run(ctx context.Context) {
+	sub, err := a.watchStop()
+	if err != nil {
+		a.log.Error().Err(err).Msg("cannot watch for stop requests; handing the trial back")
+		_ = a.msg.Nak()
+		return
+	}
+	defer sub.Unsubscribe()
+	if a.endedByController(ctx) {
+		a.log.Debug().Msg("trial already stopped by the controller; skipping")
+		_ = a.msg.Ack()
+		return
+	}
+	if err := os.MkdirAll(a.dir, 0o755); err != nil {
+		a.finish(ctx, fmt.Errorf("create trial dir: %w", err))
+		return
+	}
+	a.start, a.last = time.Now(), time.Now()
+	started := &events.TrialStarted{TrialID: a.work.TrialID, Attempt: a.num, Runner: a.s.cfg.Name, Hostname: a.s.hostname, PID: os.Getpid()}
+	if _, err := a.s.bus.Publish(ctx, a.s.bus.Event(a.exp, events.WriterRunner, started)); err != nil {
+		a.log.Error().Err(err).Msg("publish trial.started; handing the trial back")
+		_ = a.msg.Nak()
+		return
+	}
+	hbDone := a.heartbeat()
+	err = a.execute()
+	hbDone()
+	if ferr := a.flush(); err == nil {
+		err = ferr
+	}
+	a.finish(ctx, err)
+}
+
+// watchStop subscribes to the controller's stop requests for this trial.
+func (a *attempt) watchStop() (*nats.Subscription, error) {
+	subj := events.Subject(a.exp, events.WriterController, events.TypeTrialStopRequested, a.work.TrialID)
+	return a.s.bus.NC.Subscribe(subj, func(m *nats.Msg) {
+		ev, err := events.Decode(m.Subject, m.Header, m.Data)
+		if p, ok := eventData[*events.TrialStopRequested](ev, err); ok {
+			a.stop(p.Reason)
+		}
+	})
+}
+
+// endedByController reports whether the controller has already stopped or
+// ended the trial, in which case the work is stale.
+func (a *attempt) endedByController(ctx context.Context) bool {
+	st, err := a.s.bus.Stream(ctx)
+	if err != nil {
+		return false
+	}
+	m, err := st.GetLastMsgForSubject(ctx, events.TrialSubjects(a.exp, events.WriterController, a.work.TrialID))
+	if err != nil {
+		return false
+	}
+	ev, err := events.Decode(m.Subject, m.Header, m.Data)
+	if err != nil {
+		return false
+	}
+	switch ev.Data.(type) {
+	case *events.TrialStopRequested, *events.TrialCompleted, *events.TrialFailed:
+		return true
+	}
+	return false
+}
+
+// execute runs the trainable with the right executor.
+func (a *attempt) execute() error {
+	if len(a.work.Trainable.Command) > 0 {
+		return runCommand(a)
+	}
+	fn, ok := a.s.cfg.Trainables[a.work.Trainable.Name]
+	if !ok {
+		return fmt.Errorf("invalid trainable: %q is not registered on runner %s", a.work.Trainable.Name, a.s.cfg.Name)
+	}
+	return runFunc(a, fn)
+}
+
+// heartbeat keeps the work message alive; the returned func stops it.
+func (a *attempt) heartbeat() func() {
+	every := time.Duration(a.work.HeartbeatTimeoutS * float64(time.Second) / 3)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				if err := a.msg.InProgress(); err != nil {
+					a.log.Warn().Err(err).Msg("heartbeat")
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+// stop ends the trial as TERMINATED for reason (first reason wins).
+func (a *attempt) stop(reason string) {
+	a.mu.Lock()
+	if a.stopReason == "" {
+		a.stopReason = reason
+	}
+	a.mu.Unlock()
+	a.cancel(session.ErrStopped)
+}
+
+func (a *attempt) stopped() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.stopReason
+}
+
+// finish publishes the attempt's outcome and settles the work message.
+func (a *attempt) finish(ctx context.Context, runErr error) {
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if reason := a.stopped(); reason != "" || runErr == nil {
+		if reason == "" {
+			reason = "finished"
+		}
+		a.publishOutcome(pctx, &events.TrialCompleted{TrialID: a.work.TrialID, Attempt: a.num, Status: events.StatusTerminated, Reason: reason})
+		if err := a.msg.DoubleAck(pctx); err != nil {
+			a.log.Warn().Err(err).Msg("ack trial work")
+		}
+		return
+	}
+	if ctx.Err() != nil { // the runner is shutting down: hand the trial back
+		a.log.Info().Msg("runner stopping; handing the trial back")
+		a.publishOutcome(pctx, &events.TrialFailed{
+			TrialID: a.work.TrialID, Attempt: a.num, Cause: events.CausePreempted, Error: "runner " + a.s.cfg.Name + " stopped",
+		})
+		_ = a.msg.Nak()
+		return
+	}
+	final := a.work.MaxFailures >= 0 && a.tries >= a.work.MaxFailures+1
+	a.log.Info().Err(runErr).Bool("final", final).Msg("trial attempt failed")
+	a.publishOutcome(pctx, &events.TrialFailed{
+		TrialID: a.work.TrialID, Attempt: a.num, Cause: events.CauseError, ErrorType: errorType(runErr),
+		Error: runErr.Error(), Final: final, Counted: true,
+	})
+	if final {
+		_ = a.msg.TermWithReason("max_failures")
+		return
+	}
+	_ = a.msg.NakWithDelay(backoff(a.tries))
+}
+
+func (a *attempt) publishOutcome(ctx context.Context, p events.Payload) {
+	if _, err := a.s.bus.Publish(ctx, a.s.bus.Event(a.exp, events.WriterRunner, p)); err != nil {
+		a.log.Error().Err(err).Str("type", p.Type()).Msg("publish trial outcome")
+	}
+}
+
+// backoff is the delay before retrying after the n-th failed delivery.
+func backoff(n int) time.Duration {
+	d := 100 * time.Millisecond * time.Duration(math.Pow(2, float64(n-1)))
+	return min(d, 5*time.Second)
+}
+
+// errorType classifies an error for trial.failed.
+func errorType(err error) string {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return "ExitError"
+	}
+	return "Error"
+}

@@ -1,0 +1,30 @@
+// Package runner is the service that runs trials.
+//
+// # Overview
+//
+// A runner is stateless: any number of them, on any hosts, pull trial work
+// (trial.scheduled events) from each running experiment's durable work
+// consumer, one message per free slot and only when a slot is free, so no
+// work waits in a buffer while its ack timer runs. For each attempt the
+// runner publishes trial.started, runs the trainable — a registered Go
+// function or any executable — and publishes its results as
+// trial.reported events with Ray Tune's automatic fields, then
+// trial.completed or trial.failed.
+//
+// # Heartbeats and acks
+//
+// While a trial runs the runner sends InProgress on its work message every
+// third of the heartbeat timeout (the consumer's AckWait), so a runner that
+// dies is noticed within one timeout and the work is redelivered. Success
+// acks the message; a failure with attempts left naks it with a backoff; the
+// last failure terminates it. The attempt number is the message's delivery
+// count plus the scheduling's attempt base.
+//
+// # Stops
+//
+// The runner checks the experiment's stop criteria on every report (Ray's
+// >= rule), marks that result done and stops the trial, so no iteration runs
+// past the criterion. It also stops a trial when the controller publishes
+// trial.stop_requested. A Go trainable's context is cancelled; a command
+// gets SIGTERM, and SIGKILL after the grace period.
+package runner

@@ -1,0 +1,189 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/session"
+)
+
+// maxPending bounds report publishes in flight per attempt.
+const maxPending = 512
+
+// flushTimeout bounds the wait for report acknowledgements.
+const flushTimeout = 30 * time.Second
+
+// ErrCheckpointsUnsupported is returned for a report with a checkpoint
+// directory until checkpoint staging is available.
+var ErrCheckpointsUnsupported = errors.New("checkpoints are not supported by this runner yet")
+
+// Report implements session.Session: it adds Ray's automatic fields,
+// checks the stop criteria and publishes the result.
+func (a *attempt) Report(ctx context.Context, metrics map[string]any, checkpointDir string) (bool, error) {
+	if a.stopped() != "" {
+		return true, session.ErrStopped
+	}
+	if checkpointDir != "" {
+		return false, ErrCheckpointsUnsupported
+	}
+	a.mu.Lock()
+	result := a.result(metrics, time.Now())
+	hit := a.criteriaMet(result)
+	if hit {
+		result["done"] = true
+	}
+	a.mu.Unlock()
+	ev := a.s.bus.Event(a.exp, events.WriterRunner, &events.TrialReported{TrialID: a.work.TrialID, Attempt: a.num, Result: result})
+	f, err := a.s.bus.PublishAsync(ev)
+	if err != nil {
+		return false, err
+	}
+	if err := a.track(f); err != nil {
+		return false, err
+	}
+	if hit {
+		a.stop("stop_criteria")
+		return true, nil
+	}
+	return false, nil
+}
+
+// Checkpoint implements session.Session.
+func (a *attempt) Checkpoint() string { return "" }
+
+// Info implements session.Session.
+func (a *attempt) Info() session.Info {
+	return session.Info{Experiment: a.exp, TrialID: a.work.TrialID, TrialName: a.work.TrialName, TrialDir: a.dir, Attempt: a.num}
+}
+
+// result builds one result row: the trainable's metrics plus Ray's
+// automatic fields. Caller holds a.mu.
+func (a *attempt) result(metrics map[string]any, now time.Time) map[string]any {
+	a.iteration++
+	a.sinceRestore++
+	r := make(map[string]any, len(metrics)+12)
+	for k, v := range metrics {
+		r[k] = v
+	}
+	done, _ := metrics["done"].(bool)
+	r["done"] = done
+	r["training_iteration"] = a.iteration
+	r["iterations_since_restore"] = a.sinceRestore
+	r["time_this_iter_s"] = now.Sub(a.last).Seconds()
+	r["time_total_s"] = now.Sub(a.start).Seconds()
+	r["time_since_restore"] = now.Sub(a.start).Seconds()
+	r["timestamp"] = now.Unix()
+	r["date"] = now.Format("2006-01-02_15-04-05")
+	r["trial_id"] = a.work.TrialID
+	r["hostname"] = a.s.hostname
+	r["pid"] = os.Getpid()
+	a.last = now
+	return r
+}
+
+// criteriaMet applies Ray's stop rule: result[key] >= threshold for any
+// criterion. A key missing from the result is logged once.
+func (a *attempt) criteriaMet(result map[string]any) bool {
+	if len(a.work.Stop) == 0 {
+		return false
+	}
+	flat := flatten(result)
+	hit := false
+	for k, threshold := range a.work.Stop {
+		v, ok := flat[k]
+		if !ok {
+			if !a.warnedKeys[k] {
+				a.warnedKeys[k] = true
+				a.log.Warn().Str("criterion", k).Msg("stopping criterion not found in the result")
+			}
+			continue
+		}
+		if f, ok := toFloat(v); ok && f >= threshold {
+			hit = true
+		}
+	}
+	return hit
+}
+
+// track remembers a publish in flight and bounds how many there are.
+func (a *attempt) track(f jetstream.PubAckFuture) error {
+	a.mu.Lock()
+	a.pending = append(a.pending, f)
+	full := len(a.pending) >= maxPending
+	a.mu.Unlock()
+	if full {
+		return a.flush()
+	}
+	return nil
+}
+
+// flush waits for every publish in flight and reports the first failure.
+// It does not follow the trial's context: a stopped trial's last reports
+// must still be stored.
+func (a *attempt) flush() error {
+	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+	defer cancel()
+	a.mu.Lock()
+	pending := a.pending
+	a.pending = nil
+	a.mu.Unlock()
+	for _, f := range pending {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return fmt.Errorf("publish report: %w", err)
+		case <-ctx.Done():
+			return fmt.Errorf("publish report: %w", context.Cause(ctx))
+		}
+	}
+	return nil
+}
+
+// flatten turns nested maps into "a/b" keys, as Ray does for stop criteria
+// and CSV columns.
+func flatten(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	var walk func(prefix string, m map[string]any)
+	walk = func(prefix string, m map[string]any) {
+		for k, v := range m {
+			if sub, ok := v.(map[string]any); ok {
+				walk(prefix+k+"/", sub)
+				continue
+			}
+			out[prefix+k] = v
+		}
+	}
+	walk("", m)
+	return out
+}
+
+func toFloat(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case float32:
+		return float64(x), true
+	case int:
+		return float64(x), true
+	case int32:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case uint:
+		return float64(x), true
+	case uint64:
+		return float64(x), true
+	case bool:
+		if x {
+			return 1, true
+		}
+		return 0, true
+	}
+	return 0, false
+}

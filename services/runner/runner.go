@@ -1,0 +1,181 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/internal/session"
+)
+
+// Config configures a runner. The zero value is usable.
+type Config struct {
+	// Name identifies the runner in events. Default "<hostname>-<pid>".
+	Name string
+	// Slots is how many trials run at once. Default runtime.NumCPU().
+	Slots int
+	// WorkDir holds the local trial directories (the trainables' working
+	// directories). Default <tmp>/tunejet-runner/<Name>.
+	WorkDir string
+	// Trainables are the Go trainables this runner can run, by name.
+	Trainables map[string]session.Func
+	// StopGrace is how long a stopped trainable may take to end before it is
+	// killed (commands) or abandoned (Go functions). Default 5s.
+	StopGrace time.Duration
+}
+
+func (c *Config) setDefaults() {
+	host, _ := os.Hostname()
+	if c.Name == "" {
+		c.Name = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if c.Slots <= 0 {
+		c.Slots = runtime.NumCPU()
+	}
+	if c.WorkDir == "" {
+		c.WorkDir = filepath.Join(os.TempDir(), "tunejet-runner", c.Name)
+	}
+	if c.StopGrace <= 0 {
+		c.StopGrace = 5 * time.Second
+	}
+}
+
+// Service is a running runner.
+type Service struct {
+	bus      *bus.Bus
+	cfg      Config
+	log      zerolog.Logger
+	hostname string
+	slots    chan struct{}
+
+	mu    sync.Mutex
+	pulls map[string]context.CancelFunc // experiment → its pull loop
+	wg    sync.WaitGroup
+}
+
+// New returns a runner on b.
+func New(b *bus.Bus, cfg Config) *Service {
+	cfg.setDefaults()
+	host, _ := os.Hostname()
+	return &Service{
+		bus: b, cfg: cfg, hostname: host, slots: make(chan struct{}, cfg.Slots),
+		log:   b.Log.With().Str("service", "runner").Str("runner", cfg.Name).Logger(),
+		pulls: map[string]context.CancelFunc{},
+	}
+}
+
+// Run pulls and runs trial work until ctx is done, then waits for the
+// running trials to be handed back.
+func (s *Service) Run(ctx context.Context) error {
+	if err := s.bus.Provision(ctx); err != nil {
+		return err
+	}
+	s.log.Info().Int("slots", s.cfg.Slots).Msg("runner started")
+	filter := events.Prefix + ".*." + string(events.WriterController) + ".experiment.*"
+	err := s.bus.Watch(ctx, filter, 0, bus.Handler{Event: func(ev *events.Event) { s.onExperiment(ctx, ev) }})
+	s.wg.Wait()
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// onExperiment starts pulling an experiment's work when it starts and
+// stops when it ends.
+func (s *Service) onExperiment(ctx context.Context, ev *events.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	exp := ev.Experiment
+	switch ev.Data.(type) {
+	case *events.ExperimentStarted:
+		if _, ok := s.pulls[exp]; ok {
+			return
+		}
+		pctx, cancel := context.WithCancel(ctx)
+		s.pulls[exp] = cancel
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.pull(pctx, exp)
+		}()
+	case *events.ExperimentCompleted, *events.ExperimentInterrupted:
+		if cancel, ok := s.pulls[exp]; ok {
+			cancel()
+			delete(s.pulls, exp)
+		}
+	}
+}
+
+// pull fetches one work message per free slot.
+func (s *Service) pull(ctx context.Context, exp string) {
+	log := s.log.With().Str("experiment", exp).Logger()
+	var cons jetstream.Consumer
+	for cons == nil {
+		c, err := s.bus.WorkConsumer(ctx, exp)
+		if err == nil {
+			cons = c
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		log.Debug().Err(err).Msg("work consumer not there yet")
+		if !sleep(ctx, time.Second) {
+			return
+		}
+	}
+	for {
+		select {
+		case s.slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		msg, err := next(ctx, cons)
+		if err != nil {
+			<-s.slots
+			if ctx.Err() != nil {
+				return
+			}
+			if !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+				log.Warn().Err(err).Msg("fetch trial work")
+				sleep(ctx, time.Second)
+			}
+			continue
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer func() { <-s.slots }()
+			s.runAttempt(ctx, exp, msg)
+		}()
+	}
+}
+
+// next waits up to 5 s for one work message.
+func next(ctx context.Context, cons jetstream.Consumer) (jetstream.Msg, error) {
+	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return cons.Next(jetstream.FetchContext(fctx))
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

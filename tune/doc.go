@@ -1,0 +1,27 @@
+// Package tune is tunejet's Go API: Ray Tune's Tuner, rebuilt on NATS
+// JetStream.
+//
+// # Overview
+//
+// Write a trainable — a function that trains with a config and reports
+// results with Report — give it a param space, and call Fit:
+//
+//	tuner, err := tune.NewTuner(train,
+//		tune.WithParamSpace(tune.ParamSpace{"lr": tune.LogUniform(1e-4, 1e-1)}),
+//		tune.WithTuneConfig(tune.TuneConfig{NumSamples: 8, Metric: "loss", Mode: "min"}),
+//	)
+//	results, err := tuner.Fit(ctx)
+//	best, err := results.GetBestResult("", "", "last")
+//
+// With no NATS URL, Fit starts an embedded nats-server with JetStream and
+// the controller, a runner and the syncer in this process: nothing to
+// install. With WithNATS, Fit only submits the experiment to a deployment
+// and watches it; the deployment's runners must have the trainable
+// registered under the same name.
+//
+// # Errors
+//
+// A failing trial does not make Fit fail (as in Ray, the errors are in the
+// ResultGrid), except with fail_fast "raise". Invalid configuration is
+// reported before anything starts, wrapping ErrInvalidConfig.
+package tune

@@ -1,0 +1,173 @@
+package tune
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/internal/state"
+	"github.com/tunejet/tunejet/internal/storage"
+)
+
+// ErrInterrupted is returned by Fit when ctx ends before the experiment.
+var ErrInterrupted = errors.New("experiment interrupted")
+
+// ErrExists is returned when an experiment of the same name already exists.
+var ErrExists = errors.New("experiment already exists")
+
+// TrialError is returned by Fit when a trial failed and fail_fast is
+// "raise": it carries the trainable's error.
+type TrialError struct {
+	Experiment string
+	Message    string
+}
+
+func (e *TrialError) Error() string {
+	return fmt.Sprintf("experiment %q stopped by fail_fast: %s", e.Experiment, e.Message)
+}
+
+// Fit runs the experiment to its end and returns its results. A trial that
+// fails does not make Fit fail; its error is in the results.
+func (t *Tuner) Fit(ctx context.Context) (*ResultGrid, error) {
+	s, err := t.Spec()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFresh(s); err != nil {
+		return nil, err
+	}
+	b, closeFn, err := t.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st, err := submitAndWatch(ctx, b, s, t.progress)
+	if cerr := closeFn(); cerr != nil && err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	grid := newResultGrid(st)
+	if st.EndReason == "fail_fast" && st.Error != "" {
+		return grid, &TrialError{Experiment: st.Name, Message: st.Error}
+	}
+	if st.EndReason == "invalid" {
+		return grid, fmt.Errorf("%w: %s", ErrInvalidConfig, st.Error)
+	}
+	return grid, nil
+}
+
+// checkFresh refuses to start over an experiment that already has state.
+func checkFresh(s Spec) error {
+	if storage.IsURL(s.RunConfig.StoragePath) {
+		return nil
+	}
+	dir, err := storage.Open(s.RunConfig.StoragePath, s.Name)
+	if err != nil {
+		return err
+	}
+	if name, err := dir.NewestState(); err == nil {
+		return fmt.Errorf("%w: %s has state (%s); choose another name, or delete the directory to start over", ErrExists, dir.Root, name)
+	}
+	return nil
+}
+
+// connect returns a bus to submit on: a deployment's, or an embedded stack.
+func (t *Tuner) connect(ctx context.Context) (*bus.Bus, func() error, error) {
+	if t.nats != nil {
+		nc, err := bus.Connect(ctx, *t.nats)
+		if err != nil {
+			return nil, nil, err
+		}
+		b, err := bus.New(nc, "tunejet/client/"+hostname(), t.log)
+		if err != nil {
+			nc.Close()
+			return nil, nil, err
+		}
+		if err := b.Provision(ctx); err != nil {
+			nc.Close()
+			return nil, nil, err
+		}
+		return b, func() error { return nc.Drain() }, nil
+	}
+	fns := map[string]Trainable{}
+	if t.fn != nil {
+		fns[t.spec.Trainable.Name] = t.fn
+	}
+	stack, err := StartStack(ctx, StackConfig{StoreDir: t.storeDir, Slots: t.slots, Trainables: fns, Log: t.log})
+	if err != nil {
+		return nil, nil, err
+	}
+	b := *stack.Bus()
+	b.Source = "tunejet/client/" + hostname()
+	return &b, stack.Close, nil
+}
+
+func hostname() string {
+	h, _ := os.Hostname()
+	return fmt.Sprintf("%s-%d", h, os.Getpid())
+}
+
+// submitAndWatch publishes the experiment and folds its events until it
+// completes, drawing progress on w if set.
+func submitAndWatch(ctx context.Context, b *bus.Bus, s Spec, w progressWriter) (*state.Experiment, error) {
+	if last, err := b.LastSeq(ctx, events.TypeSubjects(s.Name, events.WriterClient, events.TypeExperimentSubmitted)); err != nil {
+		return nil, err
+	} else if last != 0 {
+		return nil, fmt.Errorf("%w: the event log already holds an experiment named %q; choose another name", ErrExists, s.Name)
+	}
+	ev := b.Event(s.Name, events.WriterClient, &events.ExperimentSubmitted{Spec: s})
+	ev.ID = s.Name + ".submitted"
+	if _, err := b.Publish(ctx, ev); err != nil {
+		return nil, err
+	}
+	return Watch(ctx, b, s.Name, w)
+}
+
+type progressWriter = interface{ Write([]byte) (int, error) }
+
+// Watch folds an experiment's events until it completes or is interrupted,
+// drawing the status table on w (if not nil) as it goes.
+func Watch(ctx context.Context, b *bus.Bus, name string, w progressWriter) (*state.Experiment, error) {
+	var mu sync.Mutex
+	st := state.New(name)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var table *statusTable
+	if w != nil {
+		table = newStatusTable(w)
+		stop := table.run(wctx, func(f func(*state.Experiment)) { mu.Lock(); defer mu.Unlock(); f(st) })
+		defer stop()
+	}
+	err := b.Watch(wctx, events.ExperimentSubjects(name), 0, bus.Handler{Event: func(ev *events.Event) {
+		mu.Lock()
+		st.Apply(ev)
+		end := st.Done() || st.Status == state.ExperimentInterrupted
+		mu.Unlock()
+		if end {
+			cancel()
+		}
+	}})
+	mu.Lock()
+	defer mu.Unlock()
+	if st.Done() {
+		if table != nil {
+			table.final(st)
+		}
+		return st, nil
+	}
+	if ctx.Err() != nil || st.Status == state.ExperimentInterrupted {
+		return st, fmt.Errorf("%w: %s", ErrInterrupted, name)
+	}
+	return st, err
+}
+
+// pollEvery is how often the status table is redrawn.
+const pollEvery = time.Second
+

@@ -1,0 +1,116 @@
+package tune
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+
+	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/internal/session"
+	"github.com/tunejet/tunejet/services/controller"
+	"github.com/tunejet/tunejet/services/runner"
+	"github.com/tunejet/tunejet/services/syncer"
+)
+
+// StackConfig configures the embedded stack: a nats-server with JetStream
+// and the controller, a runner and the syncer in this process.
+type StackConfig struct {
+	// StoreDir holds JetStream's data. Default ~/.tunejet/jetstream.
+	StoreDir string
+	// Slots is the runner's slots. Default: CPUs.
+	Slots int
+	// Trainables are the Go trainables the runner can run.
+	Trainables map[string]Trainable
+	// Log receives the services' logs.
+	Log zerolog.Logger
+}
+
+// Stack is a running embedded stack.
+type Stack struct {
+	emb  *bus.Embedded
+	conn *nats.Conn
+	bus  *bus.Bus
+
+	stopFront context.CancelFunc // controller and runner
+	stopSync  context.CancelFunc // syncer, stopped last so it sees everything
+	front     sync.WaitGroup
+	back      sync.WaitGroup
+	errMu     sync.Mutex
+	err       error
+}
+
+// StartStack starts the embedded stack.
+func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
+	emb, err := bus.StartEmbedded(bus.EmbedOptions{StoreDir: cfg.StoreDir})
+	if err != nil {
+		return nil, err
+	}
+	s := &Stack{emb: emb}
+	if s.conn, err = emb.Connect("tunejet-embedded"); err != nil {
+		emb.Shutdown()
+		return nil, err
+	}
+	if s.bus, err = bus.New(s.conn, "tunejet/embedded", cfg.Log); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.bus.Provision(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	fns := map[string]session.Func{}
+	for k, v := range cfg.Trainables {
+		fns[k] = v
+	}
+	frontCtx, stopFront := context.WithCancel(context.WithoutCancel(ctx))
+	syncCtx, stopSync := context.WithCancel(context.WithoutCancel(ctx))
+	s.stopFront, s.stopSync = stopFront, stopSync
+	s.start(frontCtx, &s.front, "controller", controller.New(s.service("controller"), controller.Config{InterruptOnShutdown: true}).Run)
+	s.start(frontCtx, &s.front, "runner", runner.New(s.service("runner"), runner.Config{Slots: cfg.Slots, Trainables: fns}).Run)
+	s.start(syncCtx, &s.back, "syncer", syncer.New(s.service("syncer"), syncer.Config{}).Run)
+	return s, nil
+}
+
+// service gives a service its own CloudEvents source on the shared connection.
+func (s *Stack) service(name string) *bus.Bus {
+	b := *s.bus
+	b.Source = "tunejet/embedded/" + name
+	return &b
+}
+
+func (s *Stack) start(ctx context.Context, wg *sync.WaitGroup, name string, run func(context.Context) error) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			s.errMu.Lock()
+			s.err = errors.Join(s.err, fmt.Errorf("%s: %w", name, err))
+			s.errMu.Unlock()
+		}
+	}()
+}
+
+// Bus is the stack's connection.
+func (s *Stack) Bus() *bus.Bus { return s.bus }
+
+// Close stops the services — the controller and runner first, then the
+// syncer once it has written what they published — and the server.
+func (s *Stack) Close() error {
+	if s.stopFront != nil {
+		s.stopFront()
+		s.front.Wait()
+		s.stopSync()
+		s.back.Wait()
+	}
+	if s.conn != nil {
+		_ = s.conn.Drain()
+	}
+	s.emb.Shutdown()
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
+	return s.err
+}
