@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"strings"
 	"time"
@@ -104,13 +105,18 @@ func (e *Event) Validate() error {
 	if e.Time.IsZero() {
 		return fmt.Errorf("%w: %s: attribute \"time\" must be set", ErrInvalid, e.Type())
 	}
+	// Check the ids before building the subject from them, so a bad id is
+	// named as such rather than as a subject of the wrong shape.
+	if err := ValidateID("experiment name", e.Experiment); err != nil {
+		return fmt.Errorf("%s: %w", e.Type(), err)
+	}
+	if err := e.Data.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", e.Type(), err)
+	}
 	if _, err := ParseSubject(e.Subject()); err != nil {
 		return fmt.Errorf("%s: %w", e.Type(), err)
 	}
 	if err := checkSpecName(e.Data, e.Experiment); err != nil {
-		return fmt.Errorf("%s: %w", e.Type(), err)
-	}
-	if err := e.Data.Validate(); err != nil {
 		return fmt.Errorf("%s: %w", e.Type(), err)
 	}
 	return nil
@@ -189,6 +195,9 @@ func Decode(subject string, header map[string][]string, data []byte) (*Event, er
 	dec := json.NewDecoder(bytes.NewReader(ev.Data()))
 	if err := dec.Decode(p); err != nil {
 		return nil, fmt.Errorf("%w: %s: data: %v", ErrInvalid, addr.Type, describeJSONError(err))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("%w: %s: data: unexpected bytes after the JSON object", ErrInvalid, addr.Type)
 	}
 	out := &Event{
 		ID: ev.ID(), Source: source, Time: ev.Time(), Experiment: addr.Experiment,
@@ -272,6 +281,9 @@ func readBinary(subject string, h map[string][]string, data []byte) (ce.Event, s
 func describeJSONError(err error) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
+		if te.Field == "" { // the data itself, not one of its fields
+			return fmt.Sprintf("want a JSON object, got JSON %s", te.Value)
+		}
 		return fmt.Sprintf("field %q: want %s, got JSON %s", te.Field, te.Type, te.Value)
 	}
 	return err.Error()

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/state"
@@ -170,4 +169,3 @@ func Watch(ctx context.Context, b *bus.Bus, name string, w progressWriter) (*sta
 
 // pollEvery is how often the status table is redrawn.
 const pollEvery = time.Second
-

@@ -85,6 +85,15 @@ func (b *Bus) Watch(ctx context.Context, filter string, from uint64, h Handler) 
 	}
 }
 
+// LastSeq is the sequence of the newest event matching filter, 0 if none.
+func (b *Bus) LastSeq(ctx context.Context, filter string) (uint64, error) {
+	s, err := b.Stream(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return lastSeq(ctx, s, filter)
+}
+
 // lastSeq is the sequence of the newest message matching filter, 0 if none.
 func lastSeq(ctx context.Context, s jetstream.Stream, filter string) (uint64, error) {
 	m, err := s.GetLastMsgForSubject(ctx, filter)

@@ -292,4 +292,3 @@ func csvValue(v any) string {
 	}
 	return strings.Trim(string(b), `"`)
 }
-
