@@ -1,0 +1,39 @@
+# tunejet — one entry point per habit. `make help` lists them.
+GO ?= go
+BIN := bin/tunejet
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*##"} /^[a-z-]+:.*##/ {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## build bin/tunejet
+	$(GO) build -o $(BIN) ./cmd/tunejet
+
+.PHONY: run
+run: ## run the quickstart experiment on the embedded stack
+	$(GO) run ./examples/quickstart
+
+.PHONY: test
+test: ## run every test with the race detector
+	$(GO) test -race -count=1 ./...
+
+.PHONY: test-short
+test-short: ## run the fast tests only
+	$(GO) test -short -count=1 ./...
+
+.PHONY: check
+check: ## gofmt, go vet, go mod tidy diff, import-direction rule
+	@out=$$(gofmt -s -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt -s would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	@cp go.mod /tmp/tunejet-go.mod.bak; cp go.sum /tmp/tunejet-go.sum.bak; \
+	$(GO) mod tidy; \
+	if ! git diff --quiet -- go.mod go.sum; then echo "go mod tidy changes go.mod/go.sum:"; git diff -- go.mod go.sum; \
+	  cp /tmp/tunejet-go.mod.bak go.mod; cp /tmp/tunejet-go.sum.bak go.sum; exit 1; fi
+	$(GO) test -count=1 ./internal/archtest
+
+.PHONY: bench
+bench: ## run the benchmarks recorded in BENCHMARKS.md
+	$(GO) test -run='^$$' -bench=. -benchtime=1x -timeout=60m ./bench/...

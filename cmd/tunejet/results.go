@@ -1,0 +1,92 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tunejet/tunejet/tune"
+)
+
+func newResultsCmd() *cobra.Command {
+	var metric, mode, scope string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "results PATH",
+		Short: "Print the results of an experiment from its storage directory",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			g, err := tune.LoadResults(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(g, metric, mode, scope)
+			}
+			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "Trial name\tstatus\titer\tfailures\tconfig")
+			for _, r := range g.Results() {
+				fmt.Fprintf(tw, "%s\t%s\t%v\t%d\t%s\n", r.TrialName, r.Status, r.Metrics["training_iteration"], r.NumFailures, mustJSON(r.Config))
+			}
+			tw.Flush()
+			if metric != "" || mode != "" {
+				best, err := g.GetBestResult(metric, mode, scope)
+				if err != nil {
+					return err
+				}
+				fmt.Printf("Best trial: %s %s\n", best.TrialName, mustJSON(best.Metrics))
+				return nil
+			}
+			fmt.Print(tune.Summary(g))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&metric, "metric", "", "metric to pick the best trial by (default: the experiment's)")
+	cmd.Flags().StringVar(&mode, "mode", "", "min or max (default: the experiment's)")
+	cmd.Flags().StringVar(&scope, "scope", "last", "last, all, avg, last-5-avg or last-10-avg")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+type jsonResult struct {
+	TrialID     string         `json:"trial_id"`
+	TrialName   string         `json:"trial_name"`
+	Status      string         `json:"status"`
+	Config      map[string]any `json:"config"`
+	Metrics     map[string]any `json:"metrics"`
+	Error       string         `json:"error,omitempty"`
+	Path        string         `json:"path"`
+	NumFailures int            `json:"num_failures"`
+}
+
+func printJSON(g *tune.ResultGrid, metric, mode, scope string) error {
+	out := struct {
+		ExperimentPath string       `json:"experiment_path"`
+		Trials         []jsonResult `json:"trials"`
+		Best           string       `json:"best_trial_id,omitempty"`
+	}{ExperimentPath: g.ExperimentPath}
+	for _, r := range g.Results() {
+		jr := jsonResult{TrialID: r.TrialID, TrialName: r.TrialName, Status: r.Status, Config: r.Config, Metrics: r.Metrics, Path: r.Path, NumFailures: r.NumFailures}
+		if r.Error != nil {
+			jr.Error = r.Error.Error()
+		}
+		out.Trials = append(out.Trials, jr)
+	}
+	if best, err := g.GetBestResult(metric, mode, scope); err == nil {
+		out.Best = best.TrialID
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}

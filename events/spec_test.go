@@ -1,0 +1,96 @@
+package events_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/tunejet/tunejet/events"
+)
+
+func TestParseFailFast(t *testing.T) {
+	tests := []struct {
+		in   any
+		want events.FailFast
+	}{
+		{nil, events.FailFastOff},
+		{false, events.FailFastOff},
+		{true, events.FailFastOn},
+		{"raise", events.FailFastRaise},
+		{"RAISE", events.FailFastRaise},
+		{"Raise", events.FailFastRaise},
+	}
+	for _, tt := range tests {
+		got, err := events.ParseFailFast(tt.in)
+		if err != nil || got != tt.want {
+			t.Errorf("ParseFailFast(%#v) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+// TestParseFailFastRayError: anything else gets Ray's ValueError text.
+func TestParseFailFastRayError(t *testing.T) {
+	tests := []struct {
+		in   any
+		want string
+	}{
+		{"true", "fail_fast must be one of {bool, 'raise'}. Got true."},
+		{"fail", "fail_fast must be one of {bool, 'raise'}. Got fail."},
+		{"", "fail_fast must be one of {bool, 'raise'}. Got ."},
+		{1.0, "fail_fast must be one of {bool, 'raise'}. Got 1."},
+		{[]any{"raise"}, "fail_fast must be one of {bool, 'raise'}. Got [raise]."},
+	}
+	for _, tt := range tests {
+		_, err := events.ParseFailFast(tt.in)
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("ParseFailFast(%#v) error = %v, want %q", tt.in, err, tt.want)
+		}
+	}
+}
+
+func TestFailFastJSON(t *testing.T) {
+	type wrapper struct {
+		FailFast events.FailFast `json:"fail_fast"`
+	}
+	tests := []struct {
+		in       string
+		want     events.FailFast
+		marshals string
+	}{
+		{`{"fail_fast": false}`, events.FailFastOff, `{"fail_fast":false}`},
+		{`{"fail_fast": true}`, events.FailFastOn, `{"fail_fast":true}`},
+		{`{"fail_fast": "raise"}`, events.FailFastRaise, `{"fail_fast":"raise"}`},
+		{`{"fail_fast": "RAISE"}`, events.FailFastRaise, `{"fail_fast":"raise"}`},
+		{`{"fail_fast": null}`, events.FailFastOff, `{"fail_fast":false}`},
+		{`{}`, events.FailFastOff, `{"fail_fast":false}`},
+	}
+	for _, tt := range tests {
+		var w wrapper
+		if err := json.Unmarshal([]byte(tt.in), &w); err != nil {
+			t.Errorf("Unmarshal %s: %v", tt.in, err)
+			continue
+		}
+		if w.FailFast != tt.want {
+			t.Errorf("Unmarshal %s = %q, want %q", tt.in, w.FailFast, tt.want)
+		}
+		b, err := json.Marshal(w)
+		if err != nil {
+			t.Errorf("Marshal %q: %v", w.FailFast, err)
+			continue
+		}
+		if string(b) != tt.marshals {
+			t.Errorf("Marshal %q = %s, want %s", w.FailFast, b, tt.marshals)
+		}
+	}
+	for _, in := range []string{`{"fail_fast": "yes"}`, `{"fail_fast": 0}`, `{"fail_fast": "true"}`} {
+		var w wrapper
+		err := json.Unmarshal([]byte(in), &w)
+		if err == nil {
+			t.Errorf("Unmarshal %s: no error", in)
+			continue
+		}
+		if got := err.Error(); !strings.HasPrefix(got, "fail_fast must be one of {bool, 'raise'}. Got ") {
+			t.Errorf("Unmarshal %s: error %q, want Ray's text", in, got)
+		}
+	}
+}
