@@ -131,8 +131,13 @@ func submitAndWatch(ctx context.Context, b *bus.Bus, s Spec, w progressWriter) (
 
 type progressWriter = interface{ Write([]byte) (int, error) }
 
-// Watch folds an experiment's events until it completes or is interrupted,
-// drawing the status table on w (if not nil) as it goes.
+// SyncWait bounds how long Watch waits, once the experiment has ended, for
+// the syncer to announce that storage holds the final state.
+var SyncWait = 30 * time.Second
+
+// Watch folds an experiment's events until it completes or is interrupted
+// and the syncer has written the final state, drawing the status table on
+// w (if not nil) as it goes.
 func Watch(ctx context.Context, b *bus.Bus, name string, w progressWriter) (*state.Experiment, error) {
 	var mu sync.Mutex
 	st := state.New(name)
@@ -144,17 +149,31 @@ func Watch(ctx context.Context, b *bus.Bus, name string, w progressWriter) (*sta
 		stop := table.run(wctx, func(f func(*state.Experiment)) { mu.Lock(); defer mu.Unlock(); f(st) })
 		defer stop()
 	}
+	var endSeq, synced uint64
+	var giveUp *time.Timer
 	err := b.Watch(wctx, events.ExperimentSubjects(name), 0, bus.Handler{Event: func(ev *events.Event) {
 		mu.Lock()
+		defer mu.Unlock()
 		st.Apply(ev)
-		end := st.Done() || st.Status == state.ExperimentInterrupted
-		mu.Unlock()
-		if end {
+		if p, ok := ev.Data.(*events.SyncCompleted); ok {
+			synced = max(synced, p.Seq)
+		}
+		if endSeq == 0 && (st.Done() || st.Status == state.ExperimentInterrupted) {
+			endSeq = ev.Seq
+			giveUp = time.AfterFunc(SyncWait, cancel)
+		}
+		if endSeq != 0 && synced >= endSeq {
 			cancel()
 		}
 	}})
 	mu.Lock()
 	defer mu.Unlock()
+	if giveUp != nil {
+		giveUp.Stop()
+	}
+	if endSeq != 0 && synced < endSeq {
+		b.Log.Warn().Str("experiment", name).Dur("waited", SyncWait).Msg("the syncer did not confirm the final state; storage may lag behind")
+	}
 	if st.Done() {
 		if table != nil {
 			table.final(st)

@@ -252,15 +252,28 @@ func (w *writer) snapshot() {
 	if w.dir == nil || !w.dirty || w.st.Session == "" {
 		return
 	}
+	start := time.Now()
+	name := storage.StateFileName(w.st.Session)
 	b, err := w.st.Snapshot()
 	if err == nil {
-		err = w.dir.WriteAtomic(storage.StateFileName(w.st.Session), b)
+		err = w.dir.WriteAtomic(name, b)
 	}
 	if err != nil {
 		w.log.Error().Err(err).Msg("write experiment state")
 		return
 	}
 	w.dirty = false
+	w.announce(&events.SyncCompleted{Seq: w.st.LastSeq, Snapshot: name, Files: 1, Bytes: int64(len(b)), DurationS: time.Since(start).Seconds()})
+}
+
+// announce tells the log what storage now reflects. Its own sync events
+// leave the state clean, so announcing never triggers another snapshot.
+func (w *writer) announce(p *events.SyncCompleted) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := w.s.bus.Publish(ctx, w.s.bus.Event(w.exp, events.WriterSyncer, p)); err != nil {
+		w.log.Warn().Err(err).Msg("announce sync")
+	}
 }
 
 func flatten(m map[string]any) map[string]any {

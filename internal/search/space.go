@@ -1,0 +1,193 @@
+package search
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Space is a validated param_space. It is immutable and safe for concurrent
+// use.
+type Space struct {
+	tree     map[string]any // the space, with each domain replaced by its *param
+	params   []*param       // every domain, sorted by path
+	grid     []*param       // the grid_search domains, sorted by path
+	random   []*param       // the random domains, sorted by path
+	gridSize int            // product of the grid_search lengths
+	flat     []string       // FlatKeys
+}
+
+// param is one domain of the space.
+type param struct {
+	id     int      // index into a trial's resolved values
+	path   []string // key path from the top of the space
+	kind   string   // the domain keyword
+	values []any    // the grid_search values
+	dist   sampler  // the random domains
+}
+
+// ParseSpace validates a param_space as decoded from JSON or YAML (nested
+// map[string]any, []any and scalars) or built in Go. A nil or empty space is
+// valid: every trial gets an empty config. Errors are *KeyError.
+func ParseSpace(space map[string]any) (*Space, error) {
+	norm, err := normalizeMap(nil, space)
+	if err != nil {
+		return nil, err
+	}
+	s := &Space{gridSize: 1}
+	tree, err := s.walk(nil, norm)
+	if err != nil {
+		return nil, err
+	}
+	s.tree = tree.(map[string]any)
+	if err := s.index(); err != nil {
+		return nil, err
+	}
+	s.flat = flatKeys(nil, norm, nil)
+	slices.Sort(s.flat)
+	return s, nil
+}
+
+// walk validates v at path and returns it with every domain replaced by a
+// *param. It visits mapping keys in sorted order, so the first error is
+// stable.
+func (s *Space) walk(path []string, v any) (any, error) {
+	switch x := v.(type) {
+	case map[string]any:
+		if kw, raw, ok := domainOf(x); ok {
+			return s.domain(path, kw, raw)
+		}
+		out := make(map[string]any, len(x))
+		for _, k := range sortedKeys(x) {
+			w, err := s.walk(child(path, k), x[k])
+			if err != nil {
+				return nil, err
+			}
+			out[k] = w
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			w, err := s.walk(child(path, strconv.Itoa(i)), e)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = w
+		}
+		return out, nil
+	}
+	return v, nil
+}
+
+// domain parses the domain kw at path.
+func (s *Space) domain(path []string, kw string, raw any) (*param, error) {
+	p := &param{path: path, kind: kw}
+	var err error
+	switch kw {
+	case kwGrid:
+		p.values, err = valueList(kw, raw)
+	case kwChoice:
+		var values []any
+		values, err = valueList(kw, raw)
+		p.dist = choiceDist{values: values}
+	default:
+		p.dist, err = parseNumeric(kw, raw)
+	}
+	if err != nil {
+		return nil, keyError(path, err.Error())
+	}
+	s.params = append(s.params, p)
+	return p, nil
+}
+
+func parseNumeric(kw string, raw any) (sampler, error) {
+	d := numericDomains[kw]
+	v, err := parseArgs(kw, raw, d.args)
+	if err != nil {
+		return nil, err
+	}
+	return d.build(kw, v, d.args)
+}
+
+// index sorts the domains by path, numbers them, splits them into grid and
+// random ones, and computes the grid size.
+func (s *Space) index() error {
+	slices.SortFunc(s.params, func(a, b *param) int { return slices.Compare(a.path, b.path) })
+	for i, p := range s.params {
+		p.id = i
+		if p.kind != kwGrid {
+			s.random = append(s.random, p)
+			continue
+		}
+		s.grid = append(s.grid, p)
+		if s.gridSize > math.MaxInt/len(p.values) {
+			return keyError(p.path, "grid_search: the grid has too many points")
+		}
+		s.gridSize *= len(p.values)
+	}
+	return nil
+}
+
+// GridSize is the number of grid points: the product of the lengths of all
+// grid_search lists (1 without any).
+func (s *Space) GridSize() int { return s.gridSize }
+
+// NumTrials is the number of trials for numSamples samples of the grid:
+// GridSize × numSamples, or -1 (unlimited) when numSamples is negative.
+func (s *Space) NumTrials(numSamples int) int {
+	switch {
+	case numSamples < 0:
+		return -1
+	case numSamples > math.MaxInt/s.gridSize:
+		return math.MaxInt
+	}
+	return s.gridSize * numSamples
+}
+
+// OnlyGrid returns a *KeyError naming the first random domain, by key path,
+// or nil if the space holds only grid_search domains and plain values. It
+// checks a space for search_alg "grid".
+func (s *Space) OnlyGrid() error {
+	if len(s.random) == 0 {
+		return nil
+	}
+	p := s.random[0]
+	return keyError(p.path, fmt.Sprintf("%s is a random domain; search_alg %q allows only grid_search and plain values", p.kind, "grid"))
+}
+
+// FlatKeys returns the space's keys flattened with "/" ("model/lr"), sorted.
+// Only nested mappings are flattened: a domain, a list, a plain value and an
+// empty mapping are leaves. Restore compares these with the original space.
+func (s *Space) FlatKeys() []string {
+	return slices.Clone(s.flat)
+}
+
+func flatKeys(prefix []string, m map[string]any, out []string) []string {
+	for k, v := range m {
+		sub, ok := v.(map[string]any)
+		_, _, isDomain := domainOf(sub)
+		if !ok || isDomain || len(sub) == 0 {
+			out = append(out, strings.Join(append(prefix, k), "/"))
+			continue
+		}
+		out = flatKeys(child(prefix, k), sub, out)
+	}
+	return out
+}
+
+// child returns path extended by k, never sharing path's backing array.
+func child(path []string, k string) []string {
+	return append(slices.Clip(path), k)
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,85 @@
+// Package spec reads experiment files: the YAML or JSON form of an
+// events.ExperimentSpec.
+//
+// # Overview
+//
+// ParseFile and Parse decode an experiment file, check every field, apply
+// the defaults, and return the spec that the client submits. YAML and JSON
+// share one schema and one parser (JSON is YAML), so both report errors with
+// line numbers. Validate applies the same checks to a spec built in Go, and
+// ApplyDefaults fills in the defaults.
+//
+// # Schema
+//
+// Keys are Ray Tune's, in snake_case:
+//
+//	name: mnist-lr                     # optional; see Names
+//	trainable:                         # a registered Go trainable's name, or:
+//	  command: ["python3", "train.py"] # a list, run in the file's folder
+//	  name: train                      # optional display name
+//	param_space:                       # see package internal/search
+//	  lr: {loguniform: [1e-4, 1e-1]}
+//	  momentum: {grid_search: [0.8, 0.9]}
+//	tune_config:
+//	  num_samples: 4                   # >= 1, or -1 (until stopped); default 1
+//	  metric: loss
+//	  mode: min                        # min | max
+//	  max_concurrent_trials: 2         # 0 or absent: no limit
+//	  time_budget_s: 3600              # > 0
+//	  seed: 42                         # absent: the controller picks one
+//	  search_alg: random               # random (default) | grid
+//	  scheduler: fifo                  # fifo (default, the only one so far)
+//	run_config:
+//	  storage_path: s3://bucket/results
+//	  name: mnist-lr                   # must equal name if both are given
+//	  stop: {training_iteration: 10}   # flat; nest with "a/b"
+//	  failure_config:
+//	    max_failures: 0                # >= -1; -1 retries forever
+//	    fail_fast: false               # bool or "raise"
+//	    heartbeat_timeout_s: 3         # > 0
+//	  checkpoint_config:
+//	    num_to_keep: 2                 # >= 1, absent or null keeps all
+//	    checkpoint_score_attribute: loss
+//	    checkpoint_score_order: min    # max (default) | min
+//	  sync_config:
+//	    sync_period: 300               # > 0 seconds
+//	    sync_timeout: 1800             # > 0 seconds
+//	    sync_artifacts: false
+//	    sync_artifacts_on_checkpoint: true
+//
+// A key whose value is null counts as absent. With search_alg "grid" the
+// param_space may hold only grid_search domains and plain values.
+// sync_period 0 (Ray: sync at every chance) is refused, because the spec
+// stores 0 as "unset": use a small period instead.
+//
+// # Names
+//
+// The experiment's name is name (or run_config.name) and must be a valid
+// experiment id (events.ValidateID). Without one, it is Ray's default
+// "<trainable name>_<YYYY-MM-DD_HH-MM-SS>" in local time, with characters
+// that an id cannot hold replaced by '_'. A command trainable's name
+// defaults to the base name, without extension, of the last element of the
+// command that does not start with "-": ["python3", "train.py"] is named
+// "train"; set trainable.name when the command ends in an argument value.
+//
+// ParseFile sets Trainable.Dir to the absolute path of the file's folder for
+// a command trainable, so that relative paths in the command resolve
+// against it. Parse leaves Dir for the caller to set.
+//
+// # Errors
+//
+// Every problem is an *Error (matching ErrInvalid with errors.Is) that reads
+//
+//	<file>:<line>: <dotted.key>: <message>
+//
+// for example
+//
+//	exp.yaml:7: tune_config.mode: must be "min" or "max", got "avg"
+//
+// Parse reports all the problems it finds, sorted by line and joined with
+// errors.Join: unknown keys (with a "did you mean" for a close match), wrong
+// types, values out of range, and the param_space errors of
+// search.ParseSpace at the line of their key. Where Ray Tune has a message
+// for a mistake (fail_fast, num_to_keep, checkpoint_score_order, nested stop
+// criteria), the message is Ray's.
+package spec

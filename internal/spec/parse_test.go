@@ -1,0 +1,420 @@
+package spec
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tunejet/tunejet/events"
+)
+
+// head is the first two lines of most test files.
+const head = "name: exp\ntrainable: fn\n"
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		file string
+		want string
+	}{
+		{"unknown top-level key", head + "param_spaec: {}\n",
+			`exp.yaml:3: param_spaec: unknown key, did you mean "param_space"?`},
+		{"unknown nested key", head + "tune_config:\n  metric: loss\n  num_sample: 3\n",
+			`exp.yaml:5: tune_config.num_sample: unknown key, did you mean "num_samples"?`},
+		{"unknown key in camel case", head + "tune_config:\n  numSamples: 3\n",
+			`exp.yaml:4: tune_config.numSamples: unknown key, did you mean "num_samples"?`},
+		{"unknown key without a close match", head + "tune_config:\n  foo: 1\n",
+			"exp.yaml:4: tune_config.foo: unknown key; valid keys: max_concurrent_trials, metric, mode, num_samples, scheduler, search_alg, seed, time_budget_s"},
+		{"unknown key deep inside", head + "run_config:\n  failure_config:\n    max_failure: 1\n",
+			`exp.yaml:5: run_config.failure_config.max_failure: unknown key, did you mean "max_failures"?`},
+		{"unknown trainable key", "name: exp\ntrainable:\n  command: [a]\n  cwd: /tmp\n",
+			"exp.yaml:4: trainable.cwd: unknown key; valid keys: command, name"},
+		{"string for an int", head + "tune_config:\n  num_samples: ten\n",
+			`exp.yaml:4: tune_config.num_samples: expected an integer, got string "ten"`},
+		{"quoted number for an int", head + "tune_config:\n  num_samples: \"3\"\n",
+			`exp.yaml:4: tune_config.num_samples: expected an integer, got string "3"`},
+		{"float for an int", head + "tune_config:\n  seed: 1.5\n",
+			"exp.yaml:4: tune_config.seed: expected an integer, got number 1.5"},
+		{"int for a string", head + "tune_config:\n  mode: 5\n",
+			"exp.yaml:4: tune_config.mode: expected a string, got integer 5"},
+		{"list for a mapping", head + "tune_config: [1, 2]\n",
+			"exp.yaml:3: tune_config: expected a mapping, got a list"},
+		{"string for a number", head + "tune_config:\n  time_budget_s: 1h\n",
+			`exp.yaml:4: tune_config.time_budget_s: expected a number, got string "1h"`},
+		{"infinite number", head + "run_config:\n  failure_config:\n    heartbeat_timeout_s: .inf\n",
+			"exp.yaml:5: run_config.failure_config.heartbeat_timeout_s: expected a finite number, got .inf"},
+		{"string for a bool", head + "run_config:\n  sync_config:\n    sync_artifacts: \"yes\"\n",
+			`exp.yaml:5: run_config.sync_config.sync_artifacts: expected a boolean, got string "yes"`},
+		{"command as a string", "name: exp\ntrainable:\n  command: python3 train.py\n",
+			`exp.yaml:3: trainable.command: expected a list of strings, got string "python3 train.py"; write it as a list, e.g. ["python3", "train.py"]`},
+		{"command element not a string", "name: exp\ntrainable:\n  command:\n    - python3\n    - [x]\n",
+			"exp.yaml:5: trainable.command.1: expected a string, got a list"},
+		{"command missing", "name: exp\ntrainable:\n  name: train\n",
+			`exp.yaml:2: trainable.command: required in the mapping form, e.g. command: ["python3", "train.py"]`},
+		{"trainable of the wrong type", "name: exp\ntrainable: 5\n",
+			"exp.yaml:2: trainable: expected a registered trainable name or a mapping {command: [...]}, got integer 5"},
+		{"trainable missing", "name: exp\n",
+			"exp.yaml:1: trainable: required: the name of a registered Go trainable, or {command: [program, args...]}"},
+		{"empty program", "name: exp\ntrainable:\n  command: [\"\", x]\n",
+			"exp.yaml:3: trainable.command.0: the program must not be empty"},
+		{"zero count", head + "tune_config:\n  num_samples: 0\n",
+			"exp.yaml:4: tune_config.num_samples: must be a count >= 1, or -1 to sample until stopped; got 0"},
+		{"negative count", head + "tune_config:\n  num_samples: -2\n",
+			"exp.yaml:4: tune_config.num_samples: must be a count >= 1, or -1 to sample until stopped; got -2"},
+		{"negative concurrency", head + "tune_config:\n  max_concurrent_trials: -1\n",
+			"exp.yaml:4: tune_config.max_concurrent_trials: must be >= 0 (0 means no limit), got -1"},
+		{"zero time budget", head + "tune_config:\n  time_budget_s: 0\n",
+			"exp.yaml:4: tune_config.time_budget_s: must be > 0 seconds, got 0"},
+		{"bad mode", head + "param_space: {}\ntune_config:\n  metric: loss\n  mode: avg\n",
+			`exp.yaml:6: tune_config.mode: must be "min" or "max", got "avg"`},
+		{"bad search_alg", head + "tune_config:\n  search_alg: bayes\n",
+			`exp.yaml:4: tune_config.search_alg: must be "random" or "grid", got "bayes"`},
+		{"bad scheduler", head + "tune_config:\n  scheduler: asha\n",
+			`exp.yaml:4: tune_config.scheduler: must be "fifo", got "asha"`},
+		{"uniform low > high", head + "param_space:\n  model:\n    depth: 3\n    lr:\n      uniform: [0.5, 0.1]\n",
+			"exp.yaml:6: param_space.model.lr: uniform: low (0.5) must be <= high (0.1)"},
+		{"domain in a list", head + "param_space:\n  layers:\n    - 64\n    - {randint: [8, 8]}\n",
+			"exp.yaml:6: param_space.layers.1: randint: low (8) must be < high (8); high is exclusive"},
+		{"grid search_alg with a random domain", head + "param_space:\n  a: {grid_search: [1, 2]}\n  lr: {loguniform: [1e-4, 1e-1]}\ntune_config:\n  search_alg: grid\n",
+			`exp.yaml:5: param_space.lr: loguniform is a random domain; search_alg "grid" allows only grid_search and plain values`},
+		{"param_space not a mapping", head + "param_space: [1]\n",
+			"exp.yaml:3: param_space: expected a mapping, got a list"},
+		{"bad fail_fast", head + "run_config:\n  failure_config:\n    fail_fast: maybe\n",
+			"exp.yaml:5: run_config.failure_config.fail_fast: fail_fast must be one of {bool, 'raise'}. Got maybe."},
+		{"fail_fast as a quoted bool", head + "run_config:\n  failure_config:\n    fail_fast: \"true\"\n",
+			"exp.yaml:5: run_config.failure_config.fail_fast: fail_fast must be one of {bool, 'raise'}. Got true."},
+		{"fail_fast with max_failures", head + "run_config:\n  failure_config:\n    fail_fast: true\n    max_failures: 2\n",
+			"exp.yaml:6: run_config.failure_config.max_failures: max_failures must be 0 if fail_fast=True."},
+		{"fail_fast raise with max_failures", head + "run_config:\n  failure_config:\n    max_failures: -1\n    fail_fast: RAISE\n",
+			"exp.yaml:5: run_config.failure_config.max_failures: max_failures must be 0 if fail_fast='raise'."},
+		{"max_failures below -1", head + "run_config:\n  failure_config:\n    max_failures: -2\n",
+			"exp.yaml:5: run_config.failure_config.max_failures: must be >= -1 (-1 retries forever), got -2"},
+		{"zero heartbeat", head + "run_config:\n  failure_config:\n    heartbeat_timeout_s: 0\n",
+			"exp.yaml:5: run_config.failure_config.heartbeat_timeout_s: must be > 0 seconds, got 0"},
+		{"num_to_keep 0", head + "run_config:\n  checkpoint_config:\n    num_to_keep: 0\n",
+			"exp.yaml:5: run_config.checkpoint_config.num_to_keep: Received invalid num_to_keep: 0. Must be None or an integer >= 1."},
+		{"bad score order", head + "run_config:\n  checkpoint_config:\n    checkpoint_score_order: avg\n",
+			`exp.yaml:5: run_config.checkpoint_config.checkpoint_score_order: checkpoint_score_order must be either "max" or "min".`},
+		{"nested stop criterion", head + "run_config:\n  stop:\n    training_iteration: 10\n    nested:\n      loss: 0.1\n",
+			"exp.yaml:6: run_config.stop.nested: Stopping criteria is now flattened by default. Use forward slashes to nest values `key1/key2/key3`."},
+		{"stop criterion not a number", head + "run_config:\n  stop:\n    loss: low\n",
+			`exp.yaml:5: run_config.stop.loss: expected a number, got string "low"`},
+		{"negative sync_period", head + "run_config:\n  sync_config:\n    sync_period: -1\n",
+			"exp.yaml:5: run_config.sync_config.sync_period: must be >= 0 seconds, got -1"},
+		{"zero sync_period", head + "run_config:\n  sync_config:\n    sync_period: 0\n",
+			"exp.yaml:5: run_config.sync_config.sync_period: 0 cannot be stored: it means the default (300 seconds); use a small period such as 1 to sync often"},
+		{"zero sync_timeout", head + "run_config:\n  sync_config:\n    sync_timeout: 0\n",
+			"exp.yaml:5: run_config.sync_config.sync_timeout: must be > 0 seconds, got 0"},
+		{"empty storage_path", head + "run_config:\n  storage_path: \"\"\n",
+			"exp.yaml:4: run_config.storage_path: must not be empty"},
+		{"invalid name", "name: my exp\ntrainable: fn\n",
+			`exp.yaml:1: name: experiment name "my exp": must be 1-128 characters of letters, digits, '_' and '-', starting with a letter or digit`},
+		{"invalid run_config.name", "trainable: fn\nrun_config:\n  name: a.b\n",
+			`exp.yaml:3: name: experiment name "a.b": must be 1-128 characters of letters, digits, '_' and '-', starting with a letter or digit`},
+		{"conflicting names", head + "run_config:\n  name: other\n",
+			`exp.yaml:4: run_config.name: must equal name ("exp") when both are given, got "other"`},
+		{"duplicate key", head + "tune_config:\n  metric: a\n  metric: b\n",
+			"exp.yaml:5: tune_config.metric: duplicate key (first given on line 4)"},
+		{"duplicate key in param_space", head + "param_space:\n  a: 1\n  a: 2\n",
+			"exp.yaml:5: param_space.a: duplicate key (first given on line 4)"},
+		{"not a mapping", "- a\n- b\n", "exp.yaml:1: expected a mapping, got a list"},
+		{"syntax error", head + "tune_config:\n  metric: loss\n   mode: min\n",
+			"exp.yaml:5: syntax error: mapping values are not allowed in this context"},
+		{"tab indentation", head + "tune_config:\n\tmetric: loss\n",
+			"exp.yaml:4: syntax error: found character that cannot start any token"},
+		{"empty file", "", "exp.yaml:1: empty experiment file"},
+		{"comments only", "# nothing\n", "exp.yaml:1: empty experiment file"},
+		{"two documents", head + "---\nname: b\n", "exp.yaml:3: more than one YAML document; an experiment file holds one"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("exp.yaml", []byte(tt.file))
+			if err == nil {
+				t.Fatal("Parse: no error")
+			}
+			if err.Error() != tt.want {
+				t.Errorf("error:\n got %s\nwant %s", err, tt.want)
+			}
+			if !errors.Is(err, ErrInvalid) {
+				t.Errorf("errors.Is(%v, ErrInvalid) = false", err)
+			}
+		})
+	}
+}
+
+func TestParseJSONErrors(t *testing.T) {
+	tests := []struct{ name, file, want string }{
+		{"bad mode", `{
+  "name": "exp",
+  "trainable": "fn",
+  "tune_config": {
+    "mode": "avg"
+  }
+}`, `exp.json:5: tune_config.mode: must be "min" or "max", got "avg"`},
+		{"uniform low > high", `{
+  "trainable": "fn",
+  "param_space": {
+    "lr": {"uniform": [0.5, 0.1]}
+  }
+}`, "exp.json:4: param_space.lr: uniform: low (0.5) must be <= high (0.1)"},
+		// The YAML parser reports the line where the enclosing context starts.
+		{"syntax error", "{\n  \"trainable\": \"fn\",\n  \"name\" \"x\"\n}\n",
+			"exp.json:2: syntax error: did not find expected ',' or '}'"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("exp.json", []byte(tt.file))
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("error:\n got %v\nwant %s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseReportsEveryProblemByLine(t *testing.T) {
+	file := head + "tune_config:\n  mode: avg\n  num_samples: 0\nrun_config:\n  stop: {a: {b: 1}}\n  checkpoint_config: {num_to_keep: -1}\n"
+	_, err := Parse("exp.yaml", []byte(file))
+	want := strings.Join([]string{
+		`exp.yaml:4: tune_config.mode: must be "min" or "max", got "avg"`,
+		"exp.yaml:5: tune_config.num_samples: must be a count >= 1, or -1 to sample until stopped; got 0",
+		"exp.yaml:7: run_config.stop.a: Stopping criteria is now flattened by default. Use forward slashes to nest values `key1/key2/key3`.",
+		"exp.yaml:8: run_config.checkpoint_config.num_to_keep: Received invalid num_to_keep: -1. Must be None or an integer >= 1.",
+	}, "\n")
+	if err == nil || err.Error() != want {
+		t.Errorf("error:\n got %v\nwant %s", err, want)
+	}
+	var e *Error
+	if !errors.As(err, &e) || e.Line != 4 || e.Key != "tune_config.mode" {
+		t.Errorf("errors.As gave %+v", e)
+	}
+}
+
+const fullYAML = `# A full experiment.
+name: mnist-lr
+trainable:
+  command: ["python3", "-u", "train.py"]
+param_space:
+  lr: {loguniform: [0.0001, 0.1]}
+  momentum: {grid_search: [0.8, 0.9]}
+  batch: 32
+  model:
+    layers: [64, {choice: [32, 64]}]
+    act: relu
+    dropout: null
+tune_config:
+  num_samples: 4
+  metric: loss
+  mode: min
+  max_concurrent_trials: 2
+  time_budget_s: 3600.5
+  seed: 42
+  search_alg: random
+  scheduler: fifo
+run_config:
+  storage_path: s3://bucket/results
+  name: mnist-lr
+  stop:
+    training_iteration: 10
+    eval/acc: 0.99
+  failure_config:
+    max_failures: 0
+    fail_fast: raise
+    heartbeat_timeout_s: 5
+  checkpoint_config:
+    num_to_keep: 2
+    checkpoint_score_attribute: loss
+    checkpoint_score_order: min
+  sync_config:
+    sync_period: 60
+    sync_timeout: 600
+    sync_artifacts: true
+    sync_artifacts_on_checkpoint: false
+`
+
+const fullJSON = `{
+  "name": "mnist-lr",
+  "trainable": {"command": ["python3", "-u", "train.py"]},
+  "param_space": {
+    "lr": {"loguniform": [0.0001, 0.1]},
+    "momentum": {"grid_search": [0.8, 0.9]},
+    "batch": 32,
+    "model": {"layers": [64, {"choice": [32, 64]}], "act": "relu", "dropout": null}
+  },
+  "tune_config": {
+    "num_samples": 4, "metric": "loss", "mode": "min", "max_concurrent_trials": 2,
+    "time_budget_s": 3600.5, "seed": 42, "search_alg": "random", "scheduler": "fifo"
+  },
+  "run_config": {
+    "storage_path": "s3://bucket/results",
+    "name": "mnist-lr",
+    "stop": {"training_iteration": 10, "eval/acc": 0.99},
+    "failure_config": {"max_failures": 0, "fail_fast": "raise", "heartbeat_timeout_s": 5},
+    "checkpoint_config": {"num_to_keep": 2, "checkpoint_score_attribute": "loss", "checkpoint_score_order": "min"},
+    "sync_config": {"sync_period": 60, "sync_timeout": 600, "sync_artifacts": true, "sync_artifacts_on_checkpoint": false}
+  }
+}`
+
+func TestParseYAMLAndJSONAgree(t *testing.T) {
+	fromYAML, err := Parse("exp.yaml", []byte(fullYAML))
+	if err != nil {
+		t.Fatalf("Parse YAML: %v", err)
+	}
+	fromJSON, err := Parse("exp.json", []byte(fullJSON))
+	if err != nil {
+		t.Fatalf("Parse JSON: %v", err)
+	}
+	if diff := cmp.Diff(fromYAML, fromJSON); diff != "" {
+		t.Errorf("YAML and JSON differ (-yaml +json):\n%s", diff)
+	}
+	seed, off := int64(42), false
+	want := &events.ExperimentSpec{
+		Name:      "mnist-lr",
+		Trainable: events.Trainable{Name: "train", Command: []string{"python3", "-u", "train.py"}},
+		ParamSpace: map[string]any{
+			"lr":       map[string]any{"loguniform": []any{0.0001, 0.1}},
+			"momentum": map[string]any{"grid_search": []any{0.8, 0.9}},
+			"batch":    32,
+			"model":    map[string]any{"layers": []any{64, map[string]any{"choice": []any{32, 64}}}, "act": "relu", "dropout": nil},
+		},
+		TuneConfig: events.TuneConfig{
+			NumSamples: 4, Metric: "loss", Mode: "min", MaxConcurrentTrials: 2,
+			TimeBudgetS: 3600.5, Seed: &seed, SearchAlg: "random", Scheduler: "fifo",
+		},
+		RunConfig: events.RunConfig{
+			StoragePath:      "s3://bucket/results",
+			Stop:             map[string]float64{"training_iteration": 10, "eval/acc": 0.99},
+			FailureConfig:    events.FailureConfig{FailFast: events.FailFastRaise, HeartbeatTimeoutS: 5},
+			CheckpointConfig: events.CheckpointConfig{NumToKeep: 2, ScoreAttribute: "loss", ScoreOrder: "min"},
+			SyncConfig:       events.SyncConfig{SyncPeriodS: 60, SyncTimeoutS: 600, SyncArtifacts: true, SyncArtifactsOnCheckpoint: &off},
+		},
+	}
+	if diff := cmp.Diff(want, fromYAML); diff != "" {
+		t.Errorf("Parse (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseDefaults(t *testing.T) {
+	now = func() time.Time { return time.Date(2024, 3, 5, 7, 8, 9, 0, time.Local) }
+	t.Cleanup(func() { now = time.Now })
+	got, err := Parse("exp.yaml", []byte("trainable: my_fn\nrun_config:\n  checkpoint_config:\n    num_to_keep: null\n"))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	on := true
+	want := &events.ExperimentSpec{
+		Name:       "my_fn_2024-03-05_07-08-09",
+		Trainable:  events.Trainable{Name: "my_fn"},
+		TuneConfig: events.TuneConfig{NumSamples: 1, SearchAlg: "random", Scheduler: "fifo"},
+		RunConfig: events.RunConfig{
+			FailureConfig:    events.FailureConfig{HeartbeatTimeoutS: 3},
+			CheckpointConfig: events.CheckpointConfig{ScoreOrder: "max"},
+			SyncConfig:       events.SyncConfig{SyncPeriodS: 300, SyncTimeoutS: 1800, SyncArtifactsOnCheckpoint: &on},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseAccepts(t *testing.T) {
+	tests := []struct{ name, file string }{
+		{"num_samples -1", head + "tune_config: {num_samples: -1}\n"},
+		{"max_concurrent_trials 0", head + "tune_config: {max_concurrent_trials: 0}\n"},
+		{"max_failures -1", head + "run_config: {failure_config: {max_failures: -1}}\n"},
+		{"fail_fast false with retries", head + "run_config: {failure_config: {fail_fast: false, max_failures: 3}}\n"},
+		{"fail_fast Raise", head + "run_config: {failure_config: {fail_fast: Raise}}\n"},
+		{"grid search_alg with grid only", head + "param_space: {a: {grid_search: [1]}, b: 2}\ntune_config: {search_alg: grid}\n"},
+		{"equal names", head + "run_config: {name: exp}\n"},
+		{"aliases", head + "param_space:\n  a: &x {grid_search: [1, 2]}\n  b: *x\n"},
+		{"null values", head + "tune_config: {metric: null, seed: null}\nparam_space: null\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := Parse("exp.yaml", []byte(tt.file)); err != nil {
+				t.Errorf("Parse: %v", err)
+			}
+		})
+	}
+}
+
+func TestParseFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "exp.yaml")
+	if err := os.WriteFile(path, []byte("name: exp\ntrainable:\n  command: [python3, train.py]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := ParseFile(path)
+	if err != nil {
+		t.Fatalf("ParseFile: %v", err)
+	}
+	if s.Trainable.Dir != dir {
+		t.Errorf("Dir = %q, want %q", s.Trainable.Dir, dir)
+	}
+	if _, err := ParseFile(filepath.Join(dir, "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("ParseFile of a missing file: %v", err)
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("trainable: fn\nfoo: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseFile(bad); err == nil || !strings.HasPrefix(err.Error(), bad+":2: foo: ") {
+		t.Errorf("ParseFile error = %v, want it to start with %s:2: foo:", err, bad)
+	}
+}
+
+func TestParsedSpecSurvivesJSON(t *testing.T) {
+	s, err := Parse("exp.yaml", []byte(fullYAML))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatalf("Marshal: %v", err)
+	}
+	var back events.ExperimentSpec
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatalf("Unmarshal: %v", err)
+	}
+	if err := Validate(&back); err != nil {
+		t.Errorf("Validate after a JSON round trip: %v", err)
+	}
+}
+
+func TestParseDateAsString(t *testing.T) {
+	s, err := Parse("exp.yaml", []byte("name: 2024-01-01\ntrainable: fn\n"))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if s.Name != "2024-01-01" {
+		t.Errorf("Name = %q", s.Name)
+	}
+}
+
+func TestParseAliasBombs(t *testing.T) {
+	tests := []struct{ name, file, want string }{
+		{"cycle", "trainable: fn\nparam_space:\n  a: &x [1, *x]\n",
+			"exp.yaml:3: param_space.a.1: alias refers to a value that contains it"},
+		{"expansion", "trainable: fn\nparam_space:\n" +
+			"  a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n" +
+			"  b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n" +
+			"  c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n" +
+			"  d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n" +
+			"  e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n" +
+			"  f: [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n",
+			"too many values after expanding aliases (more than 100000)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("exp.yaml", []byte(tt.file))
+			if err == nil || !strings.HasSuffix(err.Error(), tt.want) {
+				t.Errorf("error:\n got %v\nwant ...%s", err, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,221 @@
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/search"
+)
+
+// Validate checks a spec built in Go code with the same rules Parse
+// applies, before or after ApplyDefaults: a zero value counts as unset. It
+// returns every problem joined with errors.Join, each an *Error naming the
+// dotted key, or nil.
+func Validate(s *events.ExperimentSpec) error {
+	probs := check(s, func(string) bool { return false })
+	errs := make([]error, len(probs))
+	for i, p := range probs {
+		errs[i] = &Error{Key: p.key, Msg: p.msg}
+	}
+	return errors.Join(errs...)
+}
+
+// validate runs the checks on a decoded spec and records their problems at
+// the lines of their keys, leaving out problems that follow from a decoding
+// error already reported.
+func (d *decoder) validate(s *events.ExperimentSpec) {
+	for _, p := range check(s, d.given) {
+		if !d.spoiled(p.key) {
+			d.fail(p.key, "%s", p.msg)
+		}
+	}
+}
+
+// spoiled reports whether key, a key above it or a key below it could not
+// be decoded.
+func (d *decoder) spoiled(key string) bool {
+	for k := range d.bad {
+		if k == "" || k == key || strings.HasPrefix(k, key+".") || strings.HasPrefix(key, k+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// problem is one broken rule, at a dotted key.
+type problem struct{ key, msg string }
+
+// checker collects problems. given reports whether a key was set explicitly,
+// so that an explicit zero is checked even where zero means unset.
+type checker struct {
+	given func(key string) bool
+	probs []problem
+}
+
+func (c *checker) add(key, format string, args ...any) {
+	c.probs = append(c.probs, problem{key: key, msg: fmt.Sprintf(format, args...)})
+}
+
+// set reports whether a field is set: non-zero, or explicitly given.
+func (c *checker) set(key string, nonzero bool) bool { return nonzero || c.given(key) }
+
+// positive checks that a set duration is > 0.
+func (c *checker) positive(key string, v float64) {
+	if c.set(key, v != 0) && !(v > 0 && !math.IsInf(v, 0)) {
+		c.add(key, "must be > 0 seconds, got %v", v)
+	}
+}
+
+// oneOf checks that a set string is one of allowed.
+func (c *checker) oneOf(key, v string, allowed ...string) {
+	if !c.set(key, v != "") {
+		return
+	}
+	for _, a := range allowed {
+		if v == a {
+			return
+		}
+	}
+	c.add(key, "must be %s, got %q", quoteOr(allowed), v)
+}
+
+func quoteOr(allowed []string) string {
+	q := make([]string, len(allowed))
+	for i, a := range allowed {
+		q[i] = strconv.Quote(a)
+	}
+	return strings.Join(q, " or ")
+}
+
+// check returns every problem of s.
+func check(s *events.ExperimentSpec, given func(string) bool) []problem {
+	c := &checker{given: given}
+	c.name(s.Name)
+	c.trainable(&s.Trainable)
+	c.paramSpace(s)
+	c.tuneConfig(&s.TuneConfig)
+	c.runConfig(&s.RunConfig)
+	return c.probs
+}
+
+func (c *checker) name(name string) {
+	if !c.set("name", name != "") {
+		return
+	}
+	if err := events.ValidateID("experiment name", name); err != nil {
+		c.add("name", "%s", strings.TrimPrefix(err.Error(), events.ErrInvalid.Error()+": "))
+	}
+}
+
+func (c *checker) trainable(t *events.Trainable) {
+	switch {
+	case t.Name == "" && len(t.Command) == 0:
+		c.add("trainable", "required: the name of a registered Go trainable, or {command: [program, args...]}")
+	case len(t.Command) > 0 && t.Command[0] == "":
+		c.add("trainable.command.0", "the program must not be empty")
+	}
+}
+
+// paramSpace checks the space with search.ParseSpace, and with OnlyGrid for
+// search_alg "grid".
+func (c *checker) paramSpace(s *events.ExperimentSpec) {
+	space, err := search.ParseSpace(s.ParamSpace)
+	if err == nil && s.TuneConfig.SearchAlg == searchGrid {
+		err = space.OnlyGrid()
+	}
+	if err == nil {
+		return
+	}
+	var ke *search.KeyError
+	if errors.As(err, &ke) {
+		c.add(strings.Join(append([]string{"param_space"}, ke.Path...), "."), "%s", ke.Msg)
+		return
+	}
+	c.add("param_space", "%s", err.Error())
+}
+
+func (c *checker) tuneConfig(tc *events.TuneConfig) {
+	const k = "tune_config."
+	if n := tc.NumSamples; c.set(k+"num_samples", n != 0) && n < 1 && n != -1 {
+		c.add(k+"num_samples", "must be a count >= 1, or -1 to sample until stopped; got %d", n)
+	}
+	c.oneOf(k+"mode", tc.Mode, "min", "max")
+	if tc.MaxConcurrentTrials < 0 {
+		c.add(k+"max_concurrent_trials", "must be >= 0 (0 means no limit), got %d", tc.MaxConcurrentTrials)
+	}
+	c.positive(k+"time_budget_s", tc.TimeBudgetS)
+	c.oneOf(k+"search_alg", tc.SearchAlg, searchRandom, searchGrid)
+	c.oneOf(k+"scheduler", tc.Scheduler, schedulerFIFO)
+}
+
+func (c *checker) runConfig(rc *events.RunConfig) {
+	const k = "run_config."
+	if c.set(k+"storage_path", rc.StoragePath != "") && rc.StoragePath == "" {
+		c.add(k+"storage_path", "must not be empty")
+	}
+	c.stop(rc.Stop)
+	c.failureConfig(&rc.FailureConfig)
+	c.checkpointConfig(&rc.CheckpointConfig)
+	c.syncConfig(&rc.SyncConfig)
+}
+
+func (c *checker) stop(stop map[string]float64) {
+	for key, v := range stop {
+		switch {
+		case key == "":
+			c.add("run_config.stop", "criterion names must not be empty")
+		case math.IsNaN(v) || math.IsInf(v, 0):
+			c.add("run_config.stop."+key, "must be a finite number, got %v", v)
+		}
+	}
+}
+
+func (c *checker) failureConfig(fc *events.FailureConfig) {
+	const k = "run_config.failure_config."
+	if fc.MaxFailures < -1 {
+		c.add(k+"max_failures", "must be >= -1 (-1 retries forever), got %d", fc.MaxFailures)
+	}
+	switch fc.FailFast {
+	case events.FailFastOff:
+	case events.FailFastOn, events.FailFastRaise:
+		if fc.MaxFailures != 0 {
+			c.add(k+"max_failures", "max_failures must be 0 if fail_fast=%s.", pyRepr(fc.FailFast))
+		}
+	default:
+		c.add(k+"fail_fast", "fail_fast must be one of {bool, 'raise'}. Got %s.", string(fc.FailFast))
+	}
+	c.positive(k+"heartbeat_timeout_s", fc.HeartbeatTimeoutS)
+}
+
+// pyRepr is Python's repr of a fail_fast value, as in Ray's messages.
+func pyRepr(f events.FailFast) string {
+	if f == events.FailFastOn {
+		return "True"
+	}
+	return "'" + string(f) + "'"
+}
+
+func (c *checker) checkpointConfig(cc *events.CheckpointConfig) {
+	const k = "run_config.checkpoint_config."
+	if n := cc.NumToKeep; c.set(k+"num_to_keep", n != 0) && n < 1 {
+		c.add(k+"num_to_keep", "Received invalid num_to_keep: %d. Must be None or an integer >= 1.", n)
+	}
+	if o := cc.ScoreOrder; c.set(k+"checkpoint_score_order", o != "") && o != "max" && o != "min" {
+		c.add(k+"checkpoint_score_order", `checkpoint_score_order must be either "max" or "min".`)
+	}
+}
+
+func (c *checker) syncConfig(sc *events.SyncConfig) {
+	const k = "run_config.sync_config."
+	switch p := sc.SyncPeriodS; {
+	case p < 0:
+		c.add(k+"sync_period", "must be >= 0 seconds, got %v", p)
+	case p == 0 && c.given(k+"sync_period"):
+		c.add(k+"sync_period", "0 cannot be stored: it means the default (%v seconds); use a small period such as 1 to sync often", DefaultSyncPeriodS)
+	}
+	c.positive(k+"sync_timeout", sc.SyncTimeoutS)
+}

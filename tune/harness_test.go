@@ -1,0 +1,82 @@
+package tune_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/internal/bus/bustest"
+	"github.com/tunejet/tunejet/internal/session"
+	"github.com/tunejet/tunejet/services/controller"
+	"github.com/tunejet/tunejet/services/runner"
+	"github.com/tunejet/tunejet/services/syncer"
+	"github.com/tunejet/tunejet/tune"
+)
+
+// deployment is a real nats-server with the controller, a runner and the
+// syncer running against it, as separate services would.
+type deployment struct {
+	srv *bustest.Server
+	bus *bus.Bus
+}
+
+func startDeployment(t *testing.T, slots int, fns map[string]tune.Trainable) *deployment {
+	t.Helper()
+	srv := bustest.Start(t)
+	d := &deployment{srv: srv, bus: srv.Bus("test")}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	reg := map[string]session.Func{}
+	for k, v := range fns {
+		reg[k] = v
+	}
+	run := func(f func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("service: %v", err)
+			}
+		}()
+	}
+	run(controller.New(srv.Bus("controller"), controller.Config{}).Run)
+	run(runner.New(srv.Bus("runner"), runner.Config{Slots: slots, Trainables: reg, WorkDir: t.TempDir()}).Run)
+	run(syncer.New(srv.Bus("syncer"), syncer.Config{}).Run)
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return d
+}
+
+func (d *deployment) nats() tune.Option { return tune.WithNATS(tune.NATSOptions{URL: d.srv.URL()}) }
+
+// events returns every event of an experiment, in log order.
+func (d *deployment) events(t *testing.T, exp string) []*events.Event {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var out []*events.Event
+	err := d.bus.Watch(ctx, events.ExperimentSubjects(exp), 0, bus.Handler{
+		Event:    func(ev *events.Event) { out = append(out, ev) },
+		CaughtUp: cancel,
+	})
+	if err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// fit runs an experiment on the deployment and fails the test on error.
+func (d *deployment) fit(t *testing.T, trainable any, opts ...tune.Option) *tune.ResultGrid {
+	t.Helper()
+	tuner, err := tune.NewTuner(trainable, append(opts, d.nats())...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := tuner.Fit(t.Context())
+	if err != nil {
+		t.Fatalf("Fit: %v", err)
+	}
+	return g
+}
