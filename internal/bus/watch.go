@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -25,14 +26,24 @@ type Handler struct {
 // Watch replays the events matching filter from stream sequence from (1 or
 // 0 for the beginning), then follows new ones, until ctx is done.
 func (b *Bus) Watch(ctx context.Context, filter string, from uint64, h Handler) error {
+	return b.WatchSubjects(ctx, []string{filter}, from, h)
+}
+
+// WatchSubjects is Watch over several filters at once, in stream order.
+func (b *Bus) WatchSubjects(ctx context.Context, filters []string, from uint64, h Handler) error {
 	s, err := b.Stream(ctx)
 	if err != nil {
 		return err
 	}
-	target, err := lastSeq(ctx, s, filter)
-	if err != nil {
-		return err
+	var target uint64
+	for _, f := range filters {
+		last, err := lastSeq(ctx, s, f)
+		if err != nil {
+			return err
+		}
+		target = max(target, last)
 	}
+	filter := strings.Join(filters, ",")
 	caught := false
 	catchUp := func(seq uint64, pending uint64) {
 		if !caught && (seq >= target || pending == 0) {
@@ -45,7 +56,7 @@ func (b *Bus) Watch(ctx context.Context, filter string, from uint64, h Handler) 
 	if target < from || target == 0 {
 		catchUp(target, 0)
 	}
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: filters}
 	if from > 1 {
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cfg.OptStartSeq = from

@@ -34,13 +34,18 @@ type attempt struct {
 	ctx    context.Context // cancelled with session.ErrStopped on stop
 	cancel context.CancelCauseFunc
 
-	mu           sync.Mutex
-	stopReason   string
-	warnedKeys   map[string]bool
-	iteration    int
-	sinceRestore int
-	start, last  time.Time
-	pending      []jetstream.PubAckFuture
+	// restored is the local copy of the checkpoint this attempt resumes
+	// from, restoredName its name.
+	restored, restoredName string
+
+	mu             sync.Mutex
+	stopReason     string
+	warnedKeys     map[string]bool
+	iteration      int
+	sinceRestore   int
+	nextCheckpoint int
+	start, last    time.Time
+	pending        []jetstream.PubAckFuture
 }
 
 // runAttempt runs one delivery of trial work to its end and settles the
@@ -96,8 +101,16 @@ func (a *attempt) run(ctx context.Context) {
 		a.finish(ctx, fmt.Errorf("create trial dir: %w", err))
 		return
 	}
+	defer a.cleanupRestore()
+	if err := a.restore(ctx); err != nil {
+		a.finish(ctx, err)
+		return
+	}
 	a.start, a.last = time.Now(), time.Now()
-	started := &events.TrialStarted{TrialID: a.work.TrialID, Attempt: a.num, Runner: a.s.cfg.Name, Hostname: a.s.hostname, PID: os.Getpid()}
+	started := &events.TrialStarted{
+		TrialID: a.work.TrialID, Attempt: a.num, Runner: a.s.cfg.Name, Hostname: a.s.hostname,
+		PID: os.Getpid(), RestoredFrom: a.restoredName,
+	}
 	if _, err := a.s.bus.Publish(ctx, a.s.bus.Event(a.exp, events.WriterRunner, started)); err != nil {
 		a.log.Error().Err(err).Msg("publish trial.started; handing the trial back")
 		_ = a.msg.Nak()

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -19,18 +18,12 @@ const maxPending = 512
 // flushTimeout bounds the wait for report acknowledgements.
 const flushTimeout = 30 * time.Second
 
-// ErrCheckpointsUnsupported is returned for a report with a checkpoint
-// directory until checkpoint staging is available.
-var ErrCheckpointsUnsupported = errors.New("checkpoints are not supported by this runner yet")
-
 // Report implements session.Session: it adds Ray's automatic fields,
-// checks the stop criteria and publishes the result.
+// stages the checkpoint directory (if any) before it returns, checks the
+// stop criteria and publishes the result.
 func (a *attempt) Report(ctx context.Context, metrics map[string]any, checkpointDir string) (bool, error) {
 	if a.stopped() != "" {
 		return true, session.ErrStopped
-	}
-	if checkpointDir != "" {
-		return false, ErrCheckpointsUnsupported
 	}
 	a.mu.Lock()
 	result := a.result(metrics, time.Now())
@@ -39,6 +32,13 @@ func (a *attempt) Report(ctx context.Context, metrics map[string]any, checkpoint
 		result["done"] = true
 	}
 	a.mu.Unlock()
+	if checkpointDir != "" {
+		name, err := a.stage(ctx, checkpointDir, a.iterationOf(result))
+		if err != nil {
+			return false, fmt.Errorf("report checkpoint: %w", err)
+		}
+		result["checkpoint_dir_name"] = name
+	}
 	ev := a.s.bus.Event(a.exp, events.WriterRunner, &events.TrialReported{TrialID: a.work.TrialID, Attempt: a.num, Result: result})
 	f, err := a.s.bus.PublishAsync(ev)
 	if err != nil {
@@ -54,8 +54,14 @@ func (a *attempt) Report(ctx context.Context, metrics map[string]any, checkpoint
 	return false, nil
 }
 
-// Checkpoint implements session.Session.
-func (a *attempt) Checkpoint() string { return "" }
+func (a *attempt) iterationOf(result map[string]any) int {
+	n, _ := result["training_iteration"].(int)
+	return n
+}
+
+// Checkpoint implements session.Session: the local copy of the checkpoint
+// this attempt resumes from, or "".
+func (a *attempt) Checkpoint() string { return a.restored }
 
 // Info implements session.Session.
 func (a *attempt) Info() session.Info {

@@ -59,9 +59,10 @@ type Service struct {
 	hostname string
 	slots    chan struct{}
 
-	mu    sync.Mutex
-	pulls map[string]context.CancelFunc // experiment → its pull loop
-	wg    sync.WaitGroup
+	mu     sync.Mutex
+	pulls  map[string]context.CancelFunc    // experiment → its pull loop
+	stores map[string]jetstream.ObjectStore // experiment → its checkpoint bucket
+	wg     sync.WaitGroup
 }
 
 // New returns a runner on b.
@@ -71,7 +72,7 @@ func New(b *bus.Bus, cfg Config) *Service {
 	return &Service{
 		bus: b, cfg: cfg, hostname: host, slots: make(chan struct{}, cfg.Slots),
 		log:   b.Log.With().Str("service", "runner").Str("runner", cfg.Name).Logger(),
-		pulls: map[string]context.CancelFunc{},
+		pulls: map[string]context.CancelFunc{}, stores: map[string]jetstream.ObjectStore{},
 	}
 }
 

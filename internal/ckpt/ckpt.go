@@ -1,0 +1,240 @@
+// Package ckpt moves checkpoint directories through the experiment's
+// JetStream Object Store.
+//
+// # Format
+//
+// A checkpoint is one object: a tar archive of the directory (regular
+// files, folders — empty ones too — and relative symlinks that stay inside
+// it), streamed without a temporary copy. The archive's SHA-256 is the
+// checkpoint's digest; Fetch recomputes it and refuses a copy that does not
+// match, so a damaged checkpoint is an error, never a silent resume.
+// Extraction refuses entries that would leave the target directory.
+package ckpt
+
+import (
+	"archive/tar"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ErrDigestMismatch is wrapped when a fetched checkpoint is not the one
+// that was staged.
+var ErrDigestMismatch = errors.New("checkpoint digest mismatch")
+
+// ErrUnsafeEntry is wrapped when an archive entry would leave its directory.
+var ErrUnsafeEntry = errors.New("checkpoint entry escapes its directory")
+
+// Bucket is the Object Store bucket of an experiment's staged checkpoints.
+func Bucket(exp string) string { return "ckpt_" + exp }
+
+// ObjectName is the object of one checkpoint of a trial.
+func ObjectName(trialID, checkpoint string) string { return trialID + "/" + checkpoint }
+
+// Name is checkpoint_NNNNNN for index.
+func Name(index int) string { return fmt.Sprintf("checkpoint_%06d", index) }
+
+// Store opens (creating if needed) the experiment's checkpoint bucket.
+func Store(ctx context.Context, js jetstream.JetStream, exp string) (jetstream.ObjectStore, error) {
+	obs, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		Bucket:      Bucket(exp),
+		Description: "staged checkpoints of experiment " + exp,
+		Storage:     jetstream.FileStorage,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint store of %s: %w", exp, err)
+	}
+	return obs, nil
+}
+
+// Staged describes a staged checkpoint.
+type Staged struct {
+	Size   int64  // bytes of the files
+	Digest string // "sha256:<hex>" of the archive
+}
+
+// Stage archives dir into obs under name. It returns once the whole
+// archive is stored, so the caller may delete dir right after.
+func Stage(ctx context.Context, obs jetstream.ObjectStore, name, dir string) (Staged, error) {
+	info, err := os.Stat(dir)
+	if err != nil {
+		return Staged{}, fmt.Errorf("stage checkpoint %s: %w", name, err)
+	}
+	if !info.IsDir() {
+		return Staged{}, fmt.Errorf("stage checkpoint %s: %s is not a directory", name, dir)
+	}
+	pr, pw := io.Pipe()
+	h := sha256.New()
+	var size int64
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		pw.CloseWithError(writeArchive(io.MultiWriter(pw, h), dir, &size))
+	}()
+	_, err = obs.Put(ctx, jetstream.ObjectMeta{Name: name}, pr)
+	pr.CloseWithError(err) // unblocks the writer if Put gave up early
+	<-written
+	if err != nil {
+		return Staged{}, fmt.Errorf("stage checkpoint %s: %w", name, err)
+	}
+	return Staged{Size: size, Digest: digest(h)}, nil
+}
+
+func digest(h hash.Hash) string { return "sha256:" + hex.EncodeToString(h.Sum(nil)) }
+
+// writeArchive writes dir as a tar stream, in lexical order.
+func writeArchive(w io.Writer, dir string, size *int64) error {
+	tw := tar.NewWriter(w)
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil || rel == "." {
+			return err
+		}
+		return addEntry(tw, p, filepath.ToSlash(rel), d, size)
+	})
+	if err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+func addEntry(tw *tar.Writer, path, rel string, d fs.DirEntry, size *int64) error {
+	info, err := d.Info()
+	if err != nil {
+		return err
+	}
+	link := ""
+	if info.Mode()&fs.ModeSymlink != 0 {
+		if link, err = os.Readlink(path); err != nil {
+			return err
+		}
+	}
+	hdr, err := tar.FileInfoHeader(info, link)
+	if err != nil {
+		return fmt.Errorf("%s: %w", rel, err)
+	}
+	hdr.Name = rel
+	if info.IsDir() {
+		hdr.Name += "/"
+	}
+	hdr.Uname, hdr.Gname = "", ""
+	if err := tw.WriteHeader(hdr); err != nil {
+		return err
+	}
+	if !info.Mode().IsRegular() {
+		return nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	n, err := io.Copy(tw, f)
+	*size += n
+	return err
+}
+
+// Fetch downloads object name from obs into dir, which must not exist
+// yet, and checks the archive against want ("sha256:<hex>"). On any error
+// dir is removed.
+func Fetch(ctx context.Context, obs jetstream.ObjectStore, name, want, dir string) (err error) {
+	if _, err := os.Stat(dir); err == nil {
+		return fmt.Errorf("fetch checkpoint %s: %s already exists", name, dir)
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(dir)
+		}
+	}()
+	r, err := obs.Get(ctx, name)
+	if err != nil {
+		return fmt.Errorf("fetch checkpoint %s: %w", name, err)
+	}
+	defer r.Close()
+	h := sha256.New()
+	if err := extract(io.TeeReader(r, h), dir); err != nil {
+		return fmt.Errorf("fetch checkpoint %s: %w", name, err)
+	}
+	if _, err := io.Copy(h, r); err != nil { // the tar's trailing padding
+		return fmt.Errorf("fetch checkpoint %s: %w", name, err)
+	}
+	if got := digest(h); got != want {
+		return fmt.Errorf("fetch checkpoint %s: %w: the event says %s, the copy is %s", name, ErrDigestMismatch, want, got)
+	}
+	return nil
+}
+
+// extract unpacks a tar stream into dir, refusing entries that escape it.
+func extract(r io.Reader, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tr := tar.NewReader(r)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		target, err := safeJoin(dir, hdr.Name)
+		if err != nil {
+			return err
+		}
+		if err := extractEntry(tr, hdr, dir, target); err != nil {
+			return fmt.Errorf("%s: %w", hdr.Name, err)
+		}
+	}
+}
+
+func extractEntry(tr *tar.Reader, hdr *tar.Header, dir, target string) error {
+	mode := fs.FileMode(hdr.Mode).Perm()
+	switch hdr.Typeflag {
+	case tar.TypeDir:
+		return os.MkdirAll(target, mode|0o700)
+	case tar.TypeReg:
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return err
+		}
+		f, err := os.OpenFile(target, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode|0o600)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(f, tr); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	case tar.TypeSymlink:
+		if filepath.IsAbs(hdr.Linkname) {
+			return fmt.Errorf("%w: symlink to absolute path %q", ErrUnsafeEntry, hdr.Linkname)
+		}
+		if _, err := safeJoin(dir, filepath.Join(filepath.Dir(hdr.Name), hdr.Linkname)); err != nil {
+			return err
+		}
+		return os.Symlink(hdr.Linkname, target)
+	}
+	return fmt.Errorf("unsupported entry type %q", hdr.Typeflag)
+}
+
+func safeJoin(dir, name string) (string, error) {
+	clean := filepath.Clean(filepath.FromSlash(name))
+	if filepath.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("%w: %q", ErrUnsafeEntry, name)
+	}
+	return filepath.Join(dir, clean), nil
+}

@@ -1,0 +1,200 @@
+package ckpt_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tunejet/tunejet/internal/bus/bustest"
+	"github.com/tunejet/tunejet/internal/ckpt"
+)
+
+func store(t *testing.T) jetstream.ObjectStore {
+	t.Helper()
+	b := bustest.Start(t).Bus("test")
+	obs, err := ckpt.Store(t.Context(), b.JS, "exp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obs
+}
+
+// tree describes a directory: file contents by relative path; a path
+// ending in "/" is a directory.
+type tree map[string][]byte
+
+func write(t *testing.T, dir string, tr tree) {
+	t.Helper()
+	for p, data := range tr {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		if p[len(p)-1] == '/' {
+			if err := os.MkdirAll(full, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// read returns the tree under dir, with a sha256 per file.
+func read(t *testing.T, dir string) map[string][32]byte {
+	t.Helper()
+	out := map[string][32]byte{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if d.IsDir() {
+			out[filepath.ToSlash(rel)+"/"] = [32]byte{}
+			return nil
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		h := sha256.New()
+		if _, err := io.Copy(h, f); err != nil {
+			return err
+		}
+		var sum [32]byte
+		copy(sum[:], h.Sum(nil))
+		out[filepath.ToSlash(rel)] = sum
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func roundTrip(t *testing.T, obs jetstream.ObjectStore, tr tree) {
+	t.Helper()
+	src := t.TempDir()
+	write(t, src, tr)
+	staged, err := ckpt.Stage(t.Context(), obs, "t1/checkpoint_000000", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := read(t, src)
+	if err := os.RemoveAll(src); err != nil { // the trainable may delete it right away
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "restored")
+	if err := ckpt.Fetch(t.Context(), obs, "t1/checkpoint_000000", staged.Digest, dst); err != nil {
+		t.Fatal(err)
+	}
+	got := read(t, dst)
+	if len(got) != len(want) {
+		t.Fatalf("restored %d entries, staged %d: %v vs %v", len(got), len(want), got, want)
+	}
+	for p, sum := range want {
+		if got[p] != sum {
+			t.Errorf("%s differs after the round trip", p)
+		}
+	}
+	var size int64
+	for _, data := range tr {
+		size += int64(len(data))
+	}
+	if staged.Size != size {
+		t.Errorf("staged size %d, want %d", staged.Size, size)
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	obs := store(t)
+	tests := []struct {
+		name string
+		tree tree
+	}{
+		{"empty checkpoint", tree{}},
+		{"nested folders and empty files", tree{
+			"model.bin": []byte("weights"), "empty.txt": {}, "a/b/c/deep.json": []byte(`{"x":1}`),
+			"a/b/empty.bin": {}, "hollow/": nil, "a/hollow2/": nil,
+		}},
+		{"one zero-byte file", tree{"zero": {}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { roundTrip(t, obs, tc.tree) })
+	}
+}
+
+func TestLargeCheckpointByteForByte(t *testing.T) {
+	if testing.Short() {
+		t.Skip("200 MB checkpoint: skipped with -short")
+	}
+	big := make([]byte, 200<<20)
+	if _, err := rand.Read(big); err != nil {
+		t.Fatal(err)
+	}
+	roundTrip(t, store(t), tree{"big.bin": big, "meta/small.txt": []byte("x")})
+}
+
+func TestFetchRefusesAWrongDigest(t *testing.T) {
+	obs := store(t)
+	src := t.TempDir()
+	write(t, src, tree{"f": []byte("one")})
+	staged, err := ckpt.Stage(t.Context(), obs, "t1/checkpoint_000001", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, src, tree{"f": []byte("two")}) // the object is replaced behind the event's back
+	if _, err := ckpt.Stage(t.Context(), obs, "t1/checkpoint_000001", src); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "x")
+	err = ckpt.Fetch(t.Context(), obs, "t1/checkpoint_000001", staged.Digest, dst)
+	if !errors.Is(err, ckpt.ErrDigestMismatch) {
+		t.Fatalf("Fetch: got %v, want ErrDigestMismatch", err)
+	}
+	if _, err := os.Stat(dst); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a refused checkpoint left %s behind", dst)
+	}
+}
+
+func TestFetchRefusesEscapingEntries(t *testing.T) {
+	obs := store(t)
+	for _, name := range []string{"../evil", "/etc/evil", "a/../../evil"} {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		_ = tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: 1, Typeflag: tar.TypeReg})
+		_, _ = tw.Write([]byte("x"))
+		_ = tw.Close()
+		if _, err := obs.PutBytes(t.Context(), "t1/bad", buf.Bytes()); err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(buf.Bytes())
+		err := ckpt.Fetch(t.Context(), obs, "t1/bad", "sha256:"+hex.EncodeToString(sum[:]), filepath.Join(t.TempDir(), "x"))
+		if !errors.Is(err, ckpt.ErrUnsafeEntry) {
+			t.Errorf("entry %q: got %v, want ErrUnsafeEntry", name, err)
+		}
+	}
+}
+
+func TestStageRejectsAFile(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(f, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ckpt.Stage(t.Context(), store(t), "t1/checkpoint_000000", f); err == nil {
+		t.Fatal("staging a file instead of a directory succeeded")
+	}
+}

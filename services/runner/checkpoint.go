@@ -1,0 +1,116 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/internal/ckpt"
+	"github.com/tunejet/tunejet/internal/state"
+)
+
+// store returns the experiment's checkpoint bucket, opened once per runner.
+func (s *Service) store(ctx context.Context, exp string) (jetstream.ObjectStore, error) {
+	s.mu.Lock()
+	obs := s.stores[exp]
+	s.mu.Unlock()
+	if obs != nil {
+		return obs, nil
+	}
+	obs, err := ckpt.Store(ctx, s.bus.JS, exp)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.stores[exp] = obs
+	s.mu.Unlock()
+	return obs, nil
+}
+
+// latestCheckpoint folds the trial's lifecycle events (everything but its
+// reports) and returns the latest checkpoint the fold accepted: a zombie
+// attempt's checkpoint is never resumed from.
+func (a *attempt) latestCheckpoint(ctx context.Context) (*events.CheckpointRef, error) {
+	id := a.work.TrialID
+	filters := []string{events.TrialSubjects(a.exp, events.WriterController, id)}
+	for _, t := range []string{events.TypeTrialStarted, events.TypeTrialCheckpointed, events.TypeTrialFailed, events.TypeTrialCompleted} {
+		filters = append(filters, events.Subject(a.exp, events.WriterRunner, t, id))
+	}
+	st := state.New(a.exp)
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	err := a.s.bus.WatchSubjects(rctx, filters, 0, bus.Handler{Event: func(ev *events.Event) { st.Apply(ev) }, CaughtUp: cancel})
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return nil, fmt.Errorf("read checkpoints of %s: %w", id, err)
+	}
+	if t := st.Trials[id]; t != nil && t.LatestCheckpoint() != nil {
+		return t.LatestCheckpoint(), nil
+	}
+	return a.work.Checkpoint, nil
+}
+
+// restore fetches the trial's latest checkpoint into a local directory, so
+// the attempt resumes from it: training_iteration continues from the
+// checkpoint's and checkpoint numbering after it.
+func (a *attempt) restore(ctx context.Context) error {
+	ref, err := a.latestCheckpoint(ctx)
+	if err != nil || ref == nil {
+		return err
+	}
+	obs, err := a.s.store(ctx, a.exp)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(a.s.cfg.WorkDir, a.exp, ".restore", fmt.Sprintf("%s-%d", a.work.TrialID, a.num), ref.Name)
+	if err := os.RemoveAll(filepath.Dir(dir)); err != nil {
+		return err
+	}
+	object := ref.Object
+	if object == "" {
+		object = ckpt.ObjectName(a.work.TrialID, ref.Name)
+	}
+	if err := ckpt.Fetch(ctx, obs, object, ref.Digest, dir); err != nil {
+		return fmt.Errorf("resume trial %s: %w", a.work.TrialID, err)
+	}
+	a.restored, a.restoredName = dir, ref.Name
+	a.iteration, a.nextCheckpoint = ref.Iteration, ref.Index+1
+	return nil
+}
+
+// cleanupRestore removes the local copy of the checkpoint resumed from.
+func (a *attempt) cleanupRestore() {
+	if a.restored != "" {
+		_ = os.RemoveAll(filepath.Dir(a.restored))
+	}
+}
+
+// stage stores a reported checkpoint directory and publishes
+// trial.checkpointed; it returns once both are durable.
+func (a *attempt) stage(ctx context.Context, dir string, iteration int) (string, error) {
+	obs, err := a.s.store(ctx, a.exp)
+	if err != nil {
+		return "", err
+	}
+	a.mu.Lock()
+	index := a.nextCheckpoint
+	a.nextCheckpoint++
+	a.mu.Unlock()
+	name := ckpt.Name(index)
+	object := ckpt.ObjectName(a.work.TrialID, name)
+	staged, err := ckpt.Stage(ctx, obs, object, dir)
+	if err != nil {
+		return "", err
+	}
+	ref := events.CheckpointRef{Name: name, Index: index, Object: object, Size: staged.Size, Digest: staged.Digest, Iteration: iteration}
+	ev := a.s.bus.Event(a.exp, events.WriterRunner, &events.TrialCheckpointed{TrialID: a.work.TrialID, Attempt: a.num, Checkpoint: ref})
+	if _, err := a.s.bus.Publish(ctx, ev); err != nil {
+		return "", err
+	}
+	return name, nil
+}

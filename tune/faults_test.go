@@ -1,0 +1,147 @@
+package tune_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/tune"
+)
+
+// counting reports n iterations with a checkpoint each, resuming from its
+// checkpoint; it fails (once per attempt number listed) right after
+// reporting iteration failAt.
+func counting(n, failAt int, failOn func(attempt int) bool) tune.Trainable {
+	return func(ctx context.Context, config map[string]any) error {
+		info, err := tune.GetTrialInfo(ctx)
+		if err != nil {
+			return err
+		}
+		step := 0
+		if dir, _ := tune.GetCheckpoint(ctx); dir != "" {
+			b, err := os.ReadFile(filepath.Join(dir, "state.json"))
+			if err != nil {
+				return err
+			}
+			if err := json.Unmarshal(b, &step); err != nil {
+				return err
+			}
+		}
+		for step < n {
+			step++
+			dir, err := os.MkdirTemp("", "ckpt")
+			if err != nil {
+				return err
+			}
+			b, _ := json.Marshal(step)
+			if err := os.WriteFile(filepath.Join(dir, "state.json"), b, 0o644); err != nil {
+				return err
+			}
+			if err := tune.Report(ctx, map[string]any{"step": step}, tune.WithCheckpoint(dir)); err != nil {
+				return err
+			}
+			os.RemoveAll(dir) // the trainable may delete it as soon as Report returns
+			if step == failAt && failOn(info.Attempt) {
+				return fmt.Errorf("simulated crash after step %d on attempt %d", step, info.Attempt)
+			}
+		}
+		return nil
+	}
+}
+
+func TestRetryResumesFromLatestCheckpoint(t *testing.T) {
+	d := startDeployment(t, 2, map[string]tune.Trainable{"counting": counting(10, 5, func(a int) bool { return a == 1 })})
+	rc := storage(t)
+	rc.FailureConfig.MaxFailures = 1
+	g := d.fit(t, "counting", tune.WithName("resume"), tune.WithRunConfig(rc), tune.WithParamSpace(tune.ParamSpace{"x": 1}))
+	r := g.Get(0)
+	if r.Status != events.StatusTerminated || r.Metrics["training_iteration"] != 10.0 || r.NumFailures != 1 {
+		t.Fatalf("got %s at iteration %v with %d failures; want TERMINATED at 10 with 1 failure", r.Status, r.Metrics["training_iteration"], r.NumFailures)
+	}
+	var restoredFrom string
+	var firstOfAttempt2 map[string]any
+	var names []string
+	for _, ev := range d.events(t, "resume") {
+		switch p := ev.Data.(type) {
+		case *events.TrialStarted:
+			if p.Attempt == 2 {
+				restoredFrom = p.RestoredFrom
+			}
+		case *events.TrialReported:
+			if p.Attempt == 2 && firstOfAttempt2 == nil {
+				firstOfAttempt2 = p.Result
+			}
+		case *events.TrialCheckpointed:
+			names = append(names, p.Checkpoint.Name)
+		}
+	}
+	if restoredFrom != "checkpoint_000004" {
+		t.Errorf("attempt 2 restored from %q, want checkpoint_000004 (iteration 5)", restoredFrom)
+	}
+	if firstOfAttempt2["training_iteration"] != 6.0 || firstOfAttempt2["iterations_since_restore"] != 1.0 || firstOfAttempt2["step"] != 6.0 {
+		t.Errorf("first result of attempt 2: %v; want training_iteration 6, iterations_since_restore 1, step 6", firstOfAttempt2)
+	}
+	for i, n := range names {
+		if want := fmt.Sprintf("checkpoint_%06d", i); n != want {
+			t.Fatalf("checkpoint %d is named %s, want %s (numbering continues across retries): %v", i, n, want, names)
+		}
+	}
+	if len(names) != 10 {
+		t.Errorf("got %d checkpoints, want 10: %v", len(names), names)
+	}
+}
+
+// TestMaxFailuresAsRay reproduces Ray's should_recover table.
+func TestMaxFailuresAsRay(t *testing.T) {
+	tests := []struct {
+		name        string
+		maxFailures int
+		failures    int // attempts that fail before success; -1 = always
+		status      string
+		numFailures int
+	}{
+		{"0 fails at the first failure", 0, -1, events.StatusError, 1},
+		{"1 with a transient error", 1, 1, events.StatusTerminated, 1},
+		{"2 with a persistent error", 2, -1, events.StatusError, 3},
+		{"-1 retries until success", -1, 4, events.StatusTerminated, 4},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls atomic.Int32
+			flaky := func(ctx context.Context, config map[string]any) error {
+				n := int(calls.Add(1))
+				if err := tune.Report(ctx, map[string]any{"call": n}); err != nil {
+					return err
+				}
+				if tc.failures < 0 || n <= tc.failures {
+					return errors.New("boom")
+				}
+				return nil
+			}
+			d := startDeployment(t, 1, map[string]tune.Trainable{"flaky": flaky})
+			rc := storage(t)
+			rc.FailureConfig.MaxFailures = tc.maxFailures
+			g := d.fit(t, "flaky", tune.WithName(fmt.Sprintf("maxfail%d", i)), tune.WithRunConfig(rc), tune.WithParamSpace(tune.ParamSpace{"x": 1}))
+			r := g.Get(0)
+			if r.Status != tc.status || r.NumFailures != tc.numFailures {
+				t.Fatalf("got %s with %d failures, want %s with %d", r.Status, r.NumFailures, tc.status, tc.numFailures)
+			}
+			if tc.status == events.StatusError {
+				b, err := os.ReadFile(filepath.Join(r.Path, "error.txt"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := fmt.Sprintf("Failure # %d (occurred at", tc.numFailures); !strings.Contains(string(b), want) {
+					t.Fatalf("error.txt lacks %q:\n%s", want, b)
+				}
+			}
+		})
+	}
+}
