@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/tune"
@@ -143,5 +144,63 @@ func TestMaxFailuresAsRay(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// oneFails errs at once for x == 0 and runs long for every other x.
+func oneFails(ctx context.Context, config map[string]any) error {
+	if config["x"] == 0.0 {
+		return errors.New("out of cheese")
+	}
+	for {
+		if err := tune.Report(ctx, map[string]any{"alive": 1}); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond): // simulated training work
+		}
+	}
+}
+
+func TestFailFastStopsEveryOtherTrial(t *testing.T) {
+	d := startDeployment(t, 4, map[string]tune.Trainable{"oneFails": oneFails})
+	rc := storage(t)
+	rc.FailureConfig.FailFast = tune.FailFastOn
+	g := d.fit(t, "oneFails", tune.WithName("failfast"), tune.WithRunConfig(rc),
+		tune.WithParamSpace(tune.ParamSpace{"x": tune.GridSearch(0, 1, 2)}))
+	if g.NumErrors() != 1 || g.NumTerminated() != 2 {
+		t.Fatalf("got %d ERROR and %d TERMINATED, want exactly 1 and 2", g.NumErrors(), g.NumTerminated())
+	}
+}
+
+func TestFailFastRaiseReturnsTheTrainableError(t *testing.T) {
+	d := startDeployment(t, 4, map[string]tune.Trainable{"oneFails": oneFails})
+	rc := storage(t)
+	rc.FailureConfig.FailFast = tune.FailFastRaise
+	tuner, err := tune.NewTuner("oneFails", d.nats(), tune.WithName("raise"), tune.WithRunConfig(rc),
+		tune.WithParamSpace(tune.ParamSpace{"x": tune.GridSearch(0, 1)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tuner.Fit(t.Context())
+	var te *tune.TrialError
+	if !errors.As(err, &te) || !strings.Contains(err.Error(), "out of cheese") {
+		t.Fatalf("Fit: got %v, want a *tune.TrialError carrying the trainable's error", err)
+	}
+}
+
+func TestFailFastWithRetriesIsRefusedAsRay(t *testing.T) {
+	rc := storage(t)
+	rc.FailureConfig.FailFast = tune.FailFastOn
+	rc.FailureConfig.MaxFailures = 2
+	tuner, err := tune.NewTuner("x", tune.WithRunConfig(rc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tuner.Fit(t.Context())
+	if !errors.Is(err, tune.ErrInvalidConfig) || !strings.Contains(err.Error(), "max_failures must be 0 if fail_fast=") {
+		t.Fatalf("Fit: got %v, want Ray's error", err)
 	}
 }

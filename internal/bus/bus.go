@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -18,6 +19,9 @@ import (
 const (
 	StreamName    = "TUNEJET"
 	DLQStreamName = "TUNEJET_DLQ"
+	// AdvisoryStreamName captures max-deliveries advisories of work consumers.
+	AdvisoryStreamName  = "TUNEJET_ADVISORIES"
+	maxDeliveriesPrefix = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES."
 	dlqPrefix     = "tunejet-dlq"
 	// MaxEventSize is the largest event we store; bytes go to the Object Store.
 	MaxEventSize = 1 << 20
@@ -71,6 +75,16 @@ func (b *Bus) Provision(ctx context.Context) error {
 		Name:        DLQStreamName,
 		Description: "tunejet dead letters: messages on tunejet subjects that did not decode",
 		Subjects:    []string{dlqPrefix + ".>"},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		MaxAge:      30 * 24 * time.Hour,
+	}, {
+		// Captures the advisory JetStream emits when trial work runs out of
+		// deliveries with nobody left to say so. It must exist before
+		// runners start: advisories nobody listens to are never produced.
+		Name:        AdvisoryStreamName,
+		Description: "tunejet: max-deliveries advisories of trial work",
+		Subjects:    []string{maxDeliveriesPrefix + StreamName + ".*"},
 		Retention:   jetstream.LimitsPolicy,
 		Storage:     jetstream.FileStorage,
 		MaxAge:      30 * 24 * time.Hour,
@@ -151,9 +165,16 @@ func FromJS(m jetstream.Msg) (*events.Event, error) {
 func (b *Bus) DeadLetter(ctx context.Context, subject string, seq uint64, hdr nats.Header, data []byte, cause error) {
 	h := nats.Header{}
 	for k, v := range hdr {
-		h[k] = v
+		// Nats-* headers were JetStream directives for the original publish
+		// (Nats-Expected-Stream, Nats-Expected-Last-Sequence, ...); applied to
+		// the copy they would make it fail.
+		if !strings.HasPrefix(strings.ToLower(k), "nats-") {
+			h[k] = v
+		}
 	}
-	h.Del(events.HeaderMsgID)
+	// One id per original message: a second dead-lettering of it (two
+	// watchers overlap, or a restarted controller retries) is dropped.
+	h.Set(events.HeaderMsgID, dlqPrefix+"-"+StreamName+"-"+strconv.FormatUint(seq, 10))
 	h.Set(HeaderDLQError, cause.Error())
 	h.Set(HeaderDLQSubject, subject)
 	h.Set(HeaderDLQSequence, strconv.FormatUint(seq, 10))
@@ -166,7 +187,14 @@ func (b *Bus) DeadLetter(ctx context.Context, subject string, seq uint64, hdr na
 	if err == nil {
 		err = s.DeleteMsg(ctx, seq)
 	}
-	if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+	if err != nil && s != nil {
+		// DeleteMsg of a message that is already gone does not wrap
+		// ErrMsgNotFound ("sequence not found"); GetMsg does.
+		if _, gerr := s.GetMsg(ctx, seq); errors.Is(gerr, jetstream.ErrMsgNotFound) {
+			err = nil
+		}
+	}
+	if err != nil {
 		b.Log.Error().Err(err).Uint64("seq", seq).Msg("dead letter: could not remove the message from the log")
 	}
 }

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 
@@ -128,6 +129,10 @@ func (t *Trial) started(ev *events.Event, p *events.TrialStarted) bool {
 	if t.Finished() || p.Attempt <= t.Attempt || ev.Writer != events.WriterRunner {
 		return false
 	}
+	if t.Status == events.StatusRunning { // the previous attempt never said how it ended
+		t.NumFailures++
+		t.LastError = fmt.Sprintf("attempt %d was lost: runner %s stopped heartbeating", t.Attempt, t.Runner)
+	}
 	t.Attempt, t.Status = p.Attempt, events.StatusRunning
 	t.Runner, t.Hostname, t.PID, t.RestoredFrom = p.Runner, p.Hostname, p.PID, p.RestoredFrom
 	if t.StartTime.IsZero() {
@@ -184,7 +189,7 @@ func (t *Trial) checkpointed(p *events.TrialCheckpointed) bool {
 }
 
 func (t *Trial) failed(ev *events.Event, p *events.TrialFailed) bool {
-	if t.Finished() || p.Attempt != t.Attempt || t.FailedAtt == p.Attempt {
+	if t.Finished() || p.Attempt != t.Attempt || (p.Attempt > 0 && t.FailedAtt == p.Attempt) {
 		return false
 	}
 	if ev.Writer == events.WriterRunner && t.Status != events.StatusRunning {
@@ -195,9 +200,14 @@ func (t *Trial) failed(ev *events.Event, p *events.TrialFailed) bool {
 		t.NumFailures++
 	}
 	t.LastError = p.Error
-	if p.Final {
+	switch {
+	case p.Final:
 		t.Status, t.EndReason, t.EndTime = events.StatusError, "failed", ev.Time
-	} else {
+	case p.Cause == events.CausePreempted:
+		// The runner handed the work back; the controller schedules it again
+		// with a fresh delivery budget.
+		t.Status, t.Scheduled = events.StatusPending, false
+	default:
 		t.Status = events.StatusPending
 	}
 	return true

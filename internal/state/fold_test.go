@@ -103,7 +103,12 @@ func TestFoldTrialLifecycle(t *testing.T) {
 			l.start("t1", 2)
 			l.report("t1", 1, 1, 0.5)
 			l.add(events.WriterRunner, &events.TrialCompleted{TrialID: "t1", Attempt: 1, Status: events.StatusTerminated, Reason: "finished"})
-		}, events.StatusRunning, 0, 0, 0},
+		}, events.StatusRunning, 0, 1, 0}, // attempt 1 was lost: counted as a failure, as Ray counts a dead node
+		{"preempted is pending, not counted", func(l *log) {
+			l.create("t1", 0)
+			l.start("t1", 1)
+			l.add(events.WriterRunner, &events.TrialFailed{TrialID: "t1", Attempt: 1, Cause: events.CausePreempted, Error: "SIGTERM"})
+		}, events.StatusPending, 0, 0, 0},
 		{"completed", func(l *log) {
 			l.create("t1", 0)
 			l.start("t1", 1)
@@ -145,6 +150,22 @@ func TestFoldTrialLifecycle(t *testing.T) {
 					tr.Status, tr.Iteration, tr.NumFailures, tr.NumResults, tc.status, tc.iteration, tc.failures, tc.numResults)
 			}
 		})
+	}
+}
+
+func TestPreemptedTrialNeedsScheduling(t *testing.T) {
+	l := newLog(t)
+	l.create("t1", 0)
+	l.start("t1", 1)
+	l.add(events.WriterRunner, &events.TrialFailed{TrialID: "t1", Attempt: 1, Cause: events.CausePreempted, Error: "SIGTERM"})
+	tr := fold(l.evs).Trials["t1"]
+	if !tr.NeedsSchedule() || tr.Scheduled {
+		t.Fatalf("preempted trial: scheduled=%v needsSchedule=%v; want it waiting to be scheduled again", tr.Scheduled, tr.NeedsSchedule())
+	}
+	l.add(events.WriterController, &events.TrialScheduled{TrialID: "t1", TrialName: "fn_t1", DirName: "fn_t1", Config: map[string]any{}, Trainable: events.Trainable{Name: "fn"}, AttemptBase: 1, HeartbeatTimeoutS: 3})
+	tr = fold(l.evs).Trials["t1"]
+	if tr.NeedsSchedule() || tr.AttemptBase != 1 {
+		t.Fatalf("rescheduled trial: needsSchedule=%v attemptBase=%d; want false, 1", tr.NeedsSchedule(), tr.AttemptBase)
 	}
 }
 

@@ -148,6 +148,12 @@ func (e *Experiment) InFlight() int {
 	return n
 }
 
+// NeedsSchedule reports whether a trial waits to be scheduled again (its
+// runner handed it back).
+func (t *Trial) NeedsSchedule() bool {
+	return !t.Finished() && !t.Scheduled && t.Attempt > 0
+}
+
 // Unfinished counts trials that have not ended.
 func (e *Experiment) Unfinished() int {
 	n := 0

@@ -46,13 +46,15 @@ func Decide(st *state.Experiment, in Inputs) []Action {
 	}
 	acts := createActions(st, in)
 	if len(acts) == 0 && searchDone(st) && st.Unfinished() == 0 {
-		acts = append(acts, Action{ID: actionID(st, "completed"), Payload: &events.ExperimentCompleted{Reason: "finished"}})
+		acts = append(acts, Action{ID: actionID(st, ".completed"), Payload: &events.ExperimentCompleted{Reason: "finished"}})
 	}
 	return acts
 }
 
 func actionID(st *state.Experiment, parts ...any) string {
-	return fmt.Sprint(append([]any{st.Name, st.Run}, parts...)...)
+	// "<name>.run<N>...": names hold no '.', so ids of different
+	// experiments or runs never collide in the stream-wide dedupe window.
+	return fmt.Sprint(append([]any{st.Name, ".run", st.Run}, parts...)...)
 }
 
 func startAction(st *state.Experiment, in Inputs) Action {
@@ -110,8 +112,9 @@ func searchDone(st *state.Experiment) bool {
 	return st.NumTrials >= 0 && st.NextIndex >= st.NumTrials
 }
 
-// createActions creates and schedules trials while the in-flight window
-// has room and the search has trials left.
+// createActions schedules again the trials whose runner handed them back,
+// then creates and schedules new trials, while the in-flight window has
+// room and the search has trials left.
 func createActions(st *state.Experiment, in Inputs) []Action {
 	limit := st.Spec.TuneConfig.MaxConcurrentTrials
 	if limit <= 0 {
@@ -120,8 +123,8 @@ func createActions(st *state.Experiment, in Inputs) []Action {
 			limit = DefaultMaxPending
 		}
 	}
-	var acts []Action
 	inFlight := st.InFlight()
+	acts, inFlight := rescheduleActions(st, inFlight, limit)
 	for i := st.NextIndex; inFlight < limit && (st.NumTrials < 0 || i < st.NumTrials); i++ {
 		acts = append(acts, trialActions(st, in, i)...)
 		inFlight++
@@ -129,21 +132,50 @@ func createActions(st *state.Experiment, in Inputs) []Action {
 	return acts
 }
 
+// rescheduleActions gives preempted trials a new work message (a fresh
+// delivery budget, attempts counting on from the last one), or ends them
+// ERROR when counted preemptions have used up max_failures.
+func rescheduleActions(st *state.Experiment, inFlight, limit int) ([]Action, int) {
+	var acts []Action
+	maxFailures := st.Spec.RunConfig.FailureConfig.MaxFailures
+	for _, t := range st.TrialList() {
+		if !t.NeedsSchedule() {
+			continue
+		}
+		if maxFailures >= 0 && t.NumFailures > maxFailures {
+			acts = append(acts, Action{ID: actionID(st, ".", t.ID, ".exhausted"), Payload: &events.TrialCompleted{
+				TrialID: t.ID, Status: events.StatusError, Reason: "max_failures"}})
+			continue
+		}
+		if inFlight >= limit {
+			continue
+		}
+		acts = append(acts, Action{ID: actionID(st, ".", t.ID, ".scheduled.", t.Attempt), Payload: schedule(st, t.ID, t.Name, t.DirName, t.Config, t.Attempt)})
+		inFlight++
+	}
+	return acts, inFlight
+}
+
 func trialActions(st *state.Experiment, in Inputs, index int) []Action {
-	spec := st.Spec
 	config, tag := in.Space.Trial(index, st.Seed)
 	id := search.TrialID(st.TrialIDPrefix, index)
-	name := spec.Trainable.Name + "_" + id
+	name := st.Spec.Trainable.Name + "_" + id
 	dir := search.TrialDirName(name, tag, in.Now)
-	fc := spec.RunConfig.FailureConfig
 	return []Action{
 		{ID: actionID(st, ".", id, ".created"), Payload: &events.TrialCreated{
 			TrialID: id, Index: index, TrialName: name, ExperimentTag: tag, DirName: dir, Config: config,
 		}},
-		{ID: actionID(st, ".", id, ".scheduled"), Payload: &events.TrialScheduled{
-			TrialID: id, TrialName: name, DirName: dir, Config: config, Trainable: spec.Trainable,
-			Stop: spec.RunConfig.Stop, MaxFailures: fc.MaxFailures, HeartbeatTimeoutS: heartbeat(fc),
-		}},
+		{ID: actionID(st, ".", id, ".scheduled"), Payload: schedule(st, id, name, dir, config, 0)},
+	}
+}
+
+// schedule is the work message of a trial.
+func schedule(st *state.Experiment, id, name, dir string, config map[string]any, attemptBase int) *events.TrialScheduled {
+	spec := st.Spec
+	fc := spec.RunConfig.FailureConfig
+	return &events.TrialScheduled{
+		TrialID: id, TrialName: name, DirName: dir, Config: config, Trainable: spec.Trainable,
+		Stop: spec.RunConfig.Stop, AttemptBase: attemptBase, MaxFailures: fc.MaxFailures, HeartbeatTimeoutS: heartbeat(fc),
 	}
 }
 

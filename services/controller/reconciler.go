@@ -3,8 +3,10 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/tunejet/tunejet/events"
@@ -23,6 +25,10 @@ type reconciler struct {
 	st    *state.Experiment
 	space *search.Space
 	evs   chan *events.Event // nil marks "caught up"
+	// exhausted receives the log sequences of trial work that ran out of
+	// deliveries; dead holds those not handled yet.
+	exhausted chan uint64
+	dead      []uint64
 
 	caughtUp bool
 	waitSeq  uint64 // decide only once the fold has reached this sequence
@@ -31,7 +37,7 @@ type reconciler struct {
 
 func newReconciler(s *Service, exp string) *reconciler {
 	return &reconciler{
-		s: s, exp: exp, st: state.New(exp), evs: make(chan *events.Event, 1024),
+		s: s, exp: exp, st: state.New(exp), evs: make(chan *events.Event, 1024), exhausted: make(chan uint64, 64),
 		log: s.log.With().Str("experiment", exp).Logger(),
 	}
 }
@@ -50,6 +56,17 @@ func (r *reconciler) run(ctx context.Context) error {
 			CaughtUp: func() { r.push(wctx, nil) },
 		})
 	}()
+	go func() {
+		err := r.s.bus.WatchExhausted(wctx, r.exp, func(seq uint64) {
+			select {
+			case r.exhausted <- seq:
+			case <-wctx.Done():
+			}
+		})
+		if err != nil && !errors.Is(err, context.Canceled) {
+			r.log.Error().Err(err).Msg("watching for exhausted trial work")
+		}
+	}()
 	tick := time.NewTicker(r.s.cfg.Tick)
 	defer tick.Stop()
 	for {
@@ -57,6 +74,8 @@ func (r *reconciler) run(ctx context.Context) error {
 		case ev := <-r.evs:
 			r.apply(ev)
 			r.drain()
+		case seq := <-r.exhausted:
+			r.dead = append(r.dead, seq)
 		case <-tick.C:
 		case err := <-watchErr:
 			return err
@@ -126,6 +145,9 @@ func (r *reconciler) reconcile(ctx context.Context) {
 	if r.st.Status == state.ExperimentRunning && !r.ensureWork(ctx) {
 		return
 	}
+	if !r.handleDeadWork(ctx) {
+		return
+	}
 	acts := Decide(r.st, Inputs{
 		Now: time.Now(), Space: r.space, NewSeed: randomSeed(), NewPrefix: randomPrefix(),
 		StoragePath: r.storagePath(), MaxPending: r.s.cfg.MaxPending,
@@ -145,6 +167,54 @@ func (r *reconciler) storagePath() string {
 		return r.s.cfg.StoragePath
 	}
 	return storage.DefaultPath()
+}
+
+// handleDeadWork ends ERROR the trials whose work ran out of deliveries
+// while no runner was alive to say so, and removes that work from the log.
+// It reports false if it published (the next decision waits for the fold).
+func (r *reconciler) handleDeadWork(ctx context.Context) bool {
+	for len(r.dead) > 0 {
+		seq := r.dead[0]
+		published, err := r.deadWork(ctx, seq)
+		if err != nil {
+			r.log.Error().Err(err).Uint64("seq", seq).Msg("handling exhausted trial work; will retry")
+			return false
+		}
+		r.dead = r.dead[1:]
+		if published {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *reconciler) deadWork(ctx context.Context, seq uint64) (bool, error) {
+	m, err := r.s.bus.RawEvent(ctx, seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, nil // handled before
+	}
+	if err != nil {
+		return false, err
+	}
+	published := false
+	ev, err := events.Decode(m.Subject, m.Header, m.Data)
+	if err != nil {
+		return false, r.s.bus.DeleteEvent(ctx, seq)
+	}
+	if p, ok := ev.Data.(*events.TrialScheduled); ok {
+		if t := r.st.Trials[p.TrialID]; t != nil && !t.Finished() {
+			r.log.Warn().Str("trial", t.ID).Int("attempt", t.Attempt).Msg("trial ran out of attempts with no runner alive; ending it ERROR")
+			published = r.publish(ctx, Action{ID: fmt.Sprint(r.exp, ".", t.ID, ".lost.", seq), Payload: &events.TrialFailed{
+				TrialID: t.ID, Attempt: t.Attempt, Cause: events.CauseLost, Final: true, Counted: true,
+				Error: fmt.Sprintf("trial ran out of attempts: its runner stopped heartbeating on attempt %d and no attempts are left (max_failures %d)",
+					t.Attempt, r.st.Spec.RunConfig.FailureConfig.MaxFailures),
+			}})
+			if !published {
+				return false, fmt.Errorf("publish the lost trial %s", t.ID)
+			}
+		}
+	}
+	return published, r.s.bus.DeleteEvent(ctx, seq)
 }
 
 // ensureWork creates the experiment's work consumer before any trial is

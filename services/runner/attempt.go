@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -37,6 +38,8 @@ type attempt struct {
 	// restored is the local copy of the checkpoint this attempt resumes
 	// from, restoredName its name.
 	restored, restoredName string
+
+	superseded atomic.Bool // a newer attempt owns the trial
 
 	mu             sync.Mutex
 	stopReason     string
@@ -183,6 +186,11 @@ func (a *attempt) heartbeat() func() {
 		for {
 			select {
 			case <-t.C:
+				if a.overtaken() {
+					a.superseded.Store(true)
+					a.cancel(ErrSuperseded)
+					return
+				}
 				if err := a.msg.InProgress(); err != nil {
 					a.log.Warn().Err(err).Msg("heartbeat")
 				}
@@ -192,6 +200,29 @@ func (a *attempt) heartbeat() func() {
 		}
 	}()
 	return func() { close(done); wg.Wait() }
+}
+
+// ErrSuperseded is the cause of an attempt's context when a newer attempt
+// of the trial has started elsewhere (this runner was presumed dead).
+var ErrSuperseded = errors.New("a newer attempt of the trial has started elsewhere")
+
+// overtaken reports whether a newer attempt of the trial has started: this
+// runner was frozen or cut off past the heartbeat timeout and the work went
+// to another runner.
+func (a *attempt) overtaken() bool {
+	ctx, cancel := context.WithTimeout(a.ctx, 2*time.Second)
+	defer cancel()
+	st, err := a.s.bus.Stream(ctx)
+	if err != nil {
+		return false
+	}
+	m, err := st.GetLastMsgForSubject(ctx, events.Subject(a.exp, events.WriterRunner, events.TypeTrialStarted, a.work.TrialID))
+	if err != nil {
+		return false
+	}
+	ev, err := events.Decode(m.Subject, m.Header, m.Data)
+	p, ok := eventData[*events.TrialStarted](ev, err)
+	return ok && p.Attempt > a.num
 }
 
 // stop ends the trial as TERMINATED for reason (first reason wins).
@@ -214,6 +245,14 @@ func (a *attempt) stopped() string {
 func (a *attempt) finish(ctx context.Context, runErr error) {
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
+	if a.superseded.Load() {
+		a.log.Warn().Msg("a newer attempt owns this trial; abandoned this one without a word")
+		return
+	}
+	if ctx.Err() != nil && a.stopped() == "" {
+		a.handBack(pctx)
+		return
+	}
 	if reason := a.stopped(); reason != "" || runErr == nil {
 		if reason == "" {
 			reason = "finished"
@@ -222,14 +261,6 @@ func (a *attempt) finish(ctx context.Context, runErr error) {
 		if err := a.msg.DoubleAck(pctx); err != nil {
 			a.log.Warn().Err(err).Msg("ack trial work")
 		}
-		return
-	}
-	if ctx.Err() != nil { // the runner is shutting down: hand the trial back
-		a.log.Info().Msg("runner stopping; handing the trial back")
-		a.publishOutcome(pctx, &events.TrialFailed{
-			TrialID: a.work.TrialID, Attempt: a.num, Cause: events.CausePreempted, Error: "runner " + a.s.cfg.Name + " stopped",
-		})
-		_ = a.msg.Nak()
 		return
 	}
 	final := a.work.MaxFailures >= 0 && a.tries >= a.work.MaxFailures+1
@@ -243,6 +274,22 @@ func (a *attempt) finish(ctx context.Context, runErr error) {
 		return
 	}
 	_ = a.msg.NakWithDelay(backoff(a.tries))
+}
+
+// handBack returns the trial of a runner that is shutting down (SIGTERM,
+// preemption): the attempt is recorded as preempted — not counted against
+// max_failures unless the runner is configured to — and the work is acked,
+// so the controller schedules it again with a fresh delivery budget rather
+// than waiting for the heartbeat timeout.
+func (a *attempt) handBack(ctx context.Context) {
+	a.log.Info().Bool("counted", a.s.cfg.CountPreemption).Msg("runner stopping; handing the trial back")
+	a.publishOutcome(ctx, &events.TrialFailed{
+		TrialID: a.work.TrialID, Attempt: a.num, Cause: events.CausePreempted,
+		Error: "runner " + a.s.cfg.Name + " was stopped (preempted)", Counted: a.s.cfg.CountPreemption,
+	})
+	if err := a.msg.DoubleAck(ctx); err != nil {
+		a.log.Warn().Err(err).Msg("ack handed-back work; it will be redelivered after the heartbeat timeout")
+	}
 }
 
 func (a *attempt) publishOutcome(ctx context.Context, p events.Payload) {

@@ -127,6 +127,10 @@ func resolveArg(dir, arg string, program bool) string {
 // SIGKILL after the grace period.
 func (a *attempt) terminate(cmd *exec.Cmd, waited chan error) error {
 	pgid := -cmd.Process.Pid
+	if errors.Is(context.Cause(a.ctx), ErrSuperseded) { // another runner owns the trial now
+		_ = syscall.Kill(pgid, syscall.SIGKILL)
+		return <-waited
+	}
 	_ = syscall.Kill(pgid, syscall.SIGTERM)
 	t := time.NewTimer(a.s.cfg.StopGrace)
 	defer t.Stop()

@@ -32,6 +32,9 @@ func (a *attempt) Report(ctx context.Context, metrics map[string]any, checkpoint
 		result["done"] = true
 	}
 	a.mu.Unlock()
+	// The trial's context may already be cancelled (a preempted trainable
+	// taking its last checkpoint): its I/O must still complete.
+	ctx = context.WithoutCancel(ctx)
 	if checkpointDir != "" {
 		name, err := a.stage(ctx, checkpointDir, a.iterationOf(result))
 		if err != nil {

@@ -30,9 +30,14 @@ type Config struct {
 	WorkDir string
 	// Trainables are the Go trainables this runner can run, by name.
 	Trainables map[string]session.Func
-	// StopGrace is how long a stopped trainable may take to end before it is
-	// killed (commands) or abandoned (Go functions). Default 5s.
+	// StopGrace is how long a stopped or preempted trainable may take to end
+	// (and take a last checkpoint) before it is killed (commands) or
+	// abandoned (Go functions). Default 5s.
 	StopGrace time.Duration
+	// CountPreemption counts a trial handed back because this runner was
+	// stopped (SIGTERM) against max_failures. Default false, as in Ray
+	// (RAY_TRAIN_COUNT_PREEMPTION_AS_FAILURE).
+	CountPreemption bool
 }
 
 func (c *Config) setDefaults() {

@@ -135,8 +135,9 @@ func (w *writer) apply(ev *events.Event) {
 		err = w.params(p)
 	case *events.TrialReported:
 		err = w.result(p.TrialID)
-	case *events.TrialFailed:
-		err = w.failure(ev, p)
+	}
+	if id := ev.Trial(); id != "" && err == nil {
+		err = w.failures(ev, id)
 	}
 	if err != nil {
 		w.log.Error().Err(err).Str("event", ev.Type()).Msg("write to storage")
@@ -229,17 +230,18 @@ func (w *writer) progress(t *state.Trial, f *trialFiles) error {
 	return w.dir.Append(t.DirName+"/progress.csv", buf.Bytes())
 }
 
-// failure appends Ray's "Failure # N" entry for a counted failure.
-func (w *writer) failure(ev *events.Event, p *events.TrialFailed) error {
-	t := w.st.Trials[p.TrialID]
-	if w.dir == nil || t == nil || !p.Counted {
+// failures appends Ray's "Failure # N" entry when the trial's counted
+// failures grew: a failed attempt, or an attempt lost with its runner.
+func (w *writer) failures(ev *events.Event, id string) error {
+	t := w.st.Trials[id]
+	if w.dir == nil || t == nil || t.NumFailures == 0 {
 		return nil
 	}
 	f := w.files(t)
 	if t.NumFailures <= f.failures {
 		return nil
 	}
-	entry := fmt.Sprintf("Failure # %d (occurred at %s)\n%s\n", t.NumFailures, ev.Time.Local().Format("2006-01-02_15-04-05"), p.Error)
+	entry := fmt.Sprintf("Failure # %d (occurred at %s)\n%s\n", t.NumFailures, ev.Time.Local().Format("2006-01-02_15-04-05"), t.LastError)
 	if err := w.dir.Append(t.DirName+"/error.txt", []byte(entry)); err != nil {
 		return err
 	}

@@ -1,0 +1,78 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// maxDeliveries is the part of JetStream's max-deliveries advisory we use.
+type maxDeliveries struct {
+	StreamSeq  uint64 `json:"stream_seq"`
+	Deliveries uint64 `json:"deliveries"`
+}
+
+// WatchExhausted calls fn with the log sequence of every piece of an
+// experiment's trial work that ran out of deliveries (its last runner
+// stopped heartbeating), replaying those already captured, until ctx ends.
+func (b *Bus) WatchExhausted(ctx context.Context, exp string, fn func(workSeq uint64)) error {
+	s, err := b.JS.Stream(ctx, AdvisoryStreamName)
+	if err != nil {
+		return fmt.Errorf("advisory stream: %w", err)
+	}
+	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{maxDeliveriesPrefix + StreamName + "." + WorkConsumerName(exp)},
+	})
+	if err != nil {
+		return fmt.Errorf("watch advisories of %s: %w", exp, err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return fmt.Errorf("watch advisories of %s: %w", exp, err)
+	}
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	for {
+		m, err := it.Next()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return ctx.Err()
+			}
+			return fmt.Errorf("watch advisories of %s: %w", exp, err)
+		}
+		var adv maxDeliveries
+		if err := json.Unmarshal(m.Data(), &adv); err != nil || adv.StreamSeq == 0 {
+			b.Log.Warn().Str("subject", m.Subject()).Msg("unreadable max-deliveries advisory")
+			continue
+		}
+		fn(adv.StreamSeq)
+	}
+}
+
+// RawEvent reads one message of the log by sequence.
+func (b *Bus) RawEvent(ctx context.Context, seq uint64) (*jetstream.RawStreamMsg, error) {
+	s, err := b.Stream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.GetMsg(ctx, seq)
+	if err != nil {
+		return nil, fmt.Errorf("read event %d: %w", seq, err)
+	}
+	return m, nil
+}
+
+// DeleteEvent removes one message from the log (dead-lettered work).
+func (b *Bus) DeleteEvent(ctx context.Context, seq uint64) error {
+	s, err := b.Stream(ctx)
+	if err != nil {
+		return err
+	}
+	if err := s.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return fmt.Errorf("delete event %d: %w", seq, err)
+	}
+	return nil
+}
