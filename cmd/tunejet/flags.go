@@ -67,3 +67,5 @@ func envOr(key, def string) string {
 	}
 	return def
 }
+
+func nopLogger() zerolog.Logger { return zerolog.Nop() }

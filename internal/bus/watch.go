@@ -161,3 +161,15 @@ func (b *Bus) WorkConsumer(ctx context.Context, exp string) (jetstream.Consumer,
 	}
 	return c, nil
 }
+
+// Replay calls fn for every event matching filter that is in the log now,
+// in order, and returns.
+func (b *Bus) Replay(ctx context.Context, filter string, fn func(ev *events.Event)) error {
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	err := b.Watch(rctx, filter, 0, Handler{Event: fn, CaughtUp: cancel})
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}

@@ -74,6 +74,7 @@ func (s *Service) runAttempt(ctx context.Context, exp string, msg jetstream.Msg)
 	a.log = s.log.With().Str("experiment", exp).Str("trial", work.TrialID).Int("attempt", a.num).Logger()
 	a.ctx, a.cancel = context.WithCancelCause(ctx)
 	defer a.cancel(nil)
+	defer s.track(a)()
 	a.run(ctx)
 }
 

@@ -67,6 +67,7 @@ type Service struct {
 	mu     sync.Mutex
 	pulls  map[string]context.CancelFunc    // experiment → its pull loop
 	stores map[string]jetstream.ObjectStore // experiment → its checkpoint bucket
+	active map[string]bus.RunnerTrial       // running attempts, for the registry
 	wg     sync.WaitGroup
 }
 
@@ -78,6 +79,7 @@ func New(b *bus.Bus, cfg Config) *Service {
 		bus: b, cfg: cfg, hostname: host, slots: make(chan struct{}, cfg.Slots),
 		log:   b.Log.With().Str("service", "runner").Str("runner", cfg.Name).Logger(),
 		pulls: map[string]context.CancelFunc{}, stores: map[string]jetstream.ObjectStore{},
+		active: map[string]bus.RunnerTrial{},
 	}
 }
 
@@ -88,6 +90,8 @@ func (s *Service) Run(ctx context.Context) error {
 		return err
 	}
 	s.log.Info().Int("slots", s.cfg.Slots).Msg("runner started")
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); s.register(ctx) }()
 	filter := events.Prefix + ".*." + string(events.WriterController) + ".experiment.*"
 	err := s.bus.Watch(ctx, filter, 0, bus.Handler{Event: func(ev *events.Event) { s.onExperiment(ctx, ev) }})
 	s.wg.Wait()

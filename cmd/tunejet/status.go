@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/internal/state"
+)
+
+func newStatusCmd() *cobra.Command {
+	var conn connFlags
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the experiments and the live runners of a deployment",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if conn.o.URL == "" {
+				return errors.New("status needs --nats URL (or NATS_URL): the embedded server lives only while `tunejet run` runs")
+			}
+			ctx := cmd.Context()
+			nc, err := bus.Connect(ctx, conn.o)
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			b, err := bus.New(nc, "tunejet/status", nopLogger())
+			if err != nil {
+				return err
+			}
+			if err := b.Provision(ctx); err != nil {
+				return err
+			}
+			return printStatus(ctx, b, os.Stdout)
+		},
+	}
+	conn.add(cmd.Flags())
+	return cmd
+}
+
+// printStatus writes the experiments (folded from the log) and the live
+// runners (from the registry).
+func printStatus(ctx context.Context, b *bus.Bus, w io.Writer) error {
+	var names []string
+	err := b.Replay(ctx, events.TypeSubjects("*", events.WriterClient, events.TypeExperimentSubmitted), func(ev *events.Event) {
+		names = append(names, ev.Experiment)
+	})
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "EXPERIMENT\tSTATUS\tTRIALS")
+	for _, name := range names {
+		st := state.New(name)
+		if err := b.Replay(ctx, events.ExperimentSubjects(name), func(ev *events.Event) { st.Apply(ev) }); err != nil {
+			return err
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", name, st.Status, trialCounts(st))
+	}
+	tw.Flush()
+	kv, err := b.Runners(ctx)
+	if err != nil {
+		return err
+	}
+	runners, err := bus.ListRunners(ctx, kv)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUNNER\tHOST\tSLOTS\tTRIALS")
+	for _, r := range runners {
+		var trials []string
+		for _, t := range r.Trials {
+			trials = append(trials, fmt.Sprintf("%s/%s#%d", t.Experiment, t.TrialID, t.Attempt))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\n", r.Name, r.Hostname, len(r.Trials), r.Slots, strings.Join(trials, " "))
+	}
+	return tw.Flush()
+}
+
+func trialCounts(st *state.Experiment) string {
+	c := st.Counts()
+	var parts []string
+	for _, s := range []string{events.StatusRunning, events.StatusPending, events.StatusTerminated, events.StatusError} {
+		if c[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c[s], s))
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}
