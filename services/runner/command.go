@@ -38,7 +38,14 @@ const stderrTailLines = 20
 // runCommand runs a command trainable in the trial directory, serving the
 // trainable protocol on a Unix socket while it runs.
 func runCommand(a *attempt) error {
-	ln, sock, err := trainproto.Listen(a.dir)
+	// The socket lives beside the trial directory, not in it: the trial
+	// directory holds the trainable's artifacts.
+	sockDir := filepath.Join(a.s.cfg.WorkDir, ".sockets", fmt.Sprintf("%s-%d", a.work.TrialID, a.num))
+	if err := os.MkdirAll(sockDir, 0o700); err != nil {
+		return fmt.Errorf("trainable socket: %w", err)
+	}
+	defer os.RemoveAll(sockDir)
+	ln, sock, err := trainproto.Listen(sockDir)
 	if err != nil {
 		return fmt.Errorf("trainable socket: %w", err)
 	}
