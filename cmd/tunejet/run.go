@@ -28,7 +28,8 @@ table of trials, then a summary with the best trial.
 
 With no --nats URL (and no NATS_URL), tunejet starts an embedded nats-server
 with JetStream and every service in this process. With --nats it submits the
-experiment to that deployment and watches it.
+experiment to that deployment and watches it; Ctrl-C then stops watching and
+leaves the experiment running there.
 
 Exit status: 0 when the experiment completes (even with errored trials), 1 on
 a bad file or an infrastructure failure, 130 when interrupted.`,
@@ -60,6 +61,9 @@ a bad file or an infrastructure failure, 130 when interrupted.`,
 				return err
 			}
 			results, err := tuner.Fit(cmd.Context())
+			if errors.Is(err, tune.ErrInterrupted) && conn.o.URL != "" {
+				return &exitError{code: 130, err: fmt.Errorf("stopped watching; experiment %q keeps running on the deployment", s.Name)}
+			}
 			if errors.Is(err, tune.ErrInterrupted) {
 				return &exitError{code: 130, err: fmt.Errorf("%w; the most recent state was saved", err)}
 			}

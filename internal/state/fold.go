@@ -133,7 +133,7 @@ func (t *Trial) started(ev *events.Event, p *events.TrialStarted) bool {
 		t.NumFailures++
 		t.LastError = fmt.Sprintf("attempt %d was lost: runner %s stopped heartbeating", t.Attempt, t.Runner)
 	}
-	t.Attempt, t.Status = p.Attempt, events.StatusRunning
+	t.Attempt, t.Status, t.AttemptIteration = p.Attempt, events.StatusRunning, 0
 	t.Runner, t.Hostname, t.PID, t.RestoredFrom = p.Runner, p.Hostname, p.PID, p.RestoredFrom
 	if t.StartTime.IsZero() {
 		t.StartTime = ev.Time
@@ -148,10 +148,12 @@ func (t *Trial) current(attempt int) bool {
 
 func (t *Trial) reported(ev *events.Event, p *events.TrialReported) bool {
 	it := intOf(p.Result["training_iteration"])
-	if !t.current(p.Attempt) || it <= t.Iteration {
+	if !t.current(p.Attempt) || it <= t.AttemptIteration {
 		return false
 	}
-	t.LastResult, t.LastResultTime, t.Iteration = p.Result, ev.Time, it
+	// A retry resumes from its checkpoint, so its iterations may repeat
+	// ones an earlier attempt reported: only the attempt's own order counts.
+	t.LastResult, t.LastResultTime, t.Iteration, t.AttemptIteration = p.Result, ev.Time, it, it
 	t.NumResults++
 	for k, v := range p.Result {
 		f, ok := v.(float64)

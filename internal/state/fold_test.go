@@ -109,6 +109,16 @@ func TestFoldTrialLifecycle(t *testing.T) {
 			l.start("t1", 1)
 			l.add(events.WriterRunner, &events.TrialFailed{TrialID: "t1", Attempt: 1, Cause: events.CausePreempted, Error: "SIGTERM"})
 		}, events.StatusPending, 0, 0, 0},
+		{"a retry may repeat iterations after its checkpoint", func(l *log) {
+			l.create("t1", 0)
+			l.start("t1", 1)
+			for i := 1; i <= 7; i++ {
+				l.report("t1", 1, i, 0.5)
+			}
+			l.add(events.WriterRunner, &events.TrialFailed{TrialID: "t1", Attempt: 1, Cause: events.CauseError, Error: "boom", Counted: true})
+			l.start("t1", 2)
+			l.report("t1", 2, 6, 0.4) // resumed from the checkpoint of iteration 5
+		}, events.StatusRunning, 6, 1, 8},
 		{"completed", func(l *log) {
 			l.create("t1", 0)
 			l.start("t1", 1)

@@ -71,11 +71,13 @@ type Trial struct {
 	NumFailures int    `json:"num_failures"`
 	LastError   string `json:"last_error,omitempty"`
 
-	LastResult     map[string]any          `json:"last_result,omitempty"`
-	LastResultTime time.Time               `json:"last_result_time"`
-	Iteration      int                     `json:"training_iteration"`
-	NumResults     int                     `json:"num_results"`
-	Metrics        map[string]*MetricStats `json:"metric_analysis,omitempty"`
+	LastResult     map[string]any `json:"last_result,omitempty"`
+	LastResultTime time.Time      `json:"last_result_time"`
+	Iteration      int            `json:"training_iteration"`
+	// AttemptIteration is the last iteration the current attempt reported.
+	AttemptIteration int                     `json:"attempt_iteration"`
+	NumResults       int                     `json:"num_results"`
+	Metrics          map[string]*MetricStats `json:"metric_analysis,omitempty"`
 
 	Checkpoints []events.CheckpointRef `json:"checkpoints,omitempty"`
 
