@@ -22,7 +22,7 @@ const (
 	// AdvisoryStreamName captures max-deliveries advisories of work consumers.
 	AdvisoryStreamName  = "TUNEJET_ADVISORIES"
 	maxDeliveriesPrefix = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES."
-	dlqPrefix     = "tunejet-dlq"
+	dlqPrefix           = "tunejet-dlq"
 	// MaxEventSize is the largest event we store; bytes go to the Object Store.
 	MaxEventSize = 1 << 20
 )

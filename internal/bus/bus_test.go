@@ -54,8 +54,17 @@ func streamInfo(t *testing.T, b *bus.Bus, name string) *jetstream.StreamInfo {
 func TestProvisionIsIdempotent(t *testing.T) {
 	b := bustest.Start(t).Bus("test") // provisions once
 	before := map[string]*jetstream.StreamInfo{}
-	for _, name := range []string{bus.StreamName, bus.DLQStreamName} {
+	names := b.JS.StreamNames(t.Context())
+	for name := range names.Name() {
 		before[name] = streamInfo(t, b, name)
+	}
+	if names.Err() != nil {
+		t.Fatal(names.Err())
+	}
+	for _, name := range []string{bus.StreamName, bus.DLQStreamName} {
+		if before[name] == nil {
+			t.Fatalf("Provision did not create stream %s", name)
+		}
 	}
 	if got := before[bus.StreamName].Config.Subjects; !cmp.Equal(got, []string{
 		"tunejet.*.client.>", "tunejet.*.controller.>", "tunejet.*.runner.>", "tunejet.*.syncer.>", "tunejet.*.restorer.>",

@@ -23,7 +23,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 )
 
@@ -109,7 +108,7 @@ func Open(storagePath, name string) (*Dir, error) {
 // Path joins rel to the root, refusing paths that leave it.
 func (d *Dir) Path(rel string) (string, error) {
 	clean := filepath.Clean(filepath.FromSlash(rel))
-	if filepath.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
+	if clean == "." || filepath.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
 		return "", fmt.Errorf("%w: %q under %s", ErrUnsafePath, rel, d.Root)
 	}
 	return filepath.Join(d.Root, clean), nil
@@ -194,13 +193,20 @@ func StateFileName(session string) string { return "experiment_state-" + session
 // NewestState returns the name of the newest experiment_state-*.json (the
 // lexicographically greatest, as Ray picks it), or fs.ErrNotExist.
 func (d *Dir) NewestState() (string, error) {
-	matches, err := filepath.Glob(filepath.Join(d.Root, "experiment_state-*.json"))
-	if err != nil {
+	// Not filepath.Glob: the root may hold glob metacharacters ("results[1]").
+	entries, err := os.ReadDir(d.Root)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("list %s: %w", d.Root, err)
 	}
-	if len(matches) == 0 {
+	newest := ""
+	for _, e := range entries {
+		n := e.Name()
+		if strings.HasPrefix(n, "experiment_state-") && strings.HasSuffix(n, ".json") && n > newest {
+			newest = n
+		}
+	}
+	if newest == "" {
 		return "", fmt.Errorf("no experiment_state-*.json in %s: %w", d.Root, fs.ErrNotExist)
 	}
-	sort.Strings(matches)
-	return filepath.Base(matches[len(matches)-1]), nil
+	return newest, nil
 }

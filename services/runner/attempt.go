@@ -96,8 +96,15 @@ func (a *attempt) run(ctx context.Context) {
 		return
 	}
 	defer sub.Unsubscribe()
-	if a.endedByController(ctx) {
-		a.log.Debug().Msg("trial already stopped by the controller; skipping")
+	switch ended, stopReason := a.endedByController(ctx); {
+	case stopReason != "":
+		// A stop was requested; the runner that ran the trial may have died
+		// before ending it, so this attempt records the outcome itself.
+		a.stop(stopReason)
+		a.finishStopped(ctx)
+		return
+	case ended:
+		a.log.Debug().Msg("trial already ended by the controller; skipping")
 		_ = a.msg.Ack()
 		return
 	}
@@ -140,26 +147,40 @@ func (a *attempt) watchStop() (*nats.Subscription, error) {
 	})
 }
 
-// endedByController reports whether the controller has already stopped or
-// ended the trial, in which case the work is stale.
-func (a *attempt) endedByController(ctx context.Context) bool {
+// endedByController reports whether the controller has already ended the
+// trial (the work is stale), or the reason of a stop it requested.
+func (a *attempt) endedByController(ctx context.Context) (ended bool, stopReason string) {
 	st, err := a.s.bus.Stream(ctx)
 	if err != nil {
-		return false
+		return false, ""
 	}
 	m, err := st.GetLastMsgForSubject(ctx, events.TrialSubjects(a.exp, events.WriterController, a.work.TrialID))
 	if err != nil {
-		return false
+		return false, ""
 	}
 	ev, err := events.Decode(m.Subject, m.Header, m.Data)
 	if err != nil {
-		return false
+		return false, ""
 	}
-	switch ev.Data.(type) {
-	case *events.TrialStopRequested, *events.TrialCompleted, *events.TrialFailed:
-		return true
+	switch p := ev.Data.(type) {
+	case *events.TrialStopRequested:
+		return true, p.Reason
+	case *events.TrialCompleted, *events.TrialFailed:
+		return true, ""
 	}
-	return false
+	return false, ""
+}
+
+// finishStopped ends a trial that was asked to stop before this attempt
+// ran: started, then completed TERMINATED, so the fold sees it end.
+func (a *attempt) finishStopped(ctx context.Context) {
+	started := &events.TrialStarted{TrialID: a.work.TrialID, Attempt: a.num, Runner: a.s.cfg.Name, Hostname: a.s.hostname, PID: os.Getpid()}
+	if _, err := a.s.bus.Publish(ctx, a.s.bus.Event(a.exp, events.WriterRunner, started)); err != nil {
+		a.log.Error().Err(err).Msg("publish trial.started; handing the trial back")
+		_ = a.msg.Nak()
+		return
+	}
+	a.finish(ctx, nil)
 }
 
 // execute runs the trainable with the right executor.

@@ -1,0 +1,514 @@
+package controller
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/search"
+	"github.com/tunejet/tunejet/internal/state"
+)
+
+// history builds an experiment's state the way the controller sees it: by
+// folding events that went through the wire encoding, in log order.
+type history struct {
+	t     testing.TB
+	st    *state.Experiment
+	space *search.Space
+	seq   uint64
+	now   time.Time // the time of the last event
+	at    time.Time // when set, the time Decide runs at
+	in    Inputs    // the rest of Decide's inputs
+}
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// fiveX is a grid of five points: five trials per sample.
+var fiveX = map[string]any{"x": map[string]any{"grid_search": []any{1.0, 2.0, 3.0, 4.0, 5.0}}}
+
+// newHistory submits an experiment "exp" with the spec as changed by mod.
+// Defaults: five grid points, one sample, max_concurrent_trials 2.
+func newHistory(t testing.TB, mod func(*events.ExperimentSpec)) *history {
+	t.Helper()
+	sp := events.ExperimentSpec{
+		Name: "exp", Trainable: events.Trainable{Name: "fn"}, ParamSpace: fiveX,
+		TuneConfig: events.TuneConfig{NumSamples: 1, MaxConcurrentTrials: 2},
+	}
+	if mod != nil {
+		mod(&sp)
+	}
+	space, err := search.ParseSpace(sp.ParamSpace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &history{t: t, st: state.New("exp"), space: space, now: t0}
+	h.in = Inputs{Space: space, NewSeed: 42, NewPrefix: "abcde", StoragePath: "/results"}
+	h.add(events.WriterClient, &events.ExperimentSubmitted{Spec: sp})
+	return h
+}
+
+// add folds one event, encoded and decoded as it travels through the log.
+func (h *history) add(w events.Writer, p events.Payload) {
+	h.t.Helper()
+	h.seq++
+	h.now = h.now.Add(time.Second)
+	ev := events.New(h.st.Name, w, "test", p)
+	ev.Time = h.now
+	m, err := events.Encode(ev)
+	if err != nil {
+		h.t.Fatalf("encode %s: %v", ev.Type(), err)
+	}
+	d, err := events.Decode(m.Subject, m.Header, m.Data)
+	if err != nil {
+		h.t.Fatalf("decode %s: %v", ev.Type(), err)
+	}
+	d.Seq = h.seq
+	h.st.Apply(d)
+}
+
+func (h *history) inputs() Inputs {
+	in := h.in
+	in.Now = h.now
+	if !h.at.IsZero() {
+		in.Now = h.at
+	}
+	return in
+}
+
+// step decides and folds the decisions, as the controller does.
+func (h *history) step() []Action {
+	h.t.Helper()
+	acts := Decide(h.st, h.inputs())
+	for _, a := range acts {
+		h.add(events.WriterController, a.Payload)
+	}
+	return acts
+}
+
+// launch starts the experiment and creates the first trials.
+func (h *history) launch() {
+	h.t.Helper()
+	h.step()
+	h.step()
+}
+
+// afterStart sets the decision time to the experiment's start plus d.
+func (h *history) afterStart(d time.Duration) { h.at = h.st.StartTime.Add(d) }
+
+func id(index int) string { return search.TrialID("abcde", index) }
+
+func (h *history) trial(index int) *state.Trial {
+	h.t.Helper()
+	t := h.st.Trials[id(index)]
+	if t == nil {
+		h.t.Fatalf("trial %d was not created", index)
+	}
+	return t
+}
+
+// run starts the next attempt of trials on a runner.
+func (h *history) run(indexes ...int) {
+	for _, i := range indexes {
+		h.add(events.WriterRunner, &events.TrialStarted{TrialID: id(i), Attempt: h.trial(i).Attempt + 1, Runner: "r1"})
+	}
+}
+
+// finish ends the current attempt of trials TERMINATED.
+func (h *history) finish(reason string, indexes ...int) {
+	for _, i := range indexes {
+		h.add(events.WriterRunner, &events.TrialCompleted{TrialID: id(i), Attempt: h.trial(i).Attempt, Status: events.StatusTerminated, Reason: reason})
+	}
+}
+
+// fail records a counted failure of a trial's current attempt.
+func (h *history) fail(index int, final bool, msg string) {
+	h.add(events.WriterRunner, &events.TrialFailed{TrialID: id(index), Attempt: h.trial(index).Attempt, Cause: events.CauseError, Error: msg, Final: final, Counted: true})
+}
+
+// describe renders a decision compactly for comparison.
+func describe(a Action) string {
+	switch p := a.Payload.(type) {
+	case *events.ExperimentStarted:
+		return fmt.Sprintf("started run=%d seed=%d trials=%d prefix=%s storage=%s", p.Run, p.Seed, p.NumTrials, p.TrialIDPrefix, p.StoragePath)
+	case *events.TrialCreated:
+		return fmt.Sprintf("created %s index=%d", p.TrialID, p.Index)
+	case *events.TrialScheduled:
+		return "scheduled " + p.TrialID
+	case *events.TrialStopRequested:
+		return fmt.Sprintf("stop %s %s", p.TrialID, p.Reason)
+	case *events.ExperimentCompleted:
+		if p.Error != "" {
+			return fmt.Sprintf("completed %s error=%q", p.Reason, p.Error)
+		}
+		return "completed " + p.Reason
+	}
+	return fmt.Sprintf("%T", a.Payload)
+}
+
+func describeAll(acts []Action) []string {
+	var out []string
+	for _, a := range acts {
+		out = append(out, describe(a))
+	}
+	return out
+}
+
+func createdAndScheduled(indexes ...int) []string {
+	var out []string
+	for _, i := range indexes {
+		out = append(out, fmt.Sprintf("created %s index=%d", id(i), i), "scheduled "+id(i))
+	}
+	return out
+}
+
+func stops(reason string, indexes ...int) []string {
+	var out []string
+	for _, i := range indexes {
+		out = append(out, fmt.Sprintf("stop %s %s", id(i), reason))
+	}
+	return out
+}
+
+func withSpec(f func(s *events.ExperimentSpec)) func(*events.ExperimentSpec) { return f }
+
+func TestDecide(t *testing.T) {
+	seven := int64(7)
+	budget := withSpec(func(s *events.ExperimentSpec) {
+		s.TuneConfig.TimeBudgetS = 10
+		s.TuneConfig.MaxConcurrentTrials = 3
+	})
+	failFast := func(ff events.FailFast) func(*events.ExperimentSpec) {
+		return func(s *events.ExperimentSpec) {
+			s.RunConfig.FailureConfig.FailFast = ff
+			s.TuneConfig.MaxConcurrentTrials = 3
+		}
+	}
+	// threeRunning starts the experiment with trials 0, 1, 2 running.
+	threeRunning := func(h *history) { h.launch(); h.run(0, 1, 2) }
+
+	tests := []struct {
+		name  string
+		spec  func(*events.ExperimentSpec)
+		setup func(h *history)
+		want  []string
+	}{
+		// Starting.
+		{"a submitted experiment starts, with a new seed", nil, nil,
+			[]string{"started run=1 seed=42 trials=5 prefix=abcde storage=/results"}},
+		{"the spec's seed wins", func(s *events.ExperimentSpec) { s.TuneConfig.Seed = &seven }, nil,
+			[]string{"started run=1 seed=7 trials=5 prefix=abcde storage=/results"}},
+		{"num_trials is grid times samples", func(s *events.ExperimentSpec) { s.TuneConfig.NumSamples = 3 }, nil,
+			[]string{"started run=1 seed=42 trials=15 prefix=abcde storage=/results"}},
+		{"num_samples -1 is unbounded", func(s *events.ExperimentSpec) { s.TuneConfig.NumSamples = -1 }, nil,
+			[]string{"started run=1 seed=42 trials=-1 prefix=abcde storage=/results"}},
+		{"the spec's storage_path wins", func(s *events.ExperimentSpec) { s.RunConfig.StoragePath = "/nfs/x" }, nil,
+			[]string{"started run=1 seed=42 trials=5 prefix=abcde storage=/nfs/x"}},
+
+		// Creating trials.
+		{"a started experiment is not started again; trials fill max_concurrent_trials in index order", nil,
+			func(h *history) { h.step() },
+			createdAndScheduled(0, 1)},
+		{"scheduled trials that have not started count as in flight", nil,
+			func(h *history) { h.launch() },
+			nil},
+		{"running trials fill the window", nil,
+			func(h *history) { h.launch(); h.run(0, 1) },
+			nil},
+		{"a finished trial frees one slot", nil,
+			func(h *history) { h.launch(); h.run(0, 1); h.finish("finished", 0) },
+			createdAndScheduled(2)},
+		{"a retried trial keeps its slot", nil,
+			func(h *history) { h.launch(); h.run(0, 1); h.fail(0, false, "boom") },
+			nil},
+		{"MaxPending caps when max_concurrent_trials is unset", func(s *events.ExperimentSpec) { s.TuneConfig.MaxConcurrentTrials = 0 },
+			func(h *history) { h.in.MaxPending = 3; h.step() },
+			createdAndScheduled(0, 1, 2)},
+		{"max_concurrent_trials wins over MaxPending", nil,
+			func(h *history) { h.in.MaxPending = 4; h.step() },
+			createdAndScheduled(0, 1)},
+		{"an exhausted search creates nothing more", func(s *events.ExperimentSpec) { s.TuneConfig.MaxConcurrentTrials = 5 },
+			func(h *history) { h.launch(); h.run(0, 1, 2, 3, 4); h.finish("finished", 0, 1, 2, 3) },
+			nil},
+		{"the experiment completes when every trial finished and the search is done", func(s *events.ExperimentSpec) { s.TuneConfig.MaxConcurrentTrials = 5 },
+			func(h *history) { h.launch(); h.run(0, 1, 2, 3, 4); h.finish("finished", 0, 1, 2, 3, 4) },
+			[]string{"completed finished"}},
+		{"errored trials count as finished", func(s *events.ExperimentSpec) { s.TuneConfig.MaxConcurrentTrials = 5 },
+			func(h *history) {
+				h.launch()
+				h.run(0, 1, 2, 3, 4)
+				h.fail(2, true, "boom")
+				h.finish("finished", 0, 1, 3, 4)
+			},
+			[]string{"completed finished"}},
+		{"not complete while the search has trials left", nil,
+			func(h *history) {
+				h.launch()
+				h.run(0, 1)
+				h.finish("finished", 0, 1)
+				h.step()
+				h.run(2, 3)
+				h.finish("finished", 2, 3)
+			},
+			createdAndScheduled(4)},
+		{"num_samples -1 keeps creating", func(s *events.ExperimentSpec) { s.TuneConfig.NumSamples = -1; s.ParamSpace = nil },
+			func(h *history) {
+				h.step()
+				for round := 0; round < 3; round++ {
+					h.step()
+					h.run(2*round, 2*round+1)
+					h.finish("finished", 2*round, 2*round+1)
+				}
+			},
+			createdAndScheduled(6, 7)},
+
+		// Time budget.
+		{"before the time budget runs out, trials are created", budget,
+			func(h *history) {
+				h.launch()
+				h.run(0, 1, 2)
+				h.finish("finished", 0)
+				h.afterStart(9999 * time.Millisecond)
+			},
+			createdAndScheduled(3)},
+		{"time budget expiry stops every unfinished trial and creates none", budget,
+			func(h *history) { h.launch(); h.run(0, 1); h.finish("finished", 0); h.afterStart(10 * time.Second) },
+			stops("time_budget", 1, 2)},
+		{"after the stops, wait for running trials to end", budget,
+			func(h *history) {
+				h.launch()
+				h.run(0, 1)
+				h.finish("finished", 0)
+				h.afterStart(10 * time.Second)
+				h.step()
+			},
+			nil},
+		{"then complete with reason time_budget", budget,
+			func(h *history) {
+				h.launch()
+				h.run(0, 1)
+				h.finish("finished", 0)
+				h.afterStart(10 * time.Second)
+				h.step()
+				h.finish("time_budget", 1)
+			},
+			[]string{"completed time_budget"}},
+
+		// fail_fast.
+		{"fail_fast true stops the others after the first ERROR", failFast(events.FailFastOn),
+			func(h *history) { threeRunning(h); h.fail(1, true, "boom") },
+			stops("fail_fast", 0, 2)},
+		{"fail_fast ignores a failure that will be retried", failFast(events.FailFastOn),
+			func(h *history) { threeRunning(h); h.fail(1, false, "boom") },
+			nil},
+		{"fail_fast true completes with reason fail_fast", failFast(events.FailFastOn),
+			func(h *history) { threeRunning(h); h.fail(1, true, "boom"); h.step(); h.finish("fail_fast", 0, 2) },
+			[]string{"completed fail_fast"}},
+		{"fail_fast raise carries the trial's error", failFast(events.FailFastRaise),
+			func(h *history) {
+				threeRunning(h)
+				h.fail(1, true, "ValueError: boom")
+				h.step()
+				h.finish("fail_fast", 0, 2)
+			},
+			[]string{`completed fail_fast error="ValueError: boom"`}},
+		{"without fail_fast an ERROR trial frees its slot", failFast(events.FailFastOff),
+			func(h *history) { threeRunning(h); h.fail(1, true, "boom") },
+			createdAndScheduled(3)},
+
+		// Stop requests.
+		{"a client stop request stops every unfinished trial", failFast(events.FailFastOff),
+			func(h *history) {
+				threeRunning(h)
+				h.finish("finished", 0)
+				h.step() // trial 3, scheduled, not started
+				h.add(events.WriterClient, &events.ExperimentStopRequested{Reason: "user"})
+			},
+			stops("stopped", 1, 2, 3)},
+		{"a stopped experiment completes with reason stopped", failFast(events.FailFastOff),
+			func(h *history) {
+				threeRunning(h)
+				h.add(events.WriterClient, &events.ExperimentStopRequested{Reason: "user"})
+				h.step()
+				h.finish("stopped", 0, 1, 2)
+			},
+			[]string{"completed stopped"}},
+
+		// Ended experiments.
+		{"a completed experiment decides nothing", nil,
+			func(h *history) {
+				h.launch()
+				h.run(0)
+				h.add(events.WriterController, &events.ExperimentCompleted{Reason: "finished"})
+			},
+			nil},
+		{"an interrupted experiment decides nothing", nil,
+			func(h *history) {
+				h.launch()
+				h.run(0)
+				h.add(events.WriterController, &events.ExperimentInterrupted{Reason: "shutdown"})
+			},
+			nil},
+		{"an interrupted experiment is not completed by its time budget", budget,
+			func(h *history) {
+				h.step()
+				h.add(events.WriterController, &events.ExperimentInterrupted{Reason: "shutdown"})
+				h.afterStart(time.Hour)
+			},
+			nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHistory(t, tc.spec)
+			if tc.setup != nil {
+				tc.setup(h)
+			}
+			got := describeAll(Decide(h.st, h.inputs()))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Fatalf("Decide (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDecideWithoutASubmission(t *testing.T) {
+	if acts := Decide(state.New("exp"), Inputs{Now: t0, NewSeed: 1, NewPrefix: "abcde"}); acts != nil {
+		t.Fatalf("Decide on an experiment nobody submitted = %v, want nothing", describeAll(acts))
+	}
+}
+
+func TestDecideDefaultMaxPending(t *testing.T) {
+	h := newHistory(t, func(s *events.ExperimentSpec) {
+		s.TuneConfig.MaxConcurrentTrials = 0
+		s.TuneConfig.NumSamples = -1
+	})
+	h.step()
+	acts := h.step()
+	if got := len(acts) / 2; got != DefaultMaxPending {
+		t.Fatalf("created %d trials with neither max_concurrent_trials nor MaxPending, want DefaultMaxPending (%d)", got, DefaultMaxPending)
+	}
+	if acts := Decide(h.st, h.inputs()); len(acts) != 0 {
+		t.Fatalf("created more trials with %d in flight: %v", DefaultMaxPending, describeAll(acts)[:2])
+	}
+}
+
+// TestDecideTrialWork checks what a created trial and its work carry.
+func TestDecideTrialWork(t *testing.T) {
+	h := newHistory(t, func(s *events.ExperimentSpec) {
+		s.ParamSpace = map[string]any{"lr": map[string]any{"uniform": []any{0.0, 1.0}}, "layers": map[string]any{"grid_search": []any{1.0, 2.0}}}
+		s.RunConfig.Stop = map[string]float64{"training_iteration": 5}
+		s.RunConfig.FailureConfig.MaxFailures = 2
+	})
+	h.step()
+	acts := h.step()
+	if len(acts) != 4 {
+		t.Fatalf("got %v, want two trials created and scheduled", describeAll(acts))
+	}
+	for i := 0; i < 2; i++ {
+		c := acts[2*i].Payload.(*events.TrialCreated)
+		w := acts[2*i+1].Payload.(*events.TrialScheduled)
+		config, tag := h.space.Trial(i, 42)
+		if !cmp.Equal(c.Config, config) || c.ExperimentTag != tag {
+			t.Errorf("trial %d: config %v tag %q; want the search's %v %q for seed 42", i, c.Config, c.ExperimentTag, config, tag)
+		}
+		if c.TrialName != "fn_"+id(i) || !strings.HasPrefix(c.DirName, "fn_"+id(i)+"_"+tag) {
+			t.Errorf("trial %d: name %q dir %q", i, c.TrialName, c.DirName)
+		}
+		if w.TrialID != c.TrialID || w.TrialName != c.TrialName || w.DirName != c.DirName || !cmp.Equal(w.Config, c.Config) {
+			t.Errorf("trial %d: the work %+v does not match the trial %+v", i, w, c)
+		}
+		if w.Trainable.Name != "fn" || w.MaxFailures != 2 || w.HeartbeatTimeoutS != DefaultHeartbeatTimeoutS || w.AttemptBase != 0 ||
+			!cmp.Equal(w.Stop, map[string]float64{"training_iteration": 5}) {
+			t.Errorf("trial %d: work %+v lacks the spec's trainable, failure config or stop criteria", i, w)
+		}
+	}
+}
+
+// TestDecideIsDeterministic: the same state gives the same decision ids,
+// whatever the clock and the random inputs say, so a repeated decision is
+// de-duplicated by JetStream.
+func TestDecideIsDeterministic(t *testing.T) {
+	states := map[string]func(h *history){
+		"pending":   func(h *history) {},
+		"creating":  func(h *history) { h.step() },
+		"refilling": func(h *history) { h.launch(); h.run(0, 1); h.finish("finished", 0) },
+		"completing": func(h *history) {
+			h.launch()
+			h.run(0, 1)
+			h.finish("finished", 0, 1)
+			h.step()
+			h.run(2)
+			h.finish("finished", 2)
+		},
+		"stopping": func(h *history) {
+			h.launch()
+			h.run(0)
+			h.add(events.WriterClient, &events.ExperimentStopRequested{})
+		},
+	}
+	for name, setup := range states {
+		t.Run(name, func(t *testing.T) {
+			h := newHistory(t, func(s *events.ExperimentSpec) {
+				s.ParamSpace = map[string]any{"x": map[string]any{"grid_search": []any{1.0, 2.0, 3.0}}}
+			})
+			setup(h)
+			first := Decide(h.st, h.inputs())
+			if len(first) == 0 {
+				t.Fatal("the state decides nothing; the case tests nothing")
+			}
+			other := h.inputs()
+			other.Now = other.Now.Add(time.Hour)
+			other.NewSeed, other.NewPrefix = 99, "fffff"
+			for _, in := range []Inputs{h.inputs(), other} {
+				again := Decide(h.st, in)
+				if diff := cmp.Diff(ids(first), ids(again)); diff != "" {
+					t.Fatalf("ids differ between two decisions on the same state (-first +again):\n%s", diff)
+				}
+			}
+			seen := map[string]bool{}
+			for _, id := range ids(first) {
+				if seen[id] {
+					t.Fatalf("id %q is used twice in one decision: %v", id, ids(first))
+				}
+				seen[id] = true
+			}
+		})
+	}
+}
+
+func ids(acts []Action) []string {
+	var out []string
+	for _, a := range acts {
+		out = append(out, a.ID)
+	}
+	return out
+}
+
+// TestDecideIDsDoNotCollide: JetStream's dedupe window spans the whole
+// stream, so the decisions of different experiments and runs need
+// different ids even when names and run numbers run together.
+func TestDecideIDsDoNotCollide(t *testing.T) {
+	completed := func(name string, run int) string {
+		st := state.New(name)
+		h := &history{t: t, st: st, now: t0}
+		h.add(events.WriterClient, &events.ExperimentSubmitted{Spec: events.ExperimentSpec{
+			Name: name, Trainable: events.Trainable{Name: "fn"}, TuneConfig: events.TuneConfig{NumSamples: 1},
+		}})
+		h.add(events.WriterController, &events.ExperimentStarted{Run: run, Session: "2026-01-02_03-04-05", TrialIDPrefix: "abcde", NumTrials: 0, StoragePath: "/r"})
+		acts := Decide(st, Inputs{Now: h.now})
+		if len(acts) != 1 || describe(acts[0]) != "completed finished" {
+			t.Fatalf("%s run %d: got %v, want completed finished", name, run, describeAll(acts))
+		}
+		return acts[0].ID
+	}
+	a, b := completed("e", 11), completed("e1", 1)
+	if a == b {
+		t.Fatalf("experiment e run 11 and experiment e1 run 1 complete with the same event id %q", a)
+	}
+	if completed("e", 1) == completed("e", 2) {
+		t.Fatal("two runs of one experiment complete with the same event id")
+	}
+}
