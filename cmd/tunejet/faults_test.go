@@ -339,3 +339,76 @@ func loadState(t *testing.T, dir string) *state.Experiment {
 	}
 	return st
 }
+
+// TestLastRunnerDiesSilently: with max_failures 0, the only runner is
+// killed mid-trial. Nobody is left to say so; JetStream's max-deliveries
+// advisory, captured before the runner started, lets the controller end
+// the trial ERROR, and the dead work leaves the log.
+func TestLastRunnerDiesSilently(t *testing.T) {
+	f := newFaultSetup(t, "silent", "[1]", 0, 1, 100, "0.1")
+	a := f.runner(t, "rA", 1)
+	run := f.submit(t)
+	f.waitFor(t, "the trial running on rA", func(evs []*events.Event) bool { return startedOn(evs, "rA") == 1 })
+	a.kill()
+	r := run.wait(t)
+	if r.code != 0 || !strings.Contains(r.stdout, "0 TERMINATED, 1 ERROR") {
+		t.Fatalf("tunejet run: want the trial ERROR:\n%s", r)
+	}
+	evs := replay(t, f.srv, f.exp)
+	for id, tl := range trials(evs) {
+		if len(tl.failed) != 1 || tl.failed[0].Cause != events.CauseLost || !tl.failed[0].Final {
+			t.Errorf("trial %s: failures %+v; want one final failure with cause lost", id, tl.failed)
+		}
+	}
+	for _, ev := range evs {
+		if _, ok := ev.Data.(*events.TrialScheduled); ok {
+			t.Errorf("the dead work (seq %d) is still in the log", ev.Seq)
+		}
+	}
+	st := loadState(t, filepath.Join(f.storage, f.exp))
+	for _, tr := range st.Trials {
+		b, err := os.ReadFile(filepath.Join(f.storage, f.exp, tr.DirName, "error.txt"))
+		if err != nil || !strings.Contains(string(b), "Failure # 1") || !strings.Contains(string(b), "stopped heartbeating") {
+			t.Errorf("error.txt: %q (%v); want Ray's Failure # 1 entry naming the lost heartbeat", b, err)
+		}
+	}
+}
+
+// TestStatusShowsRunnersAndExperiments: tunejet status lists the live
+// runners with their slots and trials, and the experiments.
+func TestStatusShowsRunnersAndExperiments(t *testing.T) {
+	f := newFaultSetup(t, "status", "[1, 2]", 0, 3, 100, "0.1")
+	f.runner(t, "rA", 3)
+	run := f.submit(t)
+	f.waitFor(t, "both trials running", func(evs []*events.Event) bool { return startedOn(evs, "rA") == 2 })
+	var out result
+	bustest.Eventually(t, time.Minute, "status to list rA with its 2 trials", func() bool {
+		out = tunejet(t, "", baseEnv(), "status", "--nats", f.url)
+		return out.code == 0 && strings.Contains(out.stdout, "rA") && strings.Contains(out.stdout, "2/3")
+	})
+	if !strings.Contains(out.stdout, "status") || !strings.Contains(out.stdout, "RUNNING") {
+		t.Errorf("status does not show the running experiment:\n%s", out)
+	}
+	run.kill()
+	if r := tunejet(t, "", baseEnv(), "status"); r.code == 0 || !strings.Contains(r.stderr, "--nats") {
+		t.Errorf("status without --nats: want an error naming --nats:\n%s", r)
+	}
+}
+
+// TestRunFailFastRaise: fail_fast "raise" makes tunejet run exit non-zero
+// with the trainable's error.
+func TestRunFailFastRaise(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "fail.sh", "echo 'fatal: the cheese ran out' >&2\nexit 3\n")
+	file := writeFile(t, dir, "experiment.yaml", fmt.Sprintf(`name: raise
+trainable: {command: ["/bin/sh", "fail.sh"]}
+param_space: {x: 1}
+run_config:
+  storage_path: %s
+  failure_config: {fail_fast: raise}
+`, t.TempDir()))
+	r := tunejet(t, "", baseEnv(), "run", "--store-dir", t.TempDir(), file)
+	if r.code != 1 || !strings.Contains(r.stderr, "the cheese ran out") {
+		t.Fatalf("want exit 1 with the trainable's error:\n%s", r)
+	}
+}
