@@ -44,6 +44,7 @@ func fixtures() []*events.Event {
 	ckpt := events.CheckpointRef{
 		Name: "checkpoint_000002", Index: 2, Object: "3f9a2_00001/checkpoint_000002",
 		Size: 48213, Digest: fxDigest, Iteration: 6,
+		Metrics: map[string]any{"mean_accuracy": 0.9688, "training_iteration": 6.0},
 	}
 	return []*events.Event{
 		{Writer: events.WriterClient, Source: client, Data: &events.ExperimentSubmitted{Spec: fxSpec()}},
@@ -67,6 +68,7 @@ func fixtures() []*events.Event {
 			Trainable:   events.Trainable{Name: "train_mnist", Command: []string{"python3", "train.py", "--epochs", "10"}, Dir: "/home/ada/mnist"},
 			Stop:        map[string]float64{"training_iteration": 10, "mean_accuracy": 0.98},
 			AttemptBase: 1, MaxFailures: 3, HeartbeatTimeoutS: 30, Checkpoint: &ckpt,
+			CheckpointScoreAttribute: "mean_accuracy", Artifacts: &events.ArtifactSync{PeriodS: 300, OnCheckpoint: true},
 		}},
 		{Writer: events.WriterRunner, Source: runner, Data: &events.TrialStarted{
 			TrialID: fxTrial, Attempt: 2, Runner: "runner-gpu-host-2-7f3a", Hostname: "gpu-host-2",
@@ -88,6 +90,9 @@ func fixtures() []*events.Event {
 		{Writer: events.WriterController, Source: controller, Data: &events.TrialStopRequested{TrialID: fxTrial, Reason: "stop_criteria"}},
 		{Writer: events.WriterRunner, Source: runner, Data: &events.TrialCompleted{
 			TrialID: fxTrial, Attempt: 3, Status: events.StatusTerminated, Reason: "stop_criteria",
+		}},
+		{Writer: events.WriterRunner, Source: runner, Data: &events.TrialArtifacts{
+			TrialID: fxTrial, Attempt: 2, Object: fxTrial + "/artifacts_000004", Files: 3, Size: 90211, Digest: fxDigest,
 		}},
 		{Writer: events.WriterSyncer, Source: syncer, Data: &events.CheckpointPersisted{
 			TrialID: fxTrial, Name: "checkpoint_000002",

@@ -127,6 +127,9 @@ type CheckpointRef struct {
 	Digest string `json:"digest"`
 	// Iteration is the training_iteration reported with the checkpoint.
 	Iteration int `json:"iteration"`
+	// Metrics is the result reported with the checkpoint: retention ranks
+	// checkpoints by its checkpoint_score_attribute.
+	Metrics map[string]any `json:"metrics,omitempty"`
 }
 
 // TrialScheduled is trial work: a runner that pulls it runs the trial. It
@@ -148,6 +151,33 @@ type TrialScheduled struct {
 	HeartbeatTimeoutS float64 `json:"heartbeat_timeout_s"`
 	// Checkpoint is the trial's latest checkpoint when it was scheduled.
 	Checkpoint *CheckpointRef `json:"checkpoint,omitempty"`
+	// CheckpointScoreAttribute is the result key checkpoints are ranked
+	// by; a checkpoint reported with a non-numeric value is refused.
+	CheckpointScoreAttribute string `json:"checkpoint_score_attribute,omitempty"`
+	// Artifacts, when set, makes the runner stage the files the trainable
+	// writes in its trial directory (SyncConfig.sync_artifacts).
+	Artifacts *ArtifactSync `json:"artifacts,omitempty"`
+}
+
+// ArtifactSync is the experiment's artifact policy, for runners.
+type ArtifactSync struct {
+	// PeriodS throttles staging on reports (SyncConfig.sync_period).
+	PeriodS float64 `json:"sync_period"`
+	// OnCheckpoint forces staging on every checkpoint
+	// (SyncConfig.sync_artifacts_on_checkpoint).
+	OnCheckpoint bool `json:"on_checkpoint"`
+}
+
+// TrialArtifacts records the files a trainable wrote in its trial directory
+// since the last staging, staged as one archive in the Object Store.
+type TrialArtifacts struct {
+	TrialID string `json:"trial_id"`
+	Attempt int    `json:"attempt"`
+	// Object is the staged archive's name in the Object Store.
+	Object string `json:"object"`
+	Files  int    `json:"files"`
+	Size   int64  `json:"size"`
+	Digest string `json:"digest"`
 }
 
 // TrialStarted records that a runner began an attempt of a trial.
@@ -262,6 +292,7 @@ func (*TrialCheckpointed) Type() string       { return TypeTrialCheckpointed }
 func (*TrialFailed) Type() string             { return TypeTrialFailed }
 func (*TrialStopRequested) Type() string      { return TypeTrialStopRequested }
 func (*TrialCompleted) Type() string          { return TypeTrialCompleted }
+func (*TrialArtifacts) Type() string          { return TypeTrialArtifacts }
 func (*CheckpointPersisted) Type() string     { return TypeCheckpointPersisted }
 func (*CheckpointDeleted) Type() string       { return TypeCheckpointDeleted }
 func (*SyncCompleted) Type() string           { return TypeSyncCompleted }
@@ -285,6 +316,8 @@ func TrialOf(p Payload) string {
 	case *TrialStopRequested:
 		return x.TrialID
 	case *TrialCompleted:
+		return x.TrialID
+	case *TrialArtifacts:
 		return x.TrialID
 	case *CheckpointPersisted:
 		return x.TrialID
@@ -516,6 +549,25 @@ func (p *TrialCompleted) Validate() error {
 		return err
 	}
 	return checkNonEmpty("reason", p.Reason)
+}
+
+func (p *TrialArtifacts) Validate() error {
+	if err := checkID("trial_id", p.TrialID); err != nil {
+		return err
+	}
+	if err := checkAttempt(p.Attempt); err != nil {
+		return err
+	}
+	if err := checkNonEmpty("object", p.Object); err != nil {
+		return err
+	}
+	if p.Files < 0 || p.Size < 0 {
+		return fieldErr("files", "files and size must be >= 0")
+	}
+	if !digestRE.MatchString(p.Digest) {
+		return fieldErr("digest", "want sha256:<64 hex digits>, got %q", p.Digest)
+	}
+	return nil
 }
 
 func (p *CheckpointPersisted) Validate() error {

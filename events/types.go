@@ -30,6 +30,7 @@ const (
 	TypeTrialFailed        = "io.tunejet.trial.failed"
 	TypeTrialStopRequested = "io.tunejet.trial.stop_requested"
 	TypeTrialCompleted     = "io.tunejet.trial.completed"
+	TypeTrialArtifacts     = "io.tunejet.trial.artifacts"
 
 	TypeCheckpointPersisted = "io.tunejet.checkpoint.persisted"
 	TypeCheckpointDeleted   = "io.tunejet.checkpoint.deleted"
@@ -71,6 +72,7 @@ var registry = map[string]typeInfo{
 	TypeTrialFailed:             {[]Writer{WriterRunner, WriterController}, true, func() Payload { return &TrialFailed{} }},
 	TypeTrialStopRequested:      {[]Writer{WriterController}, true, func() Payload { return &TrialStopRequested{} }},
 	TypeTrialCompleted:          {[]Writer{WriterRunner, WriterController}, true, func() Payload { return &TrialCompleted{} }},
+	TypeTrialArtifacts:          {[]Writer{WriterRunner}, true, func() Payload { return &TrialArtifacts{} }},
 	TypeCheckpointPersisted:     {[]Writer{WriterSyncer}, true, func() Payload { return &CheckpointPersisted{} }},
 	TypeCheckpointDeleted:       {[]Writer{WriterSyncer}, true, func() Payload { return &CheckpointDeleted{} }},
 	TypeSyncCompleted:           {[]Writer{WriterSyncer}, false, func() Payload { return &SyncCompleted{} }},

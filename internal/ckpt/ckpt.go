@@ -66,6 +66,12 @@ type Staged struct {
 // Stage archives dir into obs under name. It returns once the whole
 // archive is stored, so the caller may delete dir right after.
 func Stage(ctx context.Context, obs jetstream.ObjectStore, name, dir string) (Staged, error) {
+	return StageFiles(ctx, obs, name, dir, nil)
+}
+
+// StageFiles is Stage restricted to the given slash-relative paths of
+// regular files under dir (all of dir when files is nil).
+func StageFiles(ctx context.Context, obs jetstream.ObjectStore, name, dir string, files []string) (Staged, error) {
 	info, err := os.Stat(dir)
 	if err != nil {
 		return Staged{}, fmt.Errorf("stage checkpoint %s: %w", name, err)
@@ -79,7 +85,7 @@ func Stage(ctx context.Context, obs jetstream.ObjectStore, name, dir string) (St
 	written := make(chan struct{})
 	go func() {
 		defer close(written)
-		pw.CloseWithError(writeArchive(io.MultiWriter(pw, h), dir, &size))
+		pw.CloseWithError(writeArchive(io.MultiWriter(pw, h), dir, files, &size))
 	}()
 	_, err = obs.Put(ctx, jetstream.ObjectMeta{Name: name}, pr)
 	pr.CloseWithError(err) // unblocks the writer if Put gave up early
@@ -92,9 +98,23 @@ func Stage(ctx context.Context, obs jetstream.ObjectStore, name, dir string) (St
 
 func digest(h hash.Hash) string { return "sha256:" + hex.EncodeToString(h.Sum(nil)) }
 
-// writeArchive writes dir as a tar stream, in lexical order.
-func writeArchive(w io.Writer, dir string, size *int64) error {
+// writeArchive writes dir (or only files, when not nil) as a tar stream,
+// in lexical order.
+func writeArchive(w io.Writer, dir string, files []string, size *int64) error {
 	tw := tar.NewWriter(w)
+	if files != nil {
+		for _, rel := range files {
+			p := filepath.Join(dir, filepath.FromSlash(rel))
+			info, err := os.Lstat(p)
+			if err != nil {
+				return err
+			}
+			if err := addEntry(tw, p, rel, fs.FileInfoToDirEntry(info), size); err != nil {
+				return err
+			}
+		}
+		return tw.Close()
+	}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err

@@ -3,6 +3,7 @@ package state
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/tunejet/tunejet/events"
@@ -44,7 +45,13 @@ func (e *Experiment) Apply(ev *events.Event) bool {
 	case *events.TrialReported:
 		return t.reported(ev, p)
 	case *events.TrialCheckpointed:
-		return t.checkpointed(p)
+		return t.checkpointed(p, e.checkpointConfig())
+	case *events.TrialArtifacts:
+		return t.artifacts(p)
+	case *events.CheckpointPersisted:
+		return t.persisted(p)
+	case *events.CheckpointDeleted:
+		return t.deleted(p)
 	case *events.TrialFailed:
 		return t.failed(ev, p)
 	case *events.TrialStopRequested:
@@ -179,14 +186,49 @@ var autoField = map[string]bool{
 	"time_since_restore": true, "iterations_since_restore": true,
 }
 
-func (t *Trial) checkpointed(p *events.TrialCheckpointed) bool {
-	if !t.current(p.Attempt) {
+func (e *Experiment) checkpointConfig() events.CheckpointConfig {
+	if e.Spec == nil {
+		return events.CheckpointConfig{}
+	}
+	return e.Spec.RunConfig.CheckpointConfig
+}
+
+func (t *Trial) checkpointed(p *events.TrialCheckpointed, cfg events.CheckpointConfig) bool {
+	if !t.current(p.Attempt) || p.Checkpoint.Index < t.NextCheckpoint {
 		return false
 	}
-	if last := t.LatestCheckpoint(); last != nil && p.Checkpoint.Index <= last.Index {
+	t.NextCheckpoint = p.Checkpoint.Index + 1
+	t.registerCheckpoint(p.Checkpoint, cfg)
+	return true
+}
+
+// artifacts accepts staged artifacts from the current attempt only.
+func (t *Trial) artifacts(p *events.TrialArtifacts) bool {
+	if !t.current(p.Attempt) || p.Object == t.LastArtifacts {
 		return false
 	}
-	t.Checkpoints = append(t.Checkpoints, p.Checkpoint)
+	t.LastArtifacts = p.Object
+	return true
+}
+
+func (t *Trial) persisted(p *events.CheckpointPersisted) bool {
+	if t.Persisted[p.Name] {
+		return false
+	}
+	if t.Persisted == nil {
+		t.Persisted = map[string]bool{}
+	}
+	t.Persisted[p.Name] = true
+	return true
+}
+
+func (t *Trial) deleted(p *events.CheckpointDeleted) bool {
+	i := slices.IndexFunc(t.Dropped, func(c events.CheckpointRef) bool { return c.Name == p.Name })
+	if i < 0 {
+		return false
+	}
+	t.Dropped = slices.Delete(t.Dropped, i, i+1)
+	delete(t.Persisted, p.Name)
 	return true
 }
 

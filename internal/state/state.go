@@ -79,7 +79,14 @@ type Trial struct {
 	NumResults       int                     `json:"num_results"`
 	Metrics          map[string]*MetricStats `json:"metric_analysis,omitempty"`
 
-	Checkpoints []events.CheckpointRef `json:"checkpoints,omitempty"`
+	// Checkpoints are the kept checkpoints, oldest first; the last is the
+	// latest. Dropped ones were pushed out by retention and wait to be
+	// deleted from storage; Persisted names those durable in storage.
+	Checkpoints    []events.CheckpointRef `json:"checkpoints,omitempty"`
+	Dropped        []events.CheckpointRef `json:"dropped_checkpoints,omitempty"`
+	Persisted      map[string]bool        `json:"persisted_checkpoints,omitempty"`
+	NextCheckpoint int                    `json:"next_checkpoint"`
+	LastArtifacts  string                 `json:"last_artifacts,omitempty"`
 
 	StopRequested bool      `json:"stop_requested,omitempty"`
 	StopReason    string    `json:"stop_reason,omitempty"`

@@ -173,10 +173,18 @@ func trialActions(st *state.Experiment, in Inputs, index int) []Action {
 func schedule(st *state.Experiment, id, name, dir string, config map[string]any, attemptBase int) *events.TrialScheduled {
 	spec := st.Spec
 	fc := spec.RunConfig.FailureConfig
-	return &events.TrialScheduled{
+	work := &events.TrialScheduled{
 		TrialID: id, TrialName: name, DirName: dir, Config: config, Trainable: spec.Trainable,
 		Stop: spec.RunConfig.Stop, AttemptBase: attemptBase, MaxFailures: fc.MaxFailures, HeartbeatTimeoutS: heartbeat(fc),
+		CheckpointScoreAttribute: spec.RunConfig.CheckpointConfig.ScoreAttribute,
 	}
+	if sc := spec.RunConfig.SyncConfig; sc.SyncArtifacts {
+		work.Artifacts = &events.ArtifactSync{PeriodS: sc.SyncPeriodS, OnCheckpoint: sc.SyncArtifactsOnCheckpoint == nil || *sc.SyncArtifactsOnCheckpoint}
+	}
+	if t := st.Trials[id]; t != nil {
+		work.Checkpoint = t.LatestCheckpoint()
+	}
+	return work
 }
 
 // DefaultHeartbeatTimeoutS is the heartbeat timeout when the spec sets none.

@@ -49,6 +49,7 @@ type attempt struct {
 	nextCheckpoint int
 	start, last    time.Time
 	pending        []jetstream.PubAckFuture
+	art            artifactLog
 }
 
 // runAttempt runs one delivery of trial work to its end and settles the
@@ -129,6 +130,11 @@ func (a *attempt) run(ctx context.Context) {
 	}
 	hbDone := a.heartbeat()
 	err = a.execute()
+	if !a.superseded.Load() {
+		if aerr := a.syncArtifacts(context.WithoutCancel(ctx), true); aerr != nil {
+			a.log.Warn().Err(aerr).Msg("final artifact sync")
+		}
+	}
 	hbDone()
 	if ferr := a.flush(); err == nil {
 		err = ferr

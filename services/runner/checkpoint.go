@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 
@@ -92,7 +93,14 @@ func (a *attempt) cleanupRestore() {
 
 // stage stores a reported checkpoint directory and publishes
 // trial.checkpointed; it returns once both are durable.
-func (a *attempt) stage(ctx context.Context, dir string, iteration int) (string, error) {
+func (a *attempt) stage(ctx context.Context, dir string, result map[string]any) (string, error) {
+	if attr := a.work.CheckpointScoreAttribute; attr != "" {
+		if v := state.Lookup(result, attr); v != nil {
+			if _, ok := toFloat(v); !ok {
+				return "", fmt.Errorf("Unable to persist checkpoint for checkpoint_score_attribute: %s. This attribute must be numerical, got %T %v", attr, v, v)
+			}
+		}
+	}
 	obs, err := a.s.store(ctx, a.exp)
 	if err != nil {
 		return "", err
@@ -107,7 +115,10 @@ func (a *attempt) stage(ctx context.Context, dir string, iteration int) (string,
 	if err != nil {
 		return "", err
 	}
-	ref := events.CheckpointRef{Name: name, Index: index, Object: object, Size: staged.Size, Digest: staged.Digest, Iteration: iteration}
+	metrics := maps.Clone(result)
+	metrics["checkpoint_dir_name"] = name
+	ref := events.CheckpointRef{Name: name, Index: index, Object: object, Size: staged.Size, Digest: staged.Digest,
+		Iteration: a.iterationOf(result), Metrics: metrics}
 	ev := a.s.bus.Event(a.exp, events.WriterRunner, &events.TrialCheckpointed{TrialID: a.work.TrialID, Attempt: a.num, Checkpoint: ref})
 	if _, err := a.s.bus.Publish(ctx, ev); err != nil {
 		return "", err

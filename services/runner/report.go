@@ -36,11 +36,15 @@ func (a *attempt) Report(ctx context.Context, metrics map[string]any, checkpoint
 	// taking its last checkpoint): its I/O must still complete.
 	ctx = context.WithoutCancel(ctx)
 	if checkpointDir != "" {
-		name, err := a.stage(ctx, checkpointDir, a.iterationOf(result))
+		name, err := a.stage(ctx, checkpointDir, result)
 		if err != nil {
 			return false, fmt.Errorf("report checkpoint: %w", err)
 		}
 		result["checkpoint_dir_name"] = name
+	}
+	onCkpt := checkpointDir != "" && a.work.Artifacts != nil && a.work.Artifacts.OnCheckpoint
+	if err := a.syncArtifacts(ctx, onCkpt); err != nil {
+		return false, err
 	}
 	ev := a.s.bus.Event(a.exp, events.WriterRunner, &events.TrialReported{TrialID: a.work.TrialID, Attempt: a.num, Result: result})
 	f, err := a.s.bus.PublishAsync(ev)
