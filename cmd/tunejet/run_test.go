@@ -262,6 +262,8 @@ trainable:
         if [ "$out" = stop ]; then exit 0; fi
         sleep 0.1
       done
+run_config:
+  sync_config: {sync_period: 0.2}   # results reach storage while it runs
 `
 
 // TestRunInterrupted sends SIGINT to `tunejet run` while a trial runs: it

@@ -22,6 +22,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -184,44 +185,55 @@ func Fetch(ctx context.Context, obs jetstream.ObjectStore, name, want, dir strin
 		return fmt.Errorf("fetch checkpoint %s: %w", name, err)
 	}
 	defer r.Close()
-	h := sha256.New()
-	if err := extract(io.TeeReader(r, h), dir); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("fetch checkpoint %s: %w", name, err)
 	}
-	if _, err := io.Copy(h, r); err != nil { // the tar's trailing padding
+	err = Walk(r, want, func(hdr *tar.Header, rel string, body io.Reader) error {
+		return extractEntry(body, hdr, dir, filepath.Join(dir, filepath.FromSlash(rel)))
+	})
+	if err != nil {
 		return fmt.Errorf("fetch checkpoint %s: %w", name, err)
-	}
-	if got := digest(h); got != want {
-		return fmt.Errorf("fetch checkpoint %s: %w: the event says %s, the copy is %s", name, ErrDigestMismatch, want, got)
 	}
 	return nil
 }
 
-// extract unpacks a tar stream into dir, refusing entries that escape it.
-func extract(r io.Reader, dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tr := tar.NewReader(r)
+// Walk reads an archive, calling fn for each entry with its checked,
+// slash-relative path, and verifies the whole archive against want. An
+// entry that would leave its directory stops the walk with ErrUnsafeEntry.
+// fn's effects stand even when the digest turns out wrong: callers write to
+// a place they discard on error.
+func Walk(r io.Reader, want string, fn func(hdr *tar.Header, rel string, body io.Reader) error) error {
+	h := sha256.New()
+	tr := tar.NewReader(io.TeeReader(r, h))
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return nil
+			break
 		}
 		if err != nil {
 			return err
 		}
-		target, err := safeJoin(dir, hdr.Name)
+		rel, err := safeRel(hdr.Name)
 		if err != nil {
 			return err
 		}
-		if err := extractEntry(tr, hdr, dir, target); err != nil {
+		if rel == "." {
+			continue
+		}
+		if err := fn(hdr, rel, tr); err != nil {
 			return fmt.Errorf("%s: %w", hdr.Name, err)
 		}
 	}
+	if _, err := io.Copy(h, r); err != nil { // the archive's trailing padding
+		return err
+	}
+	if got := digest(h); got != want {
+		return fmt.Errorf("%w: the event says %s, the copy is %s", ErrDigestMismatch, want, got)
+	}
+	return nil
 }
 
-func extractEntry(tr *tar.Reader, hdr *tar.Header, dir, target string) error {
+func extractEntry(body io.Reader, hdr *tar.Header, dir, target string) error {
 	mode := fs.FileMode(hdr.Mode).Perm()
 	switch hdr.Typeflag {
 	case tar.TypeDir:
@@ -234,7 +246,7 @@ func extractEntry(tr *tar.Reader, hdr *tar.Header, dir, target string) error {
 		if err != nil {
 			return err
 		}
-		if _, err := io.Copy(f, tr); err != nil {
+		if _, err := io.Copy(f, body); err != nil {
 			f.Close()
 			return err
 		}
@@ -243,7 +255,7 @@ func extractEntry(tr *tar.Reader, hdr *tar.Header, dir, target string) error {
 		if filepath.IsAbs(hdr.Linkname) {
 			return fmt.Errorf("%w: symlink to absolute path %q", ErrUnsafeEntry, hdr.Linkname)
 		}
-		if _, err := safeJoin(dir, filepath.Join(filepath.Dir(hdr.Name), hdr.Linkname)); err != nil {
+		if _, err := safeRel(path.Join(path.Dir(hdr.Name), hdr.Linkname)); err != nil {
 			return err
 		}
 		return os.Symlink(hdr.Linkname, target)
@@ -251,10 +263,11 @@ func extractEntry(tr *tar.Reader, hdr *tar.Header, dir, target string) error {
 	return fmt.Errorf("unsupported entry type %q", hdr.Typeflag)
 }
 
-func safeJoin(dir, name string) (string, error) {
-	clean := filepath.Clean(filepath.FromSlash(name))
-	if filepath.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
+// safeRel cleans an archive path and refuses one that leaves its directory.
+func safeRel(name string) (string, error) {
+	clean := path.Clean(strings.TrimSuffix(filepath.ToSlash(name), "/"))
+	if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
 		return "", fmt.Errorf("%w: %q", ErrUnsafeEntry, name)
 	}
-	return filepath.Join(dir, clean), nil
+	return clean, nil
 }

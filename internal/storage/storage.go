@@ -22,6 +22,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 )
@@ -74,6 +75,20 @@ func Resolve(p, baseDir string) (string, error) {
 	default:
 		return filepath.Join(baseDir, p), nil
 	}
+}
+
+// Join appends path elements to a storage path or URL (before its query),
+// for showing users where things are.
+func Join(storagePath string, elem ...string) string {
+	if !IsURL(storagePath) {
+		return filepath.Join(append([]string{storagePath}, elem...)...)
+	}
+	u, err := url.Parse(storagePath)
+	if err != nil {
+		return storagePath + "/" + path.Join(elem...)
+	}
+	u.Path = path.Join(append([]string{"/", u.Path}, elem...)...)
+	return u.String()
 }
 
 // LocalPath returns the directory of a local storage path or file:// URL.

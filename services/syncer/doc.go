@@ -2,19 +2,43 @@
 //
 // # Overview
 //
-// The syncer follows every started experiment: it folds the experiment's
-// events (internal/state) and writes Ray Tune's layout under
-// <storage_path>/<name>/: .validate_storage_marker when the experiment
-// starts, params.json when a trial is created, a result.json line and a
-// progress.csv row for every accepted report, an error.txt entry for every
-// counted failure, and experiment_state-<session>.json — the state snapshot
-// with the stream sequence it reflects — every Period and when the
-// experiment ends.
+// storage_path is a directory (local or NFS) or a bucket URL (file://,
+// mem://, s3://, gs://) opened through gocloud.dev/blob. For every started
+// experiment the syncer folds its events (internal/state) and keeps Ray
+// Tune's layout under <storage_path>/<name>/:
 //
-// # Exactly once
+//   - .validate_storage_marker when the experiment starts;
+//   - params.json when a trial is created;
+//   - result.json lines, progress.csv rows and error.txt entries, staged in
+//     a local directory as reports and failures arrive and uploaded on
+//     SyncConfig.sync_period, together with experiment_state-<session>.json,
+//     the fold's snapshot with the stream sequence it reflects;
+//   - checkpoint_NNNNNN/ folders, persisted promptly from the experiment's
+//     Object Store and announced with checkpoint.persisted;
+//   - artifacts (SyncConfig.sync_artifacts), copied into the trial folder.
 //
-// The syncer replays the log from the start when it starts. A result line
-// is written only if the trial's result.json holds fewer lines than the
-// fold has accepted reports, and likewise for error.txt entries, so a
-// restart never duplicates or loses a line.
+// The experiment's end and an interrupt force a final sync.
+//
+// # Durability and exactly once
+//
+// The syncer reads each experiment through a durable consumer (sync_<name>)
+// and acks only what a durable snapshot covers. On start it loads the
+// newest snapshot from storage and consumes from the sequence after it;
+// before appending to a trial's files it downloads them and cuts them to
+// what that snapshot counted. A syncer killed mid-batch and restarted
+// therefore writes every result line and checkpoint exactly once.
+//
+// # Failures
+//
+// Each sync is bounded by sync_timeout (a hung upload is cancelled) and
+// retried with backoff; a sync that still fails is announced with
+// sync.failed and tried again on the next period, coalesced with it. The
+// experiment itself never waits for storage.
+//
+// # Retention
+//
+// Checkpoints pushed out by CheckpointConfig.num_to_keep are deleted only
+// after a snapshot that no longer refers to them is durable, so a restore
+// never meets a missing checkpoint. Staged Object Store copies are removed
+// once persisted, except each trial's latest, which retries resume from.
 package syncer

@@ -3,20 +3,37 @@ package syncer
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/blobsync"
 	"github.com/tunejet/tunejet/internal/bus"
 )
 
 // Config configures a syncer. The zero value is usable.
 type Config struct {
-	// Period is how often a changed experiment's state snapshot is
-	// written. Default 1s.
+	// WorkDir holds the local staging copies of result files.
+	// Default <tmp>/tunejet-syncer.
+	WorkDir string
+	// MaxRetries is how many times a failed sync is retried before it is
+	// announced failed. Default 2 (Ray's).
+	MaxRetries int
+	// RetryBackoff is the wait before each retry. Default 5s (Ray's).
+	RetryBackoff time.Duration
+	// Period overrides every experiment's sync_period; 0 uses the
+	// experiment's own (tests use a short one).
 	Period time.Duration
+}
+
+func (c *Config) setDefaults() {
+	if c.WorkDir == "" {
+		c.WorkDir = filepath.Join(os.TempDir(), "tunejet-syncer")
+	}
 }
 
 // Service is a running syncer.
@@ -32,9 +49,7 @@ type Service struct {
 
 // New returns a syncer on b.
 func New(b *bus.Bus, cfg Config) *Service {
-	if cfg.Period <= 0 {
-		cfg.Period = time.Second
-	}
+	cfg.setDefaults()
 	return &Service{bus: b, cfg: cfg, log: b.Log.With().Str("service", "syncer").Logger(), exps: map[string]bool{}}
 }
 
@@ -71,3 +86,19 @@ func (s *Service) follow(ctx context.Context, exp string) {
 		s.mu.Unlock()
 	}()
 }
+
+// syncConfig is the experiment's SyncConfig as blobsync bounds it.
+func (s *Service) syncConfig(sc events.SyncConfig) blobsync.Config {
+	c := blobsync.Config{
+		SyncPeriod:   seconds(sc.SyncPeriodS),
+		SyncTimeout:  seconds(sc.SyncTimeoutS),
+		MaxRetries:   s.cfg.MaxRetries,
+		RetryBackoff: s.cfg.RetryBackoff,
+	}.WithDefaults()
+	if s.cfg.Period > 0 {
+		c.SyncPeriod = s.cfg.Period
+	}
+	return c
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

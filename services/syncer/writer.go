@@ -1,19 +1,20 @@
 package syncer
 
 import (
-	"bytes"
 	"context"
-	"encoding/csv"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
+	"gocloud.dev/blob"
 
 	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/blobsync"
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
@@ -25,285 +26,282 @@ type writer struct {
 	exp string
 	log zerolog.Logger
 	st  *state.Experiment
-	dir *storage.Dir
-	evs chan *events.Event
+	// spec and storagePath come from the log before anything is folded.
+	spec        events.ExperimentSpec
+	storagePath string
 
-	onDisk map[string]*trialFiles
-	dirty  bool // the state changed since the last snapshot
-}
+	root   *blob.Bucket // the storage bucket
+	bucket *blob.Bucket // the experiment's part of it
+	sync   *blobsync.Syncer
+	ops    *blobsync.Queue // checkpoint and artifact persistence, in order
+	stage  string          // local staging directory
 
-// trialFiles is what a trial's files hold, read once from disk.
-type trialFiles struct {
-	rows      int      // lines in result.json
-	failures  int      // entries in error.txt
-	csvHeader []string // progress.csv columns
+	files   map[string]*trialFiles // by trial id, loaded lazily
+	params  map[string]bool        // trials whose params.json is not written yet
+	changed map[string]bool        // trials whose result files changed since the last sync
+	dirty   bool                   // the state changed since the last snapshot
+	lastMsg jetstream.Msg          // the last message folded, acked by a sync
+	staged  map[string][]string    // staged checkpoint objects by trial, oldest first
 }
 
 func newWriter(s *Service, exp string) *writer {
 	return &writer{
-		s: s, exp: exp, st: state.New(exp), evs: make(chan *events.Event, 1024),
-		onDisk: map[string]*trialFiles{}, log: s.log.With().Str("experiment", exp).Logger(),
+		s: s, exp: exp, st: state.New(exp), stage: filepath.Join(s.cfg.WorkDir, exp),
+		files: map[string]*trialFiles{}, params: map[string]bool{}, changed: map[string]bool{}, staged: map[string][]string{},
+		log: s.log.With().Str("experiment", exp).Logger(),
 	}
 }
 
 func (w *writer) run(ctx context.Context) error {
-	// The watch outlives ctx a little: on shutdown the writer first catches
-	// up with what is already in the log.
-	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	if err := w.open(ctx); err != nil {
+		w.announceFailure(ctx, "open storage", err, 1)
+		return err
+	}
+	defer w.root.Close()
+	w.ops = blobsync.NewQueue(context.WithoutCancel(ctx), w.log)
+	defer w.ops.Close()
+	// The consumer outlives ctx a little: on shutdown the writer first
+	// catches up with what is already in the log.
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
-	watchErr := make(chan error, 1)
-	go func() {
-		watchErr <- w.s.bus.Watch(wctx, events.ExperimentSubjects(w.exp), 0, bus.Handler{
-			Event: func(ev *events.Event) {
-				select {
-				case w.evs <- ev:
-				case <-wctx.Done():
-				}
-			},
-		})
-	}()
-	tick := time.NewTicker(w.s.cfg.Period)
+	msgs, errs, err := w.consume(cctx)
+	if err != nil {
+		return err
+	}
+	period := w.s.syncConfig(w.syncSpec()).SyncPeriod
+	tick := time.NewTicker(period)
 	defer tick.Stop()
 	for {
 		select {
-		case ev := <-w.evs:
-			w.apply(ev)
+		case m := <-msgs:
+			w.handle(ctx, m)
 			if w.st.Done() {
-				w.drain()
-				w.snapshot()
+				w.final(ctx, msgs)
 				return nil
 			}
 		case <-tick.C:
-			w.snapshot()
-		case err := <-watchErr:
-			w.snapshot()
+			if w.dirty {
+				w.syncUp(ctx)
+			}
+		case err := <-errs:
 			return err
 		case <-ctx.Done():
-			w.catchUp()
-			w.snapshot()
+			w.final(ctx, msgs)
 			return ctx.Err()
 		}
 	}
 }
 
-// catchUpTimeout bounds the final catch-up on shutdown.
-const catchUpTimeout = 5 * time.Second
+func (w *writer) syncSpec() events.SyncConfig { return w.spec.RunConfig.SyncConfig }
 
-// catchUp folds and writes every event already in the log, so a shutdown
-// loses nothing that was published before it.
-func (w *writer) catchUp() {
-	ctx, cancel := context.WithTimeout(context.Background(), catchUpTimeout)
+// open finds the experiment's storage, its newest durable snapshot, and
+// writes the storage marker.
+func (w *writer) open(ctx context.Context) error {
+	if err := w.readStart(ctx); err != nil {
+		return err
+	}
+	var err error
+	if w.root, err = storage.OpenBucket(ctx, w.storagePath); err != nil {
+		return err
+	}
+	w.bucket = storage.ExperimentBucket(w.root, w.exp)
+	if err := w.loadSnapshot(ctx); err != nil {
+		return err
+	}
+	w.sync, err = blobsync.New(w.s.syncConfig(w.syncSpec()), w.log)
+	if err != nil {
+		return err
+	}
+	if storage.CheckMarker(ctx, w.bucket) != nil {
+		if err := w.sync.Run(ctx, "write "+storage.MarkerFile, func(ctx context.Context) error {
+			return storage.WriteMarker(ctx, w.bucket)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readStart reads the experiment's spec and its storage (from its latest
+// start) from the log.
+func (w *writer) readStart(ctx context.Context) error {
+	var spec *events.ExperimentSpec
+	filters := events.Prefix + "." + w.exp + ".*.experiment.*"
+	err := w.s.bus.Replay(ctx, filters, func(ev *events.Event) {
+		switch p := ev.Data.(type) {
+		case *events.ExperimentSubmitted:
+			spec = &p.Spec
+		case *events.ExperimentStarted:
+			w.storagePath = p.StoragePath
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if spec == nil || w.storagePath == "" {
+		return fmt.Errorf("syncer: experiment %q has not started", w.exp)
+	}
+	w.spec = *spec
+	return nil
+}
+
+// loadSnapshot resumes from the newest snapshot in storage, unless it is
+// ahead of the log (the log was lost and the experiment submitted anew).
+func (w *writer) loadSnapshot(ctx context.Context) error {
+	key, err := storage.NewestStateKey(ctx, w.bucket)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	data, err := storage.ReadAll(ctx, w.bucket, key)
+	if err != nil {
+		return err
+	}
+	st, err := state.Load(data)
+	if err != nil {
+		return fmt.Errorf("syncer: %s: %w", key, err)
+	}
+	last, err := w.s.bus.LastSeq(ctx, events.ExperimentSubjects(w.exp))
+	if err != nil {
+		return err
+	}
+	if st.LastSeq > last {
+		w.log.Warn().Str("snapshot", key).Uint64("snapshot_seq", st.LastSeq).Uint64("log_seq", last).Msg("the snapshot is ahead of the log; syncing from the start of the log")
+		return nil
+	}
+	w.st = st
+	w.log.Info().Str("snapshot", key).Uint64("seq", st.LastSeq).Msg("resuming from the stored snapshot")
+	return nil
+}
+
+// consume (re)creates the durable consumer from the sequence after the
+// snapshot and streams its messages.
+func (w *writer) consume(ctx context.Context) (<-chan jetstream.Msg, <-chan error, error) {
+	name := "sync_" + w.exp
+	if err := w.s.bus.JS.DeleteConsumer(ctx, bus.StreamName, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, nil, fmt.Errorf("syncer: reset consumer %s: %w", name, err)
+	}
+	sc := w.s.syncConfig(w.syncSpec())
+	cfg := jetstream.ConsumerConfig{
+		Durable: name, Description: "syncer of experiment " + w.exp,
+		FilterSubject: events.ExperimentSubjects(w.exp), AckPolicy: jetstream.AckAllPolicy,
+		AckWait:       2*sc.SyncPeriod + time.Duration(sc.MaxRetries+1)*sc.SyncTimeout,
+		MaxAckPending: -1, DeliverPolicy: jetstream.DeliverAllPolicy,
+	}
+	if w.st.LastSeq > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, w.st.LastSeq+1
+	}
+	cons, err := w.s.bus.JS.CreateConsumer(ctx, bus.StreamName, cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("syncer: consumer %s: %w", name, err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return nil, nil, fmt.Errorf("syncer: consumer %s: %w", name, err)
+	}
+	msgs, errs := make(chan jetstream.Msg, 256), make(chan error, 1)
+	go func() {
+		defer it.Stop()
+		stop := context.AfterFunc(ctx, it.Stop)
+		defer stop()
+		for {
+			m, err := it.Next()
+			if err != nil {
+				if ctx.Err() == nil && !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+					errs <- fmt.Errorf("syncer: consumer %s: %w", name, err)
+				}
+				return
+			}
+			select {
+			case msgs <- m:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return msgs, errs, nil
+}
+
+// handle folds one message and stages what it adds.
+func (w *writer) handle(ctx context.Context, m jetstream.Msg) {
+	w.lastMsg = m
+	ev, err := bus.FromJS(m)
+	if err != nil {
+		w.log.Debug().Err(err).Str("subject", m.Subject()).Msg("skipping a malformed message")
+		return
+	}
+	var before *state.Trial
+	if t := w.st.Trials[ev.Trial()]; t != nil {
+		cp := *t
+		before = &cp
+	}
+	if !w.st.Apply(ev) {
+		return
+	}
+	if _, ok := ev.Data.(*events.SyncCompleted); !ok {
+		w.dirty = true
+	}
+	if err := w.effects(ctx, ev, before); err != nil {
+		w.log.Error().Err(err).Str("event", ev.Type()).Msg("stage for storage")
+	}
+}
+
+func (w *writer) effects(ctx context.Context, ev *events.Event, before *state.Trial) error {
+	switch p := ev.Data.(type) {
+	case *events.TrialCreated:
+		w.params[p.TrialID] = true
+	case *events.TrialReported:
+		if err := w.appendResult(ctx, w.st.Trials[p.TrialID]); err != nil {
+			return err
+		}
+	case *events.TrialCheckpointed:
+		w.submitCheckpoint(ctx, w.st.Trials[p.TrialID], p.Checkpoint)
+	case *events.TrialArtifacts:
+		w.submitArtifacts(ctx, w.st.Trials[p.TrialID], p)
+	case *events.ExperimentInterrupted:
+		w.syncUp(ctx)
+	}
+	if t := w.st.Trials[ev.Trial()]; t != nil && before != nil && t.NumFailures > before.NumFailures {
+		return w.appendFailure(ctx, t, ev.Time)
+	}
+	return nil
+}
+
+// final syncs everything at the end of the experiment or of the syncer:
+// what is already in the log, the persistence queue (whose announcements
+// then come back through the log), then the state.
+func (w *writer) final(ctx context.Context, msgs <-chan jetstream.Msg) {
+	w.catchUp(ctx, msgs)
+	if err := w.ops.Flush(context.WithoutCancel(ctx)); err != nil {
+		w.log.Error().Err(err).Msg("persisting checkpoints and artifacts")
+	}
+	w.catchUp(ctx, msgs)
+	w.syncUp(context.WithoutCancel(ctx))
+	if w.st.Done() {
+		_ = os.RemoveAll(w.stage)
+	}
+}
+
+// catchUp folds every message already in the log.
+func (w *writer) catchUp(ctx context.Context, msgs <-chan jetstream.Msg) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), catchUpTimeout)
 	defer cancel()
-	target, err := w.s.bus.LastSeq(ctx, events.ExperimentSubjects(w.exp))
+	target, err := w.s.bus.LastSeq(cctx, events.ExperimentSubjects(w.exp))
 	if err != nil {
 		w.log.Warn().Err(err).Msg("final catch-up")
 	}
 	for w.st.LastSeq < target {
 		select {
-		case ev := <-w.evs:
-			w.apply(ev)
-		case <-ctx.Done():
+		case m := <-msgs:
+			w.handle(ctx, m)
+		case <-cctx.Done():
 			w.log.Warn().Uint64("at", w.st.LastSeq).Uint64("target", target).Msg("final catch-up timed out")
 			return
 		}
 	}
-	w.drain()
 }
 
-func (w *writer) drain() {
-	for {
-		select {
-		case ev := <-w.evs:
-			w.apply(ev)
-		default:
-			return
-		}
-	}
-}
-
-// apply folds an event and writes what it adds.
-func (w *writer) apply(ev *events.Event) {
-	if !w.st.Apply(ev) {
-		return
-	}
-	w.dirty = true
-	var err error
-	switch p := ev.Data.(type) {
-	case *events.ExperimentStarted:
-		err = w.start()
-	case *events.TrialCreated:
-		err = w.params(p)
-	case *events.TrialReported:
-		err = w.result(p.TrialID)
-	}
-	if id := ev.Trial(); id != "" && err == nil {
-		err = w.failures(ev, id)
-	}
-	if err != nil {
-		w.log.Error().Err(err).Str("event", ev.Type()).Msg("write to storage")
-	}
-}
-
-func (w *writer) start() error {
-	dir, err := storage.Open(w.st.StoragePath, w.exp)
-	if err != nil {
-		return err
-	}
-	w.dir = dir
-	return dir.WriteAtomic(storage.MarkerFile, nil)
-}
-
-func (w *writer) params(p *events.TrialCreated) error {
-	if w.dir == nil {
-		return nil
-	}
-	b, err := json.MarshalIndent(p.Config, "", "  ")
-	if err != nil {
-		return fmt.Errorf("params.json of %s: %w", p.TrialID, err)
-	}
-	return w.dir.WriteAtomic(p.DirName+"/params.json", append(b, '\n'))
-}
-
-// files returns what the trial's files already hold.
-func (w *writer) files(t *state.Trial) *trialFiles {
-	if f := w.onDisk[t.ID]; f != nil {
-		return f
-	}
-	f := &trialFiles{}
-	if b, err := w.dir.Read(t.DirName + "/result.json"); err == nil {
-		f.rows = bytes.Count(b, []byte("\n"))
-	}
-	if b, err := w.dir.Read(t.DirName + "/error.txt"); err == nil {
-		f.failures = bytes.Count(b, []byte("Failure # "))
-	}
-	if b, err := w.dir.Read(t.DirName + "/progress.csv"); err == nil {
-		if rec, err := csv.NewReader(bytes.NewReader(b)).Read(); err == nil {
-			f.csvHeader = rec
-		}
-	}
-	w.onDisk[t.ID] = f
-	return f
-}
-
-// result appends the trial's newest result to result.json and progress.csv,
-// unless the files already hold it.
-func (w *writer) result(id string) error {
-	t := w.st.Trials[id]
-	if w.dir == nil || t == nil {
-		return nil
-	}
-	f := w.files(t)
-	if t.NumResults <= f.rows {
-		return nil
-	}
-	row := maps.Clone(t.LastResult)
-	row["config"] = t.Config
-	line, err := json.Marshal(row)
-	if err != nil {
-		return fmt.Errorf("result of %s: %w", id, err)
-	}
-	if err := w.dir.Append(t.DirName+"/result.json", append(line, '\n')); err != nil {
-		return err
-	}
-	f.rows = t.NumResults
-	return w.progress(t, f)
-}
-
-// progress appends a CSV row; the columns are the first result's
-// (flattened, without config), as Ray's CSV logger does.
-func (w *writer) progress(t *state.Trial, f *trialFiles) error {
-	flat := flatten(t.LastResult)
-	var buf bytes.Buffer
-	cw := csv.NewWriter(&buf)
-	if f.csvHeader == nil {
-		f.csvHeader = slices.Sorted(maps.Keys(flat))
-		_ = cw.Write(f.csvHeader)
-	}
-	rec := make([]string, len(f.csvHeader))
-	for i, k := range f.csvHeader {
-		if v, ok := flat[k]; ok {
-			rec[i] = csvValue(v)
-		}
-	}
-	_ = cw.Write(rec)
-	cw.Flush()
-	return w.dir.Append(t.DirName+"/progress.csv", buf.Bytes())
-}
-
-// failures appends Ray's "Failure # N" entry when the trial's counted
-// failures grew: a failed attempt, or an attempt lost with its runner.
-func (w *writer) failures(ev *events.Event, id string) error {
-	t := w.st.Trials[id]
-	if w.dir == nil || t == nil || t.NumFailures == 0 {
-		return nil
-	}
-	f := w.files(t)
-	if t.NumFailures <= f.failures {
-		return nil
-	}
-	entry := fmt.Sprintf("Failure # %d (occurred at %s)\n%s\n", t.NumFailures, ev.Time.Local().Format("2006-01-02_15-04-05"), t.LastError)
-	if err := w.dir.Append(t.DirName+"/error.txt", []byte(entry)); err != nil {
-		return err
-	}
-	f.failures = t.NumFailures
-	return nil
-}
-
-// snapshot writes experiment_state-<session>.json if the state changed.
-func (w *writer) snapshot() {
-	if w.dir == nil || !w.dirty || w.st.Session == "" {
-		return
-	}
-	start := time.Now()
-	name := storage.StateFileName(w.st.Session)
-	b, err := w.st.Snapshot()
-	if err == nil {
-		err = w.dir.WriteAtomic(name, b)
-	}
-	if err != nil {
-		w.log.Error().Err(err).Msg("write experiment state")
-		return
-	}
-	w.dirty = false
-	w.announce(&events.SyncCompleted{Seq: w.st.LastSeq, Snapshot: name, Files: 1, Bytes: int64(len(b)), DurationS: time.Since(start).Seconds()})
-}
-
-// announce tells the log what storage now reflects. Its own sync events
-// leave the state clean, so announcing never triggers another snapshot.
-func (w *writer) announce(p *events.SyncCompleted) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := w.s.bus.Publish(ctx, w.s.bus.Event(w.exp, events.WriterSyncer, p)); err != nil {
-		w.log.Warn().Err(err).Msg("announce sync")
-	}
-}
-
-func flatten(m map[string]any) map[string]any {
-	out := map[string]any{}
-	var walk func(prefix string, m map[string]any)
-	walk = func(prefix string, m map[string]any) {
-		for k, v := range m {
-			if sub, ok := v.(map[string]any); ok {
-				walk(prefix+k+"/", sub)
-				continue
-			}
-			out[prefix+k] = v
-		}
-	}
-	walk("", m)
-	return out
-}
-
-func csvValue(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case nil:
-		return ""
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return strings.Trim(string(b), `"`)
-}
+// catchUpTimeout bounds the final catch-up on shutdown.
+const catchUpTimeout = 10 * time.Second

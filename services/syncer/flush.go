@@ -1,0 +1,138 @@
+package syncer
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/blobsync"
+	"github.com/tunejet/tunejet/internal/storage"
+)
+
+// syncUp makes storage reflect the fold: new params.json files, the
+// changed result files, then the snapshot; then it deletes the checkpoints
+// retention dropped (no durable snapshot refers to them any more), acks
+// the log up to the snapshot and announces it. A sync that fails even
+// after its retries is announced and tried again on the next period.
+func (w *writer) syncUp(ctx context.Context) {
+	if w.st.Session == "" {
+		return
+	}
+	start := time.Now()
+	name := storage.StateFileName(w.st.Session)
+	snap, err := w.st.Snapshot()
+	if err != nil {
+		w.log.Error().Err(err).Msg("snapshot")
+		return
+	}
+	uploads := w.uploads()
+	var bytes int64
+	err = w.sync.Run(ctx, "sync up experiment "+w.exp, func(ctx context.Context) error {
+		bytes = 0
+		for key, data := range uploads {
+			b, err := data()
+			if err != nil {
+				return err
+			}
+			if err := storage.WriteAtomic(ctx, w.bucket, key, b); err != nil {
+				return err
+			}
+			bytes += int64(len(b))
+		}
+		bytes += int64(len(snap))
+		return storage.WriteAtomic(ctx, w.bucket, name, snap)
+	})
+	if err != nil {
+		w.announceFailure(ctx, "sync up experiment "+w.exp, err, w.sync.Config().MaxRetries+1)
+		return
+	}
+	seq := w.st.LastSeq
+	w.params, w.changed, w.dirty = map[string]bool{}, map[string]bool{}, false
+	w.deleteDropped(ctx)
+	if w.lastMsg != nil {
+		if err := w.lastMsg.Ack(); err != nil {
+			w.log.Warn().Err(err).Msg("ack synced events")
+		}
+	}
+	w.announce(ctx, &events.SyncCompleted{Seq: seq, Snapshot: name, Files: len(uploads) + 1, Bytes: bytes, DurationS: time.Since(start).Seconds()})
+	w.forgetFinished()
+}
+
+// uploads lists what this sync writes besides the snapshot, by key; the
+// content is read when the upload runs, so a retry reads it again.
+func (w *writer) uploads() map[string]func() ([]byte, error) {
+	out := map[string]func() ([]byte, error){}
+	for id := range w.params {
+		t := w.st.Trials[id]
+		out[t.DirName+"/params.json"] = func() ([]byte, error) {
+			b, err := json.MarshalIndent(t.Config, "", "  ")
+			return append(b, '\n'), err
+		}
+	}
+	for id := range w.changed {
+		t, f := w.st.Trials[id], w.files[id]
+		for _, name := range resultFiles {
+			path := filepath.Join(f.dir, name)
+			if info, err := os.Stat(path); err != nil || info.Size() == 0 {
+				continue
+			}
+			out[t.DirName+"/"+name] = func() ([]byte, error) { return os.ReadFile(path) }
+		}
+	}
+	return out
+}
+
+// deleteDropped removes from storage the persisted checkpoints retention
+// dropped, now that the snapshot just written no longer refers to them.
+func (w *writer) deleteDropped(ctx context.Context) {
+	for _, t := range w.st.TrialList() {
+		for _, c := range t.Dropped {
+			if !t.Persisted[c.Name] {
+				continue // persisted later, deleted by a later sync
+			}
+			err := w.sync.Run(ctx, "delete "+c.Name, func(ctx context.Context) error {
+				return blobsync.Delete(ctx, w.bucket, t.DirName+"/"+c.Name+"/")
+			})
+			if err != nil {
+				w.log.Error().Err(err).Str("trial", t.ID).Str("checkpoint", c.Name).Msg("delete a dropped checkpoint; will retry")
+				continue
+			}
+			w.announceOnce(ctx, t.ID+"."+c.Name+".deleted", &events.CheckpointDeleted{TrialID: t.ID, Name: c.Name, Reason: "num_to_keep"})
+		}
+	}
+}
+
+// forgetFinished drops the staging of trials that have ended and are synced.
+func (w *writer) forgetFinished() {
+	for id, f := range w.files {
+		if t := w.st.Trials[id]; t != nil && t.Finished() {
+			_ = os.RemoveAll(f.dir)
+			delete(w.files, id)
+		}
+	}
+}
+
+// announce publishes what the syncer did.
+func (w *writer) announce(ctx context.Context, p events.Payload) { w.announceOnce(ctx, "", p) }
+
+// announceOnce publishes with a deterministic id (when not empty), so
+// announcing the same thing twice stores it once.
+func (w *writer) announceOnce(ctx context.Context, id string, p events.Payload) {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	ev := w.s.bus.Event(w.exp, events.WriterSyncer, p)
+	if id != "" {
+		ev.ID = w.exp + "." + id
+	}
+	if _, err := w.s.bus.Publish(actx, ev); err != nil {
+		w.log.Warn().Err(err).Str("type", p.Type()).Msg("announce")
+	}
+}
+
+func (w *writer) announceFailure(ctx context.Context, op string, err error, attempt int) {
+	w.log.Error().Err(err).Str("operation", op).Msg("sync failed; it will be tried again")
+	w.announce(ctx, &events.SyncFailed{Operation: op, Error: err.Error(), Attempt: attempt})
+}

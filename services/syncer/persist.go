@@ -1,0 +1,111 @@
+package syncer
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/ckpt"
+	"github.com/tunejet/tunejet/internal/state"
+	"github.com/tunejet/tunejet/internal/storage"
+)
+
+// submitCheckpoint queues the persistence of a checkpoint: copied from the
+// Object Store into <trial_dir>/<name>/ and checked against its digest,
+// then announced; staged copies older than it are removed after.
+func (w *writer) submitCheckpoint(ctx context.Context, t *state.Trial, c events.CheckpointRef) {
+	if t.Persisted[c.Name] {
+		return
+	}
+	object := c.Object
+	if object == "" {
+		object = ckpt.ObjectName(t.ID, c.Name)
+	}
+	older := w.staged[t.ID]
+	w.staged[t.ID] = []string{object}
+	trial, dir, path := t.ID, t.DirName, w.checkpointPath(t, c.Name)
+	w.ops.Submit("checkpoint/"+trial+"/"+c.Name, func(ctx context.Context) error {
+		err := w.sync.Run(ctx, "persist "+trial+"/"+c.Name, func(ctx context.Context) error {
+			return w.copyArchive(ctx, object, c.Digest, dir+"/"+c.Name+"/")
+		})
+		if err != nil {
+			w.announceFailure(ctx, "persist "+trial+"/"+c.Name, err, w.sync.Config().MaxRetries+1)
+			return err
+		}
+		w.announceOnce(ctx, trial+"."+c.Name+".persisted", &events.CheckpointPersisted{TrialID: trial, Name: c.Name, Path: path, Size: c.Size, Digest: c.Digest})
+		w.removeStaged(ctx, older)
+		return nil
+	})
+}
+
+// submitArtifacts queues the copy of staged artifacts into the trial dir.
+func (w *writer) submitArtifacts(ctx context.Context, t *state.Trial, p *events.TrialArtifacts) {
+	dir := t.DirName
+	w.ops.Submit("artifacts/"+p.Object, func(ctx context.Context) error {
+		err := w.sync.Run(ctx, "sync artifacts of "+p.TrialID, func(ctx context.Context) error {
+			return w.copyArchive(ctx, p.Object, p.Digest, dir+"/")
+		})
+		if err != nil {
+			w.announceFailure(ctx, "sync artifacts of "+p.TrialID, err, w.sync.Config().MaxRetries+1)
+			return err
+		}
+		w.removeStaged(ctx, []string{p.Object})
+		return nil
+	})
+}
+
+// copyArchive streams a staged archive into storage under prefix,
+// verifying its digest. Symlinks and folders have no place in a bucket and
+// are skipped; an empty checkpoint stores nothing (its name is in the
+// state).
+func (w *writer) copyArchive(ctx context.Context, object, digest, prefix string) error {
+	obs, err := ckpt.Store(ctx, w.s.bus.JS, w.exp)
+	if err != nil {
+		return err
+	}
+	r, err := obs.Get(ctx, object)
+	if err != nil {
+		return fmt.Errorf("read staged %s: %w", object, err)
+	}
+	defer r.Close()
+	return ckpt.Walk(r, digest, func(hdr *tar.Header, rel string, body io.Reader) error {
+		if hdr.Typeflag != tar.TypeReg {
+			return nil
+		}
+		bw, err := w.bucket.NewWriter(ctx, prefix+rel, nil)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(bw, body); err != nil {
+			bw.Close()
+			return err
+		}
+		return bw.Close()
+	})
+}
+
+// removeStaged deletes staged Object Store copies that storage now holds.
+func (w *writer) removeStaged(ctx context.Context, objects []string) {
+	if len(objects) == 0 {
+		return
+	}
+	obs, err := ckpt.Store(ctx, w.s.bus.JS, w.exp)
+	if err != nil {
+		return
+	}
+	for _, o := range objects {
+		if err := obs.Delete(ctx, o); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+			w.log.Warn().Err(err).Str("object", o).Msg("remove a staged copy")
+		}
+	}
+}
+
+// checkpointPath is where a checkpoint lives in storage, as users see it.
+func (w *writer) checkpointPath(t *state.Trial, name string) string {
+	return storage.Join(w.st.StoragePath, w.exp, t.DirName, name)
+}
