@@ -52,7 +52,7 @@ func (t *Tuner) Fit(ctx context.Context) (*ResultGrid, error) {
 	if err != nil {
 		return nil, err
 	}
-	grid := newResultGrid(st)
+	grid := newResultGrid(st, st.StoragePath)
 	if st.EndReason == "fail_fast" && st.Error != "" {
 		return grid, &TrialError{Experiment: st.Name, Message: st.Error}
 	}
@@ -151,11 +151,19 @@ func Watch(ctx context.Context, b *bus.Bus, name string, w progressWriter) (*sta
 	}
 	var endSeq, synced uint64
 	var giveUp *time.Timer
+	var shareErr error
 	err := b.Watch(wctx, events.ExperimentSubjects(name), 0, bus.Handler{Event: func(ev *events.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		st.Apply(ev)
 		if p, ok := ev.Data.(*events.SyncCompleted); ok {
+			if synced == 0 && shareErr == nil {
+				// The first sync wrote the storage marker: a local storage
+				// path must show it here, or the syncer writes elsewhere.
+				if shareErr = storage.CheckShared(st.StoragePath, name); shareErr != nil {
+					cancel()
+				}
+			}
 			synced = max(synced, p.Seq)
 		}
 		if endSeq == 0 && (st.Done() || st.Status == state.ExperimentInterrupted) {
@@ -170,6 +178,9 @@ func Watch(ctx context.Context, b *bus.Bus, name string, w progressWriter) (*sta
 	defer mu.Unlock()
 	if giveUp != nil {
 		giveUp.Stop()
+	}
+	if shareErr != nil {
+		return st, shareErr
 	}
 	if endSeq != 0 && synced < endSeq {
 		b.Log.Warn().Str("experiment", name).Dur("waited", SyncWait).Msg("the syncer did not confirm the final state; storage may lag behind")

@@ -5,12 +5,29 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
+	"os"
+	"path"
 	"path/filepath"
+	"strings"
 
 	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/blobsync"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
 )
+
+// Checkpoint is a checkpoint in storage.
+type Checkpoint struct {
+	// Name is checkpoint_NNNNNN.
+	Name string
+	// Path is its folder: a directory path or a storage URL.
+	Path string
+	// Metrics is the result reported with it.
+	Metrics map[string]any
+
+	storagePath, key string // the storage and the folder's key prefix in it
+}
 
 // Result is one trial's outcome (Ray's Result).
 type Result struct {
@@ -26,6 +43,12 @@ type Result struct {
 	Path string
 	// NumFailures counts the trial's failures against max_failures.
 	NumFailures int
+	// Checkpoint is the trial's latest checkpoint, or nil.
+	Checkpoint *Checkpoint
+	// BestCheckpoints are the kept checkpoints ranked by
+	// checkpoint_score_attribute (or by time), worst to best, at most
+	// num_to_keep of them (Ray's best_checkpoints).
+	BestCheckpoints []Checkpoint
 
 	analysis map[string]*state.MetricStats
 }
@@ -34,17 +57,22 @@ type Result struct {
 type ResultGrid struct {
 	// ExperimentPath is the experiment directory in storage.
 	ExperimentPath string
+	storagePath    string
 	results        []Result
 	metric, mode   string
 }
 
-func newResultGrid(st *state.Experiment) *ResultGrid {
-	g := &ResultGrid{}
+// newResultGrid builds the results of a folded experiment whose storage is
+// storagePath (the experiment directory is <storagePath>/<name>).
+func newResultGrid(st *state.Experiment, storagePath string) *ResultGrid {
+	g := &ResultGrid{storagePath: storagePath}
+	var cc events.CheckpointConfig
 	if st.Spec != nil {
 		g.metric, g.mode = st.Spec.TuneConfig.Metric, st.Spec.TuneConfig.Mode
+		cc = st.Spec.RunConfig.CheckpointConfig
 	}
-	if dir, err := storage.Open(st.StoragePath, st.Name); err == nil && st.StoragePath != "" {
-		g.ExperimentPath = dir.Root
+	if storagePath != "" {
+		g.ExperimentPath = storage.Join(storagePath, st.Name)
 	}
 	for _, t := range st.TrialList() {
 		r := Result{
@@ -52,10 +80,21 @@ func newResultGrid(st *state.Experiment) *ResultGrid {
 			NumFailures: t.NumFailures, analysis: t.Metrics,
 		}
 		if g.ExperimentPath != "" {
-			r.Path = filepath.Join(g.ExperimentPath, t.DirName)
+			r.Path = storage.Join(g.ExperimentPath, t.DirName)
 		}
 		if t.Status == events.StatusError {
 			r.Error = errors.New(t.LastError)
+		}
+		ck := func(c events.CheckpointRef) Checkpoint {
+			return Checkpoint{Name: c.Name, Path: storage.Join(r.Path, c.Name), Metrics: c.Metrics,
+				storagePath: storagePath, key: st.Name + "/" + t.DirName + "/" + c.Name + "/"}
+		}
+		if c := t.LatestCheckpoint(); c != nil {
+			latest := ck(*c)
+			r.Checkpoint = &latest
+		}
+		for _, c := range t.BestCheckpoints(cc) {
+			r.BestCheckpoints = append(r.BestCheckpoints, ck(c))
 		}
 		g.results = append(g.results, r)
 	}
@@ -63,35 +102,58 @@ func newResultGrid(st *state.Experiment) *ResultGrid {
 }
 
 // LoadResults reads the results of an experiment from its newest state
-// file, e.g. LoadResults(ctx, "~/tunejet_results/my_exp").
+// file in storage. path is the experiment directory: a local path
+// ("~/tunejet_results/my_exp") or a storage URL ("s3://bkt/results/my_exp").
 func LoadResults(ctx context.Context, path string) (*ResultGrid, error) {
 	p, err := storage.Resolve(path, "")
 	if err != nil {
 		return nil, err
 	}
-	local, err := storage.LocalPath(p)
+	b, err := storage.OpenBucket(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	dir := &storage.Dir{Root: local}
-	name, err := dir.NewestState()
+	defer b.Close()
+	key, err := storage.NewestStateKey(ctx, b)
 	if err != nil {
-		return nil, fmt.Errorf("no experiment snapshot file of form 'experiment_state-*.json' was found at %s; check that the path is the combination of storage_path and name of your run: %w", local, err)
+		return nil, fmt.Errorf("no experiment snapshot file of form 'experiment_state-*.json' was found at %s; check that the path is the combination of storage_path and name of your run: %w", p, err)
 	}
-	b, err := dir.Read(name)
+	data, err := storage.ReadAll(ctx, b, key)
 	if err != nil {
 		return nil, err
 	}
-	st, err := state.Load(b)
+	st, err := state.Load(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(local, name), err)
+		return nil, fmt.Errorf("%s: %w", storage.Join(p, key), err)
 	}
-	g := newResultGrid(st)
-	g.ExperimentPath = local
-	for i := range g.results {
-		g.results[i].Path = filepath.Join(local, st.Trials[g.results[i].TrialID].DirName)
+	return newResultGrid(st, parentOf(p)), nil
+}
+
+// parentOf is the storage path that holds the experiment directory p.
+func parentOf(p string) string {
+	if !storage.IsURL(p) {
+		return filepath.Dir(filepath.Clean(p))
 	}
-	return g, nil
+	u, err := url.Parse(p)
+	if err != nil {
+		return p
+	}
+	u.Path = path.Dir(strings.TrimSuffix(u.Path, "/"))
+	return u.String()
+}
+
+// Download copies a checkpoint from storage into dir (created if needed),
+// e.g. to serve the best model.
+func (c *Checkpoint) Download(ctx context.Context, dir string) error {
+	b, err := storage.OpenBucket(ctx, c.storagePath)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if err := blobsync.SyncDown(ctx, b, c.key, dir, nil); err != nil {
+		return fmt.Errorf("download %s: %w", c.Path, err)
+	}
+	return os.MkdirAll(dir, 0o755) // an empty checkpoint stores no files
 }
 
 // Len is the number of trials.

@@ -209,6 +209,8 @@ type jsonResults struct {
 		Error       string         `json:"error"`
 		Path        string         `json:"path"`
 		NumFailures int            `json:"num_failures"`
+		Checkpoint  string         `json:"checkpoint"`
+		Best        []string       `json:"best_checkpoints"`
 	} `json:"trials"`
 	Best string `json:"best_trial_id"`
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,7 +13,7 @@ import (
 )
 
 func newResultsCmd() *cobra.Command {
-	var metric, mode, scope string
+	var metric, mode, scope, downloadBest string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "results PATH",
@@ -22,6 +23,9 @@ func newResultsCmd() *cobra.Command {
 			g, err := tune.LoadResults(cmd.Context(), args[0])
 			if err != nil {
 				return err
+			}
+			if downloadBest != "" {
+				return downloadBestCheckpoint(cmd.Context(), g, metric, mode, scope, downloadBest)
 			}
 			if asJSON {
 				return printJSON(g, metric, mode, scope)
@@ -48,6 +52,7 @@ func newResultsCmd() *cobra.Command {
 	cmd.Flags().StringVar(&mode, "mode", "", "min or max (default: the experiment's)")
 	cmd.Flags().StringVar(&scope, "scope", "last", "last, all, avg, last-5-avg or last-10-avg")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().StringVar(&downloadBest, "download-best", "", "download the best trial's best checkpoint into this directory")
 	return cmd
 }
 
@@ -60,6 +65,8 @@ type jsonResult struct {
 	Error       string         `json:"error,omitempty"`
 	Path        string         `json:"path"`
 	NumFailures int            `json:"num_failures"`
+	Checkpoint  string         `json:"checkpoint,omitempty"`
+	Best        []string       `json:"best_checkpoints,omitempty"`
 }
 
 func printJSON(g *tune.ResultGrid, metric, mode, scope string) error {
@@ -72,6 +79,12 @@ func printJSON(g *tune.ResultGrid, metric, mode, scope string) error {
 		jr := jsonResult{TrialID: r.TrialID, TrialName: r.TrialName, Status: r.Status, Config: r.Config, Metrics: r.Metrics, Path: r.Path, NumFailures: r.NumFailures}
 		if r.Error != nil {
 			jr.Error = r.Error.Error()
+		}
+		if r.Checkpoint != nil {
+			jr.Checkpoint = r.Checkpoint.Path
+		}
+		for _, c := range r.BestCheckpoints {
+			jr.Best = append(jr.Best, c.Path)
 		}
 		out.Trials = append(out.Trials, jr)
 	}
@@ -89,4 +102,22 @@ func mustJSON(v any) string {
 		return fmt.Sprint(v)
 	}
 	return string(b)
+}
+
+// downloadBestCheckpoint fetches the best trial's best checkpoint (its
+// latest when no score attribute ranks them) into dir.
+func downloadBestCheckpoint(ctx context.Context, g *tune.ResultGrid, metric, mode, scope, dir string) error {
+	best, err := g.GetBestResult(metric, mode, scope)
+	if err != nil {
+		return err
+	}
+	if len(best.BestCheckpoints) == 0 {
+		return fmt.Errorf("the best trial %s has no checkpoint", best.TrialName)
+	}
+	c := best.BestCheckpoints[len(best.BestCheckpoints)-1]
+	if err := c.Download(ctx, dir); err != nil {
+		return err
+	}
+	fmt.Printf("Downloaded %s of trial %s to %s\n", c.Name, best.TrialName, dir)
+	return nil
 }

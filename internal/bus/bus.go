@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -90,11 +91,36 @@ func (b *Bus) Provision(ctx context.Context) error {
 		MaxAge:      30 * 24 * time.Hour,
 	}}
 	for _, cfg := range cfgs {
-		if _, err := b.JS.CreateOrUpdateStream(ctx, cfg); err != nil {
+		if err := b.ensureStream(ctx, cfg); err != nil {
 			return fmt.Errorf("provision stream %s: %w", cfg.Name, err)
 		}
 	}
 	return nil
+}
+
+// ensureStream creates a stream, or updates it only if its configuration
+// differs: every service provisions on start, and needless updates would
+// churn the server's store while consumers are being created.
+func (b *Bus) ensureStream(ctx context.Context, cfg jetstream.StreamConfig) error {
+	s, err := b.JS.Stream(ctx, cfg.Name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		_, err = b.JS.CreateStream(ctx, cfg)
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			return nil // another service created it first
+		}
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	have := s.CachedInfo().Config
+	if slices.Equal(have.Subjects, cfg.Subjects) && have.Retention == cfg.Retention && have.Storage == cfg.Storage &&
+		have.MaxMsgSize == cfg.MaxMsgSize && have.MaxAge == cfg.MaxAge && have.Description == cfg.Description &&
+		(cfg.Duplicates == 0 || have.Duplicates == cfg.Duplicates) {
+		return nil
+	}
+	_, err = b.JS.UpdateStream(ctx, cfg)
+	return err
 }
 
 // Stream returns the event log.

@@ -47,6 +47,9 @@ func Name(index int) string { return fmt.Sprintf("checkpoint_%06d", index) }
 
 // Store opens (creating if needed) the experiment's checkpoint bucket.
 func Store(ctx context.Context, js jetstream.JetStream, exp string) (jetstream.ObjectStore, error) {
+	if obs, err := js.ObjectStore(ctx, Bucket(exp)); err == nil {
+		return obs, nil
+	}
 	obs, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
 		Bucket:      Bucket(exp),
 		Description: "staged checkpoints of experiment " + exp,

@@ -177,6 +177,15 @@ var memBuckets = struct {
 
 // openMem returns a new handle onto the shared bucket named by the URL's
 // host. Each handle may be closed independently; the storage stays.
+// RegisterMem serves b at mem://name for the rest of the process, in place
+// of a fresh in-memory bucket: tests use it to put a counting or
+// fault-injecting bucket where a service opens its storage by URL.
+func RegisterMem(name string, b *blob.Bucket) {
+	memBuckets.Lock()
+	defer memBuckets.Unlock()
+	memBuckets.m[name] = b
+}
+
 func openMem(storagePath string, u *url.URL) (*blob.Bucket, error) {
 	for k := range u.Query() {
 		return nil, fmt.Errorf("%w %q: invalid query parameter %q (mem:// takes none)", ErrInvalidURL, storagePath, k)

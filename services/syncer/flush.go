@@ -17,16 +17,16 @@ import (
 // retention dropped (no durable snapshot refers to them any more), acks
 // the log up to the snapshot and announces it. A sync that fails even
 // after its retries is announced and tried again on the next period.
-func (w *writer) syncUp(ctx context.Context) {
+func (w *writer) syncUp(ctx context.Context) error {
 	if w.st.Session == "" {
-		return
+		return nil
 	}
 	start := time.Now()
 	name := storage.StateFileName(w.st.Session)
 	snap, err := w.st.Snapshot()
 	if err != nil {
 		w.log.Error().Err(err).Msg("snapshot")
-		return
+		return err
 	}
 	uploads := w.uploads()
 	var bytes int64
@@ -47,7 +47,7 @@ func (w *writer) syncUp(ctx context.Context) {
 	})
 	if err != nil {
 		w.announceFailure(ctx, "sync up experiment "+w.exp, err, w.sync.Config().MaxRetries+1)
-		return
+		return err
 	}
 	seq := w.st.LastSeq
 	w.params, w.changed, w.dirty = map[string]bool{}, map[string]bool{}, false
@@ -59,6 +59,7 @@ func (w *writer) syncUp(ctx context.Context) {
 	}
 	w.announce(ctx, &events.SyncCompleted{Seq: seq, Snapshot: name, Files: len(uploads) + 1, Bytes: bytes, DurationS: time.Since(start).Seconds()})
 	w.forgetFinished()
+	return nil
 }
 
 // uploads lists what this sync writes besides the snapshot, by key; the

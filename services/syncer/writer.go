@@ -81,7 +81,7 @@ func (w *writer) run(ctx context.Context) error {
 			}
 		case <-tick.C:
 			if w.dirty {
-				w.syncUp(ctx)
+				_ = w.syncUp(ctx)
 			}
 		case err := <-errs:
 			return err
@@ -261,7 +261,7 @@ func (w *writer) effects(ctx context.Context, ev *events.Event, before *state.Tr
 	case *events.TrialArtifacts:
 		w.submitArtifacts(ctx, w.st.Trials[p.TrialID], p)
 	case *events.ExperimentInterrupted:
-		w.syncUp(ctx)
+		_ = w.syncUp(ctx)
 	}
 	if t := w.st.Trials[ev.Trial()]; t != nil && before != nil && t.NumFailures > before.NumFailures {
 		return w.appendFailure(ctx, t, ev.Time)
@@ -278,8 +278,17 @@ func (w *writer) final(ctx context.Context, msgs <-chan jetstream.Msg) {
 		w.log.Error().Err(err).Msg("persisting checkpoints and artifacts")
 	}
 	w.catchUp(ctx, msgs)
-	w.syncUp(context.WithoutCancel(ctx))
-	if w.st.Done() {
+	// At the end of the experiment the final sync is retried until storage
+	// takes it; on shutdown it is tried once (the next syncer resumes).
+	for w.syncUp(context.WithoutCancel(ctx)) != nil && ctx.Err() == nil {
+		t := time.NewTimer(w.sync.Config().SyncPeriod)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
+	if w.st.Done() && !w.dirty {
 		_ = os.RemoveAll(w.stage)
 	}
 }
