@@ -58,6 +58,7 @@ func fixtures() []*events.Event {
 		{Writer: events.WriterRestorer, Source: restorer, Data: &events.ExperimentRestored{
 			Resume: events.ResumeConfig{Finished: "skip", Unfinished: "resume", Errored: "restart"},
 			Source: "snapshot", Snapshot: "experiment_state-2026-11-29_12-00-00.json",
+			Object: "restored/run-2", Digest: fxDigest,
 		}},
 		{Writer: events.WriterController, Source: controller, Data: &events.TrialCreated{
 			TrialID: fxTrial, Index: 1, TrialName: "train_mnist_" + fxTrial,
@@ -178,6 +179,7 @@ func variants() []*events.Event {
 		}},
 		{Writer: events.WriterRestorer, Source: "tunejet/restorer/rst-1", Data: &events.ExperimentRestored{
 			Resume: events.ResumeConfig{Finished: "resume", Unfinished: "skip", Errored: "skip"}, Source: "log",
+			Object: "restored/run-3", Digest: fxDigest,
 		}},
 		{Writer: events.WriterController, Source: controller, Data: &events.TrialScheduled{
 			TrialID: fxTrial, TrialName: "objective_" + fxTrial, DirName: "objective_" + fxTrial, Config: map[string]any{},

@@ -89,13 +89,20 @@ type ResumeConfig struct {
 	Errored    string `json:"errored"`    // "resume", "restart" or "skip"
 }
 
-// ExperimentRestored records a restore and where the state came from.
+// ExperimentRestored records a restore. The restored state — the fold with
+// the resume rules applied — is staged in the experiment's Object Store as
+// Object; every reader of the log loads it when it meets this event and
+// folds the events after it.
 type ExperimentRestored struct {
 	Resume ResumeConfig `json:"resume"`
 	// Source is "log" or "snapshot".
 	Source string `json:"source"`
 	// Snapshot is the state file restored from, when Source is "snapshot".
 	Snapshot string `json:"snapshot,omitempty"`
+	// Object and Digest locate the restored state (the snapshot format)
+	// in the experiment's Object Store bucket.
+	Object string `json:"object"`
+	Digest string `json:"digest"`
 }
 
 // TrialCreated adds a trial to the experiment.
@@ -404,7 +411,16 @@ func (p *ExperimentRestored) Validate() error {
 			return err
 		}
 	}
-	return checkOneOf("source", p.Source, "log", "snapshot")
+	if err := checkOneOf("source", p.Source, "log", "snapshot"); err != nil {
+		return err
+	}
+	if err := checkNonEmpty("object", p.Object); err != nil {
+		return err
+	}
+	if !digestRE.MatchString(p.Digest) {
+		return fieldErr("digest", "want sha256:<64 hex digits>, got %q", p.Digest)
+	}
+	return nil
 }
 
 func (p *TrialCreated) Validate() error {

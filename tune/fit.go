@@ -10,6 +10,7 @@ import (
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/internal/restore"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
 )
@@ -34,6 +35,9 @@ func (e *TrialError) Error() string {
 // Fit runs the experiment to its end and returns its results. A trial that
 // fails does not make Fit fail; its error is in the results.
 func (t *Tuner) Fit(ctx context.Context) (*ResultGrid, error) {
+	if t.restore != nil && t.restore.path != "" {
+		return t.fitRestored(ctx)
+	}
 	s, err := t.Spec()
 	if err != nil {
 		return nil, err
@@ -52,7 +56,13 @@ func (t *Tuner) Fit(ctx context.Context) (*ResultGrid, error) {
 	if err != nil {
 		return nil, err
 	}
+	return t.finish(st)
+}
+
+// finish turns the final state into results and Fit's error.
+func (t *Tuner) finish(st *state.Experiment) (*ResultGrid, error) {
 	grid := newResultGrid(st, st.StoragePath)
+	t.results = grid
 	if st.EndReason == "fail_fast" && st.Error != "" {
 		return grid, &TrialError{Experiment: st.Name, Message: st.Error}
 	}
@@ -72,7 +82,7 @@ func checkFresh(s Spec) error {
 		return err
 	}
 	if name, err := dir.NewestState(); err == nil {
-		return fmt.Errorf("%w: %s has state (%s); choose another name, or delete the directory to start over", ErrExists, dir.Root, name)
+		return fmt.Errorf("%w: %s has state (%s): resume it with `tunejet run --resume auto FILE` or `tunejet restore %s` (tune.Restore in Go), or choose another name", ErrExists, dir.Root, name, dir.Root)
 	}
 	return nil
 }
@@ -119,7 +129,7 @@ func submitAndWatch(ctx context.Context, b *bus.Bus, s Spec, w progressWriter) (
 	if last, err := b.LastSeq(ctx, events.TypeSubjects(s.Name, events.WriterClient, events.TypeExperimentSubmitted)); err != nil {
 		return nil, err
 	} else if last != 0 {
-		return nil, fmt.Errorf("%w: the event log already holds an experiment named %q; choose another name", ErrExists, s.Name)
+		return nil, fmt.Errorf("%w: the event log already holds an experiment named %q: resume it with `tunejet run --resume auto FILE` or `tunejet restore %s`, or choose another name", ErrExists, s.Name, storage.Join(s.RunConfig.StoragePath, s.Name))
 	}
 	ev := b.Event(s.Name, events.WriterClient, &events.ExperimentSubmitted{Spec: s})
 	ev.ID = s.Name + ".submitted"
@@ -139,6 +149,12 @@ var SyncWait = 30 * time.Second
 // and the syncer has written the final state, drawing the status table on
 // w (if not nil) as it goes.
 func Watch(ctx context.Context, b *bus.Bus, name string, w progressWriter) (*state.Experiment, error) {
+	return watchFrom(ctx, b, name, 0, w)
+}
+
+// watchFrom is Watch starting at a log sequence: a restored run is watched
+// from its experiment.restored event, which carries the state it starts from.
+func watchFrom(ctx context.Context, b *bus.Bus, name string, from uint64, w progressWriter) (*state.Experiment, error) {
 	var mu sync.Mutex
 	st := state.New(name)
 	wctx, cancel := context.WithCancel(ctx)
@@ -152,10 +168,17 @@ func Watch(ctx context.Context, b *bus.Bus, name string, w progressWriter) (*sta
 	var endSeq, synced uint64
 	var giveUp *time.Timer
 	var shareErr error
-	err := b.Watch(wctx, events.ExperimentSubjects(name), 0, bus.Handler{Event: func(ev *events.Event) {
+	var foldErr error
+	err := b.Watch(wctx, events.ExperimentSubjects(name), from, bus.Handler{Event: func(ev *events.Event) {
 		mu.Lock()
 		defer mu.Unlock()
-		st.Apply(ev)
+		next, _, ferr := restore.Fold(wctx, b.JS, st, ev)
+		if ferr != nil {
+			foldErr = ferr
+			cancel()
+			return
+		}
+		st = next
 		if p, ok := ev.Data.(*events.SyncCompleted); ok {
 			if synced == 0 && shareErr == nil {
 				// The first sync wrote the storage marker: a local storage
@@ -181,6 +204,9 @@ func Watch(ctx context.Context, b *bus.Bus, name string, w progressWriter) (*sta
 	}
 	if shareErr != nil {
 		return st, shareErr
+	}
+	if foldErr != nil {
+		return st, foldErr
 	}
 	if endSeq != 0 && synced < endSeq {
 		b.Log.Warn().Str("experiment", name).Dur("waited", SyncWait).Msg("the syncer did not confirm the final state; storage may lag behind")

@@ -11,6 +11,7 @@ import (
 	"github.com/tunejet/tunejet/internal/bus/bustest"
 	"github.com/tunejet/tunejet/internal/session"
 	"github.com/tunejet/tunejet/services/controller"
+	"github.com/tunejet/tunejet/services/restorer"
 	"github.com/tunejet/tunejet/services/runner"
 	"github.com/tunejet/tunejet/services/syncer"
 	"github.com/tunejet/tunejet/tune"
@@ -45,6 +46,7 @@ func startDeployment(t *testing.T, slots int, fns map[string]tune.Trainable) *de
 	run(controller.New(srv.Bus("controller"), controller.Config{}).Run)
 	run(runner.New(srv.Bus("runner"), runner.Config{Slots: slots, Trainables: reg, WorkDir: t.TempDir()}).Run)
 	run(syncer.New(srv.Bus("syncer"), syncer.Config{}).Run)
+	run(restorer.New(srv.Bus("restorer"), restorer.Config{}).Run)
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	return d
 }

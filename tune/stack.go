@@ -12,6 +12,7 @@ import (
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/session"
 	"github.com/tunejet/tunejet/services/controller"
+	"github.com/tunejet/tunejet/services/restorer"
 	"github.com/tunejet/tunejet/services/runner"
 	"github.com/tunejet/tunejet/services/syncer"
 )
@@ -72,6 +73,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	s.start(frontCtx, &s.front, "controller", controller.New(s.service("controller"), controller.Config{InterruptOnShutdown: true}).Run)
 	s.start(frontCtx, &s.front, "runner", runner.New(s.service("runner"), runner.Config{Slots: cfg.Slots, Trainables: fns}).Run)
 	s.start(syncCtx, &s.back, "syncer", syncer.New(s.service("syncer"), syncer.Config{}).Run)
+	s.start(frontCtx, &s.front, "restorer", restorer.New(s.service("restorer"), restorer.Config{}).Run)
 	return s, nil
 }
 

@@ -36,6 +36,8 @@ type Tuner struct {
 	slots    int
 	log      zerolog.Logger
 	progress io.Writer
+	restore  *restoreOptions // set by Restore and the resume options
+	results  *ResultGrid     // of the last Fit
 }
 
 // Option configures a Tuner.
@@ -55,6 +57,7 @@ func NewTuner(trainable any, opts ...Option) (*Tuner, error) {
 		t.spec.Trainable.Command = append([]string(nil), tr...)
 	case string:
 		t.spec.Trainable.Name = tr
+	case nil:
 	default:
 		return nil, fmt.Errorf("%w: trainable must be a tune.Trainable, a tune.Command or a registered name, got %T", ErrInvalidConfig, trainable)
 	}

@@ -128,6 +128,9 @@ type WorkConfig struct {
 	MaxFailures int
 	// AckWait is the heartbeat timeout.
 	AckWait float64
+	// StartSeq, when not 0, skips work scheduled before it (work from
+	// before a restore is stale).
+	StartSeq uint64
 }
 
 // EnsureWorkConsumer creates or updates the durable pull consumer that
@@ -145,6 +148,18 @@ func (b *Bus) EnsureWorkConsumer(ctx context.Context, exp string, wc WorkConfig)
 		AckWait:       seconds(wc.AckWait),
 		MaxDeliver:    maxDeliver,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
+	}
+	if wc.StartSeq > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, wc.StartSeq
+	}
+	if c, err := b.JS.Consumer(ctx, StreamName, cfg.Durable); err == nil {
+		have := c.CachedInfo().Config
+		if have.DeliverPolicy != cfg.DeliverPolicy || have.OptStartSeq != cfg.OptStartSeq {
+			// A restored run starts after the restore: the old work goes.
+			if err := b.JS.DeleteConsumer(ctx, StreamName, cfg.Durable); err != nil {
+				return nil, fmt.Errorf("work consumer for %s: %w", exp, err)
+			}
+		}
 	}
 	c, err := b.JS.CreateOrUpdateConsumer(ctx, StreamName, cfg)
 	if err != nil {

@@ -17,7 +17,7 @@ func (e *Experiment) Apply(ev *events.Event) bool {
 		return false
 	}
 	if ev.Seq > e.LastSeq {
-		e.LastSeq = ev.Seq
+		e.LastSeq, e.LastEventID = ev.Seq, ev.ID
 	}
 	switch p := ev.Data.(type) {
 	case *events.ExperimentSubmitted:
@@ -73,7 +73,7 @@ func (e *Experiment) submitted(p *events.ExperimentSubmitted) bool {
 }
 
 func (e *Experiment) started(ev *events.Event, p *events.ExperimentStarted) bool {
-	if p.Run <= e.Run || e.Status == ExperimentCompleted {
+	if p.Run <= e.Run || e.Status != ExperimentPending {
 		return false
 	}
 	e.Run, e.Session, e.Seed = p.Run, p.Session, p.Seed

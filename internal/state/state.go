@@ -42,8 +42,14 @@ type Experiment struct {
 	// NextIndex is the search index of the next trial to create.
 	NextIndex int `json:"next_index"`
 
-	// LastSeq is the stream sequence of the last event folded.
-	LastSeq uint64 `json:"last_seq"`
+	// LastSeq is the stream sequence of the last event folded, and
+	// LastEventID its id: together they tell whether a snapshot belongs to
+	// the log at hand.
+	LastSeq     uint64 `json:"last_seq"`
+	LastEventID string `json:"last_event_id,omitempty"`
+	// RestoredSeq is the sequence of the experiment.restored event this
+	// state was loaded from; work scheduled before it is stale.
+	RestoredSeq uint64 `json:"restored_seq,omitempty"`
 }
 
 // Trial is the folded state of one trial.
@@ -67,8 +73,11 @@ type Trial struct {
 	PID          int    `json:"pid,omitempty"`
 	RestoredFrom string `json:"restored_from,omitempty"`
 
-	// NumFailures counts failures against max_failures over the trial's life.
-	NumFailures int    `json:"num_failures"`
+	// NumFailures counts failures against max_failures over the trial's
+	// life; FailuresAtRestore is how many of them came before the last
+	// restore (a resumed trial gets a fresh budget, its total kept).
+	NumFailures       int    `json:"num_failures"`
+	FailuresAtRestore int    `json:"failures_at_restore,omitempty"`
 	LastError   string `json:"last_error,omitempty"`
 
 	LastResult     map[string]any `json:"last_result,omitempty"`
@@ -157,11 +166,14 @@ func (e *Experiment) InFlight() int {
 	return n
 }
 
-// NeedsSchedule reports whether a trial waits to be scheduled again (its
-// runner handed it back).
+// NeedsSchedule reports whether a trial waits for a work message: its
+// runner handed it back, or a restore resumed it.
 func (t *Trial) NeedsSchedule() bool {
-	return !t.Finished() && !t.Scheduled && t.Attempt > 0
+	return !t.Finished() && !t.Scheduled
 }
+
+// RunFailures counts the failures since the last restore.
+func (t *Trial) RunFailures() int { return t.NumFailures - t.FailuresAtRestore }
 
 // Unfinished counts trials that have not ended.
 func (e *Experiment) Unfinished() int {

@@ -65,8 +65,11 @@ func (s *Service) Run(ctx context.Context) error {
 	if err := s.bus.Provision(ctx); err != nil {
 		return err
 	}
-	filter := events.TypeSubjects("*", events.WriterClient, events.TypeExperimentSubmitted)
-	err := s.bus.Watch(ctx, filter, 0, bus.Handler{
+	filters := []string{
+		events.TypeSubjects("*", events.WriterClient, events.TypeExperimentSubmitted),
+		events.TypeSubjects("*", events.WriterRestorer, events.TypeExperimentRestored),
+	}
+	err := s.bus.WatchSubjects(ctx, filters, 0, bus.Handler{
 		Event:   func(ev *events.Event) { s.follow(ctx, ev.Experiment) },
 		Invalid: s.deadLetter(ctx),
 	})
@@ -102,6 +105,9 @@ func (s *Service) follow(ctx context.Context, exp string) {
 		if err := r.run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 			s.log.Error().Err(err).Str("experiment", exp).Msg("experiment loop ended")
 		}
+		s.mu.Lock()
+		delete(s.exps, exp) // a restore brings it back
+		s.mu.Unlock()
 	}()
 }
 

@@ -58,17 +58,21 @@ func actionID(st *state.Experiment, parts ...any) string {
 }
 
 func startAction(st *state.Experiment, in Inputs) Action {
-	seed := in.NewSeed
+	// A restored experiment keeps its seed and trial ids.
+	seed, prefix := in.NewSeed, in.NewPrefix
 	if st.Spec.TuneConfig.Seed != nil {
 		seed = *st.Spec.TuneConfig.Seed
+	}
+	if st.Run > 0 {
+		seed, prefix = st.Seed, st.TrialIDPrefix
 	}
 	storage := st.Spec.RunConfig.StoragePath
 	if storage == "" {
 		storage = in.StoragePath
 	}
 	return Action{ID: fmt.Sprint(st.Name, ".run", st.Run+1, ".started"), Payload: &events.ExperimentStarted{
-		Run: st.Run + 1, Session: in.Now.UTC().Format(sessionFormat), Seed: seed,
-		TrialIDPrefix: in.NewPrefix, NumTrials: in.Space.NumTrials(st.Spec.TuneConfig.NumSamples),
+		Run: st.Run + 1, Session: nextSession(st.Session, in.Now), Seed: seed,
+		TrialIDPrefix: prefix, NumTrials: in.Space.NumTrials(st.Spec.TuneConfig.NumSamples),
 		StoragePath: storage,
 	}}
 }
@@ -142,7 +146,7 @@ func rescheduleActions(st *state.Experiment, inFlight, limit int) ([]Action, int
 		if !t.NeedsSchedule() {
 			continue
 		}
-		if maxFailures >= 0 && t.NumFailures > maxFailures {
+		if maxFailures >= 0 && t.RunFailures() > maxFailures {
 			acts = append(acts, Action{ID: actionID(st, ".", t.ID, ".exhausted"), Payload: &events.TrialCompleted{
 				TrialID: t.ID, Status: events.StatusError, Reason: "max_failures"}})
 			continue
@@ -201,3 +205,14 @@ func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Se
 
 // sessionFormat is Ray's timestamp format, used in experiment_state-<session>.json.
 const sessionFormat = "2006-01-02_15-04-05"
+
+// nextSession is now's timestamp, or one second after the previous run's
+// when that is not earlier: each run writes its own state file, and the
+// newest by name is the newest run.
+func nextSession(previous string, now time.Time) string {
+	t := now.UTC().Truncate(time.Second)
+	if p, err := time.Parse(sessionFormat, previous); err == nil && !t.After(p) {
+		t = p.Add(time.Second)
+	}
+	return t.Format(sessionFormat)
+}

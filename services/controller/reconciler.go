@@ -11,6 +11,7 @@ import (
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/internal/restore"
 	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
@@ -72,8 +73,8 @@ func (r *reconciler) run(ctx context.Context) error {
 	for {
 		select {
 		case ev := <-r.evs:
-			r.apply(ev)
-			r.drain()
+			r.apply(ctx, ev)
+			r.drain(ctx)
 		case seq := <-r.exhausted:
 			r.dead = append(r.dead, seq)
 		case <-tick.C:
@@ -86,21 +87,22 @@ func (r *reconciler) run(ctx context.Context) error {
 		if r.caughtUp && r.st.LastSeq >= r.waitSeq {
 			r.reconcile(ctx)
 		}
-		if r.st.Done() {
+		if r.caughtUp && r.st.Done() && len(r.evs) == 0 {
 			r.log.Info().Str("reason", r.st.EndReason).Msg("experiment completed")
 			return nil
 		}
 	}
 }
 
-// completedBefore skips replaying experiments that have already completed.
+// completedBefore skips replaying experiments that have completed and have
+// not been restored since.
 func (r *reconciler) completedBefore(ctx context.Context) bool {
-	s, err := r.s.bus.Stream(ctx)
-	if err != nil {
+	done, err := r.s.bus.LastSeq(ctx, events.TypeSubjects(r.exp, events.WriterController, events.TypeExperimentCompleted))
+	if err != nil || done == 0 {
 		return false
 	}
-	_, err = s.GetLastMsgForSubject(ctx, events.TypeSubjects(r.exp, events.WriterController, events.TypeExperimentCompleted))
-	return err == nil
+	restored, err := r.s.bus.LastSeq(ctx, events.TypeSubjects(r.exp, events.WriterRestorer, events.TypeExperimentRestored))
+	return err == nil && restored < done
 }
 
 func (r *reconciler) push(ctx context.Context, ev *events.Event) {
@@ -110,20 +112,28 @@ func (r *reconciler) push(ctx context.Context, ev *events.Event) {
 	}
 }
 
-func (r *reconciler) apply(ev *events.Event) {
+func (r *reconciler) apply(ctx context.Context, ev *events.Event) {
 	if ev == nil {
 		r.caughtUp = true
 		return
 	}
-	r.st.Apply(ev)
+	st, _, err := restore.Fold(ctx, r.s.bus.JS, r.st, ev)
+	if err != nil {
+		r.log.Error().Err(err).Msg("cannot load the restored state; the experiment waits")
+		return
+	}
+	if st.RestoredSeq != r.st.RestoredSeq {
+		r.workOK, r.space = false, nil // a restored run: new work consumer, maybe a new param space
+	}
+	r.st = st
 }
 
 // drain folds every event already waiting, so one reconcile covers a burst.
-func (r *reconciler) drain() {
+func (r *reconciler) drain(ctx context.Context) {
 	for {
 		select {
 		case ev := <-r.evs:
-			r.apply(ev)
+			r.apply(ctx, ev)
 		default:
 			return
 		}
@@ -224,7 +234,11 @@ func (r *reconciler) ensureWork(ctx context.Context) bool {
 		return true
 	}
 	fc := r.st.Spec.RunConfig.FailureConfig
-	_, err := r.s.bus.EnsureWorkConsumer(ctx, r.exp, bus.WorkConfig{MaxFailures: fc.MaxFailures, AckWait: heartbeat(fc)})
+	wc := bus.WorkConfig{MaxFailures: fc.MaxFailures, AckWait: heartbeat(fc)}
+	if r.st.RestoredSeq > 0 {
+		wc.StartSeq = r.st.RestoredSeq + 1
+	}
+	_, err := r.s.bus.EnsureWorkConsumer(ctx, r.exp, wc)
 	if err != nil {
 		r.log.Error().Err(err).Msg("cannot create the work consumer; will retry")
 		return false

@@ -50,10 +50,16 @@ func (a *attempt) latestCheckpoint(ctx context.Context) (*events.CheckpointRef, 
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return nil, fmt.Errorf("read checkpoints of %s: %w", id, err)
 	}
-	if t := st.Trials[id]; t != nil && t.LatestCheckpoint() != nil {
-		return t.LatestCheckpoint(), nil
+	folded := (*events.CheckpointRef)(nil)
+	if t := st.Trials[id]; t != nil {
+		folded = t.LatestCheckpoint()
 	}
-	return a.work.Checkpoint, nil
+	// The work's own reference wins when it is as new: after a restore it
+	// may point at a copy the restorer staged again.
+	if w := a.work.Checkpoint; w != nil && (folded == nil || w.Index >= folded.Index) {
+		return w, nil
+	}
+	return folded, nil
 }
 
 // restore fetches the trial's latest checkpoint into a local directory, so

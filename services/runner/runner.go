@@ -66,6 +66,7 @@ type Service struct {
 
 	mu     sync.Mutex
 	pulls  map[string]context.CancelFunc    // experiment → its pull loop
+	runs   map[string]int                   // experiment → the run being pulled
 	stores map[string]jetstream.ObjectStore // experiment → its checkpoint bucket
 	active map[string]bus.RunnerTrial       // running attempts, for the registry
 	wg     sync.WaitGroup
@@ -78,7 +79,7 @@ func New(b *bus.Bus, cfg Config) *Service {
 	return &Service{
 		bus: b, cfg: cfg, hostname: host, slots: make(chan struct{}, cfg.Slots),
 		log:   b.Log.With().Str("service", "runner").Str("runner", cfg.Name).Logger(),
-		pulls: map[string]context.CancelFunc{}, stores: map[string]jetstream.ObjectStore{},
+		pulls: map[string]context.CancelFunc{}, runs: map[string]int{}, stores: map[string]jetstream.ObjectStore{},
 		active: map[string]bus.RunnerTrial{},
 	}
 }
@@ -107,13 +108,16 @@ func (s *Service) onExperiment(ctx context.Context, ev *events.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	exp := ev.Experiment
-	switch ev.Data.(type) {
+	switch p := ev.Data.(type) {
 	case *events.ExperimentStarted:
-		if _, ok := s.pulls[exp]; ok {
+		if _, ok := s.pulls[exp]; ok && s.runs[exp] >= p.Run {
 			return
 		}
+		if cancel, ok := s.pulls[exp]; ok { // a restored run has a new work consumer
+			cancel()
+		}
 		pctx, cancel := context.WithCancel(ctx)
-		s.pulls[exp] = cancel
+		s.pulls[exp], s.runs[exp] = cancel, p.Run
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()

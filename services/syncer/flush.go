@@ -95,7 +95,10 @@ func (w *writer) deleteDropped(ctx context.Context) {
 				continue // persisted later, deleted by a later sync
 			}
 			err := w.sync.Run(ctx, "delete "+c.Name, func(ctx context.Context) error {
-				return blobsync.Delete(ctx, w.bucket, t.DirName+"/"+c.Name+"/")
+				if err := blobsync.Delete(ctx, w.bucket, t.DirName+"/"+c.Name+"/"); err != nil {
+					return err
+				}
+				return w.removeLocalDir(t.DirName + "/" + c.Name)
 			})
 			if err != nil {
 				w.log.Error().Err(err).Str("trial", t.ID).Str("checkpoint", c.Name).Msg("delete a dropped checkpoint; will retry")
@@ -104,6 +107,21 @@ func (w *writer) deleteDropped(ctx context.Context) {
 			w.announceOnce(ctx, t.ID+"."+c.Name+".deleted", &events.CheckpointDeleted{TrialID: t.ID, Name: c.Name, Reason: "num_to_keep"})
 		}
 	}
+}
+
+// removeLocalDir removes a folder a delete left empty on a filesystem
+// storage path (buckets have no folders).
+func (w *writer) removeLocalDir(rel string) error {
+	root, err := storage.LocalPath(w.storagePath)
+	if err != nil || storage.IsURL(root) {
+		return nil
+	}
+	dir := (&storage.Dir{Root: filepath.Join(root, w.exp)})
+	p, err := dir.Path(rel)
+	if err != nil {
+		return err
+	}
+	return os.RemoveAll(p)
 }
 
 // forgetFinished drops the staging of trials that have ended and are synced.

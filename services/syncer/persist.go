@@ -26,10 +26,20 @@ func (w *writer) submitCheckpoint(ctx context.Context, t *state.Trial, c events.
 	if object == "" {
 		object = ckpt.ObjectName(t.ID, c.Name)
 	}
-	older := w.staged[t.ID]
+	var older []string
+	for _, o := range w.staged[t.ID] {
+		if o != object {
+			older = append(older, o)
+		}
+	}
 	w.staged[t.ID] = []string{object}
 	trial, dir, path := t.ID, t.DirName, w.checkpointPath(t, c.Name)
-	w.ops.Submit("checkpoint/"+trial+"/"+c.Name, func(ctx context.Context) error {
+	key := "checkpoint/" + trial + "/" + c.Name
+	if !w.claim(key) {
+		return // queued or running already
+	}
+	w.ops.Submit(key, func(ctx context.Context) error {
+		defer w.release(key)
 		err := w.sync.Run(ctx, "persist "+trial+"/"+c.Name, func(ctx context.Context) error {
 			return w.copyArchive(ctx, object, c.Digest, dir+"/"+c.Name+"/")
 		})
@@ -43,10 +53,20 @@ func (w *writer) submitCheckpoint(ctx context.Context, t *state.Trial, c events.
 	})
 }
 
-// submitArtifacts queues the copy of staged artifacts into the trial dir.
+// submitArtifacts queues the copy of staged artifacts into the trial dir;
+// until it succeeds the archive stays in w.artifacts and each sync
+// submits it again.
 func (w *writer) submitArtifacts(ctx context.Context, t *state.Trial, p *events.TrialArtifacts) {
 	dir := t.DirName
-	w.ops.Submit("artifacts/"+p.Object, func(ctx context.Context) error {
+	w.mu.Lock()
+	w.artifacts[p.Object] = artifactJob{trial: t, p: p}
+	w.mu.Unlock()
+	key := "artifacts/" + p.Object
+	if !w.claim(key) {
+		return
+	}
+	w.ops.Submit(key, func(ctx context.Context) error {
+		defer w.release(key)
 		err := w.sync.Run(ctx, "sync artifacts of "+p.TrialID, func(ctx context.Context) error {
 			return w.copyArchive(ctx, p.Object, p.Digest, dir+"/")
 		})
@@ -54,9 +74,55 @@ func (w *writer) submitArtifacts(ctx context.Context, t *state.Trial, p *events.
 			w.announceFailure(ctx, "sync artifacts of "+p.TrialID, err, w.sync.Config().MaxRetries+1)
 			return err
 		}
+		w.mu.Lock()
+		delete(w.artifacts, p.Object)
+		w.mu.Unlock()
 		w.removeStaged(ctx, []string{p.Object})
 		return nil
 	})
+}
+
+// artifactJob is a staged artifact archive not yet in storage.
+type artifactJob struct {
+	trial *state.Trial
+	p     *events.TrialArtifacts
+}
+
+// resubmit queues again what earlier attempts failed to persist: kept
+// checkpoints the fold does not know as persisted, and artifact archives
+// not copied yet.
+func (w *writer) resubmit(ctx context.Context) {
+	for _, t := range w.st.TrialList() {
+		for _, c := range t.Checkpoints {
+			if !t.Persisted[c.Name] {
+				w.submitCheckpoint(ctx, t, c)
+			}
+		}
+	}
+	w.mu.Lock()
+	jobs := make([]artifactJob, 0, len(w.artifacts))
+	for _, j := range w.artifacts {
+		jobs = append(jobs, j)
+	}
+	w.mu.Unlock()
+	for _, j := range jobs {
+		w.submitArtifacts(ctx, j.trial, j.p)
+	}
+}
+
+// complete reports whether storage holds every kept checkpoint and every
+// staged artifact archive.
+func (w *writer) complete() bool {
+	for _, t := range w.st.TrialList() {
+		for _, c := range t.Checkpoints {
+			if !t.Persisted[c.Name] {
+				return false
+			}
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.artifacts) == 0
 }
 
 // copyArchive streams a staged archive into storage under prefix,
@@ -108,4 +174,21 @@ func (w *writer) removeStaged(ctx context.Context, objects []string) {
 // checkpointPath is where a checkpoint lives in storage, as users see it.
 func (w *writer) checkpointPath(t *state.Trial, name string) string {
 	return storage.Join(w.st.StoragePath, w.exp, t.DirName, name)
+}
+
+// claim marks a persistence job as queued; false if it already is.
+func (w *writer) claim(key string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.inflight[key] {
+		return false
+	}
+	w.inflight[key] = true
+	return true
+}
+
+func (w *writer) release(key string) {
+	w.mu.Lock()
+	delete(w.inflight, key)
+	w.mu.Unlock()
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -16,6 +17,7 @@ import (
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/blobsync"
 	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/internal/restore"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
 )
@@ -42,12 +44,17 @@ type writer struct {
 	dirty   bool                   // the state changed since the last snapshot
 	lastMsg jetstream.Msg          // the last message folded, acked by a sync
 	staged  map[string][]string    // staged checkpoint objects by trial, oldest first
+
+	mu        sync.Mutex             // guards artifacts, shared with the ops queue
+	artifacts map[string]artifactJob // staged artifacts not yet in storage
+	inflight  map[string]bool        // persistence jobs queued or running
 }
 
 func newWriter(s *Service, exp string) *writer {
 	return &writer{
 		s: s, exp: exp, st: state.New(exp), stage: filepath.Join(s.cfg.WorkDir, exp),
 		files: map[string]*trialFiles{}, params: map[string]bool{}, changed: map[string]bool{}, staged: map[string][]string{},
+		artifacts: map[string]artifactJob{}, inflight: map[string]bool{},
 		log: s.log.With().Str("experiment", exp).Logger(),
 	}
 }
@@ -75,11 +82,12 @@ func (w *writer) run(ctx context.Context) error {
 		select {
 		case m := <-msgs:
 			w.handle(ctx, m)
-			if w.st.Done() {
+			if w.st.Done() && caughtUp(m) {
 				w.final(ctx, msgs)
 				return nil
 			}
 		case <-tick.C:
+			w.resubmit(ctx)
 			if w.dirty {
 				_ = w.syncUp(ctx)
 			}
@@ -125,23 +133,27 @@ func (w *writer) open(ctx context.Context) error {
 // readStart reads the experiment's spec and its storage (from its latest
 // start) from the log.
 func (w *writer) readStart(ctx context.Context) error {
-	var spec *events.ExperimentSpec
-	filters := events.Prefix + "." + w.exp + ".*.experiment.*"
-	err := w.s.bus.Replay(ctx, filters, func(ev *events.Event) {
-		switch p := ev.Data.(type) {
-		case *events.ExperimentSubmitted:
-			spec = &p.Spec
-		case *events.ExperimentStarted:
+	st := state.New(w.exp)
+	var ferr error
+	filter := events.Prefix + "." + w.exp + ".*.experiment.*"
+	err := w.s.bus.Replay(ctx, filter, func(ev *events.Event) {
+		if p, ok := ev.Data.(*events.ExperimentStarted); ok {
 			w.storagePath = p.StoragePath
 		}
+		if ferr == nil {
+			st, _, ferr = restore.Fold(ctx, w.s.bus.JS, st, ev)
+		}
 	})
+	if err == nil {
+		err = ferr
+	}
 	if err != nil {
 		return err
 	}
-	if spec == nil || w.storagePath == "" {
+	if st.Spec == nil || w.storagePath == "" {
 		return fmt.Errorf("syncer: experiment %q has not started", w.exp)
 	}
-	w.spec = *spec
+	w.spec = *st.Spec
 	return nil
 }
 
@@ -167,13 +179,24 @@ func (w *writer) loadSnapshot(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if st.LastSeq > last {
-		w.log.Warn().Str("snapshot", key).Uint64("snapshot_seq", st.LastSeq).Uint64("log_seq", last).Msg("the snapshot is ahead of the log; syncing from the start of the log")
+	if !w.fromThisLog(ctx, st, last) {
+		w.log.Warn().Str("snapshot", key).Uint64("snapshot_seq", st.LastSeq).Uint64("log_seq", last).Msg("the snapshot is not of this log; syncing from the start of the log")
 		return nil
 	}
 	w.st = st
 	w.log.Info().Str("snapshot", key).Uint64("seq", st.LastSeq).Msg("resuming from the stored snapshot")
 	return nil
+}
+
+// fromThisLog reports whether a snapshot reflects this log: the event at
+// its sequence is the one it folded last (a new log after a lost one
+// reuses sequences).
+func (w *writer) fromThisLog(ctx context.Context, st *state.Experiment, last uint64) bool {
+	if st.LastSeq == 0 || st.LastSeq > last {
+		return false
+	}
+	m, err := w.s.bus.RawEvent(ctx, st.LastSeq)
+	return err == nil && m.Header.Get(events.HeaderMsgID) == st.LastEventID
 }
 
 // consume (re)creates the durable consumer from the sequence after the
@@ -224,6 +247,13 @@ func (w *writer) consume(ctx context.Context) (<-chan jetstream.Msg, <-chan erro
 	return msgs, errs, nil
 }
 
+// caughtUp reports whether no message of the consumer is left after m: a
+// completed state met while replaying may be followed by a restore.
+func caughtUp(m jetstream.Msg) bool {
+	md, err := m.Metadata()
+	return err == nil && md.NumPending == 0
+}
+
 // handle folds one message and stages what it adds.
 func (w *writer) handle(ctx context.Context, m jetstream.Msg) {
 	w.lastMsg = m
@@ -237,7 +267,13 @@ func (w *writer) handle(ctx context.Context, m jetstream.Msg) {
 		cp := *t
 		before = &cp
 	}
-	if !w.st.Apply(ev) {
+	st, changed, err := restore.Fold(ctx, w.s.bus.JS, w.st, ev)
+	if err != nil {
+		w.log.Error().Err(err).Msg("cannot load the restored state")
+		return
+	}
+	w.st = st
+	if !changed {
 		return
 	}
 	if _, ok := ev.Data.(*events.SyncCompleted); !ok {
@@ -271,16 +307,21 @@ func (w *writer) effects(ctx context.Context, ev *events.Event, before *state.Tr
 
 // final syncs everything at the end of the experiment or of the syncer:
 // what is already in the log, the persistence queue (whose announcements
-// then come back through the log), then the state.
+// then come back through the log), then the state. At the end of the
+// experiment it goes on until storage has taken all of it; on shutdown it
+// tries once (the next syncer resumes).
 func (w *writer) final(ctx context.Context, msgs <-chan jetstream.Msg) {
-	w.catchUp(ctx, msgs)
-	if err := w.ops.Flush(context.WithoutCancel(ctx)); err != nil {
-		w.log.Error().Err(err).Msg("persisting checkpoints and artifacts")
-	}
-	w.catchUp(ctx, msgs)
-	// At the end of the experiment the final sync is retried until storage
-	// takes it; on shutdown it is tried once (the next syncer resumes).
-	for w.syncUp(context.WithoutCancel(ctx)) != nil && ctx.Err() == nil {
+	for {
+		w.catchUp(ctx, msgs)
+		w.resubmit(ctx)
+		if err := w.ops.Flush(context.WithoutCancel(ctx)); err != nil {
+			w.log.Error().Err(err).Msg("persisting checkpoints and artifacts")
+		}
+		w.catchUp(ctx, msgs)
+		err := w.syncUp(context.WithoutCancel(ctx))
+		if (err == nil && w.complete()) || ctx.Err() != nil {
+			break
+		}
 		t := time.NewTimer(w.sync.Config().SyncPeriod)
 		select {
 		case <-t.C:

@@ -1,0 +1,231 @@
+// Package restore turns a folded experiment into the state a restored run
+// starts from, with Ray Tune's resume rules, and moves that state through
+// the experiment's Object Store.
+//
+// # Resume rules
+//
+// Each trial is classified by status — ERROR by ResumeConfig.Errored,
+// TERMINATED by Finished, anything else (PENDING, RUNNING, PAUSED) by
+// Unfinished — and then:
+//
+//   - resume: same trial id and directory, back to PENDING; it resumes
+//     from its latest checkpoint. Its failure count is kept, and it gets a
+//     fresh max_failures budget for the new run (tunejet's deviation).
+//   - restart: replaced by a new trial (new id and directory) with the
+//     same config, from scratch.
+//   - skip: kept as it is; a trial that had not finished ends TERMINATED,
+//     an ERROR trial stays ERROR.
+//
+// # One fold, two sources
+//
+// The restorer computes the restored state once (from the log, or from the
+// newest snapshot when the log is gone), stages it in the Object Store and
+// publishes experiment.restored naming it. Fold is how every reader of the
+// log applies an event: it loads that state when it meets the event, so
+// the controller, the syncer and clients agree without storage access.
+package restore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/ckpt"
+	"github.com/tunejet/tunejet/internal/search"
+	"github.com/tunejet/tunejet/internal/state"
+)
+
+// Resume types (Ray's ResumeType).
+const (
+	Resume  = "resume"
+	Restart = "restart"
+	Skip    = "skip"
+)
+
+// FromFlags maps Tuner.restore's flags to a ResumeConfig as Ray does:
+// resume_errored wins over restart_errored; finished trials are skipped.
+func FromFlags(resumeUnfinished, resumeErrored, restartErrored bool) events.ResumeConfig {
+	cfg := events.ResumeConfig{Finished: Skip, Unfinished: Skip, Errored: Skip}
+	if resumeUnfinished {
+		cfg.Unfinished = Resume
+	}
+	switch {
+	case resumeErrored:
+		cfg.Errored = Resume
+	case restartErrored:
+		cfg.Errored = Restart
+	}
+	return cfg
+}
+
+// Restarter builds the new trial that replaces old under "restart".
+type Restarter func(old *state.Trial) *state.Trial
+
+// Apply returns the state a restored run starts from: st with the resume
+// rules applied (st itself is not changed). The experiment goes back to
+// PENDING, so a controller starts its next run.
+func Apply(st *state.Experiment, cfg events.ResumeConfig, restart Restarter) (*state.Experiment, error) {
+	out, err := clone(st)
+	if err != nil {
+		return nil, err
+	}
+	for i, id := range out.Order {
+		t := out.Trials[id]
+		switch action := actionFor(t.Status, cfg); action {
+		case Resume:
+			resume(t)
+		case Restart:
+			nt := restart(t)
+			delete(out.Trials, id)
+			out.Trials[nt.ID] = nt
+			out.Order[i] = nt.ID
+		case Skip:
+			if !t.Finished() {
+				t.Status, t.EndReason = events.StatusTerminated, "not resumed"
+			}
+		default:
+			return nil, fmt.Errorf("Unknown resume type: %q", action)
+		}
+	}
+	out.Status, out.StopRequested, out.StopReason, out.EndReason, out.Error = state.ExperimentPending, false, "", "", ""
+	return out, nil
+}
+
+func actionFor(status string, cfg events.ResumeConfig) string {
+	switch status {
+	case events.StatusError:
+		return cfg.Errored
+	case events.StatusTerminated:
+		return cfg.Finished
+	}
+	return cfg.Unfinished
+}
+
+// resume puts a trial back to PENDING, waiting for a new work message.
+func resume(t *state.Trial) {
+	t.Status, t.Scheduled, t.StopRequested, t.StopReason, t.EndReason = events.StatusPending, false, false, "", ""
+	t.FailuresAtRestore = t.NumFailures
+}
+
+// NewTrial is the default Restarter's shape: a fresh trial with the old
+// one's search position and config, a new id and directory.
+func NewTrial(old *state.Trial, id, trainableName, dirName string) *state.Trial {
+	return &state.Trial{
+		ID: id, Index: old.Index, Name: trainableName + "_" + id, Tag: old.Tag, DirName: dirName,
+		Config: old.Config, Status: events.StatusPending,
+	}
+}
+
+func clone(st *state.Experiment) (*state.Experiment, error) {
+	b, err := st.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	return state.Load(b)
+}
+
+// CheckTrainable refuses another trainable than the experiment's (Ray's
+// "Invalid `trainable` input" error, naming both).
+func CheckTrainable(saved, got events.Trainable) error {
+	if identifier(saved) == identifier(got) {
+		return nil
+	}
+	return fmt.Errorf("Invalid `trainable` input to `Tuner.restore()`. To fix this error, pass in the same trainable that was used to initialize the Tuner. Got a trainable with identifier '%s' but expected '%s'.", identifier(got), identifier(saved))
+}
+
+func identifier(t events.Trainable) string {
+	if len(t.Command) > 0 {
+		return strings.Join(t.Command, " ")
+	}
+	return t.Name
+}
+
+// CheckParamSpace refuses a param_space whose flattened keys differ from
+// the experiment's (Ray's "Invalid `param_space` input" error).
+func CheckParamSpace(saved, got map[string]any) error {
+	a, err := search.ParseSpace(saved)
+	if err != nil {
+		return err
+	}
+	b, err := search.ParseSpace(got)
+	if err != nil {
+		return err
+	}
+	if slices.Equal(a.FlatKeys(), b.FlatKeys()) {
+		return nil
+	}
+	return fmt.Errorf("Invalid `param_space` input to `Tuner.restore()`. This parameter is only used to re-specify values that cannot be saved, such as object references; it should not be used to introduce new hyperparameters to tune.\n\nGot: %q\nExpected: %q", b.FlatKeys(), a.FlatKeys())
+}
+
+// objectPrefix names restored states in the Object Store.
+const objectPrefix = "restored/"
+
+// Stage stores a restored state in the experiment's Object Store and
+// returns its object name and digest.
+func Stage(ctx context.Context, js jetstream.JetStream, st *state.Experiment, run int) (object, digest string, err error) {
+	obs, err := ckpt.Store(ctx, js, st.Name)
+	if err != nil {
+		return "", "", err
+	}
+	data, err := st.Snapshot()
+	if err != nil {
+		return "", "", err
+	}
+	object = fmt.Sprintf("%srun-%d", objectPrefix, run)
+	if _, err := obs.PutBytes(ctx, object, data); err != nil {
+		return "", "", fmt.Errorf("stage the restored state of %s: %w", st.Name, err)
+	}
+	sum := sha256.Sum256(data)
+	return object, "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// ErrStateGone is wrapped when the restored state an event names cannot be
+// read.
+var ErrStateGone = errors.New("restored state missing")
+
+// Load reads the restored state an experiment.restored event names.
+func Load(ctx context.Context, js jetstream.JetStream, exp string, r *events.ExperimentRestored) (*state.Experiment, error) {
+	obs, err := ckpt.Store(ctx, js, exp)
+	if err != nil {
+		return nil, err
+	}
+	data, err := obs.GetBytes(ctx, r.Object)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s of %s: %w", ErrStateGone, r.Object, exp, err)
+	}
+	sum := sha256.Sum256(data)
+	if got := "sha256:" + hex.EncodeToString(sum[:]); got != r.Digest {
+		return nil, fmt.Errorf("%w: %s of %s: digest %s, the event says %s", ErrStateGone, r.Object, exp, got, r.Digest)
+	}
+	st, err := state.Load(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s of %s: %w", r.Object, exp, err)
+	}
+	return st, nil
+}
+
+// Fold applies one event to st and returns the state after it: for
+// experiment.restored, the restored state it names. changed says whether
+// anything changed.
+func Fold(ctx context.Context, js jetstream.JetStream, st *state.Experiment, ev *events.Event) (*state.Experiment, bool, error) {
+	r, ok := ev.Data.(*events.ExperimentRestored)
+	if !ok || ev.Experiment != st.Name {
+		return st, st.Apply(ev), nil
+	}
+	if ev.Seq != 0 && ev.Seq <= st.RestoredSeq {
+		return st, false, nil // folded already
+	}
+	loaded, err := Load(ctx, js, st.Name, r)
+	if err != nil {
+		return st, false, err
+	}
+	loaded.LastSeq, loaded.LastEventID, loaded.RestoredSeq = ev.Seq, ev.ID, ev.Seq
+	return loaded, true, nil
+}

@@ -1,0 +1,307 @@
+package restorer
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+	"github.com/rs/zerolog"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/blobsync"
+	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/internal/ckpt"
+	"github.com/tunejet/tunejet/internal/restore"
+	"github.com/tunejet/tunejet/internal/search"
+	"github.com/tunejet/tunejet/internal/state"
+	"github.com/tunejet/tunejet/internal/storage"
+)
+
+// Config configures a restorer. The zero value is usable.
+type Config struct {
+	// Timeout bounds one restore. Default 10 minutes.
+	Timeout time.Duration
+}
+
+// Service is a running restorer.
+type Service struct {
+	bus *bus.Bus
+	cfg Config
+	log zerolog.Logger
+}
+
+// New returns a restorer on b.
+func New(b *bus.Bus, cfg Config) *Service {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 10 * time.Minute
+	}
+	return &Service{bus: b, cfg: cfg, log: b.Log.With().Str("service", "restorer").Logger()}
+}
+
+// Run serves restore requests until ctx is done.
+func (s *Service) Run(ctx context.Context) error {
+	if err := s.bus.Provision(ctx); err != nil {
+		return err
+	}
+	svc, err := micro.AddService(s.bus.NC, micro.Config{
+		Name: "tunejet-restorer", Version: "0.1.0",
+		Description: "restores interrupted tunejet experiments from the log or a stored snapshot",
+	})
+	if err != nil {
+		return fmt.Errorf("restorer: register service: %w", err)
+	}
+	defer svc.Stop()
+	for subject, dry := range map[string]bool{RestoreSubject: false, CanRestoreSubject: true} {
+		name := subject[strings.LastIndex(subject, ".")+1:]
+		if err := svc.AddEndpoint(name, s.handler(ctx, dry), micro.WithEndpointSubject(subject)); err != nil {
+			return fmt.Errorf("restorer: endpoint %s: %w", subject, err)
+		}
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func (s *Service) handler(ctx context.Context, dry bool) micro.HandlerFunc {
+	return func(req micro.Request) {
+		var r Request
+		reply := Reply{}
+		if err := json.Unmarshal(req.Data(), &r); err != nil {
+			reply.Error = fmt.Sprintf("bad request: %v", err)
+		} else {
+			rctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+			reply = s.Handle(rctx, r, dry)
+			cancel()
+		}
+		if err := req.RespondJSON(reply); err != nil {
+			s.log.Error().Err(err).Msg("reply")
+		}
+	}
+}
+
+// Handle restores an experiment (or, dry, only says whether it can be).
+func (s *Service) Handle(ctx context.Context, r Request, dry bool) Reply {
+	rep, err := s.handle(ctx, r, dry)
+	if err != nil {
+		rep.OK, rep.Error = false, err.Error()
+		s.log.Info().Str("path", r.Path).Err(err).Bool("dry", dry).Msg("cannot restore")
+		return rep
+	}
+	rep.OK = true
+	return rep
+}
+
+func (s *Service) handle(ctx context.Context, r Request, dry bool) (Reply, error) {
+	storagePath, name, err := split(r.Path)
+	if err != nil {
+		return Reply{}, err
+	}
+	st, rep, err := s.read(ctx, r.Path, name)
+	if err != nil {
+		return rep, err
+	}
+	if dry {
+		return rep, nil
+	}
+	if err := validate(st, r); err != nil {
+		return rep, err
+	}
+	st.Spec.RunConfig.StoragePath, st.StoragePath = storagePath, storagePath
+	if r.ParamSpace != nil {
+		st.Spec.ParamSpace = r.ParamSpace
+	}
+	restored, err := restore.Apply(st, r.Resume, restarter(st))
+	if err != nil {
+		return rep, err
+	}
+	if err := s.reachCheckpoints(ctx, restored, r.Path); err != nil {
+		return rep, err
+	}
+	object, digest, err := restore.Stage(ctx, s.bus.JS, restored, st.Run+1)
+	if err != nil {
+		return rep, err
+	}
+	ev := s.bus.Event(name, events.WriterRestorer, &events.ExperimentRestored{
+		Resume: r.Resume, Source: rep.Source, Snapshot: rep.Snapshot, Object: object, Digest: digest,
+	})
+	if rep.Seq, err = s.bus.Publish(ctx, ev); err != nil {
+		return rep, err
+	}
+	s.log.Info().Str("experiment", name).Str("source", rep.Source).Uint64("seq", rep.Seq).Msg("restored")
+	return rep, nil
+}
+
+// split cuts an experiment directory into its storage path and name.
+func split(p string) (storagePath, name string, err error) {
+	if storage.IsURL(p) {
+		u, perr := url.Parse(p)
+		if perr != nil {
+			return "", "", fmt.Errorf("restore %q: %w", p, perr)
+		}
+		name = path.Base(strings.TrimSuffix(u.Path, "/"))
+		u.Path = path.Dir(strings.TrimSuffix(u.Path, "/"))
+		storagePath = u.String()
+	} else {
+		name, storagePath = filepath.Base(filepath.Clean(p)), filepath.Dir(filepath.Clean(p))
+	}
+	if err := events.ValidateID("experiment name", name); err != nil {
+		return "", "", fmt.Errorf("restore %q: the path must end in the experiment's directory: %w", p, err)
+	}
+	return storagePath, name, nil
+}
+
+// read folds the experiment from the log if it holds it, else loads the
+// newest snapshot in storage.
+func (s *Service) read(ctx context.Context, expPath, name string) (*state.Experiment, Reply, error) {
+	rep := Reply{Experiment: name}
+	last, err := s.bus.LastSeq(ctx, events.ExperimentSubjects(name))
+	if err != nil {
+		return nil, rep, err
+	}
+	var st *state.Experiment
+	if last > 0 {
+		st, err = s.fold(ctx, name)
+		rep.Source = "log"
+	} else {
+		st, rep.Snapshot, err = s.snapshot(ctx, expPath)
+		rep.Source = "snapshot"
+	}
+	if err != nil {
+		return nil, rep, err
+	}
+	if st.Spec == nil {
+		return nil, rep, fmt.Errorf("restore %s: the state holds no experiment spec", expPath)
+	}
+	rep.Counts = st.Counts()
+	return st, rep, nil
+}
+
+func (s *Service) fold(ctx context.Context, name string) (*state.Experiment, error) {
+	st := state.New(name)
+	var ferr error
+	err := s.bus.Replay(ctx, events.ExperimentSubjects(name), func(ev *events.Event) {
+		if ferr != nil {
+			return
+		}
+		st, _, ferr = restore.Fold(ctx, s.bus.JS, st, ev)
+	})
+	if err == nil {
+		err = ferr
+	}
+	return st, err
+}
+
+// snapshot loads the newest experiment_state-*.json of an experiment dir.
+func (s *Service) snapshot(ctx context.Context, expPath string) (*state.Experiment, string, error) {
+	b, err := storage.OpenBucket(ctx, expPath)
+	if err != nil {
+		return nil, "", err
+	}
+	defer b.Close()
+	key, err := storage.NewestStateKey(ctx, b)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, "", fmt.Errorf("no experiment to restore at %s: the event log does not hold it and there is no experiment_state-*.json (this is expected if you are launching a new experiment)", expPath)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	data, err := storage.ReadAll(ctx, b, key)
+	if err != nil {
+		return nil, key, err
+	}
+	st, err := state.Load(data)
+	if err != nil {
+		return nil, key, fmt.Errorf("%s: %w", storage.Join(expPath, key), err)
+	}
+	return st, key, nil
+}
+
+func validate(st *state.Experiment, r Request) error {
+	if r.Trainable != nil {
+		if err := restore.CheckTrainable(st.Spec.Trainable, *r.Trainable); err != nil {
+			return err
+		}
+	}
+	if r.ParamSpace != nil {
+		return restore.CheckParamSpace(st.Spec.ParamSpace, r.ParamSpace)
+	}
+	return nil
+}
+
+// restarter gives a restarted trial a new 8-hex id (as Ray's RESTART does)
+// and a new directory.
+func restarter(st *state.Experiment) restore.Restarter {
+	return func(old *state.Trial) *state.Trial {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		id := hex.EncodeToString(b[:])
+		name := st.Spec.Trainable.Name + "_" + id
+		return restore.NewTrial(old, id, st.Spec.Trainable.Name, search.TrialDirName(name, old.Tag, time.Now()))
+	}
+}
+
+// reachCheckpoints makes sure every trial that will run again finds its
+// latest checkpoint in the Object Store: one the store lost is staged
+// again from storage, and the trial's reference updated.
+func (s *Service) reachCheckpoints(ctx context.Context, st *state.Experiment, expPath string) error {
+	obs, err := ckpt.Store(ctx, s.bus.JS, st.Name)
+	if err != nil {
+		return err
+	}
+	for _, t := range st.TrialList() {
+		c := t.LatestCheckpoint()
+		if !t.NeedsSchedule() || c == nil {
+			continue
+		}
+		object := c.Object
+		if object == "" {
+			object = ckpt.ObjectName(t.ID, c.Name)
+		}
+		if _, err := obs.GetInfo(ctx, object); err == nil {
+			continue
+		} else if !errors.Is(err, jetstream.ErrObjectNotFound) {
+			return err
+		}
+		if !t.Persisted[c.Name] {
+			return fmt.Errorf("restore trial %s: its latest checkpoint %s is neither in the Object Store nor persisted in storage", t.ID, c.Name)
+		}
+		staged, err := s.restage(ctx, obs, expPath, t, c.Name, object)
+		if err != nil {
+			return fmt.Errorf("restore trial %s: its latest checkpoint %s is gone from the Object Store and could not be read from storage: %w", t.ID, c.Name, err)
+		}
+		c.Object, c.Size, c.Digest = object, staged.Size, staged.Digest
+	}
+	return nil
+}
+
+func (s *Service) restage(ctx context.Context, obs jetstream.ObjectStore, expPath string, t *state.Trial, name, object string) (ckpt.Staged, error) {
+	b, err := storage.OpenBucket(ctx, expPath)
+	if err != nil {
+		return ckpt.Staged{}, err
+	}
+	defer b.Close()
+	tmp, err := os.MkdirTemp("", "tunejet-restore-")
+	if err != nil {
+		return ckpt.Staged{}, err
+	}
+	defer os.RemoveAll(tmp)
+	dir := filepath.Join(tmp, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return ckpt.Staged{}, err
+	}
+	if err := blobsync.SyncDown(ctx, b, t.DirName+"/"+name+"/", dir, nil); err != nil {
+		return ckpt.Staged{}, err
+	}
+	return ckpt.Stage(ctx, obs, object, dir)
+}

@@ -1,0 +1,243 @@
+package tune
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/internal/restore"
+	"github.com/tunejet/tunejet/internal/state"
+	"github.com/tunejet/tunejet/internal/storage"
+	"github.com/tunejet/tunejet/services/restorer"
+)
+
+// ResumeConfig says what a restore does with finished, unfinished and
+// errored trials: Resume, Restart or Skip each (Ray's ResumeConfig).
+type ResumeConfig = events.ResumeConfig
+
+// Resume types.
+const (
+	Resume  = restore.Resume
+	Restart = restore.Restart
+	Skip    = restore.Skip
+)
+
+// ErrCannotRestore is wrapped when there is nothing to restore at a path,
+// or the restore request is refused.
+var ErrCannotRestore = errors.New("cannot restore")
+
+// restoreOptions are the resume flags of Tuner.restore.
+type restoreOptions struct {
+	path                                        string
+	unfinished, errored, restartErrored, custom bool
+	config                                      ResumeConfig
+}
+
+func (o *restoreOptions) resumeConfig() ResumeConfig {
+	if o.custom {
+		return o.config
+	}
+	return restore.FromFlags(o.unfinished, o.errored, o.restartErrored)
+}
+
+// WithResumeUnfinished resumes (true, the default) or skips (false) the
+// trials that had not finished.
+func WithResumeUnfinished(on bool) Option {
+	return func(t *Tuner) error { t.restoreOpts().unfinished = on; return nil }
+}
+
+// WithResumeErrored resumes errored trials from their latest checkpoint,
+// with the same trial ids. It wins over WithRestartErrored.
+func WithResumeErrored() Option {
+	return func(t *Tuner) error { t.restoreOpts().errored = true; return nil }
+}
+
+// WithRestartErrored restarts errored trials from scratch as new trials.
+func WithRestartErrored() Option {
+	return func(t *Tuner) error { t.restoreOpts().restartErrored = true; return nil }
+}
+
+// WithResumeConfig sets the resume types directly (Ray's _resume_config),
+// overriding the flags.
+func WithResumeConfig(c ResumeConfig) Option {
+	return func(t *Tuner) error {
+		o := t.restoreOpts()
+		o.custom, o.config = true, c
+		return nil
+	}
+}
+
+func (t *Tuner) restoreOpts() *restoreOptions {
+	if t.restore == nil {
+		t.restore = &restoreOptions{unfinished: true}
+	}
+	return t.restore
+}
+
+// Restore returns a Tuner that continues the experiment at path — its
+// directory in storage, <storage_path>/<name>, a local path or a URL —
+// from the event log when it still holds it, else from its newest stored
+// snapshot. trainable must be the one the experiment ran (a Go function of
+// the same name, the same Command, or the registered name). Options may
+// re-specify param_space (same keys) and set the resume flags; the NATS
+// options say where to run. Fit continues the experiment; GetResults reads
+// the stored results before that.
+func Restore(ctx context.Context, path string, trainable any, opts ...Option) (*Tuner, error) {
+	t, err := NewTuner(trainable, opts...)
+	if err != nil {
+		return nil, err
+	}
+	p, err := storage.Resolve(path, "")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCannotRestore, err)
+	}
+	t.restoreOpts().path = p
+	if err := t.checkStored(ctx); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// checkStored validates the trainable and param_space against the stored
+// snapshot, when there is one, so a mismatch fails at Restore as in Ray;
+// the restorer checks again against the log.
+func (t *Tuner) checkStored(ctx context.Context) error {
+	st, err := loadStored(ctx, t.restore.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := restore.CheckTrainable(st.Spec.Trainable, t.spec.Trainable); err != nil {
+		return err
+	}
+	if t.spec.ParamSpace != nil {
+		return restore.CheckParamSpace(st.Spec.ParamSpace, t.spec.ParamSpace)
+	}
+	return nil
+}
+
+func loadStored(ctx context.Context, path string) (*state.Experiment, error) {
+	b, err := storage.OpenBucket(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	key, err := storage.NewestStateKey(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	data, err := storage.ReadAll(ctx, b, key)
+	if err != nil {
+		return nil, err
+	}
+	st, err := state.Load(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", storage.Join(path, key), err)
+	}
+	return st, nil
+}
+
+// GetResults returns the results of the last Fit, or for a restored Tuner
+// not fitted yet, the stored results.
+func (t *Tuner) GetResults(ctx context.Context) (*ResultGrid, error) {
+	if t.results != nil {
+		return t.results, nil
+	}
+	if t.restore != nil {
+		return LoadResults(ctx, t.restore.path)
+	}
+	return nil, errors.New("Can't return results as experiment has not been run, yet. Call `Tuner.Fit()` to run the experiment first.")
+}
+
+// Restorable says whether there is an experiment to restore at a path.
+type Restorable struct {
+	OK bool
+	// Source is "log" or "snapshot"; Snapshot names the state file.
+	Source, Snapshot string
+	// Counts are the trials by status.
+	Counts map[string]int
+	// Reason says why not, when not OK.
+	Reason string
+}
+
+// CanRestore reports whether the experiment at path can be restored: there
+// is state to restore in the event log or a stored snapshot (a marker file
+// alone is not enough, unlike Ray). The NATS options say where to look.
+func CanRestore(ctx context.Context, path string, opts ...Option) (Restorable, error) {
+	t, err := NewTuner("", opts...)
+	if err != nil {
+		return Restorable{}, err
+	}
+	p, err := storage.Resolve(path, "")
+	if err != nil {
+		return Restorable{}, err
+	}
+	b, closeFn, err := t.connect(ctx)
+	if err != nil {
+		return Restorable{}, err
+	}
+	defer closeFn()
+	rep, err := request(ctx, b, restorer.CanRestoreSubject, restorer.Request{Path: p})
+	if err != nil {
+		return Restorable{}, err
+	}
+	return Restorable{OK: rep.OK, Source: rep.Source, Snapshot: rep.Snapshot, Counts: rep.Counts, Reason: rep.Error}, nil
+}
+
+// request asks the restorer.
+func request(ctx context.Context, b *bus.Bus, subject string, r restorer.Request) (restorer.Reply, error) {
+	data, err := json.Marshal(r)
+	if err != nil {
+		return restorer.Reply{}, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	m, err := b.NC.RequestWithContext(rctx, subject, data)
+	if err != nil {
+		return restorer.Reply{}, fmt.Errorf("ask the restorer (%s): %w", subject, err)
+	}
+	var rep restorer.Reply
+	if err := json.Unmarshal(m.Data, &rep); err != nil {
+		return restorer.Reply{}, fmt.Errorf("restorer reply: %w", err)
+	}
+	return rep, nil
+}
+
+// fitRestored asks the restorer to restore, then watches the restored run.
+func (t *Tuner) fitRestored(ctx context.Context) (*ResultGrid, error) {
+	b, closeFn, err := t.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st, err := t.restoreAndWatch(ctx, b)
+	if cerr := closeFn(); cerr != nil && err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return t.finish(st)
+}
+
+func (t *Tuner) restoreAndWatch(ctx context.Context, b *bus.Bus) (*state.Experiment, error) {
+	req := restorer.Request{Path: t.restore.path, Resume: t.restore.resumeConfig(), ParamSpace: t.spec.ParamSpace}
+	if t.spec.Trainable.Name != "" || len(t.spec.Trainable.Command) > 0 {
+		tr := t.spec.Trainable
+		req.Trainable = &tr
+	}
+	rep, err := request(ctx, b, restorer.RestoreSubject, req)
+	if err != nil {
+		return nil, err
+	}
+	if !rep.OK {
+		return nil, fmt.Errorf("%w %s: %s", ErrCannotRestore, t.restore.path, rep.Error)
+	}
+	return watchFrom(ctx, b, rep.Experiment, rep.Seq, t.progress)
+}
