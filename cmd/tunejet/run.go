@@ -1,24 +1,20 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
 
-	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/spec"
+	"github.com/tunejet/tunejet/internal/storage"
 	"github.com/tunejet/tunejet/tune"
 )
 
 func newRunCmd() *cobra.Command {
 	var (
-		conn                    connFlags
-		logs                    logFlags
-		storagePath, name, path string
-		storeDir                string
-		slots                   int
+		sf                        stackFlags
+		storagePath, name, resume string
 	)
 	cmd := &cobra.Command{
 		Use:   "run FILE",
@@ -31,12 +27,15 @@ with JetStream and every service in this process. With --nats it submits the
 experiment to that deployment and watches it; Ctrl-C then stops watching and
 leaves the experiment running there.
 
+An experiment whose name already has state is refused, unless --resume auto:
+then it is restored when it can be (tunejet can-restore), and started fresh
+otherwise.
+
 Exit status: 0 when the experiment completes (even with errored trials), 1 on
 a bad file or an infrastructure failure, 130 when interrupted.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			path = args[0]
-			s, err := spec.ParseFile(path)
+			s, err := spec.ParseFile(args[0])
 			if err != nil {
 				return err
 			}
@@ -46,39 +45,41 @@ a bad file or an infrastructure failure, 130 when interrupted.`,
 			if name != "" {
 				s.Name = name
 			}
-			log, err := logs.logger()
+			opts, err := sf.options()
 			if err != nil {
 				return err
 			}
-			opts := []tune.Option{tune.WithSpec(*s), tune.WithProgress(os.Stdout), tune.WithLogger(log), tune.WithRunnerSlots(slots)}
-			if conn.o.URL != "" {
-				opts = append(opts, tune.WithNATS(conn.o))
-			} else {
-				opts = append(opts, tune.WithStoreDir(storeDir))
-			}
-			tuner, err := tune.NewTuner(s.Trainable.Name, opts...)
+			tuner, err := tune.NewTuner(s.Trainable.Name, append(opts, tune.WithSpec(*s))...)
 			if err != nil {
 				return err
 			}
-			results, err := tuner.Fit(cmd.Context())
-			if errors.Is(err, tune.ErrInterrupted) && conn.o.URL != "" {
-				return &exitError{code: 130, err: fmt.Errorf("stopped watching; experiment %q keeps running on the deployment", s.Name)}
-			}
-			if errors.Is(err, tune.ErrInterrupted) {
-				return &exitError{code: 130, err: fmt.Errorf("%w; the most recent state was saved", err)}
-			}
+			full, err := tuner.Spec()
 			if err != nil {
 				return err
 			}
-			fmt.Print(tune.Summary(results))
-			return nil
+			expPath := storage.Join(full.RunConfig.StoragePath, full.Name)
+			switch resume {
+			case "":
+			case "auto":
+				r, err := tune.CanRestore(cmd.Context(), expPath, opts...)
+				if err != nil {
+					return err
+				}
+				if r.OK {
+					fmt.Fprintf(os.Stderr, "Restoring %s (%s).\n", expPath, countsText(r.Counts))
+					if tuner, err = tune.Restore(cmd.Context(), expPath, nil, opts...); err != nil {
+						return err
+					}
+				}
+			default:
+				return fmt.Errorf("--resume %q: the only value is auto", resume)
+			}
+			return fitAndSummarize(cmd, tuner, expPath, sf.conn.o.URL != "")
 		},
 	}
-	conn.add(cmd.Flags())
-	logs.add(cmd.Flags(), "warn")
+	sf.add(cmd)
 	cmd.Flags().StringVar(&storagePath, "storage-path", "", "override run_config.storage_path")
 	cmd.Flags().StringVar(&name, "name", "", "override the experiment name")
-	cmd.Flags().StringVar(&storeDir, "store-dir", bus.DefaultStoreDir(), "embedded nats-server's JetStream store")
-	cmd.Flags().IntVar(&slots, "slots", 0, "embedded runner's trial slots (default: number of CPUs)")
+	cmd.Flags().StringVar(&resume, "resume", "", "auto: restore the experiment if it has state, else start it")
 	return cmd
 }

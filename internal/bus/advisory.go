@@ -24,7 +24,8 @@ func (b *Bus) WatchExhausted(ctx context.Context, exp string, fn func(workSeq ui
 		return fmt.Errorf("advisory stream: %w", err)
 	}
 	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{maxDeliveriesPrefix + StreamName + "." + WorkConsumerName(exp)},
+		FilterSubjects:    []string{maxDeliveriesPrefix + StreamName + "." + WorkConsumerName(exp)},
+		InactiveThreshold: orderedInactive,
 	})
 	if err != nil {
 		return fmt.Errorf("watch advisories of %s: %w", exp, err)
@@ -35,6 +36,7 @@ func (b *Bus) WatchExhausted(ctx context.Context, exp string, fn func(workSeq ui
 	}
 	stop := context.AfterFunc(ctx, it.Stop)
 	defer stop()
+	defer b.deleteOrdered(s, cons)
 	for {
 		m, err := it.Next()
 		if err != nil {

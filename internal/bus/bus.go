@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -41,6 +42,14 @@ type Bus struct {
 	JS     jetstream.JetStream
 	Source string // CloudEvents source of events published through it
 	Log    zerolog.Logger
+
+	log *streamCache // shared by copies of the Bus
+}
+
+// streamCache keeps the event log's handle: looking it up is a round trip.
+type streamCache struct {
+	mu sync.Mutex
+	s  jetstream.Stream
 }
 
 // New wraps a connection. source names the service instance.
@@ -49,7 +58,7 @@ func New(nc *nats.Conn, source string, log zerolog.Logger) (*Bus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	return &Bus{NC: nc, JS: js, Source: source, Log: log}, nil
+	return &Bus{NC: nc, JS: js, Source: source, Log: log, log: &streamCache{}}, nil
 }
 
 func logSubjects() []string {
@@ -125,9 +134,19 @@ func (b *Bus) ensureStream(ctx context.Context, cfg jetstream.StreamConfig) erro
 
 // Stream returns the event log.
 func (b *Bus) Stream(ctx context.Context) (jetstream.Stream, error) {
+	if b.log != nil {
+		b.log.mu.Lock()
+		defer b.log.mu.Unlock()
+		if b.log.s != nil {
+			return b.log.s, nil
+		}
+	}
 	s, err := b.JS.Stream(ctx, StreamName)
 	if err != nil {
 		return nil, fmt.Errorf("event log stream %s: %w", StreamName, err)
+	}
+	if b.log != nil {
+		b.log.s = s
 	}
 	return s, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -56,7 +57,9 @@ func (b *Bus) WatchSubjects(ctx context.Context, filters []string, from uint64, 
 	if target < from || target == 0 {
 		catchUp(target, 0)
 	}
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: filters}
+	// A watch's consumer goes with it: deleted when the watch ends, and
+	// dropped by the server soon after if this process dies first.
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: filters, InactiveThreshold: orderedInactive}
 	if from > 1 {
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cfg.OptStartSeq = from
@@ -71,6 +74,7 @@ func (b *Bus) WatchSubjects(ctx context.Context, filters []string, from uint64, 
 	}
 	stop := context.AfterFunc(ctx, it.Stop)
 	defer stop()
+	defer b.deleteOrdered(s, cons)
 	for {
 		m, err := it.Next()
 		if err != nil {
@@ -94,6 +98,21 @@ func (b *Bus) WatchSubjects(ctx context.Context, filters []string, from uint64, 
 		}
 		catchUp(md.Sequence.Stream, md.NumPending)
 	}
+}
+
+// orderedInactive is how long the server keeps a watch's consumer after
+// its client stopped asking.
+const orderedInactive = 10 * time.Second
+
+// deleteOrdered removes a finished watch's consumer from the server.
+func (b *Bus) deleteOrdered(s jetstream.Stream, cons jetstream.Consumer) {
+	info := cons.CachedInfo()
+	if info == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = s.DeleteConsumer(ctx, info.Name)
 }
 
 // LastSeq is the sequence of the newest event matching filter, 0 if none.

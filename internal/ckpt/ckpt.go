@@ -25,6 +25,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -61,6 +62,19 @@ func Store(ctx context.Context, js jetstream.JetStream, exp string) (jetstream.O
 	return obs, nil
 }
 
+// TransferTimeout bounds one checkpoint transfer when the caller's context
+// has no deadline. nats.go would otherwise bound the whole transfer by its
+// 5 s request timeout, which a large checkpoint cannot meet.
+const TransferTimeout = time.Hour
+
+// transferContext applies TransferTimeout to a context without deadline.
+func transferContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, TransferTimeout)
+}
+
 // Staged describes a staged checkpoint.
 type Staged struct {
 	Size   int64  // bytes of the files
@@ -76,6 +90,8 @@ func Stage(ctx context.Context, obs jetstream.ObjectStore, name, dir string) (St
 // StageFiles is Stage restricted to the given slash-relative paths of
 // regular files under dir (all of dir when files is nil).
 func StageFiles(ctx context.Context, obs jetstream.ObjectStore, name, dir string, files []string) (Staged, error) {
+	ctx, cancel := transferContext(ctx)
+	defer cancel()
 	info, err := os.Stat(dir)
 	if err != nil {
 		return Staged{}, fmt.Errorf("stage checkpoint %s: %w", name, err)
@@ -175,6 +191,8 @@ func addEntry(tw *tar.Writer, path, rel string, d fs.DirEntry, size *int64) erro
 // yet, and checks the archive against want ("sha256:<hex>"). On any error
 // dir is removed.
 func Fetch(ctx context.Context, obs jetstream.ObjectStore, name, want, dir string) (err error) {
+	ctx, cancel := transferContext(ctx)
+	defer cancel()
 	if _, err := os.Stat(dir); err == nil {
 		return fmt.Errorf("fetch checkpoint %s: %s already exists", name, dir)
 	}

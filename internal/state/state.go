@@ -78,7 +78,7 @@ type Trial struct {
 	// restore (a resumed trial gets a fresh budget, its total kept).
 	NumFailures       int    `json:"num_failures"`
 	FailuresAtRestore int    `json:"failures_at_restore,omitempty"`
-	LastError   string `json:"last_error,omitempty"`
+	LastError         string `json:"last_error,omitempty"`
 
 	LastResult     map[string]any `json:"last_result,omitempty"`
 	LastResultTime time.Time      `json:"last_result_time"`

@@ -109,23 +109,32 @@ func (a *attempt) run(ctx context.Context) {
 		_ = a.msg.Ack()
 		return
 	}
+	ref, err := a.latestCheckpoint(ctx)
+	if err != nil {
+		a.log.Error().Err(err).Msg("cannot read the trial's checkpoints; handing the trial back")
+		_ = a.msg.Nak()
+		return
+	}
+	// Started comes first, so every later failure is the attempt's.
+	started := &events.TrialStarted{
+		TrialID: a.work.TrialID, Attempt: a.num, Runner: a.s.cfg.Name, Hostname: a.s.hostname, PID: os.Getpid(),
+	}
+	if ref != nil {
+		started.RestoredFrom = ref.Name
+	}
+	if _, err := a.s.bus.Publish(ctx, a.s.bus.Event(a.exp, events.WriterRunner, started)); err != nil {
+		a.log.Error().Err(err).Msg("publish trial.started; handing the trial back")
+		_ = a.msg.Nak()
+		return
+	}
+	a.start, a.last = time.Now(), time.Now()
 	if err := os.MkdirAll(a.dir, 0o755); err != nil {
 		a.finish(ctx, fmt.Errorf("create trial dir: %w", err))
 		return
 	}
 	defer a.cleanupRestore()
-	if err := a.restore(ctx); err != nil {
+	if err := a.restore(ctx, ref); err != nil {
 		a.finish(ctx, err)
-		return
-	}
-	a.start, a.last = time.Now(), time.Now()
-	started := &events.TrialStarted{
-		TrialID: a.work.TrialID, Attempt: a.num, Runner: a.s.cfg.Name, Hostname: a.s.hostname,
-		PID: os.Getpid(), RestoredFrom: a.restoredName,
-	}
-	if _, err := a.s.bus.Publish(ctx, a.s.bus.Event(a.exp, events.WriterRunner, started)); err != nil {
-		a.log.Error().Err(err).Msg("publish trial.started; handing the trial back")
-		_ = a.msg.Nak()
 		return
 	}
 	hbDone := a.heartbeat()

@@ -38,6 +38,9 @@ func (s *Service) store(ctx context.Context, exp string) (jetstream.ObjectStore,
 // reports) and returns the latest checkpoint the fold accepted: a zombie
 // attempt's checkpoint is never resumed from.
 func (a *attempt) latestCheckpoint(ctx context.Context) (*events.CheckpointRef, error) {
+	if a.num == 1 && a.work.AttemptBase == 0 {
+		return a.work.Checkpoint, nil // a first attempt has made no checkpoint yet
+	}
 	id := a.work.TrialID
 	filters := []string{events.TrialSubjects(a.exp, events.WriterController, id)}
 	for _, t := range []string{events.TypeTrialStarted, events.TypeTrialCheckpointed, events.TypeTrialFailed, events.TypeTrialCompleted} {
@@ -62,13 +65,12 @@ func (a *attempt) latestCheckpoint(ctx context.Context) (*events.CheckpointRef, 
 	return folded, nil
 }
 
-// restore fetches the trial's latest checkpoint into a local directory, so
+// restore fetches the checkpoint to resume from into a local directory, so
 // the attempt resumes from it: training_iteration continues from the
 // checkpoint's and checkpoint numbering after it.
-func (a *attempt) restore(ctx context.Context) error {
-	ref, err := a.latestCheckpoint(ctx)
-	if err != nil || ref == nil {
-		return err
+func (a *attempt) restore(ctx context.Context, ref *events.CheckpointRef) error {
+	if ref == nil {
+		return nil
 	}
 	obs, err := a.s.store(ctx, a.exp)
 	if err != nil {

@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -21,7 +23,8 @@ import (
 
 // Config configures a runner. The zero value is usable.
 type Config struct {
-	// Name identifies the runner in events. Default "<hostname>-<pid>".
+	// Name identifies the runner in events and names its work directory.
+	// Default "<hostname>-<pid>-<4 hex>".
 	Name string
 	// Slots is how many trials run at once. Default runtime.NumCPU().
 	Slots int
@@ -43,7 +46,9 @@ type Config struct {
 func (c *Config) setDefaults() {
 	host, _ := os.Hostname()
 	if c.Name == "" {
-		c.Name = fmt.Sprintf("%s-%d", host, os.Getpid())
+		var b [2]byte
+		_, _ = rand.Read(b[:])
+		c.Name = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 	}
 	if c.Slots <= 0 {
 		c.Slots = runtime.NumCPU()

@@ -23,12 +23,62 @@ import (
 // The result files of a trial, staged locally and uploaded whole on sync.
 var resultFiles = []string{"result.json", "progress.csv", "error.txt"}
 
-// trialFiles is a trial's staged result files.
+// trialFiles is a trial's staged result files, kept open behind buffers
+// while the trial runs.
 type trialFiles struct {
 	dir       string   // local staging directory of the trial
 	rows      int      // results in result.json
 	failures  int      // entries in error.txt
 	csvHeader []string // progress.csv columns
+	open      map[string]*appender
+}
+
+// appender is an open staged file.
+type appender struct {
+	f *os.File
+	w *bufio.Writer
+}
+
+// append adds data to a staged file, opening it on first use.
+func (f *trialFiles) append(name string, data []byte) error {
+	if f.open == nil {
+		f.open = map[string]*appender{}
+	}
+	a := f.open[name]
+	if a == nil {
+		fh, err := os.OpenFile(filepath.Join(f.dir, name), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return fmt.Errorf("stage %s: %w", name, err)
+		}
+		a = &appender{f: fh, w: bufio.NewWriterSize(fh, 64<<10)}
+		f.open[name] = a
+	}
+	if _, err := a.w.Write(data); err != nil {
+		return fmt.Errorf("stage %s: %w", name, err)
+	}
+	return nil
+}
+
+// flush writes the buffers out, so the files can be uploaded.
+func (f *trialFiles) flush() error {
+	for name, a := range f.open {
+		if err := a.w.Flush(); err != nil {
+			return fmt.Errorf("stage %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// close flushes and closes the open files.
+func (f *trialFiles) close() error {
+	err := f.flush()
+	for _, a := range f.open {
+		if cerr := a.f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	f.open = nil
+	return err
 }
 
 // filesOf returns the trial's staged files, preparing them on first use:
@@ -85,12 +135,12 @@ func (w *writer) appendResult(ctx context.Context, t *state.Trial) error {
 	if err != nil {
 		return fmt.Errorf("result of %s: %w", t.ID, err)
 	}
-	if err := appendFile(filepath.Join(f.dir, "result.json"), append(line, '\n')); err != nil {
+	if err := f.append("result.json", append(line, '\n')); err != nil {
 		return err
 	}
 	f.rows = t.NumResults
 	w.changed[t.ID] = true
-	return appendFile(filepath.Join(f.dir, "progress.csv"), csvRow(f, t.LastResult))
+	return f.append("progress.csv", csvRow(f, t.LastResult))
 }
 
 // csvRow formats a progress.csv row; the columns are the first result's
@@ -126,24 +176,12 @@ func (w *writer) appendFailure(ctx context.Context, t *state.Trial, at time.Time
 		return nil
 	}
 	entry := fmt.Sprintf("%s%d (occurred at %s)\n%s\n", failurePrefix, t.NumFailures, at.Local().Format("2006-01-02_15-04-05"), t.LastError)
-	if err := appendFile(filepath.Join(f.dir, "error.txt"), []byte(entry)); err != nil {
+	if err := f.append("error.txt", []byte(entry)); err != nil {
 		return err
 	}
 	f.failures = t.NumFailures
 	w.changed[t.ID] = true
 	return nil
-}
-
-func appendFile(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return fmt.Errorf("stage %s: %w", path, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("stage %s: %w", path, err)
-	}
-	return f.Close()
 }
 
 // firstLines keeps the first n complete lines.

@@ -3,8 +3,11 @@ package syncer
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tunejet/tunejet/events"
@@ -28,21 +31,26 @@ func (w *writer) syncUp(ctx context.Context) error {
 		w.log.Error().Err(err).Msg("snapshot")
 		return err
 	}
+	for id := range w.changed {
+		if err := w.files[id].flush(); err != nil {
+			return err
+		}
+	}
 	uploads := w.uploads()
-	var bytes int64
+	var bytes atomic.Int64
 	err = w.sync.Run(ctx, "sync up experiment "+w.exp, func(ctx context.Context) error {
-		bytes = 0
-		for key, data := range uploads {
+		bytes.Store(0)
+		if err := parallel(ctx, uploadConcurrency, uploads, func(ctx context.Context, key string, data func() ([]byte, error)) error {
 			b, err := data()
 			if err != nil {
 				return err
 			}
-			if err := storage.WriteAtomic(ctx, w.bucket, key, b); err != nil {
-				return err
-			}
-			bytes += int64(len(b))
+			bytes.Add(int64(len(b)))
+			return storage.WriteAtomic(ctx, w.bucket, key, b)
+		}); err != nil {
+			return err // the snapshot is written only after everything it counts
 		}
-		bytes += int64(len(snap))
+		bytes.Add(int64(len(snap)))
 		return storage.WriteAtomic(ctx, w.bucket, name, snap)
 	})
 	if err != nil {
@@ -57,7 +65,7 @@ func (w *writer) syncUp(ctx context.Context) error {
 			w.log.Warn().Err(err).Msg("ack synced events")
 		}
 	}
-	w.announce(ctx, &events.SyncCompleted{Seq: seq, Snapshot: name, Files: len(uploads) + 1, Bytes: bytes, DurationS: time.Since(start).Seconds()})
+	w.announce(ctx, &events.SyncCompleted{Seq: seq, Snapshot: name, Files: len(uploads) + 1, Bytes: bytes.Load(), DurationS: time.Since(start).Seconds()})
 	w.forgetFinished()
 	return nil
 }
@@ -128,10 +136,45 @@ func (w *writer) removeLocalDir(rel string) error {
 func (w *writer) forgetFinished() {
 	for id, f := range w.files {
 		if t := w.st.Trials[id]; t != nil && t.Finished() {
+			_ = f.close()
 			_ = os.RemoveAll(f.dir)
 			delete(w.files, id)
 		}
 	}
+}
+
+// uploadConcurrency is how many files a sync uploads at once.
+const uploadConcurrency = 16
+
+// parallel runs fn for every item, at most n at a time, and returns the
+// first error.
+func parallel[T any](ctx context.Context, n int, items map[string]T, fn func(context.Context, string, T) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sem := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	for key, item := range items {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := fn(ctx, key, item); err != nil {
+				cancel(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return ctx.Err()
 }
 
 // announce publishes what the syncer did.

@@ -32,7 +32,7 @@ func (w *writer) submitCheckpoint(ctx context.Context, t *state.Trial, c events.
 			older = append(older, o)
 		}
 	}
-	w.staged[t.ID] = []string{object}
+	w.staged[t.ID] = append(older, object) // kept until known persisted
 	trial, dir, path := t.ID, t.DirName, w.checkpointPath(t, c.Name)
 	key := "checkpoint/" + trial + "/" + c.Name
 	if !w.claim(key) {
@@ -41,14 +41,29 @@ func (w *writer) submitCheckpoint(ctx context.Context, t *state.Trial, c events.
 	w.ops.Submit(key, func(ctx context.Context) error {
 		defer w.release(key)
 		err := w.sync.Run(ctx, "persist "+trial+"/"+c.Name, func(ctx context.Context) error {
-			return w.copyArchive(ctx, object, c.Digest, dir+"/"+c.Name+"/")
+			err := w.copyArchive(ctx, object, c.Digest, dir+"/"+c.Name+"/")
+			if errors.Is(err, jetstream.ErrObjectNotFound) {
+				// Only a syncer removes a staged copy, after persisting it:
+				// an earlier syncer did, and this one had not seen it yet.
+				return nil
+			}
+			return err
 		})
 		if err != nil {
 			w.announceFailure(ctx, "persist "+trial+"/"+c.Name, err, w.sync.Config().MaxRetries+1)
 			return err
 		}
 		w.announceOnce(ctx, trial+"."+c.Name+".persisted", &events.CheckpointPersisted{TrialID: trial, Name: c.Name, Path: path, Size: c.Size, Digest: c.Digest})
-		w.removeStaged(ctx, older)
+		w.mu.Lock()
+		w.persistedObjects[object] = true
+		var done []string // only copies storage holds may go
+		for _, o := range older {
+			if w.persistedObjects[o] {
+				done = append(done, o)
+			}
+		}
+		w.mu.Unlock()
+		w.removeStaged(ctx, done)
 		return nil
 	})
 }

@@ -3,6 +3,7 @@ package syncer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -17,8 +18,9 @@ import (
 
 // Config configures a syncer. The zero value is usable.
 type Config struct {
-	// WorkDir holds the local staging copies of result files.
-	// Default <tmp>/tunejet-syncer.
+	// WorkDir holds the local staging copies of result files; it must not
+	// be shared with another syncer. Default a fresh directory under
+	// <tmp>/tunejet-syncer.
 	WorkDir string
 	// MaxRetries is how many times a failed sync is retried before it is
 	// announced failed. Default 2 (Ray's).
@@ -32,7 +34,13 @@ type Config struct {
 
 func (c *Config) setDefaults() {
 	if c.WorkDir == "" {
-		c.WorkDir = filepath.Join(os.TempDir(), "tunejet-syncer")
+		base := filepath.Join(os.TempDir(), "tunejet-syncer")
+		if err := os.MkdirAll(base, 0o755); err == nil {
+			c.WorkDir, _ = os.MkdirTemp(base, fmt.Sprintf("%d-", os.Getpid()))
+		}
+		if c.WorkDir == "" {
+			c.WorkDir = filepath.Join(base, fmt.Sprintf("%d", os.Getpid()))
+		}
 	}
 }
 

@@ -48,23 +48,40 @@ type writer struct {
 	mu        sync.Mutex             // guards artifacts, shared with the ops queue
 	artifacts map[string]artifactJob // staged artifacts not yet in storage
 	inflight  map[string]bool        // persistence jobs queued or running
+	// persistedObjects are staged copies this syncer put into storage.
+	persistedObjects map[string]bool
 }
 
 func newWriter(s *Service, exp string) *writer {
 	return &writer{
 		s: s, exp: exp, st: state.New(exp), stage: filepath.Join(s.cfg.WorkDir, exp),
 		files: map[string]*trialFiles{}, params: map[string]bool{}, changed: map[string]bool{}, staged: map[string][]string{},
-		artifacts: map[string]artifactJob{}, inflight: map[string]bool{},
+		artifacts: map[string]artifactJob{}, inflight: map[string]bool{}, persistedObjects: map[string]bool{},
 		log: s.log.With().Str("experiment", exp).Logger(),
 	}
 }
 
 func (w *writer) run(ctx context.Context) error {
-	if err := w.open(ctx); err != nil {
-		w.announceFailure(ctx, "open storage", err, 1)
-		return err
+	for attempt := 1; ; attempt++ {
+		err := w.open(ctx)
+		if err == nil {
+			break
+		}
+		w.announceFailure(ctx, "open storage", err, attempt)
+		if w.root != nil {
+			w.root.Close()
+			w.root = nil
+		}
+		t := time.NewTimer(w.s.syncConfig(w.syncSpec()).SyncPeriod)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		}
 	}
 	defer w.root.Close()
+	defer w.closeFiles()
 	w.ops = blobsync.NewQueue(context.WithoutCancel(ctx), w.log)
 	defer w.ops.Close()
 	// The consumer outlives ctx a little: on shutdown the writer first
@@ -78,16 +95,20 @@ func (w *writer) run(ctx context.Context) error {
 	period := w.s.syncConfig(w.syncSpec()).SyncPeriod
 	tick := time.NewTicker(period)
 	defer tick.Stop()
+	upToDate := false
 	for {
 		select {
 		case m := <-msgs:
 			w.handle(ctx, m)
-			if w.st.Done() && caughtUp(m) {
+			upToDate = caughtUp(m.m)
+			if w.st.Done() && upToDate {
 				w.final(ctx, msgs)
 				return nil
 			}
 		case <-tick.C:
-			w.resubmit(ctx)
+			if upToDate { // only then does the fold know what is persisted
+				w.resubmit(ctx)
+			}
 			if w.dirty {
 				_ = w.syncUp(ctx)
 			}
@@ -201,7 +222,7 @@ func (w *writer) fromThisLog(ctx context.Context, st *state.Experiment, last uin
 
 // consume (re)creates the durable consumer from the sequence after the
 // snapshot and streams its messages.
-func (w *writer) consume(ctx context.Context) (<-chan jetstream.Msg, <-chan error, error) {
+func (w *writer) consume(ctx context.Context) (<-chan message, <-chan error, error) {
 	name := "sync_" + w.exp
 	if err := w.s.bus.JS.DeleteConsumer(ctx, bus.StreamName, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return nil, nil, fmt.Errorf("syncer: reset consumer %s: %w", name, err)
@@ -224,7 +245,7 @@ func (w *writer) consume(ctx context.Context) (<-chan jetstream.Msg, <-chan erro
 	if err != nil {
 		return nil, nil, fmt.Errorf("syncer: consumer %s: %w", name, err)
 	}
-	msgs, errs := make(chan jetstream.Msg, 256), make(chan error, 1)
+	msgs, errs := make(chan message, 1024), make(chan error, 1)
 	go func() {
 		defer it.Stop()
 		stop := context.AfterFunc(ctx, it.Stop)
@@ -237,14 +258,22 @@ func (w *writer) consume(ctx context.Context) (<-chan jetstream.Msg, <-chan erro
 				}
 				return
 			}
+			ev, derr := bus.FromJS(m) // decoded here, off the writer's goroutine
 			select {
-			case msgs <- m:
+			case msgs <- message{m: m, ev: ev, err: derr}:
 			case <-ctx.Done():
 				return
 			}
 		}
 	}()
 	return msgs, errs, nil
+}
+
+// message is a consumed message and its decoded event.
+type message struct {
+	m   jetstream.Msg
+	ev  *events.Event
+	err error
 }
 
 // caughtUp reports whether no message of the consumer is left after m: a
@@ -255,11 +284,11 @@ func caughtUp(m jetstream.Msg) bool {
 }
 
 // handle folds one message and stages what it adds.
-func (w *writer) handle(ctx context.Context, m jetstream.Msg) {
-	w.lastMsg = m
-	ev, err := bus.FromJS(m)
+func (w *writer) handle(ctx context.Context, msg message) {
+	w.lastMsg = msg.m
+	ev, err := msg.ev, msg.err
 	if err != nil {
-		w.log.Debug().Err(err).Str("subject", m.Subject()).Msg("skipping a malformed message")
+		w.log.Debug().Err(err).Str("subject", msg.m.Subject()).Msg("skipping a malformed message")
 		return
 	}
 	var before *state.Trial
@@ -310,7 +339,7 @@ func (w *writer) effects(ctx context.Context, ev *events.Event, before *state.Tr
 // then come back through the log), then the state. At the end of the
 // experiment it goes on until storage has taken all of it; on shutdown it
 // tries once (the next syncer resumes).
-func (w *writer) final(ctx context.Context, msgs <-chan jetstream.Msg) {
+func (w *writer) final(ctx context.Context, msgs <-chan message) {
 	for {
 		w.catchUp(ctx, msgs)
 		w.resubmit(ctx)
@@ -334,8 +363,15 @@ func (w *writer) final(ctx context.Context, msgs <-chan jetstream.Msg) {
 	}
 }
 
+// closeFiles closes the staged files still open.
+func (w *writer) closeFiles() {
+	for _, f := range w.files {
+		_ = f.close()
+	}
+}
+
 // catchUp folds every message already in the log.
-func (w *writer) catchUp(ctx context.Context, msgs <-chan jetstream.Msg) {
+func (w *writer) catchUp(ctx context.Context, msgs <-chan message) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), catchUpTimeout)
 	defer cancel()
 	target, err := w.s.bus.LastSeq(cctx, events.ExperimentSubjects(w.exp))

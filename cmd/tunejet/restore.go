@@ -1,0 +1,173 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/tune"
+)
+
+// stackFlags choose between a deployment (--nats) and the embedded stack.
+type stackFlags struct {
+	conn     connFlags
+	logs     logFlags
+	storeDir string
+	slots    int
+}
+
+func (f *stackFlags) add(cmd *cobra.Command) {
+	f.conn.add(cmd.Flags())
+	f.logs.add(cmd.Flags(), "warn")
+	cmd.Flags().StringVar(&f.storeDir, "store-dir", bus.DefaultStoreDir(), "embedded nats-server's JetStream store")
+	cmd.Flags().IntVar(&f.slots, "slots", 0, "embedded runner's trial slots (default: number of CPUs)")
+}
+
+// options are the tune options the flags say.
+func (f *stackFlags) options() ([]tune.Option, error) {
+	log, err := f.logs.logger()
+	if err != nil {
+		return nil, err
+	}
+	opts := []tune.Option{tune.WithProgress(os.Stdout), tune.WithLogger(log), tune.WithRunnerSlots(f.slots)}
+	if f.conn.o.URL != "" {
+		return append(opts, tune.WithNATS(f.conn.o)), nil
+	}
+	return append(opts, tune.WithStoreDir(f.storeDir)), nil
+}
+
+func newRestoreCmd() *cobra.Command {
+	var (
+		sf                                              stackFlags
+		resumeUnfinished, resumeErrored, restartErrored bool
+		paramSpaceFile                                  string
+	)
+	cmd := &cobra.Command{
+		Use:   "restore PATH",
+		Short: "Continue an interrupted experiment and watch it to the end",
+		Long: `Restore the experiment at PATH — its directory in storage,
+<storage_path>/<name>, as a path or a URL — from the event log when it still
+holds it, else from its newest experiment_state-*.json, and run it to the end
+like tunejet run.
+
+As in Ray Tune: finished trials are kept; unfinished ones resume from their
+latest checkpoint (--resume-unfinished=false ends them TERMINATED); errored
+ones stay ERROR unless --resume-errored (same trial, from its checkpoint) or
+--restart-errored (a new trial from scratch). --param-space FILE re-specifies
+the param space (YAML or JSON; the same keys).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts, err := sf.options()
+			if err != nil {
+				return err
+			}
+			opts = append(opts, tune.WithResumeUnfinished(resumeUnfinished))
+			if resumeErrored {
+				opts = append(opts, tune.WithResumeErrored())
+			}
+			if restartErrored {
+				opts = append(opts, tune.WithRestartErrored())
+			}
+			if paramSpaceFile != "" {
+				space, err := readParamSpace(paramSpaceFile)
+				if err != nil {
+					return err
+				}
+				opts = append(opts, tune.WithParamSpace(space))
+			}
+			tuner, err := tune.Restore(cmd.Context(), args[0], nil, opts...)
+			if err != nil {
+				return err
+			}
+			return fitAndSummarize(cmd, tuner, args[0], sf.conn.o.URL != "")
+		},
+	}
+	sf.add(cmd)
+	cmd.Flags().BoolVar(&resumeUnfinished, "resume-unfinished", true, "resume trials that had not finished")
+	cmd.Flags().BoolVar(&resumeErrored, "resume-errored", false, "resume errored trials from their latest checkpoint")
+	cmd.Flags().BoolVar(&restartErrored, "restart-errored", false, "restart errored trials from scratch as new trials")
+	cmd.Flags().StringVar(&paramSpaceFile, "param-space", "", "a YAML or JSON file re-specifying param_space (same keys)")
+	return cmd
+}
+
+// readParamSpace reads a param_space mapping, alone or under a
+// "param_space" key.
+func readParamSpace(path string) (map[string]any, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("param space: %w", err)
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("param space %s: %w", path, err)
+	}
+	if inner, ok := m["param_space"].(map[string]any); ok && len(m) == 1 {
+		m = inner
+	}
+	return m, nil
+}
+
+func newCanRestoreCmd() *cobra.Command {
+	var sf stackFlags
+	cmd := &cobra.Command{
+		Use:   "can-restore PATH",
+		Short: "Say whether the experiment at PATH can be restored (exit 0) or not (exit 1)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts, err := sf.options()
+			if err != nil {
+				return err
+			}
+			r, err := tune.CanRestore(cmd.Context(), args[0], opts...)
+			if err != nil {
+				return err
+			}
+			if !r.OK {
+				return &exitError{code: 1, err: errors.New(r.Reason)}
+			}
+			from := "the event log"
+			if r.Source == "snapshot" {
+				from = r.Snapshot
+			}
+			fmt.Printf("can restore %s: %s, from %s\n", args[0], countsText(r.Counts), from)
+			return nil
+		},
+	}
+	sf.add(cmd)
+	return cmd
+}
+
+func countsText(c map[string]int) string {
+	var parts []string
+	for _, s := range []string{"RUNNING", "PENDING", "PAUSED", "TERMINATED", "ERROR"} {
+		if c[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c[s], s))
+		}
+	}
+	if len(parts) == 0 {
+		return "no trials"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// fitAndSummarize runs a tuner to its end, or reports the interruption the
+// way Ray does, with the command that continues it.
+func fitAndSummarize(cmd *cobra.Command, tuner *tune.Tuner, expPath string, remote bool) error {
+	results, err := tuner.Fit(cmd.Context())
+	switch {
+	case errors.Is(err, tune.ErrInterrupted) && remote:
+		return &exitError{code: 130, err: fmt.Errorf("stopped watching; the experiment keeps running on the deployment")}
+	case errors.Is(err, tune.ErrInterrupted):
+		fmt.Fprintf(os.Stderr, "Experiment has been interrupted, but the most recent state was saved.\nContinue it with:\n  tunejet restore %s\n", expPath)
+		return &exitError{code: 130, err: err}
+	case err != nil:
+		return err
+	}
+	fmt.Print(tune.Summary(results))
+	return nil
+}
