@@ -1,0 +1,363 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/internal/session"
+	"github.com/tunejet/tunejet/internal/state"
+	"github.com/tunejet/tunejet/services/controller"
+	"github.com/tunejet/tunejet/services/runner"
+	"github.com/tunejet/tunejet/services/syncer"
+	"github.com/tunejet/tunejet/tune"
+)
+
+// envInt reads a positive integer from the environment, or returns def.
+func envInt(b *testing.B, name string, def int) int {
+	b.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		b.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
+}
+
+// startServer runs a fresh nats-server with JetStream on a free loopback
+// port, its store in a new folder under the benchmark's temp dir, as
+// bus.StartEmbedded configures it. TUNEJET_BENCH_MAX_CONSUMERS, when set,
+// raises the server's default limit of consumers per stream (1,000 in
+// nats-server 2.11 and later), which BENCHMARKS.md explains. The caller
+// shuts the server down.
+func startServer(b *testing.B) *bus.Embedded {
+	b.Helper()
+	dir, err := os.MkdirTemp(b.TempDir(), "jetstream-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if os.Getenv("TUNEJET_BENCH_MAX_CONSUMERS") == "" {
+		e, err := bus.StartEmbedded(bus.EmbedOptions{StoreDir: dir, Listen: true, Port: -1})
+		if err != nil {
+			b.Fatalf("start nats-server: %v", err)
+		}
+		return e
+	}
+	s, err := server.NewServer(&server.Options{
+		ServerName: "tunejet-embedded", JetStream: true, StoreDir: dir, NoSigs: true, NoLog: true,
+		Host: "127.0.0.1", Port: server.RANDOM_PORT,
+		JetStreamLimits: server.JSLimitOpts{DefaultMaxConsumers: envInt(b, "TUNEJET_BENCH_MAX_CONSUMERS", 0)},
+	})
+	if err != nil {
+		b.Fatalf("start nats-server: %v", err)
+	}
+	s.Start()
+	if !s.ReadyForConnections(30 * time.Second) {
+		s.Shutdown()
+		b.Fatal("nats-server not ready after 30s")
+	}
+	return &bus.Embedded{Server: s}
+}
+
+// logger passes the services' warnings and errors to the benchmark log.
+func logger(b *testing.B) zerolog.Logger {
+	return zerolog.New(zerolog.NewTestWriter(b)).Level(zerolog.WarnLevel)
+}
+
+// deployment is a real nats-server with the controller, one runner and the
+// syncer running against it on their own connections, as separate
+// services would (the shape of tune/harness_test.go).
+type deployment struct {
+	b      *testing.B
+	emb    *bus.Embedded
+	conns  []*nats.Conn
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	errs   []error
+	closed sync.Once
+}
+
+// startDeployment starts a fresh server and the services; the caller
+// closes the deployment.
+func startDeployment(b *testing.B, slots int, fns map[string]tune.Trainable) *deployment {
+	b.Helper()
+	d := &deployment{b: b, emb: startServer(b)}
+	reg := map[string]session.Func{}
+	for k, v := range fns {
+		reg[k] = v
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d.cancel = cancel
+	run := func(name string, f func(context.Context) error) {
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			if err := f(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				d.mu.Lock()
+				d.errs = append(d.errs, fmt.Errorf("%s: %w", name, err))
+				d.mu.Unlock()
+			}
+		}()
+	}
+	run("controller", controller.New(d.bus("controller"), controller.Config{}).Run)
+	run("runner", runner.New(d.bus("runner"), runner.Config{Slots: slots, Trainables: reg, WorkDir: b.TempDir()}).Run)
+	run("syncer", syncer.New(d.bus("syncer"), syncer.Config{}).Run)
+	return d
+}
+
+// bus opens a provisioned bus on a new connection.
+func (d *deployment) bus(source string) *bus.Bus {
+	d.b.Helper()
+	nc, err := nats.Connect(d.emb.URL(), nats.Name("bench-"+source))
+	if err != nil {
+		d.b.Fatalf("connect: %v", err)
+	}
+	d.conns = append(d.conns, nc)
+	bs, err := bus.New(nc, "bench/"+source, logger(d.b))
+	if err != nil {
+		d.b.Fatal(err)
+	}
+	if err := bs.Provision(context.Background()); err != nil {
+		d.b.Fatal(err)
+	}
+	return bs
+}
+
+// close stops the services, then the server, and fails the benchmark if a
+// service failed. Only the first call does anything.
+func (d *deployment) close() {
+	d.closed.Do(func() {
+		d.cancel()
+		d.wg.Wait()
+		for _, nc := range d.conns {
+			nc.Close()
+		}
+		d.emb.Shutdown()
+		for _, err := range d.errs {
+			d.b.Errorf("service: %v", err)
+		}
+	})
+}
+
+// fit runs an experiment on the deployment through the public API and
+// returns its results and how long Fit took. A Fit that has not returned
+// after limit is interrupted, and the benchmark fails with a summary of
+// the experiment's log.
+func (d *deployment) fit(limit time.Duration, trainable string, opts ...tune.Option) (*tune.ResultGrid, time.Duration) {
+	d.b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	opts = append(opts, tune.WithNATS(tune.NATSOptions{URL: d.emb.URL(), Name: "bench-client"}))
+	tuner, err := tune.NewTuner(trainable, opts...)
+	if err != nil {
+		d.b.Fatal(err)
+	}
+	spec, err := tuner.Spec()
+	if err != nil {
+		d.b.Fatal(err)
+	}
+	start := time.Now()
+	g, err := tuner.Fit(ctx)
+	took := time.Since(start)
+	if err != nil {
+		d.diagnose(spec.Name)
+		d.close()
+		d.b.Fatalf("Fit after %v: %v", took.Round(time.Millisecond), err)
+	}
+	return g, took
+}
+
+// fitEmbedded runs an experiment the way a user's program does by default:
+// tune.Fit with no NATS URL starts an in-process nats-server (store in the
+// benchmark's temp dir) with the controller, a runner of slots and the
+// syncer on one in-process connection, and stops them before it returns.
+func fitEmbedded(b *testing.B, limit time.Duration, slots int, fn tune.Trainable, opts ...tune.Option) (*tune.ResultGrid, time.Duration) {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	opts = append(opts, tune.WithStoreDir(b.TempDir()), tune.WithRunnerSlots(slots), tune.WithLogger(logger(b)))
+	tuner, err := tune.NewTuner(fn, opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	g, err := tuner.Fit(ctx)
+	took := time.Since(start)
+	if err != nil {
+		b.Fatalf("Fit after %v: %v", took.Round(time.Millisecond), err)
+	}
+	return g, took
+}
+
+// diagnose logs what the experiment's log says: events by type, trials by
+// status, and the last events.
+func (d *deployment) diagnose(exp string) {
+	d.b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	evs := d.events(ctx, exp)
+	st := state.New(exp)
+	types := map[string]int{}
+	for _, ev := range evs {
+		st.Apply(ev)
+		types[ev.Type()]++
+	}
+	d.b.Logf("log of %s: %d events; by type %v", exp, len(evs), types)
+	d.b.Logf("experiment %s; trials by status %v; %d in flight, %d unfinished", st.Status, st.Counts(), st.InFlight(), st.Unfinished())
+	var failed []string
+	for _, ev := range evs {
+		if p, ok := ev.Data.(*events.TrialFailed); ok {
+			failed = append(failed, p.Error)
+		}
+	}
+	if len(failed) > 0 {
+		d.b.Logf("%d trial.failed events; the last says: %s", len(failed), failed[len(failed)-1])
+	}
+	for _, ev := range evs[max(0, len(evs)-10):] {
+		d.b.Logf("  seq %d %s %s %s", ev.Seq, ev.Time.Format(time.RFC3339Nano), ev.Type(), ev.Trial())
+	}
+}
+
+// events returns every event of an experiment in log order. It reads the
+// log message by message instead of through a consumer, so it works even
+// when the stream cannot take another consumer.
+func (d *deployment) events(ctx context.Context, exp string) []*events.Event {
+	d.b.Helper()
+	s, err := d.bus("reader").Stream(ctx)
+	if err != nil {
+		d.b.Fatal(err)
+	}
+	var out []*events.Event
+	for seq := uint64(1); ; seq++ {
+		m, err := s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(events.ExperimentSubjects(exp)))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return out
+		}
+		if err != nil {
+			d.b.Fatalf("read the log at %d: %v", seq, err)
+		}
+		seq = m.Sequence
+		ev, err := events.Decode(m.Subject, m.Header, m.Data)
+		if err != nil {
+			d.b.Logf("seq %d: %v", seq, err)
+			continue
+		}
+		ev.Seq = seq
+		out = append(out, ev)
+	}
+}
+
+// storedSpan returns the server timestamps of the first and the last
+// message matching filter, and the last message itself.
+func (d *deployment) storedSpan(ctx context.Context, filter string) (first, last time.Time, lastMsg *jetstream.RawStreamMsg) {
+	d.b.Helper()
+	bs := d.bus("span")
+	s, err := bs.Stream(ctx)
+	if err != nil {
+		d.b.Fatal(err)
+	}
+	lastMsg, err = s.GetLastMsgForSubject(ctx, filter)
+	if err != nil {
+		d.b.Fatalf("last message on %s: %v", filter, err)
+	}
+	firstMsg, err := s.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(filter))
+	if err != nil {
+		d.b.Fatalf("first message on %s: %v", filter, err)
+	}
+	return firstMsg.Time, lastMsg.Time, lastMsg
+}
+
+// spans records when each trainable's measured section began and ended.
+type spans struct {
+	mu         sync.Mutex
+	start, end []time.Time
+}
+
+func (s *spans) add(start, end time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.start = append(s.start, start)
+	s.end = append(s.end, end)
+}
+
+// bounds returns the earliest start, the latest end and how many spans
+// were recorded.
+func (s *spans) bounds() (first, last time.Time, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.start {
+		if first.IsZero() || s.start[i].Before(first) {
+			first = s.start[i]
+		}
+		if s.end[i].After(last) {
+			last = s.end[i]
+		}
+	}
+	return first, last, len(s.start)
+}
+
+// total is the sum of the spans' lengths.
+func (s *spans) total() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var t time.Duration
+	for i := range s.start {
+		t += s.end[i].Sub(s.start[i])
+	}
+	return t
+}
+
+func sortTimes(ts []time.Time) {
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
+}
+
+// resultFiles counts the lines of every trial's result.json and returns
+// the latest modification time among them.
+func resultFiles(b *testing.B, g *tune.ResultGrid) (lines map[string]int, lastWrite time.Time) {
+	b.Helper()
+	lines = map[string]int{}
+	for _, r := range g.Results() {
+		p := filepath.Join(r.Path, "result.json")
+		data, err := os.ReadFile(p)
+		if err != nil {
+			b.Errorf("trial %s: %v", r.TrialID, err)
+			continue
+		}
+		n := 0
+		for _, c := range data {
+			if c == '\n' {
+				n++
+			}
+		}
+		lines[r.TrialID] = n
+		if fi, err := os.Stat(p); err == nil && fi.ModTime().After(lastWrite) {
+			lastWrite = fi.ModTime()
+		}
+	}
+	return lines, lastWrite
+}
+
+func perSecond(n int, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}

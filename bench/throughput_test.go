@@ -1,0 +1,256 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/tune"
+)
+
+// reporter is the trainable of the throughput benchmark: it calls Report n
+// times in a tight loop and records the span of the loop.
+func reporter(n int, rec *spans) tune.Trainable {
+	return func(ctx context.Context, config map[string]any) error {
+		x, _ := config["x"].(float64)
+		start := time.Now()
+		for i := 1; i <= n; i++ {
+			if err := tune.Report(ctx, map[string]any{"loss": x / float64(i), "step": i}); err != nil {
+				return err
+			}
+		}
+		rec.add(start, time.Now())
+		return nil
+	}
+}
+
+// BenchmarkReportThroughput measures reports per second end to end —
+// tune.Report in the runner, the event log, the controller, the syncer and
+// Fit's watcher each folding it, a line in result.json, Fit returning —
+// against a plain JetStream PublishAsync of as many messages of the same
+// size, on a fresh server of the same kind, in the same run. It runs on a
+// deployment (services on their own TCP connections, as
+// tune/harness_test.go does) and on the embedded stack tune.Fit starts by
+// default (one in-process connection).
+func BenchmarkReportThroughput(b *testing.B) {
+	b.Run("deployment", func(b *testing.B) { reportThroughput(b, false) })
+	b.Run("embedded", func(b *testing.B) { reportThroughput(b, true) })
+}
+
+func reportThroughput(b *testing.B, embedded bool) {
+	trials := envInt(b, "TUNEJET_BENCH_REPORT_TRIALS", 8)
+	per := envInt(b, "TUNEJET_BENCH_REPORTS", 25000)
+	total := trials * per
+	var m throughput
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		m = runThroughput(b, embedded, trials, per)
+		b.StartTimer()
+	}
+	b.ReportMetric(m.e2e, "reports/s")
+	b.ReportMetric(m.raw, "raw_msgs/s")
+	b.ReportMetric(100*m.e2e/m.raw, "%_of_raw")
+	b.ReportMetric(m.emitted, "emitted/s")
+	b.ReportMetric(m.written, "written/s")
+	b.ReportMetric(m.writeLag.Seconds(), "write_lag_s")
+	b.Logf("%d trials × %d reports = %d reports; a trial.reported event is %d B (%d B data + %d B headers)", trials, per, total, m.msgBytes+m.hdrBytes, m.msgBytes, m.hdrBytes)
+	b.Logf("end to end (Fit start → Fit return, every report a line in result.json): %.0f reports/s in %.2fs", m.e2e, m.fit.Seconds())
+	b.Logf("plain JetStream PublishAsync of %d such messages, all acked: %.0f msgs/s in %.2fs", total, m.raw, m.rawTook.Seconds())
+	b.Logf("tunejet/raw: %.1f %% (targets: ≥ 50 %% of raw and ≥ 20000 reports/s; Ray's guidance ~500 results/s)", 100*m.e2e/m.raw)
+	b.Logf("published: the tune.Report loops ran at %.0f reports/s (first call → last return %.2fs)", m.emitted, m.emitSpan.Seconds())
+	if m.stored > 0 {
+		b.ReportMetric(m.stored, "stored/s")
+		b.Logf("stored: %.0f reports/s by the server's timestamps (first → last trial.reported %.2fs)", m.stored, m.storeSpan.Seconds())
+	}
+	b.Logf("written: %.0f reports/s into result.json (first Report call → last write %.2fs); the last write came %.2fs after the last Report returned, Fit returned %.2fs after that",
+		m.written, m.writeSpan.Seconds(), m.writeLag.Seconds(), m.fitLag.Seconds())
+}
+
+type throughput struct {
+	fit, rawTook                   time.Duration
+	e2e, raw                       float64
+	emitted, stored, written       float64
+	emitSpan, storeSpan, writeSpan time.Duration
+	writeLag, fitLag               time.Duration
+	msgBytes, hdrBytes             int
+}
+
+func runThroughput(b *testing.B, embedded bool, trials, per int) throughput {
+	b.Helper()
+	total := trials * per
+	var m throughput
+	rec := &spans{}
+	fn := reporter(per, rec)
+	opts := []tune.Option{
+		tune.WithName("throughput"),
+		tune.WithRunConfig(tune.RunConfig{StoragePath: b.TempDir()}),
+		tune.WithParamSpace(tune.ParamSpace{"x": tune.Uniform(0, 1)}),
+		tune.WithTuneConfig(tune.TuneConfig{NumSamples: trials}),
+	}
+	const limit = 10 * time.Minute
+	var d *deployment
+	var g *tune.ResultGrid
+	if embedded {
+		b.StartTimer()
+		g, m.fit = fitEmbedded(b, limit, trials, fn, opts...)
+	} else {
+		d = startDeployment(b, trials, map[string]tune.Trainable{"reporter": fn})
+		defer d.close()
+		b.StartTimer()
+		g, m.fit = d.fit(limit, "reporter", opts...)
+	}
+	fitEnd := time.Now()
+	b.StopTimer()
+
+	// Correctness first: every report is a line in result.json by the time
+	// Fit returns.
+	lines, lastWrite := resultFiles(b, g)
+	sum, short := 0, 0
+	for _, n := range lines {
+		sum += n
+		if n != per {
+			short++
+		}
+	}
+	if g.NumTerminated() != trials || len(lines) != trials || short > 0 {
+		for id, n := range lines {
+			b.Logf("trial %s: %d lines", id, n)
+		}
+		b.Fatalf("%d of %d trials TERMINATED; result.json holds %d lines, want %d (%d per trial) when Fit returns", g.NumTerminated(), trials, sum, total, per)
+	}
+
+	emitFirst, emitLast, _ := rec.bounds()
+	m.e2e = perSecond(total, m.fit)
+	m.emitSpan, m.writeSpan = emitLast.Sub(emitFirst), lastWrite.Sub(emitFirst)
+	m.emitted, m.written = perSecond(total, m.emitSpan), perSecond(total, m.writeSpan)
+	m.writeLag, m.fitLag = lastWrite.Sub(emitLast), fitEnd.Sub(lastWrite)
+
+	// The baseline publishes the same message: a real trial.reported event
+	// (read back from the log, or rebuilt from result.json when the embedded
+	// stack is gone), on the trials' subjects.
+	var subjects []string
+	for _, r := range g.Results() {
+		subjects = append(subjects, events.Subject("throughput", events.WriterRunner, events.TypeTrialReported, r.TrialID))
+	}
+	var hdr nats.Header
+	var data []byte
+	if embedded {
+		hdr, data = rebuildReport(b, g.Get(0))
+	} else {
+		first, last, msg := d.storedSpan(context.Background(), events.TypeSubjects("throughput", events.WriterRunner, events.TypeTrialReported))
+		m.storeSpan = last.Sub(first)
+		m.stored = perSecond(total, m.storeSpan)
+		hdr, data = msg.Header, msg.Data
+		d.close() // the baseline runs alone
+	}
+	m.msgBytes, m.hdrBytes = len(data), headerBytes(hdr)
+	m.rawTook = rawPublish(b, embedded, subjects, hdr, data, total)
+	m.raw = perSecond(total, m.rawTook)
+	return m
+}
+
+// rebuildReport encodes the trial.reported event of a trial's last result
+// as the runner did.
+func rebuildReport(b *testing.B, r *tune.Result) (nats.Header, []byte) {
+	b.Helper()
+	data, err := os.ReadFile(filepath.Join(r.Path, "result.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSpace(data), []byte("\n"))
+	var result map[string]any
+	if err := json.Unmarshal(lines[len(lines)-1], &result); err != nil {
+		b.Fatal(err)
+	}
+	delete(result, "config") // the syncer adds it; the event does not carry it
+	ev := events.New("throughput", events.WriterRunner, "tunejet/embedded/runner", &events.TrialReported{TrialID: r.TrialID, Attempt: 1, Result: result})
+	msg, err := bus.ToNATS(ev)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return msg.Header, msg.Data
+}
+
+// rawPublish publishes n copies of a message (each with its own
+// Nats-Msg-Id, round robin over subjects) with PublishAsync to the TUNEJET
+// stream of a fresh server — over TCP, or in process — waits for every
+// ack, and returns how long that took. The stream must then hold all n (a
+// failed ack would be missing).
+func rawPublish(b *testing.B, inProcess bool, subjects []string, hdr nats.Header, data []byte, n int) time.Duration {
+	b.Helper()
+	emb := startServer(b)
+	defer emb.Shutdown()
+	var nc *nats.Conn
+	var err error
+	if inProcess {
+		nc, err = emb.Connect("bench-raw")
+	} else {
+		nc, err = nats.Connect(emb.URL(), nats.Name("bench-raw"))
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	bs, err := bus.New(nc, "bench/raw", zerolog.Nop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := bs.Provision(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = events.NewID()
+	}
+	js := bs.JS
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		h := make(nats.Header, len(hdr))
+		for k, v := range hdr {
+			h[k] = v
+		}
+		h.Set(jetstream.MsgIDHeader, ids[i])
+		if _, err := js.PublishMsgAsync(&nats.Msg{Subject: subjects[i%len(subjects)], Header: h, Data: data}); err != nil {
+			b.Fatalf("raw publish %d: %v", i, err)
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-time.After(5 * time.Minute):
+		b.Fatalf("raw publish: %d acks outstanding after 5 minutes", js.PublishAsyncPending())
+	}
+	took := time.Since(start)
+	s, err := bs.Stream(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	info, err := s.Info(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if info.State.Msgs != uint64(n) {
+		b.Fatalf("raw publish: the stream holds %d messages, want %d", info.State.Msgs, n)
+	}
+	return took
+}
+
+// headerBytes is the size of a header block on the wire.
+func headerBytes(h nats.Header) int {
+	n := len("NATS/1.0\r\n\r\n")
+	for k, vs := range h {
+		for _, v := range vs {
+			n += len(k) + len(": ") + len(v) + len("\r\n")
+		}
+	}
+	return n
+}
