@@ -34,6 +34,12 @@ type reconciler struct {
 	caughtUp bool
 	waitSeq  uint64 // decide only once the fold has reached this sequence
 	workOK   bool   // the work consumer exists
+
+	// lease makes this controller the experiment's only decider; every
+	// decision is fenced on lastCtlSeq, the last controller event folded.
+	lease      *bus.Lease
+	nextTry    time.Time
+	lastCtlSeq uint64
 }
 
 func newReconciler(s *Service, exp string) *reconciler {
@@ -47,6 +53,16 @@ func (r *reconciler) run(ctx context.Context) error {
 	if r.completedBefore(ctx) {
 		return nil
 	}
+	kv, err := r.s.bus.Leases(ctx)
+	if err != nil {
+		return err
+	}
+	r.lease = bus.NewLease(kv, r.exp, r.s.bus.Source)
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		r.lease.Release(rctx)
+		cancel()
+	}()
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	watchErr := make(chan error, 1)
@@ -84,7 +100,7 @@ func (r *reconciler) run(ctx context.Context) error {
 			r.shutdown()
 			return ctx.Err()
 		}
-		if r.caughtUp && r.st.LastSeq >= r.waitSeq {
+		if r.caughtUp && r.st.LastSeq >= r.waitSeq && r.lead(ctx) {
 			r.reconcile(ctx)
 		}
 		if r.caughtUp && r.st.Done() && len(r.evs) == 0 {
@@ -116,6 +132,9 @@ func (r *reconciler) apply(ctx context.Context, ev *events.Event) {
 	if ev == nil {
 		r.caughtUp = true
 		return
+	}
+	if ev.Writer == events.WriterController && ev.Seq > r.lastCtlSeq {
+		r.lastCtlSeq = ev.Seq
 	}
 	st, _, err := restore.Fold(ctx, r.s.bus.JS, r.st, ev)
 	if err != nil {
@@ -247,18 +266,48 @@ func (r *reconciler) ensureWork(ctx context.Context) bool {
 	return true
 }
 
-// publish sends one decision and remembers its sequence: the next decision
+// lead holds (acquiring or renewing) the experiment's lease; a standby
+// keeps folding and tries again every so often.
+func (r *reconciler) lead(ctx context.Context) bool {
+	if r.lease.Held() && time.Since(r.nextTry) < 0 {
+		return true
+	}
+	if !r.lease.Held() && time.Now().Before(r.nextTry) {
+		return false
+	}
+	was := r.lease.Held()
+	held := r.lease.Acquire(ctx)
+	r.nextTry = time.Now().Add(bus.LeaseTTL / 3) // the next renewal, or the next try
+	if held != was {
+		r.log.Info().Bool("leader", held).Msg("leadership changed")
+	}
+	return held
+}
+
+// publish sends one decision, fenced: it is stored only if no other
+// controller wrote this experiment's controller subjects since the last
+// event this one folded. It remembers the sequence: the next decision
 // waits until the fold has seen it.
 func (r *reconciler) publish(ctx context.Context, a Action) bool {
 	ev := r.s.bus.Event(r.exp, events.WriterController, a.Payload)
 	ev.ID = a.ID
-	seq, err := r.s.bus.Publish(ctx, ev)
+	fence := jetstream.WithExpectLastSequenceForSubject(r.lastCtlSeq, events.WriterSubjects(r.exp, events.WriterController))
+	seq, err := r.s.bus.Publish(ctx, ev, fence)
+	if bus.Fenced(err) {
+		// Another controller decided first: catch up before deciding again.
+		r.log.Info().Str("type", ev.Type()).Msg("another controller wrote first; catching up")
+		if last, lerr := r.s.bus.LastSeq(ctx, events.WriterSubjects(r.exp, events.WriterController)); lerr == nil && last > r.waitSeq {
+			r.waitSeq = last
+		}
+		return false
+	}
 	if err != nil {
 		if !errors.Is(err, context.Canceled) {
 			r.log.Error().Err(err).Str("type", ev.Type()).Msg("publish decision failed; will retry")
 		}
 		return false
 	}
+	r.lastCtlSeq = max(r.lastCtlSeq, seq)
 	if seq > r.waitSeq {
 		r.waitSeq = seq
 	}
@@ -268,13 +317,12 @@ func (r *reconciler) publish(ctx context.Context, a Action) bool {
 // shutdown marks a running experiment interrupted when the controller is
 // configured to (the embedded stack).
 func (r *reconciler) shutdown() {
-	if !r.s.cfg.InterruptOnShutdown || r.st.Status != state.ExperimentRunning {
+	if !r.s.cfg.InterruptOnShutdown || r.st.Status != state.ExperimentRunning || !r.lease.Held() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	ev := r.s.bus.Event(r.exp, events.WriterController, &events.ExperimentInterrupted{Reason: "shutdown"})
-	if _, err := r.s.bus.Publish(ctx, ev); err != nil {
-		r.log.Warn().Err(err).Msg("could not record the interruption")
+	if !r.publish(ctx, Action{ID: fmt.Sprint(r.exp, ".run", r.st.Run, ".interrupted"), Payload: &events.ExperimentInterrupted{Reason: "shutdown"}}) {
+		r.log.Warn().Msg("could not record the interruption")
 	}
 }

@@ -1,0 +1,97 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// LeaseBucket is the KV bucket of controller leases, one key per
+// experiment. An entry expires LeaseTTL after its last renewal.
+const LeaseBucket = "tunejet_leases"
+
+// LeaseTTL is how long a lease outlives its holder's last renewal: the
+// longest a standby controller waits to take over from a dead one.
+const LeaseTTL = 3 * time.Second
+
+// Leases opens (creating if needed) the lease bucket.
+func (b *Bus) Leases(ctx context.Context) (jetstream.KeyValue, error) {
+	if kv, err := b.JS.KeyValue(ctx, LeaseBucket); err == nil {
+		return kv, nil
+	}
+	kv, err := b.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: LeaseBucket, Description: "tunejet controller leases, one per experiment", TTL: LeaseTTL, History: 1,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lease bucket: %w", err)
+	}
+	return kv, nil
+}
+
+// Lease is one holder's claim on a key.
+type Lease struct {
+	kv      jetstream.KeyValue
+	key, id string
+	rev     uint64
+	renewed time.Time
+}
+
+// NewLease returns holder id's (not yet acquired) lease on key.
+func NewLease(kv jetstream.KeyValue, key, id string) *Lease {
+	return &Lease{kv: kv, key: key, id: id}
+}
+
+// Held reports whether the lease is held and was renewed within its TTL.
+func (l *Lease) Held() bool { return l.rev != 0 && time.Since(l.renewed) < LeaseTTL }
+
+// Acquire takes the lease if nobody holds it, or renews it if this holder
+// does; it reports whether the lease is held after the call.
+func (l *Lease) Acquire(ctx context.Context) bool {
+	if l.rev != 0 {
+		return l.renew(ctx)
+	}
+	rev, err := l.kv.Create(ctx, l.key, []byte(l.id))
+	if err == nil {
+		l.rev, l.renewed = rev, time.Now()
+		return true
+	}
+	if !errors.Is(err, jetstream.ErrKeyExists) {
+		return false
+	}
+	e, err := l.kv.Get(ctx, l.key)
+	if err != nil || string(e.Value()) != l.id {
+		return false // another holder's, until it expires
+	}
+	l.rev = e.Revision() // ours, from before a reconnect
+	return l.renew(ctx)
+}
+
+// renew extends the lease; a conflict means another holder took it.
+func (l *Lease) renew(ctx context.Context) bool {
+	rev, err := l.kv.Update(ctx, l.key, []byte(l.id), l.rev)
+	if err != nil {
+		l.rev = 0
+		return false
+	}
+	l.rev, l.renewed = rev, time.Now()
+	return true
+}
+
+// Release gives the lease up, so a standby takes over at once.
+func (l *Lease) Release(ctx context.Context) {
+	if l.rev == 0 {
+		return
+	}
+	_ = l.kv.Delete(ctx, l.key, jetstream.LastRevision(l.rev))
+	l.rev = 0
+}
+
+// Fenced reports whether a publish failed because the expected last
+// sequence no longer holds: another writer published first.
+func Fenced(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == 10164)
+}
