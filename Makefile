@@ -28,10 +28,10 @@ test-short: ## run the fast tests only
 check: ## gofmt, go vet, go mod tidy diff, import-direction rule
 	@out=$$(gofmt -s -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt -s would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	@cp go.mod /tmp/tunejet-go.mod.bak; cp go.sum /tmp/tunejet-go.sum.bak; \
-	$(GO) mod tidy; \
-	if ! git diff --quiet -- go.mod go.sum; then echo "go mod tidy changes go.mod/go.sum:"; git diff -- go.mod go.sum; \
-	  cp /tmp/tunejet-go.mod.bak go.mod; cp /tmp/tunejet-go.sum.bak go.sum; exit 1; fi
+	@tmp=$$(mktemp -d); cp go.mod go.sum $$tmp/; $(GO) mod tidy; \
+	if ! cmp -s go.mod $$tmp/go.mod || ! cmp -s go.sum $$tmp/go.sum; then \
+	  echo "go mod tidy changes go.mod/go.sum:"; diff -u $$tmp/go.mod go.mod; diff -u $$tmp/go.sum go.sum | head -40; \
+	  cp $$tmp/go.mod $$tmp/go.sum .; rm -rf $$tmp; exit 1; fi; rm -rf $$tmp
 	$(GO) test -count=1 ./internal/archtest
 
 .PHONY: bench

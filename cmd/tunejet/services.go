@@ -2,14 +2,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
+	"strconv"
 
+	"github.com/nats-io/nats.go/micro"
 	"github.com/spf13/cobra"
 
 	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/internal/metrics"
 	"github.com/tunejet/tunejet/services/controller"
+	"github.com/tunejet/tunejet/services/restorer"
 	"github.com/tunejet/tunejet/services/runner"
 	"github.com/tunejet/tunejet/services/syncer"
 )
@@ -36,16 +39,19 @@ func serviceCmds() []*cobra.Command {
 	syncerCmd := serviceCmd("syncer", "Write experiment results and state to storage", func(ctx context.Context, b *bus.Bus) error {
 		return syncer.New(b, syncer.Config{}).Run(ctx)
 	})
-	restorerCmd := serviceCmd("restorer", "Restore interrupted experiments (not available yet)", func(ctx context.Context, b *bus.Bus) error {
-		return errors.New("the restorer service is not available yet")
+	restorerCmd := serviceCmd("restorer", "Restore interrupted experiments from the log or a stored snapshot", func(ctx context.Context, b *bus.Bus) error {
+		return restorer.New(b, restorer.Config{}).Run(ctx)
 	})
 	return []*cobra.Command{controllerCmd, runnerCmd, syncerCmd, restorerCmd}
 }
 
-// serviceCmd builds "tunejet <name>": connect to --nats and run.
+// serviceCmd builds "tunejet <name>": connect to --nats, register as a
+// NATS micro service, serve /healthz and /metrics, and run until SIGTERM.
 func serviceCmd(name, short string, run func(context.Context, *bus.Bus) error) *cobra.Command {
 	var conn connFlags
 	var logs logFlags
+	var metricsAddr string
+	var replicas int
 	cmd := &cobra.Command{
 		Use:   name,
 		Short: short,
@@ -55,8 +61,9 @@ func serviceCmd(name, short string, run func(context.Context, *bus.Bus) error) *
 			if err != nil {
 				return err
 			}
+			ctx := cmd.Context()
 			conn.o.Name = "tunejet-" + name
-			nc, err := bus.Connect(cmd.Context(), conn.o)
+			nc, err := bus.Connect(ctx, conn.o)
 			if err != nil {
 				return err
 			}
@@ -66,11 +73,39 @@ func serviceCmd(name, short string, run func(context.Context, *bus.Bus) error) *
 			if err != nil {
 				return err
 			}
-			log.Info().Str("service", name).Str("nats", nc.ConnectedUrlRedacted()).Msg("starting")
-			return run(cmd.Context(), b)
+			b.Replicas = replicas
+			if name != "restorer" { // the restorer registers itself, with its endpoints
+				svc, err := micro.AddService(nc, micro.Config{Name: "tunejet-" + name, Version: version,
+					Description: short, Metadata: map[string]string{"source": b.Source}})
+				if err != nil {
+					return fmt.Errorf("register the %s with NATS micro: %w", name, err)
+				}
+				defer svc.Stop()
+			}
+			if metricsAddr != "" {
+				go func() {
+					if err := metrics.Serve(ctx, metricsAddr, nc.IsConnected); err != nil {
+						log.Error().Err(err).Str("addr", metricsAddr).Msg("metrics server")
+					}
+				}()
+			}
+			log.Info().Str("service", name).Str("nats", nc.ConnectedUrlRedacted()).Str("metrics", metricsAddr).Msg("starting")
+			return run(ctx, b)
 		},
 	}
 	conn.add(cmd.Flags())
 	logs.add(cmd.Flags(), "info")
+	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", os.Getenv("TUNEJET_METRICS_ADDR"), "serve /healthz and Prometheus /metrics on this address, e.g. :8080 (env TUNEJET_METRICS_ADDR; off when empty)")
+	cmd.Flags().IntVar(&replicas, "replicas", envInt("TUNEJET_REPLICAS", 1), "replicas of the streams and buckets created: 3 on a NATS cluster (env TUNEJET_REPLICAS)")
 	return cmd
+}
+
+// version is tunejet's version, as services report it to NATS micro.
+const version = "0.1.0"
+
+func envInt(key string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(key)); err == nil {
+		return v
+	}
+	return def
 }

@@ -42,6 +42,9 @@ type Bus struct {
 	JS     jetstream.JetStream
 	Source string // CloudEvents source of events published through it
 	Log    zerolog.Logger
+	// Replicas is the replica count of the streams and buckets this bus
+	// creates: 1 on a single server, 3 on a cluster. Default 1.
+	Replicas int
 
 	log *streamCache // shared by copies of the Bus
 }
@@ -100,6 +103,7 @@ func (b *Bus) Provision(ctx context.Context) error {
 		MaxAge:      30 * 24 * time.Hour,
 	}}
 	for _, cfg := range cfgs {
+		cfg.Replicas = b.replicas()
 		if err := b.ensureStream(ctx, cfg); err != nil {
 			return fmt.Errorf("provision stream %s: %w", cfg.Name, err)
 		}
@@ -123,13 +127,20 @@ func (b *Bus) ensureStream(ctx context.Context, cfg jetstream.StreamConfig) erro
 		return err
 	}
 	have := s.CachedInfo().Config
-	if slices.Equal(have.Subjects, cfg.Subjects) && have.Retention == cfg.Retention && have.Storage == cfg.Storage &&
+	if slices.Equal(have.Subjects, cfg.Subjects) && have.Retention == cfg.Retention && have.Storage == cfg.Storage && have.Replicas == cfg.Replicas &&
 		have.MaxMsgSize == cfg.MaxMsgSize && have.MaxAge == cfg.MaxAge && have.Description == cfg.Description &&
 		(cfg.Duplicates == 0 || have.Duplicates == cfg.Duplicates) {
 		return nil
 	}
 	_, err = b.JS.UpdateStream(ctx, cfg)
 	return err
+}
+
+func (b *Bus) replicas() int {
+	if b.Replicas < 1 {
+		return 1
+	}
+	return b.Replicas
 }
 
 // Stream returns the event log.

@@ -24,6 +24,7 @@ func (b *Bus) Leases(ctx context.Context) (jetstream.KeyValue, error) {
 	}
 	kv, err := b.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: LeaseBucket, Description: "tunejet controller leases, one per experiment", TTL: LeaseTTL, History: 1,
+		Replicas: b.replicas(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("lease bucket: %w", err)

@@ -42,7 +42,7 @@ func (b *Bus) Runners(ctx context.Context) (jetstream.KeyValue, error) {
 		return kv, nil
 	}
 	kv, err := b.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: RunnerBucket, Description: "tunejet live runners", TTL: RunnerTTL, History: 1,
+		Bucket: RunnerBucket, Description: "tunejet live runners", TTL: RunnerTTL, History: 1, Replicas: b.replicas(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("runner registry: %w", err)

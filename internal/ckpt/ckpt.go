@@ -48,6 +48,11 @@ func Name(index int) string { return fmt.Sprintf("checkpoint_%06d", index) }
 
 // Store opens (creating if needed) the experiment's checkpoint bucket.
 func Store(ctx context.Context, js jetstream.JetStream, exp string) (jetstream.ObjectStore, error) {
+	return StoreReplicated(ctx, js, exp, 1)
+}
+
+// StoreReplicated is Store creating the bucket with the given replicas.
+func StoreReplicated(ctx context.Context, js jetstream.JetStream, exp string, replicas int) (jetstream.ObjectStore, error) {
 	if obs, err := js.ObjectStore(ctx, Bucket(exp)); err == nil {
 		return obs, nil
 	}
@@ -55,6 +60,7 @@ func Store(ctx context.Context, js jetstream.JetStream, exp string) (jetstream.O
 		Bucket:      Bucket(exp),
 		Description: "staged checkpoints of experiment " + exp,
 		Storage:     jetstream.FileStorage,
+		Replicas:    max(replicas, 1),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint store of %s: %w", exp, err)

@@ -11,6 +11,8 @@ import (
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/internal/ckpt"
+	"github.com/tunejet/tunejet/internal/metrics"
 	"github.com/tunejet/tunejet/internal/restore"
 	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/state"
@@ -177,6 +179,9 @@ func (r *reconciler) reconcile(ctx context.Context) {
 	if !r.handleDeadWork(ctx) {
 		return
 	}
+	for _, s := range []string{events.StatusPending, events.StatusRunning, events.StatusPaused, events.StatusTerminated, events.StatusError} {
+		metrics.Trials.WithLabelValues(r.exp, s).Set(float64(r.st.Counts()[s]))
+	}
 	acts := Decide(r.st, Inputs{
 		Now: time.Now(), Space: r.space, NewSeed: randomSeed(), NewPrefix: randomPrefix(),
 		StoragePath: r.storagePath(), MaxPending: r.s.cfg.MaxPending,
@@ -233,6 +238,7 @@ func (r *reconciler) deadWork(ctx context.Context, seq uint64) (bool, error) {
 	if p, ok := ev.Data.(*events.TrialScheduled); ok {
 		if t := r.st.Trials[p.TrialID]; t != nil && !t.Finished() {
 			r.log.Warn().Str("trial", t.ID).Int("attempt", t.Attempt).Msg("trial ran out of attempts with no runner alive; ending it ERROR")
+			metrics.Failures.WithLabelValues(r.exp, events.CauseLost).Inc()
 			published = r.publish(ctx, Action{ID: fmt.Sprint(r.exp, ".", t.ID, ".lost.", seq), Payload: &events.TrialFailed{
 				TrialID: t.ID, Attempt: t.Attempt, Cause: events.CauseLost, Final: true, Counted: true,
 				Error: fmt.Sprintf("trial ran out of attempts: its runner stopped heartbeating on attempt %d and no attempts are left (max_failures %d)",
@@ -258,6 +264,9 @@ func (r *reconciler) ensureWork(ctx context.Context) bool {
 		wc.StartSeq = r.st.RestoredSeq + 1
 	}
 	_, err := r.s.bus.EnsureWorkConsumer(ctx, r.exp, wc)
+	if err == nil { // the checkpoint bucket, with the deployment's replicas
+		_, err = ckpt.StoreReplicated(ctx, r.s.bus.JS, r.exp, r.s.bus.Replicas)
+	}
 	if err != nil {
 		r.log.Error().Err(err).Msg("cannot create the work consumer; will retry")
 		return false

@@ -23,6 +23,7 @@ import (
 	"github.com/tunejet/tunejet/internal/blobsync"
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/ckpt"
+	"github.com/tunejet/tunejet/internal/metrics"
 	"github.com/tunejet/tunejet/internal/restore"
 	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/state"
@@ -103,6 +104,9 @@ func (s *Service) Handle(ctx context.Context, r Request, dry bool) Reply {
 }
 
 func (s *Service) handle(ctx context.Context, r Request, dry bool) (Reply, error) {
+	if !dry {
+		defer prometheusTimer()()
+	}
 	storagePath, name, err := split(r.Path)
 	if err != nil {
 		return Reply{}, err
@@ -140,6 +144,12 @@ func (s *Service) handle(ctx context.Context, r Request, dry bool) (Reply, error
 	}
 	s.log.Info().Str("experiment", name).Str("source", rep.Source).Uint64("seq", rep.Seq).Msg("restored")
 	return rep, nil
+}
+
+// prometheusTimer observes a restore's duration when the returned func runs.
+func prometheusTimer() func() {
+	start := time.Now()
+	return func() { metrics.RestoreSeconds.Observe(time.Since(start).Seconds()) }
 }
 
 // split cuts an experiment directory into its storage path and name.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/internal/metrics"
 	"github.com/tunejet/tunejet/internal/session"
 )
 
@@ -73,6 +74,9 @@ func (s *Service) runAttempt(ctx context.Context, exp string, msg jetstream.Msg)
 		warnedKeys: map[string]bool{},
 	}
 	a.log = s.log.With().Str("experiment", exp).Str("trial", work.TrialID).Int("attempt", a.num).Logger()
+	if md.NumDelivered > 1 {
+		metrics.Redeliveries.WithLabelValues(exp).Inc()
+	}
 	a.ctx, a.cancel = context.WithCancelCause(ctx)
 	defer a.cancel(nil)
 	defer s.track(a)()
@@ -302,6 +306,7 @@ func (a *attempt) finish(ctx context.Context, runErr error) {
 	}
 	final := a.work.MaxFailures >= 0 && a.tries >= a.work.MaxFailures+1
 	a.log.Info().Err(runErr).Bool("final", final).Msg("trial attempt failed")
+	metrics.Failures.WithLabelValues(a.exp, events.CauseError).Inc()
 	a.publishOutcome(pctx, &events.TrialFailed{
 		TrialID: a.work.TrialID, Attempt: a.num, Cause: events.CauseError, ErrorType: errorType(runErr),
 		Error: runErr.Error(), Final: final, Counted: true,
@@ -320,6 +325,7 @@ func (a *attempt) finish(ctx context.Context, runErr error) {
 // than waiting for the heartbeat timeout.
 func (a *attempt) handBack(ctx context.Context) {
 	a.log.Info().Bool("counted", a.s.cfg.CountPreemption).Msg("runner stopping; handing the trial back")
+	metrics.Failures.WithLabelValues(a.exp, events.CausePreempted).Inc()
 	a.publishOutcome(ctx, &events.TrialFailed{
 		TrialID: a.work.TrialID, Attempt: a.num, Cause: events.CausePreempted,
 		Error: "runner " + a.s.cfg.Name + " was stopped (preempted)", Counted: a.s.cfg.CountPreemption,

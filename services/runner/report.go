@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tunejet/tunejet/events"
+	telemetry "github.com/tunejet/tunejet/internal/metrics"
 	"github.com/tunejet/tunejet/internal/session"
 )
 
@@ -51,6 +52,7 @@ func (a *attempt) Report(ctx context.Context, metrics map[string]any, checkpoint
 	if err != nil {
 		return false, err
 	}
+	telemetry.Reports.WithLabelValues(a.exp).Inc()
 	if err := a.track(f); err != nil {
 		return false, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/blobsync"
+	"github.com/tunejet/tunejet/internal/metrics"
 	"github.com/tunejet/tunejet/internal/storage"
 )
 
@@ -67,6 +68,9 @@ func (w *writer) syncUp(ctx context.Context) error {
 	}
 	w.announce(ctx, &events.SyncCompleted{Seq: seq, Snapshot: name, Files: len(uploads) + 1, Bytes: bytes.Load(), DurationS: time.Since(start).Seconds()})
 	w.forgetFinished()
+	if last, err := w.s.bus.LastSeq(ctx, events.ExperimentSubjects(w.exp)); err == nil && last >= seq {
+		metrics.SyncLag.WithLabelValues(w.exp).Set(float64(last - seq))
+	}
 	return nil
 }
 
@@ -195,6 +199,7 @@ func (w *writer) announceOnce(ctx context.Context, id string, p events.Payload) 
 }
 
 func (w *writer) announceFailure(ctx context.Context, op string, err error, attempt int) {
+	metrics.SyncFailures.WithLabelValues(w.exp).Inc()
 	w.log.Error().Err(err).Str("operation", op).Msg("sync failed; it will be tried again")
 	w.announce(ctx, &events.SyncFailed{Operation: op, Error: err.Error(), Attempt: attempt})
 }

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/tune"
+)
+
+// connectTo connects to a deployment for the commands that need one.
+func connectTo(cmd *cobra.Command, conn connFlags, what string) (*bus.Bus, func(), error) {
+	if conn.o.URL == "" {
+		return nil, nil, fmt.Errorf("%s needs --nats URL (or NATS_URL): the embedded server lives only while `tunejet run` runs", what)
+	}
+	nc, err := bus.Connect(cmd.Context(), conn.o)
+	if err != nil {
+		return nil, nil, err
+	}
+	host, _ := os.Hostname()
+	b, err := bus.New(nc, fmt.Sprintf("tunejet/client/%s-%d", host, os.Getpid()), nopLogger())
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return b, nc.Close, nil
+}
+
+func newAttachCmd() *cobra.Command {
+	var conn connFlags
+	cmd := &cobra.Command{
+		Use:   "attach NAME",
+		Short: "Watch a running experiment of a deployment (Ctrl-C detaches)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			b, closeFn, err := connectTo(cmd, conn, "attach")
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			if last, err := b.LastSeq(cmd.Context(), events.ExperimentSubjects(args[0])); err != nil {
+				return err
+			} else if last == 0 {
+				return &exitError{code: 1, err: fmt.Errorf("no experiment named %q in the event log", args[0])}
+			}
+			st, err := tune.Watch(cmd.Context(), b, args[0], os.Stdout)
+			if errors.Is(err, tune.ErrInterrupted) && cmd.Context().Err() != nil {
+				return &exitError{code: 130, err: fmt.Errorf("stopped watching; experiment %q keeps running", args[0])}
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Printf("Experiment %s: %s (%s), %s.\n", st.Name, st.Status, st.EndReason, countsText(st.Counts()))
+			return nil
+		},
+	}
+	conn.add(cmd.Flags())
+	return cmd
+}
+
+func newStopCmd() *cobra.Command {
+	var conn connFlags
+	cmd := &cobra.Command{
+		Use:   "stop NAME",
+		Short: "Ask a deployment to stop an experiment: its trials end TERMINATED",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			b, closeFn, err := connectTo(cmd, conn, "stop")
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			if err := events.ValidateID("experiment name", args[0]); err != nil {
+				return err
+			}
+			if last, err := b.LastSeq(cmd.Context(), events.ExperimentSubjects(args[0])); err != nil {
+				return err
+			} else if last == 0 {
+				return &exitError{code: 1, err: fmt.Errorf("no experiment named %q in the event log", args[0])}
+			}
+			ev := b.Event(args[0], events.WriterClient, &events.ExperimentStopRequested{Reason: "stopped by the user"})
+			if _, err := b.Publish(cmd.Context(), ev); err != nil {
+				return err
+			}
+			fmt.Printf("Asked to stop %s.\n", args[0])
+			return nil
+		},
+	}
+	conn.add(cmd.Flags())
+	return cmd
+}
