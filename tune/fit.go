@@ -131,6 +131,9 @@ func submitAndWatch(ctx context.Context, b *bus.Bus, s Spec, w progressWriter) (
 	} else if last != 0 {
 		return nil, fmt.Errorf("%w: the event log already holds an experiment named %q: resume it with `tunejet run --resume auto FILE` or `tunejet restore %s`, or choose another name", ErrExists, s.Name, storage.Join(s.RunConfig.StoragePath, s.Name))
 	}
+	if err := uploadObjects(ctx, b, s.Name, s.ParamSpace); err != nil {
+		return nil, err
+	}
 	ev := b.Event(s.Name, events.WriterClient, &events.ExperimentSubmitted{Spec: s})
 	ev.ID = s.Name + ".submitted"
 	if _, err := b.Publish(ctx, ev); err != nil {

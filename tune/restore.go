@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/restore"
@@ -191,6 +192,9 @@ func CanRestore(ctx context.Context, path string, opts ...Option) (Restorable, e
 	return Restorable{OK: rep.OK, Source: rep.Source, Snapshot: rep.Snapshot, Counts: rep.Counts, Reason: rep.Error}, nil
 }
 
+// restorerWait is how long a request waits for a restorer to appear.
+const restorerWait = 15 * time.Second
+
 // request asks the restorer.
 func request(ctx context.Context, b *bus.Bus, subject string, r restorer.Request) (restorer.Reply, error) {
 	data, err := json.Marshal(r)
@@ -199,7 +203,22 @@ func request(ctx context.Context, b *bus.Bus, subject string, r restorer.Request
 	}
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
+	// A restorer that is starting (the embedded one, or a restarted one)
+	// may not answer yet: try again for a while.
+	deadline := time.Now().Add(restorerWait)
 	m, err := b.NC.RequestWithContext(rctx, subject, data)
+	for errors.Is(err, nats.ErrNoResponders) && time.Now().Before(deadline) {
+		t := time.NewTimer(100 * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-rctx.Done():
+		}
+		t.Stop()
+		m, err = b.NC.RequestWithContext(rctx, subject, data)
+	}
+	if errors.Is(err, nats.ErrNoResponders) {
+		return restorer.Reply{}, fmt.Errorf("ask the restorer (%s): no restorer is running on this deployment (start tunejet restorer): %w", subject, err)
+	}
 	if err != nil {
 		return restorer.Reply{}, fmt.Errorf("ask the restorer (%s): %w", subject, err)
 	}
@@ -231,6 +250,15 @@ func (t *Tuner) restoreAndWatch(ctx context.Context, b *bus.Bus) (*state.Experim
 	if t.spec.Trainable.Name != "" || len(t.spec.Trainable.Command) > 0 {
 		tr := t.spec.Trainable
 		req.Trainable = &tr
+	}
+	if t.spec.ParamSpace != nil {
+		_, name, err := restorer.Split(t.restore.path)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrCannotRestore, err)
+		}
+		if err := uploadObjects(ctx, b, name, t.spec.ParamSpace); err != nil {
+			return nil, err
+		}
 	}
 	rep, err := request(ctx, b, restorer.RestoreSubject, req)
 	if err != nil {

@@ -25,6 +25,8 @@ type Session interface {
 	Checkpoint() string
 	// Info describes the trial.
 	Info() Info
+	// Object reads an object stored with tune.Put.
+	Object(ctx context.Context, name string) ([]byte, error)
 }
 
 // Info describes the trial a session belongs to.

@@ -107,7 +107,7 @@ func (s *Service) handle(ctx context.Context, r Request, dry bool) (Reply, error
 	if !dry {
 		defer prometheusTimer()()
 	}
-	storagePath, name, err := split(r.Path)
+	storagePath, name, err := Split(r.Path)
 	if err != nil {
 		return Reply{}, err
 	}
@@ -124,6 +124,7 @@ func (s *Service) handle(ctx context.Context, r Request, dry bool) (Reply, error
 	st.Spec.RunConfig.StoragePath, st.StoragePath = storagePath, storagePath
 	if r.ParamSpace != nil {
 		st.Spec.ParamSpace = r.ParamSpace
+		restore.ReplaceRefs(st, r.ParamSpace)
 	}
 	restored, err := restore.Apply(st, r.Resume, restarter(st))
 	if err != nil {
@@ -152,8 +153,9 @@ func prometheusTimer() func() {
 	return func() { metrics.RestoreSeconds.Observe(time.Since(start).Seconds()) }
 }
 
-// split cuts an experiment directory into its storage path and name.
-func split(p string) (storagePath, name string, err error) {
+// Split cuts an experiment directory (a path or URL) into its storage path
+// and the experiment's name.
+func Split(p string) (storagePath, name string, err error) {
 	if storage.IsURL(p) {
 		u, perr := url.Parse(p)
 		if perr != nil {

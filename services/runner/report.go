@@ -9,7 +9,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/ckpt"
 	telemetry "github.com/tunejet/tunejet/internal/metrics"
+	"github.com/tunejet/tunejet/internal/restore"
 	"github.com/tunejet/tunejet/internal/session"
 )
 
@@ -71,6 +73,21 @@ func (a *attempt) iterationOf(result map[string]any) int {
 // Checkpoint implements session.Session: the local copy of the checkpoint
 // this attempt resumes from, or "".
 func (a *attempt) Checkpoint() string { return a.restored }
+
+// Object implements session.Session: an object stored with tune.Put.
+func (a *attempt) Object(ctx context.Context, name string) ([]byte, error) {
+	obs, err := a.s.store(ctx, a.exp)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, ckpt.TransferTimeout)
+	defer cancel()
+	data, err := obs.GetBytes(ctx, restore.ObjectName(name))
+	if err != nil {
+		return nil, restore.ErrRefGone(name, err)
+	}
+	return data, nil
+}
 
 // Info implements session.Session.
 func (a *attempt) Info() session.Info {
