@@ -103,8 +103,8 @@ func (w *writer) uploads() map[string]func() ([]byte, error) {
 func (w *writer) deleteDropped(ctx context.Context) {
 	for _, t := range w.st.TrialList() {
 		for _, c := range t.Dropped {
-			if !t.Persisted[c.Name] {
-				continue // persisted later, deleted by a later sync
+			if !t.Persisted[c.Name] || w.busy("checkpoint/"+t.ID+"/"+c.Name) {
+				continue // persisted (or its copy finished) later, deleted by a later sync
 			}
 			err := w.sync.Run(ctx, "delete "+c.Name, func(ctx context.Context) error {
 				if err := blobsync.Delete(ctx, w.bucket, t.DirName+"/"+c.Name+"/"); err != nil {

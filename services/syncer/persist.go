@@ -35,8 +35,11 @@ func (w *writer) submitCheckpoint(ctx context.Context, t *state.Trial, c events.
 	w.staged[t.ID] = append(older, object) // kept until known persisted
 	trial, dir, path := t.ID, t.DirName, w.checkpointPath(t, c.Name)
 	key := "checkpoint/" + trial + "/" + c.Name
-	if !w.claim(key) {
-		return // queued or running already
+	w.mu.Lock()
+	copied := w.persistedObjects[object]
+	w.mu.Unlock()
+	if copied || !w.claim(key) {
+		return // copied already (its announcement is on its way), or queued
 	}
 	w.ops.Submit(key, func(ctx context.Context) error {
 		defer w.release(key)
@@ -206,4 +209,11 @@ func (w *writer) release(key string) {
 	w.mu.Lock()
 	delete(w.inflight, key)
 	w.mu.Unlock()
+}
+
+// busy reports whether a persistence job is queued or running.
+func (w *writer) busy(key string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.inflight[key]
 }
