@@ -115,8 +115,10 @@ func (t *Tuner) checkStored(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := restore.CheckTrainable(st.Spec.Trainable, t.spec.Trainable); err != nil {
-		return err
+	if t.hasTrainable() {
+		if err := restore.CheckTrainable(st.Spec.Trainable, t.spec.Trainable); err != nil {
+			return err
+		}
 	}
 	if t.spec.ParamSpace != nil {
 		return restore.CheckParamSpace(st.Spec.ParamSpace, t.spec.ParamSpace)
@@ -143,6 +145,12 @@ func loadStored(ctx context.Context, path string) (*state.Experiment, error) {
 		return nil, fmt.Errorf("%s: %w", storage.Join(path, key), err)
 	}
 	return st, nil
+}
+
+// hasTrainable reports whether Restore was given a trainable to check;
+// without one (tunejet restore), the experiment's own is used.
+func (t *Tuner) hasTrainable() bool {
+	return t.spec.Trainable.Name != "" || len(t.spec.Trainable.Command) > 0
 }
 
 // GetResults returns the results of the last Fit, or for a restored Tuner
@@ -247,7 +255,7 @@ func (t *Tuner) fitRestored(ctx context.Context) (*ResultGrid, error) {
 
 func (t *Tuner) restoreAndWatch(ctx context.Context, b *bus.Bus) (*state.Experiment, error) {
 	req := restorer.Request{Path: t.restore.path, Resume: t.restore.resumeConfig(), ParamSpace: t.spec.ParamSpace}
-	if t.spec.Trainable.Name != "" || len(t.spec.Trainable.Command) > 0 {
+	if t.hasTrainable() {
 		tr := t.spec.Trainable
 		req.Trainable = &tr
 	}
