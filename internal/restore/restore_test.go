@@ -1,0 +1,124 @@
+package restore
+
+import (
+	"testing"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/state"
+)
+
+func TestFromFlagsAsRay(t *testing.T) {
+	tests := []struct {
+		unfinished, errored, restart bool
+		want                         events.ResumeConfig
+	}{
+		{true, false, false, events.ResumeConfig{Finished: Skip, Unfinished: Resume, Errored: Skip}},
+		{false, false, false, events.ResumeConfig{Finished: Skip, Unfinished: Skip, Errored: Skip}},
+		{true, true, false, events.ResumeConfig{Finished: Skip, Unfinished: Resume, Errored: Resume}},
+		{true, false, true, events.ResumeConfig{Finished: Skip, Unfinished: Resume, Errored: Restart}},
+		{true, true, true, events.ResumeConfig{Finished: Skip, Unfinished: Resume, Errored: Resume}}, // resume_errored wins
+	}
+	for _, tc := range tests {
+		if got := FromFlags(tc.unfinished, tc.errored, tc.restart); got != tc.want {
+			t.Errorf("FromFlags(%v, %v, %v) = %+v, want %+v", tc.unfinished, tc.errored, tc.restart, got, tc.want)
+		}
+	}
+}
+
+// crashed is an experiment that stopped with one trial in each status.
+func crashed() *state.Experiment {
+	st := state.New("exp")
+	st.Spec = &events.ExperimentSpec{Name: "exp", Trainable: events.Trainable{Name: "fn"}}
+	st.Status = state.ExperimentInterrupted
+	for i, status := range []string{events.StatusTerminated, events.StatusRunning, events.StatusPending, events.StatusError} {
+		id := []string{"done", "running", "pending", "failed"}[i]
+		t := &state.Trial{ID: id, Name: "fn_" + id, DirName: "fn_" + id, Config: map[string]any{"i": float64(i)}, Status: status, Scheduled: true, Attempt: 1}
+		if status == events.StatusError {
+			t.NumFailures = 3
+		}
+		st.Trials[id] = t
+		st.Order = append(st.Order, id)
+	}
+	return st
+}
+
+func restart(old *state.Trial) *state.Trial { return NewTrial(old, "n3w1d000", "fn", "fn_new") }
+
+func TestApplyResumeTable(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  events.ResumeConfig
+		want map[string]string // trial id -> status after the restore
+	}{
+		{"defaults: unfinished resume, errored stays", FromFlags(true, false, false), map[string]string{
+			"done": events.StatusTerminated, "running": events.StatusPending, "pending": events.StatusPending, "failed": events.StatusError}},
+		{"resume_unfinished=false ends them TERMINATED", FromFlags(false, true, false), map[string]string{
+			"done": events.StatusTerminated, "running": events.StatusTerminated, "pending": events.StatusTerminated, "failed": events.StatusPending}},
+		{"restart_errored replaces the trial", FromFlags(true, false, true), map[string]string{
+			"done": events.StatusTerminated, "running": events.StatusPending, "pending": events.StatusPending, "n3w1d000": events.StatusPending}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := crashed()
+			got, err := Apply(before, tc.cfg, restart)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != state.ExperimentPending {
+				t.Errorf("experiment status %s, want PENDING (a controller starts the next run)", got.Status)
+			}
+			if len(got.Trials) != len(tc.want) {
+				t.Fatalf("%d trials, want %d: %v", len(got.Trials), len(tc.want), got.Order)
+			}
+			for id, status := range tc.want {
+				tr := got.Trials[id]
+				if tr == nil || tr.Status != status {
+					t.Errorf("trial %s: %+v, want %s", id, tr, status)
+				}
+				if status == events.StatusPending && tr.Scheduled {
+					t.Errorf("trial %s resumes but is still marked scheduled", id)
+				}
+			}
+			if before.Trials["running"].Status != events.StatusRunning {
+				t.Error("Apply changed its input")
+			}
+		})
+	}
+}
+
+func TestResumedErroredTrialKeepsItsTotalWithAFreshBudget(t *testing.T) {
+	got, err := Apply(crashed(), FromFlags(true, true, false), restart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := got.Trials["failed"]
+	if tr.NumFailures != 3 || tr.RunFailures() != 0 || tr.ID != "failed" {
+		t.Fatalf("resumed errored trial: id %s, %d failures in total, %d this run; want the same id, 3, 0", tr.ID, tr.NumFailures, tr.RunFailures())
+	}
+}
+
+func TestRestartedTrialStartsFresh(t *testing.T) {
+	got, err := Apply(crashed(), FromFlags(true, false, true), restart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := got.Trials["n3w1d000"]
+	if tr.NumFailures != 0 || tr.Attempt != 0 || tr.Config["i"] != 3.0 || got.Order[3] != "n3w1d000" {
+		t.Fatalf("restarted trial %+v at order %v; want fresh, same config, in the old one's place", tr, got.Order)
+	}
+}
+
+func TestChecksAsRay(t *testing.T) {
+	if err := CheckTrainable(events.Trainable{Name: "a"}, events.Trainable{Name: "b"}); err == nil {
+		t.Error("another trainable name was accepted")
+	}
+	if err := CheckTrainable(events.Trainable{Command: []string{"python3", "a.py"}}, events.Trainable{Command: []string{"python3", "a.py"}}); err != nil {
+		t.Errorf("the same command was refused: %v", err)
+	}
+	if err := CheckParamSpace(map[string]any{"a": 1, "b": map[string]any{"c": 2}}, map[string]any{"a": 5, "b": map[string]any{"c": 9}}); err != nil {
+		t.Errorf("same keys, other values refused: %v", err)
+	}
+	if err := CheckParamSpace(map[string]any{"a": 1}, map[string]any{"a": 1, "z": 2}); err == nil {
+		t.Error("a new key was accepted")
+	}
+}
