@@ -66,13 +66,15 @@ func printStatus(ctx context.Context, b *bus.Bus, w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", name, st.Status, trialCounts(st))
 	}
 	tw.Flush()
-	kv, err := b.Runners(ctx)
+	var runners []bus.RunnerInfo
+	kv, ok, err := b.ExistingRunners(ctx)
 	if err != nil {
 		return err
 	}
-	runners, err := bus.ListRunners(ctx, kv)
-	if err != nil {
-		return err
+	if ok {
+		if runners, err = bus.ListRunners(ctx, kv); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

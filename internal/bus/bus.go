@@ -128,12 +128,21 @@ func (b *Bus) ensureStream(ctx context.Context, cfg jetstream.StreamConfig) erro
 	}
 	have := s.CachedInfo().Config
 	if slices.Equal(have.Subjects, cfg.Subjects) && have.Retention == cfg.Retention && have.Storage == cfg.Storage && have.Replicas == cfg.Replicas &&
-		have.MaxMsgSize == cfg.MaxMsgSize && have.MaxAge == cfg.MaxAge && have.Description == cfg.Description &&
+		unlimited(have.MaxMsgSize) == unlimited(cfg.MaxMsgSize) && have.MaxAge == cfg.MaxAge && have.Description == cfg.Description &&
 		(cfg.Duplicates == 0 || have.Duplicates == cfg.Duplicates) {
 		return nil
 	}
 	_, err = b.JS.UpdateStream(ctx, cfg)
 	return err
+}
+
+// unlimited normalizes a limit the way the server stores it: 0 and -1
+// both mean none.
+func unlimited(n int32) int32 {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }
 
 func (b *Bus) replicas() int {

@@ -50,6 +50,30 @@ func (b *Bus) Runners(ctx context.Context) (jetstream.KeyValue, error) {
 	return kv, nil
 }
 
+// ProvisionBuckets creates the KV buckets the controller owns: the runner
+// registry and the controller leases. Runners only use the registry, so
+// they need no right to create streams.
+func (b *Bus) ProvisionBuckets(ctx context.Context) error {
+	if _, err := b.Runners(ctx); err != nil {
+		return err
+	}
+	_, err := b.Leases(ctx)
+	return err
+}
+
+// ExistingRunners opens the runner registry if some runner created it;
+// ok is false when none has yet.
+func (b *Bus) ExistingRunners(ctx context.Context) (kv jetstream.KeyValue, ok bool, err error) {
+	kv, err = b.JS.KeyValue(ctx, RunnerBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("runner registry: %w", err)
+	}
+	return kv, true, nil
+}
+
 // PutRunner records or renews a runner's entry.
 func PutRunner(ctx context.Context, kv jetstream.KeyValue, info RunnerInfo) error {
 	b, err := json.Marshal(info)

@@ -65,6 +65,9 @@ func (s *Service) Run(ctx context.Context) error {
 	if err := s.bus.Provision(ctx); err != nil {
 		return err
 	}
+	if err := s.bus.ProvisionBuckets(ctx); err != nil {
+		return err
+	}
 	filters := []string{
 		events.TypeSubjects("*", events.WriterClient, events.TypeExperimentSubmitted),
 		events.TypeSubjects("*", events.WriterRestorer, events.TypeExperimentRestored),

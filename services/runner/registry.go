@@ -6,21 +6,28 @@ import (
 	"sort"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/tunejet/tunejet/internal/bus"
 )
 
 // register keeps this runner's entry in the registry alive until ctx ends,
 // then removes it.
+// The registry is the controller's to create: a runner that starts first
+// waits for it.
 func (s *Service) register(ctx context.Context) {
-	kv, err := s.bus.Runners(ctx)
-	if err != nil {
-		s.log.Warn().Err(err).Msg("runner registry unavailable; tunejet status will not list this runner")
-		return
-	}
 	started := time.Now().UTC()
+	var kv jetstream.KeyValue
 	put := func(ctx context.Context) {
+		if kv == nil {
+			found, ok, err := s.bus.ExistingRunners(ctx)
+			if err != nil || !ok {
+				return
+			}
+			kv = found
+		}
 		info := bus.RunnerInfo{Name: s.cfg.Name, Hostname: s.hostname, PID: os.Getpid(), Slots: s.cfg.Slots, Started: started, Trials: s.running()}
-		if err := bus.PutRunner(ctx, kv, info); err != nil {
+		if err := bus.PutRunner(ctx, kv, info); err != nil && ctx.Err() == nil {
 			s.log.Warn().Err(err).Msg("renew registry entry")
 		}
 	}
@@ -32,9 +39,11 @@ func (s *Service) register(ctx context.Context) {
 		case <-t.C:
 			put(ctx)
 		case <-ctx.Done():
-			dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			_ = kv.Delete(dctx, s.cfg.Name)
-			cancel()
+			if kv != nil {
+				dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				_ = kv.Delete(dctx, s.cfg.Name)
+				cancel()
+			}
 			return
 		}
 	}
