@@ -99,9 +99,61 @@ func bookkeepingRun(b *testing.B, embedded bool, trials int, limit time.Duration
 	}
 	handOffs(b, rec, fitEnd.Add(-wall), fitEnd)
 	if d != nil {
-		attemptOverhead(b, d.events(context.Background(), "bookkeeping"), rec)
+		evs := d.events(context.Background(), "bookkeeping")
+		attemptOverhead(b, evs, rec)
+		tailSplit(b, evs, rec, fitEnd)
+		consumersLeft(b, d)
 	}
 	return wall
+}
+
+// tailSplit says where the time between the last trainable returning and
+// Fit returning went, with the log's timestamps: the runner ending the
+// last trial, the controller completing the experiment, the syncer's
+// final sync.
+func tailSplit(b *testing.B, evs []*events.Event, rec *spans, fitEnd time.Time) {
+	b.Helper()
+	_, lastReturn, _ := rec.bounds()
+	var lastTrial, completed, synced time.Time
+	for _, ev := range evs {
+		switch ev.Data.(type) {
+		case *events.TrialCompleted:
+			lastTrial = ev.Time
+		case *events.ExperimentCompleted:
+			completed = ev.Time
+		case *events.SyncCompleted:
+			synced = ev.Time
+		}
+	}
+	if lastTrial.IsZero() || completed.IsZero() || synced.Before(completed) {
+		b.Logf("tail: the log lacks a trial.completed, experiment.completed or a final sync.completed")
+		return
+	}
+	b.ReportMetric(synced.Sub(completed).Seconds(), "final_sync_s")
+	b.Logf("tail: last trainable return → last trial.completed %v → experiment.completed %v → final sync.completed %v → Fit return %v",
+		lastTrial.Sub(lastReturn).Round(time.Millisecond), completed.Sub(lastTrial).Round(time.Millisecond),
+		synced.Sub(completed).Round(time.Millisecond), fitEnd.Sub(synced).Round(time.Millisecond))
+}
+
+// consumersLeft checks that the experiment left no consumers behind on the
+// event log: before c3ee3d5 every attempt leaked one for 5 minutes, and
+// 1,000 attempts hit the server's limit of 1,000 consumers per stream and
+// hung the experiment.
+func consumersLeft(b *testing.B, d *deployment) {
+	b.Helper()
+	ctx := context.Background()
+	s, err := d.bus("consumers").Stream(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	for range s.ConsumerNames(ctx).Name() {
+		n++
+	}
+	b.Logf("consumers on the event log after Fit: %d", n)
+	if n >= 500 {
+		b.Errorf("%d consumers left on the event log after Fit: watches leak consumers again (the server allows 1,000 per stream)", n)
+	}
 }
 
 // handOffs says where the time beyond the trials' work went, from the

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
@@ -22,6 +21,7 @@ import (
 	"github.com/tunejet/tunejet/internal/session"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/services/controller"
+	"github.com/tunejet/tunejet/services/restorer"
 	"github.com/tunejet/tunejet/services/runner"
 	"github.com/tunejet/tunejet/services/syncer"
 	"github.com/tunejet/tunejet/tune"
@@ -43,37 +43,19 @@ func envInt(b *testing.B, name string, def int) int {
 
 // startServer runs a fresh nats-server with JetStream on a free loopback
 // port, its store in a new folder under the benchmark's temp dir, as
-// bus.StartEmbedded configures it. TUNEJET_BENCH_MAX_CONSUMERS, when set,
-// raises the server's default limit of consumers per stream (1,000 in
-// nats-server 2.11 and later), which BENCHMARKS.md explains. The caller
-// shuts the server down.
+// bus.StartEmbedded configures it (the server's default limits, including
+// its 1,000 consumers per stream). The caller shuts the server down.
 func startServer(b *testing.B) *bus.Embedded {
 	b.Helper()
 	dir, err := os.MkdirTemp(b.TempDir(), "jetstream-")
 	if err != nil {
 		b.Fatal(err)
 	}
-	if os.Getenv("TUNEJET_BENCH_MAX_CONSUMERS") == "" {
-		e, err := bus.StartEmbedded(bus.EmbedOptions{StoreDir: dir, Listen: true, Port: -1})
-		if err != nil {
-			b.Fatalf("start nats-server: %v", err)
-		}
-		return e
-	}
-	s, err := server.NewServer(&server.Options{
-		ServerName: "tunejet-embedded", JetStream: true, StoreDir: dir, NoSigs: true, NoLog: true,
-		Host: "127.0.0.1", Port: server.RANDOM_PORT,
-		JetStreamLimits: server.JSLimitOpts{DefaultMaxConsumers: envInt(b, "TUNEJET_BENCH_MAX_CONSUMERS", 0)},
-	})
+	e, err := bus.StartEmbedded(bus.EmbedOptions{StoreDir: dir, Listen: true, Port: -1})
 	if err != nil {
 		b.Fatalf("start nats-server: %v", err)
 	}
-	s.Start()
-	if !s.ReadyForConnections(30 * time.Second) {
-		s.Shutdown()
-		b.Fatal("nats-server not ready after 30s")
-	}
-	return &bus.Embedded{Server: s}
+	return e
 }
 
 // logger passes the services' warnings and errors to the benchmark log.
@@ -82,12 +64,15 @@ func logger(b *testing.B) zerolog.Logger {
 }
 
 // deployment is a real nats-server with the controller, one runner and the
-// syncer running against it on their own connections, as separate
-// services would (the shape of tune/harness_test.go).
+// syncer (or a chosen set of services) running against it on their own
+// connections, as separate services would (the shape of
+// tune/harness_test.go).
 type deployment struct {
 	b      *testing.B
 	emb    *bus.Embedded
+	ownEmb bool // close shuts the server down
 	conns  []*nats.Conn
+	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	mu     sync.Mutex
@@ -95,32 +80,56 @@ type deployment struct {
 	closed sync.Once
 }
 
-// startDeployment starts a fresh server and the services; the caller
-// closes the deployment.
+// startDeployment starts a fresh server, the controller, a runner and the
+// syncer; the caller closes the deployment.
 func startDeployment(b *testing.B, slots int, fns map[string]tune.Trainable) *deployment {
 	b.Helper()
-	d := &deployment{b: b, emb: startServer(b)}
-	reg := map[string]session.Func{}
-	for k, v := range fns {
-		reg[k] = v
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	d.cancel = cancel
-	run := func(name string, f func(context.Context) error) {
-		d.wg.Add(1)
-		go func() {
-			defer d.wg.Done()
-			if err := f(ctx); err != nil && !errors.Is(err, context.Canceled) {
-				d.mu.Lock()
-				d.errs = append(d.errs, fmt.Errorf("%s: %w", name, err))
-				d.mu.Unlock()
-			}
-		}()
-	}
-	run("controller", controller.New(d.bus("controller"), controller.Config{}).Run)
-	run("runner", runner.New(d.bus("runner"), runner.Config{Slots: slots, Trainables: reg, WorkDir: b.TempDir()}).Run)
-	run("syncer", syncer.New(d.bus("syncer"), syncer.Config{}).Run)
+	d := &deployment{b: b, emb: startServer(b), ownEmb: true}
+	d.ctx, d.cancel = context.WithCancel(context.Background())
+	d.start("controller", slots, fns)
+	d.start("runner", slots, fns)
+	d.start("syncer", slots, fns)
 	return d
+}
+
+// onServer is a deployment on a running server, with no services yet
+// (start adds them). close leaves the server running.
+func onServer(b *testing.B, emb *bus.Embedded) *deployment {
+	d := &deployment{b: b, emb: emb}
+	d.ctx, d.cancel = context.WithCancel(context.Background())
+	return d
+}
+
+// start runs one service: "controller", "runner" (with slots and the Go
+// trainables fns), "syncer" or "restorer".
+func (d *deployment) start(service string, slots int, fns map[string]tune.Trainable) {
+	d.b.Helper()
+	var run func(context.Context) error
+	switch service {
+	case "controller":
+		run = controller.New(d.bus("controller"), controller.Config{}).Run
+	case "runner":
+		reg := map[string]session.Func{}
+		for k, v := range fns {
+			reg[k] = v
+		}
+		run = runner.New(d.bus("runner"), runner.Config{Slots: slots, Trainables: reg, WorkDir: d.b.TempDir()}).Run
+	case "syncer":
+		run = syncer.New(d.bus("syncer"), syncer.Config{}).Run
+	case "restorer":
+		run = restorer.New(d.bus("restorer"), restorer.Config{}).Run
+	default:
+		d.b.Fatalf("unknown service %q", service)
+	}
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		if err := run(d.ctx); err != nil && !errors.Is(err, context.Canceled) {
+			d.mu.Lock()
+			d.errs = append(d.errs, fmt.Errorf("%s: %w", service, err))
+			d.mu.Unlock()
+		}
+	}()
 }
 
 // bus opens a provisioned bus on a new connection.
@@ -150,7 +159,9 @@ func (d *deployment) close() {
 		for _, nc := range d.conns {
 			nc.Close()
 		}
-		d.emb.Shutdown()
+		if d.ownEmb {
+			d.emb.Shutdown()
+		}
 		for _, err := range d.errs {
 			d.b.Errorf("service: %v", err)
 		}
@@ -163,26 +174,36 @@ func (d *deployment) close() {
 // the experiment's log.
 func (d *deployment) fit(limit time.Duration, trainable string, opts ...tune.Option) (*tune.ResultGrid, time.Duration) {
 	d.b.Helper()
+	g, took, err := d.tryFit(limit, trainable, opts...)
+	if err != nil {
+		d.close()
+		d.b.Fatal(err)
+	}
+	return g, took
+}
+
+// tryFit is fit for any goroutine: it returns the error (after logging the
+// experiment's log) instead of failing the benchmark.
+func (d *deployment) tryFit(limit time.Duration, trainable string, opts ...tune.Option) (*tune.ResultGrid, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	opts = append(opts, tune.WithNATS(tune.NATSOptions{URL: d.emb.URL(), Name: "bench-client"}))
 	tuner, err := tune.NewTuner(trainable, opts...)
 	if err != nil {
-		d.b.Fatal(err)
+		return nil, 0, err
 	}
 	spec, err := tuner.Spec()
 	if err != nil {
-		d.b.Fatal(err)
+		return nil, 0, err
 	}
 	start := time.Now()
 	g, err := tuner.Fit(ctx)
 	took := time.Since(start)
 	if err != nil {
 		d.diagnose(spec.Name)
-		d.close()
-		d.b.Fatalf("Fit after %v: %v", took.Round(time.Millisecond), err)
+		return nil, took, fmt.Errorf("Fit after %v: %w", took.Round(time.Millisecond), err)
 	}
-	return g, took
+	return g, took, nil
 }
 
 // fitEmbedded runs an experiment the way a user's program does by default:

@@ -1,0 +1,548 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"gocloud.dev/blob"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/ckpt"
+	"github.com/tunejet/tunejet/internal/storage"
+	"github.com/tunejet/tunejet/internal/storage/storagetest"
+	"github.com/tunejet/tunejet/tune"
+)
+
+const mb = 1 << 20
+
+// checkpointSizes are the checkpoint sizes of the checkpoint benchmarks:
+// 1 MB, 100 MB and 1 GB, capped by TUNEJET_BENCH_CKPT_MAX_MB (default
+// def).
+func checkpointSizes(b *testing.B, def int) []int {
+	maxMB := envInt(b, "TUNEJET_BENCH_CKPT_MAX_MB", def)
+	var out []int
+	for _, n := range []int{1, 100, 1024} {
+		if n <= maxMB {
+			out = append(out, n*mb)
+		}
+	}
+	return out
+}
+
+func sizeName(n int) string {
+	if n >= 1<<30 {
+		return fmt.Sprintf("%dGB", n>>30)
+	}
+	return fmt.Sprintf("%dMB", n/mb)
+}
+
+// reps is how many times a size is measured: more for small checkpoints,
+// whose times are short and noisy.
+func reps(b *testing.B, size int) int {
+	if v := os.Getenv("TUNEJET_BENCH_CKPT_REPS"); v != "" {
+		return envInt(b, "TUNEJET_BENCH_CKPT_REPS", 1)
+	}
+	switch {
+	case size <= mb:
+		return 20
+	case size <= 100*mb:
+		return 3
+	}
+	return 2
+}
+
+// checkpointDir writes a checkpoint directory holding one file of size
+// random (incompressible) bytes, and returns the directory and the file.
+func checkpointDir(b *testing.B, size int) (dir, file string) {
+	b.Helper()
+	dir = filepath.Join(b.TempDir(), "checkpoint")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	file = filepath.Join(dir, "model.bin")
+	f, err := os.Create(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.NewChaCha8([32]byte{1, 2, 3})
+	if _, err := io.CopyN(f, rng, int64(size)); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return dir, file
+}
+
+// copyFile is the baseline: io.Copy of a file to a new file.
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+func mbps(size int, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(size) / mb / d.Seconds()
+}
+
+// median of durations.
+func median(ds []time.Duration) time.Duration { return newDistribution(ds).median() }
+
+// BenchmarkCheckpointStaging measures how fast a checkpoint directory
+// travels through the experiment's JetStream Object Store — ckpt.Stage (a
+// runner's tune.Report with a checkpoint) then ckpt.Fetch (the next
+// attempt's copy) — against a plain file copy (io.Copy to a new file) of
+// the same bytes, measured alternately in the same run. Sizes: 1 MB,
+// 100 MB and 1 GB (TUNEJET_BENCH_CKPT_MAX_MB caps them). It runs over TCP
+// (a deployment's runner) and in process (the embedded default). Target:
+// ≥ 0.5 of the copy's throughput.
+func BenchmarkCheckpointStaging(b *testing.B) {
+	for _, size := range checkpointSizes(b, 1024) {
+		for _, inProcess := range []bool{false, true} {
+			transport := "tcp"
+			if inProcess {
+				transport = "inprocess"
+			}
+			b.Run(sizeName(size)+"/"+transport, func(b *testing.B) { staging(b, size, inProcess) })
+		}
+	}
+}
+
+func staging(b *testing.B, size int, inProcess bool) {
+	b.StopTimer()
+	ctx := context.Background()
+	emb := startServer(b)
+	defer emb.Shutdown()
+	var nc *nats.Conn
+	var err error
+	if inProcess {
+		nc, err = emb.Connect("bench-staging")
+	} else {
+		nc, err = nats.Connect(emb.URL(), nats.Name("bench-staging"))
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	obs, err := ckpt.Store(ctx, js, "staging")
+	if err != nil {
+		b.Fatal(err)
+	}
+	src, file := checkpointDir(b, size)
+	work := b.TempDir()
+	n := reps(b, size)
+	var copies, synced, raws, stages, fetches, rounds []time.Duration
+	for i := 0; i < b.N; i++ {
+		copies, synced, raws, stages, fetches, rounds = nil, nil, nil, nil, nil, nil
+		for r := 0; r < n; r++ {
+			// The baseline (and, for reference, the same copy made durable
+			// with fsync, and the bare Object Store).
+			dst := filepath.Join(work, fmt.Sprintf("copy-%d", r), "model.bin")
+			settle()
+			start := time.Now()
+			if err := copyFile(file, dst); err != nil {
+				b.Fatal(err)
+			}
+			copies = append(copies, time.Since(start))
+			os.RemoveAll(filepath.Dir(dst))
+			settle()
+			start = time.Now()
+			if err := copyFileSync(file, dst); err != nil {
+				b.Fatal(err)
+			}
+			synced = append(synced, time.Since(start))
+			os.RemoveAll(filepath.Dir(dst))
+			settle()
+			raw, err := rawObjectRoundTrip(ctx, obs, fmt.Sprintf("raw_%d_%d", i, r), file, dst)
+			if err != nil {
+				b.Fatal(err)
+			}
+			raws = append(raws, raw)
+			os.RemoveAll(filepath.Dir(dst))
+
+			name := fmt.Sprintf("t_%d/checkpoint_%06d", i, r)
+			fetched := filepath.Join(work, fmt.Sprintf("fetch-%d", r))
+			settle()
+			b.StartTimer()
+			start = time.Now()
+			staged, err := ckpt.Stage(ctx, obs, name, src)
+			mid := time.Now()
+			if err == nil {
+				err = ckpt.Fetch(ctx, obs, name, staged.Digest, fetched)
+			}
+			end := time.Now()
+			b.StopTimer()
+			if err != nil {
+				b.Fatal(err)
+			}
+			// Correctness: the same bytes came back (Fetch checked the digest).
+			if fi, err := os.Stat(filepath.Join(fetched, "model.bin")); err != nil || fi.Size() != int64(size) || staged.Size != int64(size) {
+				b.Fatalf("fetched %v (%v), staged %d bytes; want %d", fi, err, staged.Size, size)
+			}
+			stages, fetches, rounds = append(stages, mid.Sub(start)), append(fetches, end.Sub(mid)), append(rounds, end.Sub(start))
+			os.RemoveAll(fetched)
+			if err := obs.Delete(ctx, name); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	cp, cs, rw, st, fe, rt := median(copies), median(synced), median(raws), median(stages), median(fetches), median(rounds)
+	b.SetBytes(int64(size))
+	b.ReportMetric(mbps(size, cp), "copy_MB/s")
+	b.ReportMetric(mbps(size, cs), "copy_fsync_MB/s")
+	b.ReportMetric(mbps(size, st), "stage_MB/s")
+	b.ReportMetric(mbps(size, fe), "fetch_MB/s")
+	b.ReportMetric(cp.Seconds()/st.Seconds(), "stage/copy")
+	b.ReportMetric(cp.Seconds()/fe.Seconds(), "fetch/copy")
+	b.ReportMetric(cp.Seconds()/rt.Seconds(), "roundtrip/copy")
+	b.ReportMetric(cp.Seconds()/rw.Seconds(), "raw_obs_roundtrip/copy")
+	b.Logf("%s checkpoint, medians of %d: plain copy %v (%.0f MB/s); Stage %v (%.0f MB/s, %.2f of copy); Fetch %v (%.0f MB/s, %.2f of copy); Stage+Fetch %v (%.2f of one copy; target ≥ 0.5)",
+		sizeName(size), n, cp.Round(time.Microsecond), mbps(size, cp), st.Round(time.Microsecond), mbps(size, st), cp.Seconds()/st.Seconds(),
+		fe.Round(time.Microsecond), mbps(size, fe), cp.Seconds()/fe.Seconds(), rt.Round(time.Microsecond), cp.Seconds()/rt.Seconds())
+	b.Logf("references: the copy with fsync %v (%.0f MB/s, Stage+Fetch %.2f of it); a bare Object Store Put+Get of the file %v (%.2f of the copy)",
+		cs.Round(time.Microsecond), mbps(size, cs), cs.Seconds()/rt.Seconds(), rw.Round(time.Microsecond), cp.Seconds()/rw.Seconds())
+}
+
+// short rounds a duration for a log line: to the microsecond below 10 ms.
+func short(d time.Duration) time.Duration {
+	if d < 10*time.Millisecond {
+		return d.Round(time.Microsecond)
+	}
+	return d.Round(time.Millisecond)
+}
+
+// settle writes dirty pages out (sync(2)) before a timed copy, so that no
+// copy pays for the writeback of the one before it: every timed copy
+// starts from the same page cache state and lands in it.
+func settle() { syscall.Sync() }
+
+// copyFileSync is copyFile made durable: fsync before close.
+func copyFileSync(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// rawObjectRoundTrip puts a file into the Object Store as one object and
+// gets it back into dst, with no archive and no digest of our own: the
+// ceiling for ckpt.Stage and ckpt.Fetch over this transport.
+func rawObjectRoundTrip(ctx context.Context, obs jetstream.ObjectStore, name, src, dst string) (time.Duration, error) {
+	start := time.Now()
+	in, err := os.Open(src)
+	if err != nil {
+		return 0, err
+	}
+	_, err = obs.Put(ctx, jetstream.ObjectMeta{Name: name}, in)
+	in.Close()
+	if err != nil {
+		return 0, err
+	}
+	r, err := obs.Get(ctx, name)
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return 0, err
+	}
+	out, err := os.Create(dst)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := io.Copy(out, r); err != nil {
+		out.Close()
+		return 0, err
+	}
+	if err := out.Close(); err != nil {
+		return 0, err
+	}
+	took := time.Since(start)
+	return took, obs.Delete(ctx, name)
+}
+
+// BenchmarkCheckpointPersistence measures how long a checkpoint takes from
+// tune.Report(..., tune.WithCheckpoint(dir)) in a trainable to durable in
+// storage (the syncer's checkpoint.persisted event), on a deployment (the
+// controller, a runner and the syncer on their own connections), for
+// 1 MB and 100 MB (1 GB with TUNEJET_BENCH_CKPT_MAX_MB=1024), on a
+// file:// temp dir and on S3 (gofakes3 on loopback, through the AWS SDK).
+// The baseline, measured alternately in the same run, is a plain copy of
+// the same bytes to the same place: io.Copy to a new file in the same
+// directory tree, or one blob.Bucket.Upload to the same bucket. Target:
+// ≥ 0.5 of the baseline's throughput.
+func BenchmarkCheckpointPersistence(b *testing.B) {
+	for _, size := range checkpointSizes(b, 100) {
+		b.Run(sizeName(size)+"/file", func(b *testing.B) { persistence(b, size, "file") })
+		b.Run(sizeName(size)+"/s3", func(b *testing.B) { persistence(b, size, "s3") })
+	}
+}
+
+// persisted is what the log says about one checkpoint, by receipt time.
+type persistedCkpt struct {
+	checkpointed, persisted time.Time
+}
+
+func persistence(b *testing.B, size int, backend string) {
+	b.StopTimer()
+	ctx := context.Background()
+	var storagePath string
+	switch backend {
+	case "file":
+		storagePath = "file://" + b.TempDir()
+	case "s3":
+		storagePath = storagetest.S3(b)
+	}
+	bkt, err := storage.OpenBucket(ctx, storagePath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bkt.Close()
+	src, file := checkpointDir(b, size)
+	n := reps(b, size)
+	settle()
+
+	// The trainable reports n checkpoints, one at a time: it waits for the
+	// benchmark to see each one persisted and to run the baseline copy.
+	type call struct {
+		start, end time.Time
+		err        error
+	}
+	calls := make(chan call, 1)
+	next := make(chan struct{})
+	fn := func(ctx context.Context, config map[string]any) error {
+		for r := 0; r < n; r++ {
+			start := time.Now()
+			err := tune.Report(ctx, map[string]any{"rep": r}, tune.WithCheckpoint(src))
+			calls <- call{start, time.Now(), err}
+			if err != nil {
+				return err
+			}
+			select {
+			case <-next:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	}
+	const exp = "persistence"
+	d := startDeployment(b, 1, map[string]tune.Trainable{"checkpointer": fn})
+	defer d.close()
+	b.StartTimer()
+
+	var mu sync.Mutex
+	seen := map[string]*persistedCkpt{}
+	got := make(chan string, 16)
+	nc := d.conn("bench-persistence-watch")
+	sub, err := nc.Subscribe(events.Prefix+"."+exp+".>", func(m *nats.Msg) {
+		at := time.Now()
+		ev, err := events.Decode(m.Subject, m.Header, m.Data)
+		if err != nil {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		switch p := ev.Data.(type) {
+		case *events.TrialCheckpointed:
+			c := seen[p.Checkpoint.Name]
+			if c == nil {
+				c = &persistedCkpt{}
+				seen[p.Checkpoint.Name] = c
+			}
+			c.checkpointed = at
+		case *events.CheckpointPersisted:
+			c := seen[p.Name]
+			if c == nil {
+				c = &persistedCkpt{}
+				seen[p.Name] = c
+			}
+			if c.persisted.IsZero() {
+				c.persisted = at
+				got <- p.Name
+			}
+		}
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+
+	type fitResult struct {
+		g   *tune.ResultGrid
+		err error
+	}
+	fitDone := make(chan fitResult, 1)
+	go func() {
+		g, _, err := d.tryFit(30*time.Minute, "checkpointer",
+			tune.WithName(exp),
+			tune.WithParamSpace(tune.ParamSpace{"x": 1}),
+			tune.WithRunConfig(tune.RunConfig{StoragePath: storagePath}))
+		fitDone <- fitResult{g: g, err: err}
+	}()
+
+	var totals, stagesD, persistsD, baselines []time.Duration
+	for r := 0; r < n; r++ {
+		var c call
+		select {
+		case c = <-calls:
+			if c.err != nil {
+				b.Fatalf("checkpoint %d: tune.Report after %v: %v", r, c.end.Sub(c.start), c.err)
+			}
+		case res := <-fitDone:
+			b.Fatalf("checkpoint %d: Fit returned first: %v", r, res.err)
+		case <-time.After(10 * time.Minute):
+			b.Fatalf("checkpoint %d: tune.Report did not return within 10 minutes", r)
+		}
+		name := ckpt.Name(r)
+		select {
+		case g := <-got:
+			if g != name {
+				b.Fatalf("persisted %s, want %s", g, name)
+			}
+		case <-time.After(10 * time.Minute):
+			b.Fatalf("%s: no checkpoint.persisted within 10 minutes", name)
+		}
+		mu.Lock()
+		pc := *seen[name]
+		mu.Unlock()
+		totals = append(totals, pc.persisted.Sub(c.start))
+		stagesD = append(stagesD, c.end.Sub(c.start))
+		persistsD = append(persistsD, pc.persisted.Sub(c.end))
+
+		// The baseline: the same bytes to the same place, one plain copy.
+		key := fmt.Sprintf("baseline/copy_%06d/model.bin", r)
+		settle()
+		start := time.Now()
+		if err := baselineCopy(ctx, bkt, storagePath, file, key); err != nil {
+			b.Fatal(err)
+		}
+		baselines = append(baselines, time.Since(start))
+		if err := bkt.Delete(ctx, key); err != nil {
+			b.Fatal(err)
+		}
+		settle()
+		next <- struct{}{}
+	}
+	var res fitResult
+	select {
+	case res = <-fitDone:
+	case <-time.After(10 * time.Minute):
+		b.Fatal("Fit did not return")
+	}
+	if res.err != nil {
+		b.Fatal(res.err)
+	}
+	if res.g.NumTerminated() != 1 {
+		b.Fatalf("the trial did not end TERMINATED")
+	}
+	// Correctness: every checkpoint is in storage, whole.
+	rel := lastElem(res.g.Get(0).Path)
+	for r := 0; r < n; r++ {
+		key := exp + "/" + rel + "/" + ckpt.Name(r) + "/model.bin"
+		attrs, err := bkt.Attributes(ctx, key)
+		if err != nil || attrs.Size != int64(size) {
+			b.Fatalf("%s in storage: %v, %v; want %d bytes", key, attrs, err, size)
+		}
+	}
+	if size <= 100*mb {
+		key := exp + "/" + rel + "/" + ckpt.Name(n-1) + "/model.bin"
+		data, err := bkt.ReadAll(ctx, key)
+		want, _ := os.ReadFile(file)
+		if err != nil || !bytes.Equal(data, want) {
+			b.Fatalf("%s in storage differs from the checkpoint (%v)", key, err)
+		}
+	}
+	tot, st, pe, bl := median(totals), median(stagesD), median(persistsD), median(baselines)
+	b.SetBytes(int64(size))
+	b.ReportMetric(mbps(size, bl), "baseline_MB/s")
+	b.ReportMetric(mbps(size, tot), "persisted_MB/s")
+	b.ReportMetric(bl.Seconds()/tot.Seconds(), "persist/baseline")
+	b.ReportMetric(tot.Seconds(), "report_to_persisted_s")
+	b.Logf("%s checkpoint to %s, medians of %d: Report → checkpoint.persisted %v (%.0f MB/s) = Report staging it %v + syncer persisting it %v; plain copy to the same place %v (%.0f MB/s); ratio %.2f (target ≥ 0.5)",
+		sizeName(size), backend, n, short(tot), mbps(size, tot), short(st), short(pe), short(bl), mbps(size, bl), bl.Seconds()/tot.Seconds())
+}
+
+// baselineCopy writes a file's bytes to storage the plain way: io.Copy to a
+// new file for a local storage path, one Upload for a bucket.
+func baselineCopy(ctx context.Context, bkt *blob.Bucket, storagePath, file, key string) error {
+	if dir, err := storage.LocalPath(storagePath); err == nil && dir != "" {
+		return copyFile(file, filepath.Join(dir, filepath.FromSlash(key)))
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return bkt.Upload(ctx, key, f, &blob.WriterOptions{ContentType: "application/octet-stream"})
+}
+
+// lastElem is the last element of a path or of a URL's path.
+func lastElem(p string) string {
+	if u, err := url.Parse(p); err == nil && storage.IsURL(p) {
+		p = u.Path
+	}
+	return path.Base(filepath.ToSlash(p))
+}
+
+// conn opens another connection to the deployment's server.
+func (d *deployment) conn(name string) *nats.Conn {
+	d.b.Helper()
+	nc, err := nats.Connect(d.emb.URL(), nats.Name(name))
+	if err != nil {
+		d.b.Fatalf("connect: %v", err)
+	}
+	d.conns = append(d.conns, nc)
+	return nc
+}

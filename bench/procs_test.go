@@ -1,0 +1,174 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// buildTunejet builds the tunejet binary (go build ./cmd/tunejet) into the
+// benchmark's temp dir and returns its path. The go build cache makes the
+// second and later builds a link step.
+func buildTunejet(b *testing.B) string {
+	b.Helper()
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	mod := strings.TrimSpace(string(out))
+	if err != nil || mod == "" || mod == os.DevNull {
+		b.Fatalf("cannot find the module root (go env GOMOD: %q): %v", mod, err)
+	}
+	bin := filepath.Join(b.TempDir(), "tunejet")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/tunejet")
+	build.Dir = filepath.Dir(mod)
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("go build ./cmd/tunejet: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// cleanEnv is the environment without NATS_* and TUNEJET_* variables, plus
+// extra.
+func cleanEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		key, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(key, "NATS_") || strings.HasPrefix(key, "TUNEJET_") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, extra...)
+}
+
+// proc is a tunejet process started by a benchmark. Its output goes to
+// files in the benchmark's temp dir, shown when something goes wrong.
+type proc struct {
+	name    string
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{}
+	err     error
+}
+
+// startProc starts bin with args; the process is killed when the
+// benchmark ends if it is still running.
+func startProc(b *testing.B, bin string, env []string, name string, args ...string) *proc {
+	b.Helper()
+	p := &proc{name: name, done: make(chan struct{}), logPath: filepath.Join(b.TempDir(), name+".log")}
+	f, err := os.Create(p.logPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Env = env
+	p.cmd.Stdout, p.cmd.Stderr = f, f
+	if err := p.cmd.Start(); err != nil {
+		f.Close()
+		b.Fatalf("start %s: %v", name, err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		f.Close()
+		close(p.done)
+	}()
+	b.Cleanup(p.kill)
+	return p
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (p *proc) kill() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// exited reports whether the process has ended.
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// tail is the end of the process's output.
+func (p *proc) tail(n int) string {
+	data, _ := os.ReadFile(p.logPath)
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// waitUntil polls cond every 10 ms until it holds, ctx ends or within
+// passes; it reports whether cond held.
+func waitUntil(ctx context.Context, within time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
+}
+
+// distribution summarizes durations: min, median, p90, max.
+type distribution struct {
+	sorted []time.Duration
+}
+
+func newDistribution(ds []time.Duration) distribution {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return distribution{sorted: s}
+}
+
+// quantile is the nearest-rank quantile q in [0, 1].
+func (d distribution) quantile(q float64) time.Duration {
+	if len(d.sorted) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(d.sorted))+0.999999) - 1
+	return d.sorted[min(max(i, 0), len(d.sorted)-1)]
+}
+
+func (d distribution) min() time.Duration    { return d.quantile(0) }
+func (d distribution) median() time.Duration { return d.quantile(0.5) }
+func (d distribution) p90() time.Duration    { return d.quantile(0.9) }
+func (d distribution) max() time.Duration    { return d.quantile(1) }
+
+func (d distribution) String() string {
+	return fmt.Sprintf("min %v, median %v, p90 %v, max %v (n=%d)",
+		d.min().Round(time.Millisecond), d.median().Round(time.Millisecond),
+		d.p90().Round(time.Millisecond), d.max().Round(time.Millisecond), len(d.sorted))
+}
+
+// histogram counts the durations in buckets of width w, on one line.
+func (d distribution) histogram(w time.Duration) string {
+	if len(d.sorted) == 0 {
+		return ""
+	}
+	counts := map[int]int{}
+	lo, hi := int(d.min()/w), int(d.max()/w)
+	for _, v := range d.sorted {
+		counts[int(v/w)]++
+	}
+	var parts []string
+	for k := lo; k <= hi; k++ {
+		parts = append(parts, fmt.Sprintf("[%.2f,%.2f)s:%d", (time.Duration(k)*w).Seconds(), (time.Duration(k+1)*w).Seconds(), counts[k]))
+	}
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,295 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/tune"
+)
+
+// recoveryScript is the trainable of BenchmarkFailureRecovery: it reports
+// a step with a small checkpoint every 200 ms, resuming from its latest
+// checkpoint, until $MARK_DIR/stop exists. It records its pid per attempt
+// so the benchmark can reap the orphan a killed runner leaves behind.
+const recoveryScript = `set -eu
+echo $$ > "$MARK_DIR/pid-$TUNEJET_ATTEMPT"
+step=0
+if [ -n "${TUNEJET_CHECKPOINT_DIR:-}" ]; then step=$(cat "$TUNEJET_CHECKPOINT_DIR/step"); fi
+while [ ! -e "$MARK_DIR/stop" ]; do
+	step=$((step + 1))
+	dir=$(mktemp -d)
+	echo "$step" > "$dir/step"
+	"$TUNEJET_BIN" report --checkpoint "$dir" step=$step >/dev/null
+	rm -rf "$dir"
+	sleep 0.2
+done
+`
+
+// BenchmarkFailureRecovery measures how long a trial takes to run again
+// after its runner process is killed with SIGKILL: from the kill to the
+// trial.started of its next attempt on another runner process, with the
+// default heartbeat timeout (3 s). Everything runs as real processes
+// (`tunejet controller|syncer|runner --nats URL`) against a nats-server in
+// the benchmark process; one trial (max_failures -1) is killed
+// TUNEJET_BENCH_KILLS times (20), each time on whichever runner holds it,
+// while a spare runner waits for work. Ray Tune needs ~20-55 s to notice a
+// lost node; the target is under 5 s.
+func BenchmarkFailureRecovery(b *testing.B) {
+	kills := envInt(b, "TUNEJET_BENCH_KILLS", 20)
+	var r recovery
+	for i := 0; i < b.N; i++ {
+		r = failureRecovery(b, kills)
+	}
+	total := newDistribution(r.total)
+	detect := newDistribution(r.detect)
+	start := newDistribution(r.start)
+	b.ReportMetric(total.min().Seconds(), "min_s")
+	b.ReportMetric(total.median().Seconds(), "median_s")
+	b.ReportMetric(total.p90().Seconds(), "p90_s")
+	b.ReportMetric(total.max().Seconds(), "max_s")
+	b.ReportMetric(detect.median().Seconds(), "redeliver_median_s")
+	b.ReportMetric(start.median().Seconds()*1000, "start_median_ms")
+	b.Logf("heartbeat timeout (work consumer AckWait) %v; runners heartbeat every third of it", r.ackWait)
+	b.Logf("SIGKILL of the runner → the trial's next trial.started on another runner, over %d kills: %s (target < 5s; Ray ~20-55s); distribution %s",
+		len(r.total), total, total.histogram(250*time.Millisecond))
+	b.Logf("  of which SIGKILL → JetStream redelivers the work (heartbeat timeout since the last heartbeat): %s", detect)
+	b.Logf("  and redelivery → trial.started (the new runner fetches the work, checks it, replays the trial's checkpoints, publishes): %s", start)
+	b.Logf("each kill landed %v–%v after the attempt started (random, so the heartbeat phase varies)", r.minUp.Round(time.Millisecond), r.maxUp.Round(time.Millisecond))
+}
+
+type recovery struct {
+	ackWait              time.Duration
+	total, detect, start []time.Duration
+	minUp, maxUp         time.Duration
+}
+
+// startedAt is a trial.started event and when the benchmark received it.
+type startedAt struct {
+	p  *events.TrialStarted
+	at time.Time
+}
+
+func failureRecovery(b *testing.B, kills int) recovery {
+	b.Helper()
+	const exp = "recovery"
+	bin := buildTunejet(b)
+	emb := startServer(b)
+	defer emb.Shutdown()
+	url := emb.URL()
+	marks := b.TempDir()
+	script := filepath.Join(b.TempDir(), "steps.sh")
+	if err := os.WriteFile(script, []byte(recoveryScript), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	env := cleanEnv("TUNEJET_BIN="+bin, "MARK_DIR="+marks, "TUNEJET_LOG_FORMAT=json", "TUNEJET_LOG_LEVEL=info")
+	services := []*proc{
+		startProc(b, bin, env, "controller", "controller", "--nats", url),
+		startProc(b, bin, env, "syncer", "syncer", "--nats", url),
+	}
+	runners := map[string]*proc{}
+	nextRunner := 0
+	startRunner := func() string {
+		nextRunner++
+		name := fmt.Sprintf("r%02d", nextRunner)
+		runners[name] = startProc(b, bin, env, name, "runner", "--nats", url, "--slots", "1", "--name", name, "--work-dir", b.TempDir())
+		return name
+	}
+	startRunner()
+	startRunner()
+	defer func() {
+		for _, p := range runners {
+			p.kill()
+		}
+		for _, p := range services {
+			p.kill()
+		}
+	}()
+	dump := func() {
+		for _, p := range append(services, runnersOf(runners)...) {
+			b.Logf("--- %s (exited %v) ---\n%s", p.name, p.exited(), p.tail(15))
+		}
+	}
+
+	nc, err := nats.Connect(url, nats.Name("bench-recovery"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	bs, err := bus.New(nc, "bench/recovery", logger(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := bs.Provision(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	starts := make(chan startedAt, 64)
+	sub, err := nc.Subscribe(events.TypeSubjects(exp, events.WriterRunner, events.TypeTrialStarted), func(m *nats.Msg) {
+		at := time.Now()
+		ev, err := events.Decode(m.Subject, m.Header, m.Data)
+		if p, ok := eventData[*events.TrialStarted](ev, err); ok {
+			select {
+			case starts <- startedAt{p: p, at: at}:
+			default: // more than the benchmark waits for
+			}
+		}
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+
+	tuner, err := tune.NewTuner(tune.Command{"/bin/sh", script},
+		tune.WithName(exp),
+		tune.WithParamSpace(tune.ParamSpace{"x": 1}),
+		tune.WithRunConfig(tune.RunConfig{StoragePath: b.TempDir(), FailureConfig: tune.FailureConfig{MaxFailures: -1}}),
+		tune.WithNATS(tune.NATSOptions{URL: url, Name: "bench-client"}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	fitCtx, cancelFit := context.WithTimeout(context.Background(), time.Duration(kills)*time.Minute+2*time.Minute)
+	defer cancelFit()
+	type fitResult struct {
+		g   *tune.ResultGrid
+		err error
+	}
+	fitDone := make(chan fitResult, 1)
+	go func() {
+		g, err := tuner.Fit(fitCtx)
+		fitDone <- fitResult{g, err}
+	}()
+
+	waitStart := func(after int, within time.Duration) startedAt {
+		t := time.NewTimer(within)
+		defer t.Stop()
+		for {
+			select {
+			case s := <-starts:
+				if s.p.Attempt > after {
+					return s
+				}
+			case r := <-fitDone:
+				dump()
+				b.Fatalf("Fit returned while waiting for attempt %d: %v", after+1, r.err)
+			case <-t.C:
+				dump()
+				b.Fatalf("no trial.started after attempt %d within %v", after, within)
+			}
+		}
+	}
+	cur := waitStart(0, time.Minute)
+	ctx := context.Background()
+	cons, err := bs.WorkConsumer(ctx, exp)
+	if err != nil {
+		b.Fatal(err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := recovery{ackWait: info.Config.AckWait, minUp: time.Hour}
+	for k := 0; k < kills; k++ {
+		// Kill at a random point of the heartbeat cycle, once the attempt
+		// has been running for a while.
+		up := time.Second + rand.N(time.Second)
+		time.Sleep(time.Until(cur.at.Add(up)))
+		r.minUp, r.maxUp = min(r.minUp, up), max(r.maxUp, up)
+		// The spare runner must be waiting for work: its pull request is
+		// pending on the work consumer.
+		if !waitUntil(ctx, 30*time.Second, func() bool {
+			i, err := cons.Info(ctx)
+			return err == nil && i.NumWaiting >= 1
+		}) {
+			dump()
+			b.Fatalf("kill %d: no spare runner is waiting for work", k+1)
+		}
+		before, err := cons.Info(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		victim := runners[cur.p.Runner]
+		if victim == nil {
+			b.Fatalf("kill %d: attempt %d runs on %q, which this benchmark did not start", k+1, cur.p.Attempt, cur.p.Runner)
+		}
+		killed := time.Now()
+		victim.kill()
+		delete(runners, cur.p.Runner)
+		next := waitStart(cur.p.Attempt, time.Minute)
+		if next.p.Runner == victim.name {
+			b.Fatalf("kill %d: attempt %d started on the killed runner %s", k+1, next.p.Attempt, victim.name)
+		}
+		r.total = append(r.total, next.at.Sub(killed))
+		// The work consumer's last delivery is the redelivery of the killed
+		// attempt's work (the only work there is), by the server's clock.
+		if after, err := cons.Info(ctx); err == nil && after.Delivered.Consumer > before.Delivered.Consumer && after.Delivered.Last != nil {
+			at := *after.Delivered.Last
+			r.detect = append(r.detect, at.Sub(killed))
+			r.start = append(r.start, next.at.Sub(at))
+		}
+		reapTrainable(marks, cur.p.Attempt)
+		startRunner()
+		cur = next
+	}
+	if err := os.WriteFile(filepath.Join(marks, "stop"), nil, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	select {
+	case res := <-fitDone:
+		if res.err != nil {
+			dump()
+			b.Fatalf("Fit: %v", res.err)
+		}
+		if res.g.Len() != 1 || res.g.NumTerminated() != 1 {
+			b.Fatalf("%d trials, %d TERMINATED; want 1, 1", res.g.Len(), res.g.NumTerminated())
+		}
+		if got := res.g.Get(0); got.NumFailures != kills {
+			b.Errorf("the trial counts %d failures, want one per kill (%d)", got.NumFailures, kills)
+		}
+	case <-time.After(2 * time.Minute):
+		dump()
+		b.Fatal("Fit did not return within 2 minutes of the stop")
+	}
+	reapTrainable(marks, kills+1)
+	return r
+}
+
+// reapTrainable kills what is left of an attempt's trainable (a killed
+// runner's child outlives it until its next report fails).
+func reapTrainable(marks string, attempt int) {
+	data, err := os.ReadFile(filepath.Join(marks, "pid-"+strconv.Itoa(attempt)))
+	if err != nil {
+		return
+	}
+	if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid > 1 {
+		_ = syscall.Kill(-pid, syscall.SIGKILL) // its process group
+	}
+}
+
+func runnersOf(m map[string]*proc) []*proc {
+	out := make([]*proc, 0, len(m))
+	for _, p := range m {
+		out = append(out, p)
+	}
+	return out
+}
+
+// eventData returns the typed payload of a decoded event.
+func eventData[T events.Payload](ev *events.Event, err error) (T, bool) {
+	var zero T
+	if err != nil || ev == nil {
+		return zero, false
+	}
+	p, ok := ev.Data.(T)
+	return p, ok
+}
