@@ -98,6 +98,24 @@ func Stage(ctx context.Context, obs jetstream.ObjectStore, name, dir string) (St
 func StageFiles(ctx context.Context, obs jetstream.ObjectStore, name, dir string, files []string) (Staged, error) {
 	ctx, cancel := transferContext(ctx)
 	defer cancel()
+	// nats.go's Put gives up when its window of in-flight chunks stalls
+	// for 200 ms (neither is configurable); a large checkpoint on a busy
+	// server can meet that, so the whole put is tried again.
+	var staged Staged
+	var err error
+	for try := 1; try <= stallRetries; try++ {
+		staged, err = stageOnce(ctx, obs, name, dir, files)
+		if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+			return staged, err
+		}
+	}
+	return staged, err
+}
+
+// stallRetries is how many times a stalled put is tried.
+const stallRetries = 3
+
+func stageOnce(ctx context.Context, obs jetstream.ObjectStore, name, dir string, files []string) (Staged, error) {
 	info, err := os.Stat(dir)
 	if err != nil {
 		return Staged{}, fmt.Errorf("stage checkpoint %s: %w", name, err)
