@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -49,15 +48,13 @@ type Service struct {
 	cfg Config
 	log zerolog.Logger
 
-	mu   sync.Mutex
-	exps map[string]bool // experiments this controller follows
-	wg   sync.WaitGroup
+	loops bus.Loops // one reconcile loop per followed experiment
 }
 
 // New returns a controller on b.
 func New(b *bus.Bus, cfg Config) *Service {
 	cfg.setDefaults()
-	return &Service{bus: b, cfg: cfg, log: b.Log.With().Str("service", "controller").Logger(), exps: map[string]bool{}}
+	return &Service{bus: b, cfg: cfg, log: b.Log.With().Str("service", "controller").Logger()}
 }
 
 // Run follows submitted experiments until ctx is done.
@@ -76,7 +73,7 @@ func (s *Service) Run(ctx context.Context) error {
 		Event:   func(ev *events.Event) { s.follow(ctx, ev.Experiment) },
 		Invalid: s.deadLetter(ctx),
 	})
-	s.wg.Wait()
+	s.loops.Wait()
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}
@@ -95,23 +92,7 @@ func (s *Service) deadLetter(ctx context.Context) func(m jetstream.Msg, err erro
 
 // follow starts the reconcile loop of an experiment, once.
 func (s *Service) follow(ctx context.Context, exp string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.exps[exp] {
-		return
-	}
-	s.exps[exp] = true
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		r := newReconciler(s, exp)
-		if err := r.run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-			s.log.Error().Err(err).Str("experiment", exp).Msg("experiment loop ended")
-		}
-		s.mu.Lock()
-		delete(s.exps, exp) // a restore brings it back
-		s.mu.Unlock()
-	}()
+	s.loops.Start(ctx, exp, "experiment loop ended", s.log, newReconciler(s, exp).run)
 }
 
 func randomSeed() int64 {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -50,15 +49,13 @@ type Service struct {
 	cfg Config
 	log zerolog.Logger
 
-	mu   sync.Mutex
-	exps map[string]bool
-	wg   sync.WaitGroup
+	loops bus.Loops // one writer per followed experiment
 }
 
 // New returns a syncer on b.
 func New(b *bus.Bus, cfg Config) *Service {
 	cfg.setDefaults()
-	return &Service{bus: b, cfg: cfg, log: b.Log.With().Str("service", "syncer").Logger(), exps: map[string]bool{}}
+	return &Service{bus: b, cfg: cfg, log: b.Log.With().Str("service", "syncer").Logger()}
 }
 
 // Run follows started experiments until ctx is done.
@@ -68,31 +65,16 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	filter := events.TypeSubjects("*", events.WriterController, events.TypeExperimentStarted)
 	err := s.bus.Watch(ctx, filter, 0, bus.Handler{Event: func(ev *events.Event) { s.follow(ctx, ev.Experiment) }})
-	s.wg.Wait()
+	s.loops.Wait()
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}
 	return err
 }
 
+// follow starts syncing an experiment, once.
 func (s *Service) follow(ctx context.Context, exp string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.exps[exp] {
-		return
-	}
-	s.exps[exp] = true
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		w := newWriter(s, exp)
-		if err := w.run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-			s.log.Error().Err(err).Str("experiment", exp).Msg("syncing stopped")
-		}
-		s.mu.Lock()
-		delete(s.exps, exp)
-		s.mu.Unlock()
-	}()
+	s.loops.Start(ctx, exp, "syncing stopped", s.log, newWriter(s, exp).run)
 }
 
 // syncConfig is the experiment's SyncConfig as blobsync bounds it.
