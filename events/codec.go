@@ -162,7 +162,19 @@ func Decode(subject string, header map[string][]string, data []byte) (*Event, er
 	if err != nil {
 		return nil, err
 	}
+	if out, p, ok := decodeBinaryLean(addr, header, data); ok {
+		return finishDecode(addr, out, p)
+	}
+	return decodeSDK(subject, addr, header, data)
+}
+
+// decodeSDK is the general decoder: it builds a CloudEvents SDK event from
+// either content mode, so every attribute the SDK checks is checked, and
+// its errors say which. Decode uses it for structured mode and for any
+// binary message the lean path does not take.
+func decodeSDK(subject string, addr Address, header map[string][]string, data []byte) (*Event, error) {
 	var ev ce.Event
+	var err error
 	var source string // verbatim: ev.Source() re-escapes it as a URL
 	if isStructured(header) {
 		if err := json.Unmarshal(data, &ev); err != nil {
@@ -203,6 +215,12 @@ func Decode(subject string, header map[string][]string, data []byte) (*Event, er
 		ID: ev.ID(), Source: source, Time: ev.Time(), Experiment: addr.Experiment,
 		Writer: addr.Writer, Data: p,
 	}
+	return finishDecode(addr, out, p)
+}
+
+// finishDecode checks what both decoders check the same way: the time, the
+// payload against the subject, and the payload's own rules.
+func finishDecode(addr Address, out *Event, p Payload) (*Event, error) {
 	if out.Time.IsZero() {
 		return nil, fmt.Errorf("%w: %s: attribute \"time\" is missing", ErrInvalid, addr.Type)
 	}
@@ -216,6 +234,114 @@ func Decode(subject string, header map[string][]string, data []byte) (*Event, er
 		return nil, fmt.Errorf("%s: %w", addr.Type, err)
 	}
 	return out, nil
+}
+
+// decodeBinaryLean decodes a binary-mode message of the usual shape — the
+// attributes tunejet writes, each once, well formed — straight from its
+// headers, and unmarshals the data once into the typed payload, without
+// building an SDK event (trial.reported, the hot one, through
+// leanReported). It accepts only what decodeSDK accepts and gives
+// the same event for it; anything else (an unknown extension, a
+// dataschema, a media type other than application/json, a bad value, data
+// that does not unmarshal) returns ok false, and decodeSDK decodes it again
+// and names the problem.
+func decodeBinaryLean(addr Address, h map[string][]string, data []byte) (*Event, Payload, bool) {
+	const (
+		seenSpec = 1 << iota
+		seenID
+		seenSource
+		seenType
+		seenSubject
+		seenCT
+		seenTime
+		seenExp
+	)
+	var seen int
+	var id, source, typ, ct, tm, exp string
+	for k, v := range h {
+		if len(k) < len(headerPrefix) || !strings.EqualFold(k[:len(headerPrefix)], headerPrefix) {
+			if strings.EqualFold(k, HeaderContentType) {
+				return nil, nil, false // structured mode, perhaps
+			}
+			continue
+		}
+		if len(v) == 0 {
+			continue
+		}
+		val, err := percentDecode(v[0])
+		if err != nil {
+			return nil, nil, false
+		}
+		var bit int
+		switch name := k[len(headerPrefix):]; {
+		case strings.EqualFold(name, "specversion"):
+			if val != ce.CloudEventsVersionV1 {
+				return nil, nil, false
+			}
+			bit = seenSpec
+		case strings.EqualFold(name, "id"):
+			id, bit = val, seenID
+		case strings.EqualFold(name, "source"):
+			source, bit = val, seenSource
+		case strings.EqualFold(name, "type"):
+			typ, bit = val, seenType
+		case strings.EqualFold(name, "subject"):
+			bit = seenSubject // not used; the NATS subject addresses the event
+		case strings.EqualFold(name, "datacontenttype"):
+			ct, bit = val, seenCT
+		case strings.EqualFold(name, "time"):
+			tm, bit = val, seenTime
+		case strings.EqualFold(name, ExtensionExperiment):
+			exp, bit = val, seenExp
+		default:
+			return nil, nil, false
+		}
+		if seen&bit != 0 { // the same attribute twice, in different cases
+			return nil, nil, false
+		}
+		seen |= bit
+	}
+	const required = seenSpec | seenID | seenSource | seenType | seenTime
+	if seen&required != required || typ != addr.Type || !trimmed(id) || !trimmed(source) ||
+		!plainSource(source) || (seen&seenCT != 0 && ct != contentTypeJSON) ||
+		(seen&seenExp != 0 && exp != addr.Experiment) {
+		return nil, nil, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, tm)
+	if err != nil || t.IsZero() {
+		return nil, nil, false
+	}
+	var p Payload
+	if addr.Type == TypeTrialReported {
+		r, ok := leanReported(data)
+		if !ok {
+			return nil, nil, false
+		}
+		p = r
+	} else {
+		p = NewPayload(addr.Type)
+		if len(data) == 0 || data[0] != '{' || json.Unmarshal(data, p) != nil {
+			return nil, nil, false
+		}
+	}
+	return &Event{ID: id, Source: source, Time: t, Experiment: addr.Experiment, Writer: addr.Writer, Data: p}, p, true
+}
+
+// trimmed reports whether s is non-empty with no surrounding white space:
+// the SDK trims an id, and rejects an empty one.
+func trimmed(s string) bool { return s != "" && strings.TrimSpace(s) == s }
+
+// plainSource reports whether a source is made only of characters that
+// make url.Parse succeed without a question (letters, digits, '/', '.',
+// '_', '-'); any other source goes through the SDK's check.
+func plainSource(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') && c != '/' && c != '.' && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
 }
 
 func isStructured(h map[string][]string) bool {

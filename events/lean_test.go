@@ -1,0 +1,155 @@
+package events_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tunejet/tunejet/events"
+)
+
+// TestLeanDecodeTakesWhatTunejetWrites: every event tunejet encodes is
+// decoded by the lean path, which gives exactly what the SDK path gives.
+func TestLeanDecodeTakesWhatTunejetWrites(t *testing.T) {
+	for _, want := range allValid() {
+		m, err := events.Encode(want)
+		if err != nil {
+			t.Fatalf("Encode %s: %v", want.Type(), err)
+		}
+		got, ok, err := events.DecodeLean(m.Subject, m.Header, m.Data)
+		if !ok || err != nil {
+			t.Fatalf("%s: the lean path did not take it (ok %v, err %v)", want.Type(), ok, err)
+		}
+		sdk, err := events.DecodeSDK(m.Subject, m.Header, m.Data)
+		if err != nil {
+			t.Fatalf("%s: SDK path: %v", want.Type(), err)
+		}
+		if diff := cmp.Diff(sdk, got); diff != "" {
+			t.Errorf("%s: lean and SDK decodes differ (-sdk +lean):\n%s", want.Type(), diff)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: round trip (-want +got):\n%s", want.Type(), diff)
+		}
+	}
+}
+
+// TestLeanDecodeLeavesTheRestToTheSDK: a message the lean path is not sure
+// of goes to the SDK path, which accepts or rejects it with its own words,
+// and Decode's answer is the SDK path's in every case.
+func TestLeanDecodeLeavesTheRestToTheSDK(t *testing.T) {
+	reported := func() *events.Message { return encoded(t, events.TypeTrialReported) }
+	upper := reported()
+	upper.Header = map[string][]string{}
+	for k, v := range reported().Header {
+		upper.Header[strings.ToUpper(k[:1])+k[1:]] = v
+	}
+	twice := withHeader(reported(), "Ce-Id", "another")
+	tests := []struct {
+		name string
+		msg  *events.Message
+		lean bool // whether the lean path takes it
+	}{
+		{"canonical", reported(), true},
+		{"Ce-* header names", upper, true},
+		{"no ce-subject", withHeader(reported(), "ce-subject", ""), true},
+		{"no ce-datacontenttype", withHeader(reported(), "ce-datacontenttype", ""), true},
+		{"no ce-experiment", withHeader(reported(), "ce-experiment", ""), true},
+		{"not a ce header", withHeader(reported(), "X-Other", "yes"), true},
+		{"percent-encoded source", withHeader(reported(), "ce-source", "tunejet/runner/b%C3%BCro%20host"), false},
+		{"source with a colon", withHeader(reported(), "ce-source", "urn:tunejet:runner"), false},
+		{"id with spaces around", withHeader(reported(), "ce-id", "%20abc%20"), false},
+		{"another extension", withHeader(reported(), "ce-traceparent", "00-4bf9-01"), false},
+		{"bad extension name", withHeader(reported(), "ce-trace-id", "abc"), false},
+		{"dataschema", withHeader(reported(), "ce-dataschema", "https://example.com/s.json"), false},
+		{"media type with a parameter", withHeader(reported(), "ce-datacontenttype", "application/json; charset=utf-8"), false},
+		{"text/plain", withHeader(reported(), "ce-datacontenttype", "text/plain"), false},
+		{"wrong specversion", withHeader(reported(), "ce-specversion", "0.3"), false},
+		{"no time", withHeader(reported(), "ce-time", ""), false},
+		{"bad time", withHeader(reported(), "ce-time", "yesterday"), false},
+		{"wrong type", withHeader(reported(), "ce-type", events.TypeTrialStarted), false},
+		{"wrong experiment", withHeader(reported(), "ce-experiment", "other"), false},
+		{"bad percent-encoding", withHeader(reported(), "ce-source", "host%4"), false},
+		{"trailing bytes", &events.Message{Subject: reported().Subject, Header: reported().Header, Data: append(reported().Data, " {}"...)}, false},
+		{"string attempt", edit(t, reported(), set("attempt", "2")), false},
+		{"no data", &events.Message{Subject: reported().Subject, Header: reported().Header}, false},
+		// Taken by the lean path, rejected by the checks both paths share.
+		{"attempt 0", edit(t, reported(), set("attempt", 0)), true},
+		{"other trial in data", edit(t, reported(), set("trial_id", "3f9a2_00002")), true},
+	}
+	// The same attribute twice: which value the SDK path keeps depends on
+	// the map's order; the lean path must not choose.
+	if _, ok, _ := events.DecodeLean(twice.Subject, twice.Header, twice.Data); ok {
+		t.Errorf("the lean path took an event with ce-id and Ce-Id")
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := tt.msg
+			lean, ok, lerr := events.DecodeLean(m.Subject, m.Header, m.Data)
+			if ok != tt.lean {
+				t.Fatalf("lean path took it: %v, want %v (err %v)", ok, tt.lean, lerr)
+			}
+			sdk, serr := events.DecodeSDK(m.Subject, m.Header, m.Data)
+			got, err := events.Decode(m.Subject, m.Header, m.Data)
+			if (err == nil) != (serr == nil) || (err != nil && err.Error() != serr.Error()) {
+				t.Fatalf("Decode says %v, the SDK path %v", err, serr)
+			}
+			if diff := cmp.Diff(sdk, got); diff != "" {
+				t.Errorf("Decode and the SDK path differ (-sdk +decode):\n%s", diff)
+			}
+			if ok {
+				if (lerr == nil) != (serr == nil) || (lerr != nil && lerr.Error() != serr.Error()) {
+					t.Fatalf("lean path says %v, the SDK path %v", lerr, serr)
+				}
+				if diff := cmp.Diff(sdk, lean); diff != "" {
+					t.Errorf("lean and SDK decodes differ (-sdk +lean):\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkDecodeReported(b *testing.B) {
+	m, err := events.Encode(fixture(events.TypeTrialReported))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("Decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := events.Decode(m.Subject, m.Header, m.Data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("SDK", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := events.DecodeSDK(m.Subject, m.Header, m.Data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkEncodeReported(b *testing.B) {
+	ev := fixture(events.TypeTrialReported)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := events.Encode(ev); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestValidIDMatchesThePattern: the hand-written id check says what the
+// documented pattern says.
+func TestValidIDMatchesThePattern(t *testing.T) {
+	ids := []string{"", "a", "A", "0", "_", "-", "a_", "a-", "_a", "-a", "3f9a2_00001", "mnist_tune",
+		"bad~id", "a.b", "a b", "ü", "a\n", strings.Repeat("a", 128), strings.Repeat("a", 129)}
+	for _, id := range ids {
+		if got, want := events.ValidID(id), events.IDPattern.MatchString(id); got != want {
+			t.Errorf("validID(%q) = %v, the pattern says %v", id, got, want)
+		}
+	}
+}
