@@ -90,6 +90,27 @@ func (e *Event) ceSubject() string {
 
 // Validate checks the whole event: attributes, address and payload.
 func (e *Event) Validate() error {
+	_, err := e.validate()
+	return err
+}
+
+// validate is Validate; it returns the subject it checked.
+func (e *Event) validate() (string, error) {
+	err := e.validateAttrs()
+	if err != nil {
+		return "", err
+	}
+	subject := e.Subject()
+	if _, err := ParseSubject(subject); err != nil {
+		return "", fmt.Errorf("%s: %w", e.Type(), err)
+	}
+	if err := checkSpecName(e.Data, e.Experiment); err != nil {
+		return "", fmt.Errorf("%s: %w", e.Type(), err)
+	}
+	return subject, nil
+}
+
+func (e *Event) validateAttrs() error {
 	if e.Data == nil {
 		return fmt.Errorf("%w: no data", ErrInvalid)
 	}
@@ -99,8 +120,10 @@ func (e *Event) Validate() error {
 	if strings.TrimSpace(e.Source) == "" {
 		return fmt.Errorf("%w: %s: attribute \"source\" must not be empty", ErrInvalid, e.Type())
 	}
-	if _, err := url.Parse(e.Source); err != nil {
-		return fmt.Errorf("%w: %s: attribute \"source\" must be a URI-reference: %v", ErrInvalid, e.Type(), err)
+	if !plainSource(e.Source) {
+		if _, err := url.Parse(e.Source); err != nil {
+			return fmt.Errorf("%w: %s: attribute \"source\" must be a URI-reference: %v", ErrInvalid, e.Type(), err)
+		}
 	}
 	if e.Time.IsZero() {
 		return fmt.Errorf("%w: %s: attribute \"time\" must be set", ErrInvalid, e.Type())
@@ -111,12 +134,6 @@ func (e *Event) Validate() error {
 		return fmt.Errorf("%s: %w", e.Type(), err)
 	}
 	if err := e.Data.Validate(); err != nil {
-		return fmt.Errorf("%s: %w", e.Type(), err)
-	}
-	if _, err := ParseSubject(e.Subject()); err != nil {
-		return fmt.Errorf("%s: %w", e.Type(), err)
-	}
-	if err := checkSpecName(e.Data, e.Experiment); err != nil {
 		return fmt.Errorf("%s: %w", e.Type(), err)
 	}
 	return nil
@@ -134,25 +151,33 @@ func checkSpecName(p Payload, exp string) error {
 
 // Encode validates e and encodes it in CloudEvents binary content mode.
 func Encode(e *Event) (*Message, error) {
-	if err := e.Validate(); err != nil {
+	subject, err := e.validate()
+	if err != nil {
 		return nil, err
 	}
-	data, err := json.Marshal(e.Data)
+	var data []byte
+	if r, ok := e.Data.(*TrialReported); ok {
+		data, err = marshalReported(r)
+	} else {
+		data, err = json.Marshal(e.Data)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", e.Type(), err)
 	}
-	h := map[string][]string{
-		HeaderMsgID:                        {e.ID},
-		headerPrefix + "specversion":       {ce.CloudEventsVersionV1},
-		headerPrefix + "id":                {percentEncode(e.ID)},
-		headerPrefix + "source":            {percentEncode(e.Source)},
-		headerPrefix + "type":              {e.Type()},
-		headerPrefix + "subject":           {percentEncode(e.ceSubject())},
-		headerPrefix + "time":              {e.Time.UTC().Format(time.RFC3339Nano)},
-		headerPrefix + "datacontenttype":   {contentTypeJSON},
-		headerPrefix + ExtensionExperiment: {e.Experiment},
+	// One backing array for the nine values: this runs for every report.
+	v := [...]string{
+		e.ID, ce.CloudEventsVersionV1, percentEncode(e.ID), percentEncode(e.Source), e.Type(),
+		percentEncode(e.ceSubject()), e.Time.UTC().Format(time.RFC3339Nano), contentTypeJSON, e.Experiment,
 	}
-	return &Message{Subject: e.Subject(), Header: h, Data: data}, nil
+	vals := v[:]
+	h := make(map[string][]string, len(v))
+	for i, k := range [...]string{
+		HeaderMsgID, headerPrefix + "specversion", headerPrefix + "id", headerPrefix + "source", headerPrefix + "type",
+		headerPrefix + "subject", headerPrefix + "time", headerPrefix + "datacontenttype", headerPrefix + ExtensionExperiment,
+	} {
+		h[k] = vals[i : i+1 : i+1]
+	}
+	return &Message{Subject: subject, Header: h, Data: data}, nil
 }
 
 // Decode reads an event from a NATS message in binary or structured mode.
@@ -418,6 +443,14 @@ func describeJSONError(err error) string {
 // percentEncode encodes a header value as the CloudEvents NATS binding asks:
 // space, '"', '%' and anything outside printable ASCII become %XX.
 func percentEncode(s string) string {
+	plain := true
+	for i := 0; i < len(s) && plain; i++ {
+		c := s[i]
+		plain = c > 0x20 && c < 0x7f && c != '"' && c != '%'
+	}
+	if plain {
+		return s
+	}
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		c := s[i]

@@ -1,8 +1,11 @@
 package events_test
 
 import (
+	"encoding/json"
+	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -150,6 +153,36 @@ func TestValidIDMatchesThePattern(t *testing.T) {
 	for _, id := range ids {
 		if got, want := events.ValidID(id), events.IDPattern.MatchString(id); got != want {
 			t.Errorf("validID(%q) = %v, the pattern says %v", id, got, want)
+		}
+	}
+}
+
+// TestAppendJSONIsMarshal: AppendJSON writes what json.Marshal writes, for
+// the values results hold and for the ones it hands over.
+func TestAppendJSONIsMarshal(t *testing.T) {
+	type point struct{ X, Y int }
+	values := []any{
+		nil, true, false, "", "plain", `quote " and \ backslash`, "<html> & co", "tab\there", "ünïcode", "\u2028", "bad \xff utf8",
+		0.0, 1.0, -1.5, 0.1, 1e-7, 1e-6, 123456789.0, 1e20, 1e21, 1.5e300, -2.5e-300, math.MaxFloat64, math.SmallestNonzeroFloat64,
+		float32(0.1), 0, -7, int64(math.MaxInt64), int32(-3), uint64(math.MaxUint64), uint8(7),
+		map[string]any{}, map[string]any(nil), []any{}, []any(nil), []any{1, "a", nil, []any{2.5}},
+		map[string]any{"b": 1, "a": map[string]any{"z": []any{true}, "y": "<"}, "": 0.5, "é": 1, "A": 2},
+		map[string]float64{"x": 1}, point{1, 2}, time.Date(2026, 11, 30, 10, 0, 0, 5, time.UTC), json.Number("12.50"),
+	}
+	for _, v := range values {
+		want, werr := json.Marshal(v)
+		got, gerr := events.AppendJSON([]byte("prefix"), v)
+		if (werr == nil) != (gerr == nil) {
+			t.Errorf("%#v: json.Marshal error %v, AppendJSON error %v", v, werr, gerr)
+			continue
+		}
+		if werr == nil && string(got) != "prefix"+string(want) {
+			t.Errorf("%#v: AppendJSON wrote %s, json.Marshal %s", v, got[len("prefix"):], want)
+		}
+	}
+	for _, bad := range []any{math.NaN(), math.Inf(1), map[string]any{"x": math.Inf(-1)}, []any{func() {}}} {
+		if _, err := events.AppendJSON(nil, bad); err == nil {
+			t.Errorf("%#v: no error", bad)
 		}
 	}
 }
