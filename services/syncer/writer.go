@@ -44,6 +44,8 @@ type writer struct {
 	dirty   bool                   // the state changed since the last snapshot
 	lastMsg jetstream.Msg          // the last message folded, acked by a sync
 	staged  map[string][]string    // staged checkpoint objects by trial, oldest first
+	// line, row and scratch are reused for every result written.
+	line, row, scratch []byte
 
 	mu        sync.Mutex             // guards artifacts, shared with the ops queue
 	artifacts map[string]artifactJob // staged artifacts not yet in storage
