@@ -121,6 +121,62 @@ func (w *writer) filesOf(ctx context.Context, t *state.Trial, rows, failures int
 	return f, nil
 }
 
+// uploadFinished uploads the result files (and params.json, if still
+// pending) of the trials that ended, and drops their staging: their files
+// are final, so storage need not wait for the next sync, and the final
+// sync at the end of the experiment has only the last trials left to
+// write. One attempt, bounded by the sync timeout: what fails stays
+// staged and goes with the next sync. The snapshot is left to the sync;
+// files ahead of it are cut back to it if a syncer resumes from it (see
+// filesOf).
+func (w *writer) uploadFinished(ctx context.Context) {
+	ids := w.finished
+	w.finished = nil
+	params, changed := map[string]bool{}, map[string]bool{}
+	for _, id := range ids {
+		if t := w.st.Trials[id]; t == nil || !t.Finished() {
+			continue // brought back by a restore
+		}
+		if w.params[id] {
+			params[id] = true
+		}
+		if w.changed[id] && w.files[id] != nil {
+			changed[id] = true
+		}
+	}
+	if len(params)+len(changed) == 0 {
+		return
+	}
+	for id := range changed {
+		if err := w.files[id].flush(); err != nil {
+			w.log.Warn().Err(err).Str("trial", id).Msg("stage the files of a finished trial; the next sync writes them")
+			return
+		}
+	}
+	uctx, cancel := context.WithTimeout(ctx, w.sync.Config().SyncTimeout)
+	defer cancel()
+	err := parallel(uctx, uploadConcurrency, w.uploadsOf(params, changed), func(ctx context.Context, key string, data func() ([]byte, error)) error {
+		b, err := data()
+		if err != nil {
+			return err
+		}
+		return storage.WriteAtomic(ctx, w.bucket, key, b)
+	})
+	if err != nil {
+		w.log.Warn().Err(err).Msg("upload the files of finished trials; the next sync writes them")
+		return
+	}
+	for id := range params {
+		delete(w.params, id)
+	}
+	for id := range changed {
+		delete(w.changed, id)
+		_ = w.files[id].close()
+		_ = os.RemoveAll(w.files[id].dir)
+		delete(w.files, id)
+	}
+}
+
 // appendResult stages the trial's newest result as a result.json line and
 // a progress.csv row.
 func (w *writer) appendResult(ctx context.Context, t *state.Trial) error {

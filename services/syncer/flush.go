@@ -77,15 +77,21 @@ func (w *writer) syncUp(ctx context.Context) error {
 // uploads lists what this sync writes besides the snapshot, by key; the
 // content is read when the upload runs, so a retry reads it again.
 func (w *writer) uploads() map[string]func() ([]byte, error) {
+	return w.uploadsOf(w.params, w.changed)
+}
+
+// uploadsOf is uploads for the trials in params (params.json) and changed
+// (result files).
+func (w *writer) uploadsOf(params, changed map[string]bool) map[string]func() ([]byte, error) {
 	out := map[string]func() ([]byte, error){}
-	for id := range w.params {
+	for id := range params {
 		t := w.st.Trials[id]
 		out[t.DirName+"/params.json"] = func() ([]byte, error) {
 			b, err := json.MarshalIndent(t.Config, "", "  ")
 			return append(b, '\n'), err
 		}
 	}
-	for id := range w.changed {
+	for id := range changed {
 		t, f := w.st.Trials[id], w.files[id]
 		for _, name := range resultFiles {
 			path := filepath.Join(f.dir, name)

@@ -44,6 +44,8 @@ type writer struct {
 	dirty   bool                   // the state changed since the last snapshot
 	lastMsg jetstream.Msg          // the last message folded, acked by a sync
 	staged  map[string][]string    // staged checkpoint objects by trial, oldest first
+	// finished are trials that ended since the last upload of their files.
+	finished []string
 	// line, row and scratch are reused for every result written.
 	line, row, scratch []byte
 
@@ -106,6 +108,9 @@ func (w *writer) run(ctx context.Context) error {
 			if w.st.Done() && upToDate {
 				w.final(ctx, msgs)
 				return nil
+			}
+			if len(w.finished) > 0 && (upToDate || len(w.finished) >= uploadConcurrency) {
+				w.uploadFinished(ctx)
 			}
 		case <-tick.C:
 			if upToDate { // only then does the fold know what is persisted
@@ -312,6 +317,9 @@ func (w *writer) handle(ctx context.Context, msg message) {
 	}
 	if err := w.effects(ctx, ev, before); err != nil {
 		w.log.Error().Err(err).Str("event", ev.Type()).Msg("stage for storage")
+	}
+	if t := w.st.Trials[ev.Trial()]; t != nil && t.Finished() && (before == nil || !before.Finished()) {
+		w.finished = append(w.finished, t.ID)
 	}
 }
 
