@@ -186,3 +186,44 @@ func TestAppendJSONIsMarshal(t *testing.T) {
 		}
 	}
 }
+
+// TestLeanReportedIsEncodingJSON: trial.reported data of many shapes reads
+// the same through the lean reader as through encoding/json, or the lean
+// reader declines it.
+func TestLeanReportedIsEncodingJSON(t *testing.T) {
+	m := encoded(t, events.TypeTrialReported)
+	bodies := []string{
+		`{"trial_id":"3f9a2_00001","attempt":2,"result":{"training_iteration":1}}`,
+		` { "attempt" : 2 , "trial_id" : "3f9a2_00001" , "result" : { "training_iteration" : 1e0 , "x" : -0.5E-3 } } `,
+		`{"trial_id":"3f9a2_00001","attempt":2,"result":{"training_iteration":3,"nested":{"a":[1,2,{"b":null}],"c":true,"d":false},"s":"ünï","e":{}, "f":[]}}`,
+		`{"trial_id":"3f9a2_00001","attempt":2,"extra":{"ignored":[1,"x"]},"result":{"training_iteration":3}}`,
+		`{"trial_id":"3f9a2_00001","attempt":2,"result":{"training_iteration":3,"dup":1,"dup":2}}`,
+		`{"trial_id":"3f9a2_00001","attempt":2,"result":{"training_iteration":3,"esc":"a\"b"}}`,
+		`{"trial_id":"3f9a2_00001","attempt":2,"Result":{"training_iteration":3}}`,
+		`{"trial_id":"3f9a2_00001","attempt":2.0,"result":{"training_iteration":3}}`,
+		`{"trial_id":"3f9a2_00001","attempt":2,"result":{"training_iteration":3,"big":1e400}}`,
+		`{"trial_id":"3f9a2_00001","attempt":2,"result":{"training_iteration":3,"lead":01}}`,
+		`{"trial_id":"3f9a2_00001","attempt":2,"result":{"training_iteration":3}}x`,
+		`{"trial_id":"3f9a2_00001","attempt":2,"result":{"training_iteration":3,}}`,
+		`{"trial_id":"3f9a2_00001","attempt":2,"result":null}`,
+		`{"trial_id":"3f9a2_00001","attempt":2,"trial_id":"3f9a2_00001","result":{"training_iteration":3}}`,
+	}
+	const plain = 5 // the first bodies are plain JSON the lean reader takes
+	for i, body := range bodies {
+		lean, ok, lerr := events.DecodeLean(m.Subject, m.Header, []byte(body))
+		sdk, serr := events.DecodeSDK(m.Subject, m.Header, []byte(body))
+		if i < plain && !ok {
+			t.Errorf("%s: the lean reader declined it", body)
+		}
+		if !ok {
+			continue
+		}
+		if (lerr == nil) != (serr == nil) {
+			t.Errorf("%s: lean error %v, SDK error %v", body, lerr, serr)
+			continue
+		}
+		if diff := cmp.Diff(sdk, lean); diff != "" {
+			t.Errorf("%s: (-sdk +lean):\n%s", body, diff)
+		}
+	}
+}

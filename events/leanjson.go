@@ -1,6 +1,7 @@
 package events
 
 import (
+	"bytes"
 	"strconv"
 	"unicode/utf8"
 )
@@ -14,6 +15,20 @@ import (
 // says so when it meets anything else, and the caller falls back to
 // encoding/json, whose answer (or error) then counts.
 
+// commonKeys are the names in every result (Ray's automatic fields): the
+// reader returns these strings instead of allocating a copy of each.
+var commonKeys = func() map[string]string {
+	m := map[string]string{}
+	for _, k := range []string{
+		"trial_id", "attempt", "result", "training_iteration", "time_this_iter_s", "time_total_s",
+		"time_since_restore", "iterations_since_restore", "timestamp", "date", "done", "hostname",
+		"pid", "node_ip", "checkpoint_dir_name", "config",
+	} {
+		m[k] = k
+	}
+	return m
+}()
+
 // maxLeanDepth bounds the nesting the lean reader follows.
 const maxLeanDepth = 64
 
@@ -21,6 +36,7 @@ type leanReader struct {
 	b     []byte
 	i     int
 	depth int
+	hint  int // size of the next object's map
 }
 
 // leanReported reads a trial.reported payload; ok is false when the lean
@@ -72,6 +88,8 @@ func leanReported(data []byte) (p *TrialReported, ok bool) {
 			if r.i >= len(r.b) || r.b[r.i] != '{' {
 				return nil, false
 			}
+			// Size the map once: a flat result has a key per ':'.
+			r.hint = bytes.Count(r.b[r.i:], []byte{':'})
 			v, ok := r.value()
 			if !ok {
 				return nil, false
@@ -161,7 +179,8 @@ func (r *leanReader) value() (any, bool) {
 			return nil, false
 		}
 		r.i++
-		m := map[string]any{}
+		m := make(map[string]any, r.hint)
+		r.hint = 0
 		if r.consume('}') {
 			r.depth--
 			return m, true
@@ -255,6 +274,9 @@ func (r *leanReader) str() (string, bool) {
 				return "", false // encoding/json would substitute U+FFFD
 			}
 			r.i = j + 1
+			if k, ok := commonKeys[string(s)]; ok { // no allocation for the lookup
+				return k, true
+			}
 			return string(s), true
 		case c == '\\' || c < 0x20:
 			return "", false
