@@ -246,7 +246,10 @@ func rawPublish(b *testing.B, inProcess bool, subjects []string, hdr nats.Header
 			h[k] = v
 		}
 		h.Set(jetstream.MsgIDHeader, ids[i])
-		if _, err := js.PublishMsgAsync(&nats.Msg{Subject: subjects[i%len(subjects)], Header: h, Data: data}); err != nil {
+		// A loaded machine can keep nats.go's 4,000 publishes in flight
+		// longer than its default 200 ms stall wait, which aborted the
+		// baseline; waiting longer for room measures the same thing.
+		if _, err := js.PublishMsgAsync(&nats.Msg{Subject: subjects[i%len(subjects)], Header: h, Data: data}, jetstream.WithStallWait(time.Minute)); err != nil {
 			b.Fatalf("raw publish %d: %v", i, err)
 		}
 	}
