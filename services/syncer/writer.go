@@ -103,7 +103,7 @@ func (w *writer) run(ctx context.Context) error {
 		select {
 		case m := <-msgs:
 			w.handle(ctx, m)
-			upToDate = caughtUp(m.m)
+			upToDate = m.last
 			if w.st.Done() && upToDate {
 				w.final(ctx, msgs)
 				return nil
@@ -269,9 +269,15 @@ func (w *writer) consume(ctx context.Context) (<-chan message, <-chan error, err
 				}
 				return
 			}
-			ev, derr := bus.FromJS(m) // decoded here, off the writer's goroutine
+			// Decoded here, off the writer's goroutine, with the metadata
+			// parsed once for both the sequence and the pending count.
+			md, merr := m.Metadata()
+			ev, derr := events.Decode(m.Subject(), m.Headers(), m.Data())
+			if derr == nil && merr == nil {
+				ev.Seq = md.Sequence.Stream
+			}
 			select {
-			case msgs <- message{m: m, ev: ev, err: derr}:
+			case msgs <- message{m: m, ev: ev, err: derr, last: merr == nil && md.NumPending == 0}:
 			case <-ctx.Done():
 				return
 			}
@@ -285,13 +291,9 @@ type message struct {
 	m   jetstream.Msg
 	ev  *events.Event
 	err error
-}
-
-// caughtUp reports whether no message of the consumer is left after m: a
-// completed state met while replaying may be followed by a restore.
-func caughtUp(m jetstream.Msg) bool {
-	md, err := m.Metadata()
-	return err == nil && md.NumPending == 0
+	// last is true when no message of the consumer is left after m: a
+	// completed state met while replaying may be followed by a restore.
+	last bool
 }
 
 // handle folds one message and stages what it adds.
