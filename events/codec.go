@@ -90,6 +90,27 @@ func (e *Event) ceSubject() string {
 
 // Validate checks the whole event: attributes, address and payload.
 func (e *Event) Validate() error {
+	_, err := e.validate()
+	return err
+}
+
+// validate is Validate; it returns the subject it checked.
+func (e *Event) validate() (string, error) {
+	err := e.validateAttrs()
+	if err != nil {
+		return "", err
+	}
+	subject := e.Subject()
+	if _, err := ParseSubject(subject); err != nil {
+		return "", fmt.Errorf("%s: %w", e.Type(), err)
+	}
+	if err := checkSpecName(e.Data, e.Experiment); err != nil {
+		return "", fmt.Errorf("%s: %w", e.Type(), err)
+	}
+	return subject, nil
+}
+
+func (e *Event) validateAttrs() error {
 	if e.Data == nil {
 		return fmt.Errorf("%w: no data", ErrInvalid)
 	}
@@ -99,8 +120,10 @@ func (e *Event) Validate() error {
 	if strings.TrimSpace(e.Source) == "" {
 		return fmt.Errorf("%w: %s: attribute \"source\" must not be empty", ErrInvalid, e.Type())
 	}
-	if _, err := url.Parse(e.Source); err != nil {
-		return fmt.Errorf("%w: %s: attribute \"source\" must be a URI-reference: %v", ErrInvalid, e.Type(), err)
+	if !plainSource(e.Source) {
+		if _, err := url.Parse(e.Source); err != nil {
+			return fmt.Errorf("%w: %s: attribute \"source\" must be a URI-reference: %v", ErrInvalid, e.Type(), err)
+		}
 	}
 	if e.Time.IsZero() {
 		return fmt.Errorf("%w: %s: attribute \"time\" must be set", ErrInvalid, e.Type())
@@ -111,12 +134,6 @@ func (e *Event) Validate() error {
 		return fmt.Errorf("%s: %w", e.Type(), err)
 	}
 	if err := e.Data.Validate(); err != nil {
-		return fmt.Errorf("%s: %w", e.Type(), err)
-	}
-	if _, err := ParseSubject(e.Subject()); err != nil {
-		return fmt.Errorf("%s: %w", e.Type(), err)
-	}
-	if err := checkSpecName(e.Data, e.Experiment); err != nil {
 		return fmt.Errorf("%s: %w", e.Type(), err)
 	}
 	return nil
@@ -134,25 +151,33 @@ func checkSpecName(p Payload, exp string) error {
 
 // Encode validates e and encodes it in CloudEvents binary content mode.
 func Encode(e *Event) (*Message, error) {
-	if err := e.Validate(); err != nil {
+	subject, err := e.validate()
+	if err != nil {
 		return nil, err
 	}
-	data, err := json.Marshal(e.Data)
+	var data []byte
+	if r, ok := e.Data.(*TrialReported); ok {
+		data, err = marshalReported(r)
+	} else {
+		data, err = json.Marshal(e.Data)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", e.Type(), err)
 	}
-	h := map[string][]string{
-		HeaderMsgID:                        {e.ID},
-		headerPrefix + "specversion":       {ce.CloudEventsVersionV1},
-		headerPrefix + "id":                {percentEncode(e.ID)},
-		headerPrefix + "source":            {percentEncode(e.Source)},
-		headerPrefix + "type":              {e.Type()},
-		headerPrefix + "subject":           {percentEncode(e.ceSubject())},
-		headerPrefix + "time":              {e.Time.UTC().Format(time.RFC3339Nano)},
-		headerPrefix + "datacontenttype":   {contentTypeJSON},
-		headerPrefix + ExtensionExperiment: {e.Experiment},
+	// One backing array for the nine values: this runs for every report.
+	v := [...]string{
+		e.ID, ce.CloudEventsVersionV1, percentEncode(e.ID), percentEncode(e.Source), e.Type(),
+		percentEncode(e.ceSubject()), e.Time.UTC().Format(time.RFC3339Nano), contentTypeJSON, e.Experiment,
 	}
-	return &Message{Subject: e.Subject(), Header: h, Data: data}, nil
+	vals := v[:]
+	h := make(map[string][]string, len(v))
+	for i, k := range [...]string{
+		HeaderMsgID, headerPrefix + "specversion", headerPrefix + "id", headerPrefix + "source", headerPrefix + "type",
+		headerPrefix + "subject", headerPrefix + "time", headerPrefix + "datacontenttype", headerPrefix + ExtensionExperiment,
+	} {
+		h[k] = vals[i : i+1 : i+1]
+	}
+	return &Message{Subject: subject, Header: h, Data: data}, nil
 }
 
 // Decode reads an event from a NATS message in binary or structured mode.
@@ -162,7 +187,19 @@ func Decode(subject string, header map[string][]string, data []byte) (*Event, er
 	if err != nil {
 		return nil, err
 	}
+	if out, p, ok := decodeBinaryLean(addr, header, data); ok {
+		return finishDecode(addr, out, p)
+	}
+	return decodeSDK(subject, addr, header, data)
+}
+
+// decodeSDK is the general decoder: it builds a CloudEvents SDK event from
+// either content mode, so every attribute the SDK checks is checked, and
+// its errors say which. Decode uses it for structured mode and for any
+// binary message the lean path does not take.
+func decodeSDK(subject string, addr Address, header map[string][]string, data []byte) (*Event, error) {
 	var ev ce.Event
+	var err error
 	var source string // verbatim: ev.Source() re-escapes it as a URL
 	if isStructured(header) {
 		if err := json.Unmarshal(data, &ev); err != nil {
@@ -203,6 +240,12 @@ func Decode(subject string, header map[string][]string, data []byte) (*Event, er
 		ID: ev.ID(), Source: source, Time: ev.Time(), Experiment: addr.Experiment,
 		Writer: addr.Writer, Data: p,
 	}
+	return finishDecode(addr, out, p)
+}
+
+// finishDecode checks what both decoders check the same way: the time, the
+// payload against the subject, and the payload's own rules.
+func finishDecode(addr Address, out *Event, p Payload) (*Event, error) {
 	if out.Time.IsZero() {
 		return nil, fmt.Errorf("%w: %s: attribute \"time\" is missing", ErrInvalid, addr.Type)
 	}
@@ -216,6 +259,114 @@ func Decode(subject string, header map[string][]string, data []byte) (*Event, er
 		return nil, fmt.Errorf("%s: %w", addr.Type, err)
 	}
 	return out, nil
+}
+
+// decodeBinaryLean decodes a binary-mode message of the usual shape — the
+// attributes tunejet writes, each once, well formed — straight from its
+// headers, and unmarshals the data once into the typed payload, without
+// building an SDK event (trial.reported, the hot one, through
+// leanReported). It accepts only what decodeSDK accepts and gives
+// the same event for it; anything else (an unknown extension, a
+// dataschema, a media type other than application/json, a bad value, data
+// that does not unmarshal) returns ok false, and decodeSDK decodes it again
+// and names the problem.
+func decodeBinaryLean(addr Address, h map[string][]string, data []byte) (*Event, Payload, bool) {
+	const (
+		seenSpec = 1 << iota
+		seenID
+		seenSource
+		seenType
+		seenSubject
+		seenCT
+		seenTime
+		seenExp
+	)
+	var seen int
+	var id, source, typ, ct, tm, exp string
+	for k, v := range h {
+		if len(k) < len(headerPrefix) || !strings.EqualFold(k[:len(headerPrefix)], headerPrefix) {
+			if strings.EqualFold(k, HeaderContentType) {
+				return nil, nil, false // structured mode, perhaps
+			}
+			continue
+		}
+		if len(v) == 0 {
+			continue
+		}
+		val, err := percentDecode(v[0])
+		if err != nil {
+			return nil, nil, false
+		}
+		var bit int
+		switch name := k[len(headerPrefix):]; {
+		case strings.EqualFold(name, "specversion"):
+			if val != ce.CloudEventsVersionV1 {
+				return nil, nil, false
+			}
+			bit = seenSpec
+		case strings.EqualFold(name, "id"):
+			id, bit = val, seenID
+		case strings.EqualFold(name, "source"):
+			source, bit = val, seenSource
+		case strings.EqualFold(name, "type"):
+			typ, bit = val, seenType
+		case strings.EqualFold(name, "subject"):
+			bit = seenSubject // not used; the NATS subject addresses the event
+		case strings.EqualFold(name, "datacontenttype"):
+			ct, bit = val, seenCT
+		case strings.EqualFold(name, "time"):
+			tm, bit = val, seenTime
+		case strings.EqualFold(name, ExtensionExperiment):
+			exp, bit = val, seenExp
+		default:
+			return nil, nil, false
+		}
+		if seen&bit != 0 { // the same attribute twice, in different cases
+			return nil, nil, false
+		}
+		seen |= bit
+	}
+	const required = seenSpec | seenID | seenSource | seenType | seenTime
+	if seen&required != required || typ != addr.Type || !trimmed(id) || !trimmed(source) ||
+		!plainSource(source) || (seen&seenCT != 0 && ct != contentTypeJSON) ||
+		(seen&seenExp != 0 && exp != addr.Experiment) {
+		return nil, nil, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, tm)
+	if err != nil || t.IsZero() {
+		return nil, nil, false
+	}
+	var p Payload
+	if addr.Type == TypeTrialReported {
+		r, ok := leanReported(data)
+		if !ok {
+			return nil, nil, false
+		}
+		p = r
+	} else {
+		p = NewPayload(addr.Type)
+		if len(data) == 0 || data[0] != '{' || json.Unmarshal(data, p) != nil {
+			return nil, nil, false
+		}
+	}
+	return &Event{ID: id, Source: source, Time: t, Experiment: addr.Experiment, Writer: addr.Writer, Data: p}, p, true
+}
+
+// trimmed reports whether s is non-empty with no surrounding white space:
+// the SDK trims an id, and rejects an empty one.
+func trimmed(s string) bool { return s != "" && strings.TrimSpace(s) == s }
+
+// plainSource reports whether a source is made only of characters that
+// make url.Parse succeed without a question (letters, digits, '/', '.',
+// '_', '-'); any other source goes through the SDK's check.
+func plainSource(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') && c != '/' && c != '.' && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
 }
 
 func isStructured(h map[string][]string) bool {
@@ -292,6 +443,14 @@ func describeJSONError(err error) string {
 // percentEncode encodes a header value as the CloudEvents NATS binding asks:
 // space, '"', '%' and anything outside printable ASCII become %XX.
 func percentEncode(s string) string {
+	plain := true
+	for i := 0; i < len(s) && plain; i++ {
+		c := s[i]
+		plain = c > 0x20 && c < 0x7f && c != '"' && c != '%'
+	}
+	if plain {
+		return s
+	}
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		c := s[i]

@@ -340,7 +340,7 @@ func fieldErr(field, format string, args ...any) error {
 }
 
 func checkID(field, s string) error {
-	if !idPattern.MatchString(s) {
+	if !validID(s) {
 		return fieldErr(field, "%q is not a valid id (letters, digits, '_' and '-', 1-128 characters)", s)
 	}
 	return nil

@@ -107,13 +107,31 @@ func NewPayload(t string) Payload {
 }
 
 // idPattern is what experiment and trial ids may contain: they are subject
-// tokens, consumer names and directory names at once.
+// tokens, consumer names and directory names at once. validID checks it
+// without the regexp engine (ids are checked on every decode).
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
+
+// validID reports whether s matches idPattern.
+func validID(s string) bool {
+	if len(s) == 0 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case (c == '_' || c == '-') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // ValidateID reports whether s can be an experiment or trial id. what names
 // the id in the error ("experiment name", "trial id").
 func ValidateID(what, s string) error {
-	if !idPattern.MatchString(s) {
+	if !validID(s) {
 		return fmt.Errorf("%w: %s %q: must be 1-128 characters of letters, digits, '_' and '-', starting with a letter or digit", ErrInvalid, what, s)
 	}
 	return nil

@@ -33,8 +33,13 @@ type StackConfig struct {
 // Stack is a running embedded stack.
 type Stack struct {
 	emb  *bus.Embedded
-	conn *nats.Conn
+	conn *nats.Conn // the client's (Fit's)
 	bus  *bus.Bus
+	// conns are the services' own connections: one each, as in a
+	// deployment, so no connection's read loop carries everyone's
+	// deliveries.
+	conns []*nats.Conn
+	log   zerolog.Logger
 
 	stopFront context.CancelFunc // controller and runner
 	stopSync  context.CancelFunc // syncer, stopped last so it sees everything
@@ -50,7 +55,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Stack{emb: emb}
+	s := &Stack{emb: emb, log: cfg.Log}
 	if s.conn, err = emb.Connect("tunejet-embedded"); err != nil {
 		emb.Shutdown()
 		return nil, err
@@ -67,21 +72,37 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	for k, v := range cfg.Trainables {
 		fns[k] = v
 	}
+	buses := map[string]*bus.Bus{}
+	for _, name := range []string{"controller", "runner", "syncer", "restorer"} {
+		if buses[name], err = s.service(name); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	frontCtx, stopFront := context.WithCancel(context.WithoutCancel(ctx))
 	syncCtx, stopSync := context.WithCancel(context.WithoutCancel(ctx))
 	s.stopFront, s.stopSync = stopFront, stopSync
-	s.start(frontCtx, &s.front, "controller", controller.New(s.service("controller"), controller.Config{InterruptOnShutdown: true}).Run)
-	s.start(frontCtx, &s.front, "runner", runner.New(s.service("runner"), runner.Config{Slots: cfg.Slots, Trainables: fns}).Run)
-	s.start(syncCtx, &s.back, "syncer", syncer.New(s.service("syncer"), syncer.Config{}).Run)
-	s.start(frontCtx, &s.front, "restorer", restorer.New(s.service("restorer"), restorer.Config{}).Run)
+	s.start(frontCtx, &s.front, "controller", controller.New(buses["controller"], controller.Config{InterruptOnShutdown: true}).Run)
+	s.start(frontCtx, &s.front, "runner", runner.New(buses["runner"], runner.Config{Slots: cfg.Slots, Trainables: fns}).Run)
+	s.start(syncCtx, &s.back, "syncer", syncer.New(buses["syncer"], syncer.Config{}).Run)
+	s.start(frontCtx, &s.front, "restorer", restorer.New(buses["restorer"], restorer.Config{}).Run)
 	return s, nil
 }
 
-// service gives a service its own CloudEvents source on the shared connection.
-func (s *Stack) service(name string) *bus.Bus {
-	b := *s.bus
-	b.Source = "tunejet/embedded/" + name
-	return &b
+// service gives a service its own in-process connection and CloudEvents
+// source.
+func (s *Stack) service(name string) (*bus.Bus, error) {
+	nc, err := s.emb.Connect("tunejet-embedded-" + name)
+	if err != nil {
+		return nil, err
+	}
+	s.conns = append(s.conns, nc)
+	b, err := bus.New(nc, "tunejet/embedded/"+name, s.log)
+	if err != nil {
+		return nil, err
+	}
+	b.Replicas = s.bus.Replicas
+	return b, nil
 }
 
 func (s *Stack) start(ctx context.Context, wg *sync.WaitGroup, name string, run func(context.Context) error) {
@@ -107,6 +128,9 @@ func (s *Stack) Close() error {
 		s.front.Wait()
 		s.stopSync()
 		s.back.Wait()
+	}
+	for _, nc := range s.conns {
+		_ = nc.Drain()
 	}
 	if s.conn != nil {
 		_ = s.conn.Drain()

@@ -21,6 +21,10 @@ const maxPending = 512
 // flushTimeout bounds the wait for report acknowledgements.
 const flushTimeout = 30 * time.Second
 
+// pid is this process's, read once: os.Getpid is a system call, and every
+// result carries it.
+var pid = os.Getpid()
+
 // Report implements session.Session: it adds Ray's automatic fields,
 // stages the checkpoint directory (if any) before it returns, checks the
 // stop criteria and publishes the result.
@@ -114,7 +118,7 @@ func (a *attempt) result(metrics map[string]any, now time.Time) map[string]any {
 	r["date"] = now.Format("2006-01-02_15-04-05")
 	r["trial_id"] = a.work.TrialID
 	r["hostname"] = a.s.hostname
-	r["pid"] = os.Getpid()
+	r["pid"] = pid
 	a.last = now
 	return r
 }

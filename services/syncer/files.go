@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,7 +14,10 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
+	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
 )
@@ -119,6 +121,62 @@ func (w *writer) filesOf(ctx context.Context, t *state.Trial, rows, failures int
 	return f, nil
 }
 
+// uploadFinished uploads the result files (and params.json, if still
+// pending) of the trials that ended, and drops their staging: their files
+// are final, so storage need not wait for the next sync, and the final
+// sync at the end of the experiment has only the last trials left to
+// write. One attempt, bounded by the sync timeout: what fails stays
+// staged and goes with the next sync. The snapshot is left to the sync;
+// files ahead of it are cut back to it if a syncer resumes from it (see
+// filesOf).
+func (w *writer) uploadFinished(ctx context.Context) {
+	ids := w.finished
+	w.finished = nil
+	params, changed := map[string]bool{}, map[string]bool{}
+	for _, id := range ids {
+		if t := w.st.Trials[id]; t == nil || !t.Finished() {
+			continue // brought back by a restore
+		}
+		if w.params[id] {
+			params[id] = true
+		}
+		if w.changed[id] && w.files[id] != nil {
+			changed[id] = true
+		}
+	}
+	if len(params)+len(changed) == 0 {
+		return
+	}
+	for id := range changed {
+		if err := w.files[id].flush(); err != nil {
+			w.log.Warn().Err(err).Str("trial", id).Msg("stage the files of a finished trial; the next sync writes them")
+			return
+		}
+	}
+	uctx, cancel := context.WithTimeout(ctx, w.sync.Config().SyncTimeout)
+	defer cancel()
+	err := parallel(uctx, uploadConcurrency, w.uploadsOf(params, changed), func(ctx context.Context, key string, data func() ([]byte, error)) error {
+		b, err := data()
+		if err != nil {
+			return err
+		}
+		return storage.WriteAtomic(ctx, w.bucket, key, b)
+	})
+	if err != nil {
+		w.log.Warn().Err(err).Msg("upload the files of finished trials; the next sync writes them")
+		return
+	}
+	for id := range params {
+		delete(w.params, id)
+	}
+	for id := range changed {
+		delete(w.changed, id)
+		_ = w.files[id].close()
+		_ = os.RemoveAll(w.files[id].dir)
+		delete(w.files, id)
+	}
+}
+
 // appendResult stages the trial's newest result as a result.json line and
 // a progress.csv row.
 func (w *writer) appendResult(ctx context.Context, t *state.Trial) error {
@@ -129,39 +187,140 @@ func (w *writer) appendResult(ctx context.Context, t *state.Trial) error {
 	if t.NumResults <= f.rows {
 		return nil
 	}
-	row := maps.Clone(t.LastResult)
-	row["config"] = t.Config
-	line, err := json.Marshal(row)
+	line, err := appendResultLine(w.line[:0], t.LastResult, t.Config)
 	if err != nil {
 		return fmt.Errorf("result of %s: %w", t.ID, err)
 	}
-	if err := f.append("result.json", append(line, '\n')); err != nil {
+	w.line = line
+	if err := f.append("result.json", line); err != nil {
 		return err
 	}
 	f.rows = t.NumResults
 	w.changed[t.ID] = true
-	return f.append("progress.csv", csvRow(f, t.LastResult))
+	w.row, w.scratch = csvRow(w.row[:0], w.scratch, f, t.LastResult)
+	return f.append("progress.csv", w.row)
 }
 
-// csvRow formats a progress.csv row; the columns are the first result's
-// (flattened, without config), as Ray's CSV logger does.
-func csvRow(f *trialFiles, result map[string]any) []byte {
-	flat := flatten(result)
-	var buf bytes.Buffer
-	cw := csv.NewWriter(&buf)
-	if f.csvHeader == nil {
-		f.csvHeader = slices.Sorted(maps.Keys(flat))
-		_ = cw.Write(f.csvHeader)
-	}
-	rec := make([]string, len(f.csvHeader))
-	for i, k := range f.csvHeader {
-		if v, ok := flat[k]; ok {
-			rec[i] = csvValue(v)
+// appendResultLine appends a result.json line: the result with the trial's
+// config under "config", as json.Marshal writes the merged map (keys
+// sorted), and a newline. It runs for every report, so it writes the line
+// directly instead of copying the result into a new map.
+func appendResultLine(dst []byte, result, config map[string]any) ([]byte, error) {
+	keys := make([]string, 0, len(result)+1)
+	for k := range result {
+		if k != "config" {
+			keys = append(keys, k)
 		}
 	}
-	_ = cw.Write(rec)
-	cw.Flush()
-	return buf.Bytes()
+	keys = append(keys, "config")
+	slices.Sort(keys)
+	dst = append(dst, '{')
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		var err error
+		if dst, err = events.AppendJSON(dst, k); err != nil {
+			return dst, err
+		}
+		dst = append(dst, ':')
+		var v any = config
+		if k != "config" {
+			v = result[k]
+		}
+		if dst, err = events.AppendJSON(dst, v); err != nil {
+			return dst, err
+		}
+	}
+	return append(dst, '}', '\n'), nil
+}
+
+// csvRow appends a progress.csv row (and the header first, when the file
+// has none); the columns are the first result's (flattened, without
+// config), as Ray's CSV logger does. Quoting follows encoding/csv.
+func csvRow(dst, scratch []byte, f *trialFiles, result map[string]any) (row, scratchOut []byte) {
+	flat := result
+	for _, v := range result {
+		if _, ok := v.(map[string]any); ok {
+			flat = flatten(result)
+			break
+		}
+	}
+	if f.csvHeader == nil {
+		f.csvHeader = slices.Sorted(maps.Keys(flat))
+		for i, k := range f.csvHeader {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendCSVField(dst, k)
+		}
+		dst = append(dst, '\n')
+	}
+	for i, k := range f.csvHeader {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		v, ok := flat[k]
+		if !ok {
+			continue
+		}
+		switch x := v.(type) {
+		case string:
+			dst = appendCSVField(dst, x)
+		case nil:
+		default:
+			b, err := events.AppendJSON(scratch[:0], v)
+			if err != nil {
+				dst = appendCSVField(dst, fmt.Sprint(v))
+				continue
+			}
+			scratch = b
+			dst = appendCSVBytes(dst, bytes.Trim(b, `"`))
+		}
+	}
+	return append(dst, '\n'), scratch
+}
+
+// appendCSVBytes is appendCSVField for a field that is plain most of the
+// time (a number): written as it is unless it needs quotes.
+func appendCSVBytes(dst, field []byte) []byte {
+	if !csvNeedsQuotes(string(field)) { // no allocation: the conversion does not escape
+		return append(dst, field...)
+	}
+	return appendCSVField(dst, string(field))
+}
+
+// appendCSVField writes one field as encoding/csv's Writer does (comma
+// separator, "\n" line ends).
+func appendCSVField(dst []byte, field string) []byte {
+	if !csvNeedsQuotes(field) {
+		return append(dst, field...)
+	}
+	dst = append(dst, '"')
+	for i := 0; i < len(field); i++ {
+		if field[i] == '"' {
+			dst = append(dst, '"')
+		}
+		dst = append(dst, field[i])
+	}
+	return append(dst, '"')
+}
+
+// csvNeedsQuotes is encoding/csv's Writer.fieldNeedsQuotes for a comma.
+func csvNeedsQuotes(field string) bool {
+	if field == "" {
+		return false
+	}
+	if field == `\.` {
+		return true
+	}
+	for i := 0; i < len(field); i++ {
+		if c := field[i]; c == '\n' || c == '\r' || c == '"' || c == ',' {
+			return true
+		}
+	}
+	r1, _ := utf8.DecodeRuneInString(field)
+	return unicode.IsSpace(r1)
 }
 
 const failurePrefix = "Failure # "
@@ -256,18 +415,4 @@ func flatten(m map[string]any) map[string]any {
 	}
 	walk("", m)
 	return out
-}
-
-func csvValue(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case nil:
-		return ""
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return strings.Trim(string(b), `"`)
 }

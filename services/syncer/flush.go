@@ -18,8 +18,8 @@ import (
 
 // syncUp makes storage reflect the fold: new params.json files, the
 // changed result files, then the snapshot; then it deletes the checkpoints
-// retention dropped (no durable snapshot refers to them any more), acks
-// the log up to the snapshot and announces it. A sync that fails even
+// retention dropped (no durable snapshot refers to them any more) and
+// announces the snapshot. A sync that fails even
 // after its retries is announced and tried again on the next period.
 func (w *writer) syncUp(ctx context.Context) error {
 	if w.st.Session == "" {
@@ -61,11 +61,6 @@ func (w *writer) syncUp(ctx context.Context) error {
 	seq := w.st.LastSeq
 	w.params, w.changed, w.dirty = map[string]bool{}, map[string]bool{}, false
 	w.deleteDropped(ctx)
-	if w.lastMsg != nil {
-		if err := w.lastMsg.Ack(); err != nil {
-			w.log.Warn().Err(err).Msg("ack synced events")
-		}
-	}
 	w.announce(ctx, &events.SyncCompleted{Seq: seq, Snapshot: name, Files: len(uploads) + 1, Bytes: bytes.Load(), DurationS: time.Since(start).Seconds()})
 	w.forgetFinished()
 	if last, err := w.s.bus.LastSeq(ctx, events.ExperimentSubjects(w.exp)); err == nil && last >= seq {
@@ -77,15 +72,21 @@ func (w *writer) syncUp(ctx context.Context) error {
 // uploads lists what this sync writes besides the snapshot, by key; the
 // content is read when the upload runs, so a retry reads it again.
 func (w *writer) uploads() map[string]func() ([]byte, error) {
+	return w.uploadsOf(w.params, w.changed)
+}
+
+// uploadsOf is uploads for the trials in params (params.json) and changed
+// (result files).
+func (w *writer) uploadsOf(params, changed map[string]bool) map[string]func() ([]byte, error) {
 	out := map[string]func() ([]byte, error){}
-	for id := range w.params {
+	for id := range params {
 		t := w.st.Trials[id]
 		out[t.DirName+"/params.json"] = func() ([]byte, error) {
 			b, err := json.MarshalIndent(t.Config, "", "  ")
 			return append(b, '\n'), err
 		}
 	}
-	for id := range w.changed {
+	for id := range changed {
 		t, f := w.st.Trials[id], w.files[id]
 		for _, name := range resultFiles {
 			path := filepath.Join(f.dir, name)

@@ -97,9 +97,14 @@ func (s *script) dir() *storage.Dir { return &storage.Dir{Root: filepath.Join(s.
 // runSyncer runs a syncer on its own connection until stop is called.
 func runSyncer(t *testing.T, srv *bustest.Server) (stop func()) {
 	t.Helper()
+	return runSyncerWith(t, srv, syncer.Config{Period: 20 * time.Millisecond})
+}
+
+func runSyncerWith(t *testing.T, srv *bustest.Server, cfg syncer.Config) (stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- syncer.New(srv.Bus("syncer"), syncer.Config{Period: 20 * time.Millisecond}).Run(ctx) }()
+	go func() { done <- syncer.New(srv.Bus("syncer"), cfg).Run(ctx) }()
 	stopped := false
 	stop = func() {
 		if stopped {
@@ -312,6 +317,42 @@ func TestSyncerRestartWritesEachResultOnce(t *testing.T) {
 	}
 	if want := []string{"error.txt", "params.json", "progress.csv", "result.json"}; !cmp.Equal(names, want) {
 		t.Errorf("trial dir holds %v, want %v", names, want)
+	}
+}
+
+// TestSyncerUploadsFinishedTrialsAtOnce: a trial's result files are final
+// when it ends, so they reach storage then, not at the next periodic sync
+// (an hour away here) nor only with the experiment's final sync; the
+// final sync then writes each result once.
+func TestSyncerUploadsFinishedTrialsAtOnce(t *testing.T) {
+	srv := bustest.Start(t)
+	runSyncerWith(t, srv, syncer.Config{Period: time.Hour})
+	s := begin(t, srv)
+	s.start(1)
+	s.report(1, 1, 2, 3)
+	s.add(events.WriterRunner, &events.TrialCompleted{TrialID: trial, Attempt: 1, Status: events.StatusTerminated, Reason: "finished"})
+	bustest.Eventually(t, wait, "the finished trial's result files in storage", func() bool {
+		b, err := s.dir().Read(trialD + "/result.json")
+		if err != nil || bytes.Count(b, []byte("\n")) != 3 {
+			return false
+		}
+		_, perr := s.dir().Read(trialD + "/params.json")
+		csv, cerr := s.dir().Read(trialD + "/progress.csv")
+		return perr == nil && cerr == nil && bytes.Count(csv, []byte("\n")) == 4
+	})
+	if _, err := s.dir().Read(storage.StateFileName(session)); err == nil {
+		t.Fatalf("a state file before any sync: the test no longer shows that the files went ahead of the sync")
+	}
+	s.add(events.WriterController, &events.ExperimentCompleted{Reason: "finished"})
+	st, _ := s.finalState()
+	if st.Trials[trial].NumResults != 3 {
+		t.Fatalf("the state file has %d results, want 3", st.Trials[trial].NumResults)
+	}
+	if its := s.iterations(); !cmp.Equal(its, []int{1, 2, 3}) {
+		t.Errorf("result.json iterations %v, want [1 2 3]", its)
+	}
+	if rows := s.lines(trialD + "/progress.csv"); len(rows) != 4 {
+		t.Errorf("progress.csv has %d lines, want a header and 3 rows", len(rows))
 	}
 }
 
