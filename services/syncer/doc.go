@@ -17,16 +17,13 @@
 //     Object Store and announced with checkpoint.persisted;
 //   - artifacts (SyncConfig.sync_artifacts), copied into the trial folder.
 //
-// The experiment's end and an interrupt force a final sync. A trial's
-// result files are also uploaded as soon as it ends (they are final then),
-// so the final sync has only the last trials' files left to write.
+// The experiment's end and an interrupt force a final sync.
 //
 // # Durability and exactly once
 //
 // The syncer reads each experiment through a durable consumer (sync_<name>)
-// that does not ack: the newest durable snapshot is what records how far
-// storage got. On start it loads that snapshot from storage and recreates
-// the consumer from the sequence after it;
+// and acks only what a durable snapshot covers. On start it loads the
+// newest snapshot from storage and consumes from the sequence after it;
 // before appending to a trial's files it downloads them and cuts them to
 // what that snapshot counted. A syncer killed mid-batch and restarted
 // therefore writes every result line and checkpoint exactly once.

@@ -18,8 +18,8 @@ import (
 
 // syncUp makes storage reflect the fold: new params.json files, the
 // changed result files, then the snapshot; then it deletes the checkpoints
-// retention dropped (no durable snapshot refers to them any more) and
-// announces the snapshot. A sync that fails even
+// retention dropped (no durable snapshot refers to them any more), acks
+// the log up to the snapshot and announces it. A sync that fails even
 // after its retries is announced and tried again on the next period.
 func (w *writer) syncUp(ctx context.Context) error {
 	if w.st.Session == "" {
@@ -61,6 +61,11 @@ func (w *writer) syncUp(ctx context.Context) error {
 	seq := w.st.LastSeq
 	w.params, w.changed, w.dirty = map[string]bool{}, map[string]bool{}, false
 	w.deleteDropped(ctx)
+	if w.lastMsg != nil {
+		if err := w.lastMsg.Ack(); err != nil {
+			w.log.Warn().Err(err).Msg("ack synced events")
+		}
+	}
 	w.announce(ctx, &events.SyncCompleted{Seq: seq, Snapshot: name, Files: len(uploads) + 1, Bytes: bytes.Load(), DurationS: time.Since(start).Seconds()})
 	w.forgetFinished()
 	if last, err := w.s.bus.LastSeq(ctx, events.ExperimentSubjects(w.exp)); err == nil && last >= seq {

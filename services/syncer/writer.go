@@ -42,6 +42,7 @@ type writer struct {
 	params  map[string]bool        // trials whose params.json is not written yet
 	changed map[string]bool        // trials whose result files changed since the last sync
 	dirty   bool                   // the state changed since the last snapshot
+	lastMsg jetstream.Msg          // the last message folded, acked by a sync
 	staged  map[string][]string    // staged checkpoint objects by trial, oldest first
 	// finished are trials that ended since the last upload of their files.
 	finished []string
@@ -228,22 +229,17 @@ func (w *writer) fromThisLog(ctx context.Context, st *state.Experiment, last uin
 
 // consume (re)creates the durable consumer from the sequence after the
 // snapshot and streams its messages.
-//
-// The consumer does not ack: the snapshot in storage, not the consumer,
-// records what is durable, and every start recreates the consumer from the
-// sequence after it. (Acking only what a snapshot covered left every event
-// since the last sync pending on the server — 200,000 in
-// BenchmarkReportThroughput — whose consumer state the server re-encodes
-// and the GC rescans over and over.)
 func (w *writer) consume(ctx context.Context) (<-chan message, <-chan error, error) {
 	name := "sync_" + w.exp
 	if err := w.s.bus.JS.DeleteConsumer(ctx, bus.StreamName, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return nil, nil, fmt.Errorf("syncer: reset consumer %s: %w", name, err)
 	}
+	sc := w.s.syncConfig(w.syncSpec())
 	cfg := jetstream.ConsumerConfig{
 		Durable: name, Description: "syncer of experiment " + w.exp,
-		FilterSubject: events.ExperimentSubjects(w.exp), AckPolicy: jetstream.AckNonePolicy,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
+		FilterSubject: events.ExperimentSubjects(w.exp), AckPolicy: jetstream.AckAllPolicy,
+		AckWait:       2*sc.SyncPeriod + time.Duration(sc.MaxRetries+1)*sc.SyncTimeout,
+		MaxAckPending: -1, DeliverPolicy: jetstream.DeliverAllPolicy,
 	}
 	if w.st.LastSeq > 0 {
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, w.st.LastSeq+1
@@ -298,6 +294,7 @@ type message struct {
 
 // handle folds one message and stages what it adds.
 func (w *writer) handle(ctx context.Context, msg message) {
+	w.lastMsg = msg.m
 	ev, err := msg.ev, msg.err
 	if err != nil {
 		w.log.Debug().Err(err).Str("subject", msg.m.Subject()).Msg("skipping a malformed message")
