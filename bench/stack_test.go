@@ -71,10 +71,6 @@ type deployment struct {
 	b      *testing.B
 	emb    *bus.Embedded
 	ownEmb bool // close shuts the server down
-	// url and replicas, when set, point the deployment at a cluster
-	// (cluster_test.go) instead of emb, with replicated streams.
-	url      string
-	replicas int
 	conns  []*nats.Conn
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -82,6 +78,11 @@ type deployment struct {
 	mu     sync.Mutex
 	errs   []error
 	closed sync.Once
+
+	// url and replicas, when set, point the deployment at a cluster
+	// (cluster_test.go) instead of emb, with replicated streams.
+	url      string
+	replicas int
 }
 
 // startDeployment starts a fresh server, the controller, a runner and the
