@@ -73,7 +73,29 @@ func servicesOn(b *testing.B, emb *bus.Embedded, c *bustest.Cluster, slots int, 
 	d.start("controller", slots, fns)
 	d.start("runner", slots, fns)
 	d.start("syncer", slots, fns)
+	// Fit starts once every service watches the log: their provisioning is
+	// over, and none of them races Fit's (see replicaGuard).
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := d.bus("watching").Stream(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if !waitWatching(ctx, s, 2*time.Minute, serviceFilters()...) {
+		d.close()
+		b.Fatal("the services do not watch the log after 2 minutes")
+	}
 	return d
+}
+
+// serviceFilters are the filters of the log consumers the controller, the
+// syncer and the runner create once they have provisioned.
+func serviceFilters() []string {
+	return []string{
+		events.TypeSubjects("*", events.WriterClient, events.TypeExperimentSubmitted),   // controller
+		events.TypeSubjects("*", events.WriterController, events.TypeExperimentStarted), // syncer
+		events.Prefix + ".*." + string(events.WriterController) + ".experiment.*",       // runner
+	}
 }
 
 // replicaGuard works around the client lowering the cluster's streams to 1
