@@ -387,6 +387,10 @@ func throughputOn(b *testing.B, onCluster bool, trials, per int) throughput {
 		}
 	}
 	if g.NumTerminated() != trials || len(lines) != trials || short > 0 {
+		for _, r := range g.Results() {
+			b.Logf("trial %s: %s, %d lines in result.json, %d failures, error %v", r.TrialID, r.Status, lines[r.TrialID], r.NumFailures, r.Error)
+		}
+		d.diagnose("throughput")
 		b.Fatalf("%d of %d trials TERMINATED; result.json holds %d lines, want %d (%d per trial) when Fit returns", g.NumTerminated(), trials, sum, total, per)
 	}
 	emitFirst, emitLast, _ := rec.bounds()
