@@ -202,11 +202,14 @@ func BenchmarkBookkeepingCluster(b *testing.B) {
 	var single, cluster bookkeepingResult
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		b.Logf("load average before the single-server run: %s", loadAvg())
-		single = bookkeepingOn(b, false, trials, limit)
-		b.Logf("load average before the cluster run: %s", loadAvg())
-		cluster = bookkeepingOn(b, true, trials, limit)
-		b.Logf("load average after: %s", loadAvg())
+		ss, cs := alternate(b, func(onCluster bool) bookkeepingResult {
+			r := bookkeepingOn(b, onCluster, trials, limit)
+			b.Logf("  %-20s wall %.2fs, observed/min %.3f, slot hand-off %v, Fit start → first trainable %v, last trainable → Fit return %v",
+				sideName(onCluster), r.wall.Seconds(), r.wall.Seconds()/minimum.Seconds(), r.handOff.Round(10*time.Microsecond),
+				r.startup.Round(time.Millisecond), r.tail.Round(time.Millisecond))
+			return r
+		})
+		single, cluster = meanBookkeeping(ss), meanBookkeeping(cs)
 	}
 	b.ReportMetric(single.wall.Seconds()/minimum.Seconds(), "single_observed/min")
 	b.ReportMetric(cluster.wall.Seconds()/minimum.Seconds(), "cluster_observed/min")
@@ -215,15 +218,50 @@ func BenchmarkBookkeepingCluster(b *testing.B) {
 	b.ReportMetric(cluster.handOff.Seconds()*1000, "cluster_handoff_ms")
 	b.ReportMetric(cluster.handOff.Seconds()/single.handOff.Seconds(), "cluster/single_handoff")
 	b.Logf("%d trials × %v on %d slots, minimum %.2fs (target ≤ 1.05 × the minimum)", trials, bookkeepingWork, bookkeepingSlots, minimum.Seconds())
-	for _, r := range []struct {
-		name string
-		bookkeepingResult
-	}{{"single server", single}, {fmt.Sprintf("%d-node cluster, R%d", clusterNodes, clusterNodes), cluster}} {
-		b.Logf("  %-20s wall %.2fs, observed/min %.3f, slot hand-off %v, Fit start → first trainable %v, last trainable → Fit return %v",
-			r.name, r.wall.Seconds(), r.wall.Seconds()/minimum.Seconds(), r.handOff.Round(10*time.Microsecond),
-			r.startup.Round(time.Millisecond), r.tail.Round(time.Millisecond))
-	}
+	b.Logf("means: single server wall %.2fs (%.3f), hand-off %v; cluster wall %.2fs (%.3f), hand-off %v",
+		single.wall.Seconds(), single.wall.Seconds()/minimum.Seconds(), single.handOff.Round(10*time.Microsecond),
+		cluster.wall.Seconds(), cluster.wall.Seconds()/minimum.Seconds(), cluster.handOff.Round(10*time.Microsecond))
 	b.Logf("cluster/single: wall %.3f, hand-off %.2f", cluster.wall.Seconds()/single.wall.Seconds(), cluster.handOff.Seconds()/single.handOff.Seconds())
+}
+
+// alternate runs a workload on the single server and on the cluster,
+// TUNEJET_BENCH_CLUSTER_PAIRS times (1): the first pair single server
+// first, the next cluster first, and so on, so that a load that rises or
+// falls during the run (other work on the machine) favours neither side.
+func alternate[T any](b *testing.B, run func(onCluster bool) T) (single, cluster []T) {
+	b.Helper()
+	pairs := envInt(b, "TUNEJET_BENCH_CLUSTER_PAIRS", 1)
+	for p := 0; p < pairs; p++ {
+		for _, onCluster := range []bool{p%2 == 1, p%2 == 0} {
+			b.Logf("pair %d, %s: load average %s before", p+1, sideName(onCluster), loadAvg())
+			r := run(onCluster)
+			if onCluster {
+				cluster = append(cluster, r)
+			} else {
+				single = append(single, r)
+			}
+		}
+	}
+	b.Logf("load average after: %s", loadAvg())
+	return single, cluster
+}
+
+func sideName(onCluster bool) string {
+	if onCluster {
+		return fmt.Sprintf("%d-node cluster, R%d", clusterNodes, clusterNodes)
+	}
+	return "single server"
+}
+
+func meanBookkeeping(rs []bookkeepingResult) bookkeepingResult {
+	var m bookkeepingResult
+	for _, r := range rs {
+		m.wall += r.wall / time.Duration(len(rs))
+		m.handOff += r.handOff / time.Duration(len(rs))
+		m.startup += r.startup / time.Duration(len(rs))
+		m.tail += r.tail / time.Duration(len(rs))
+	}
+	return m
 }
 
 type bookkeepingResult struct {
@@ -309,11 +347,13 @@ func BenchmarkReportThroughputCluster(b *testing.B) {
 	var single, cluster throughput
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		b.Logf("load average before the single-server run: %s", loadAvg())
-		single = throughputOn(b, false, trials, per)
-		b.Logf("load average before the cluster run: %s", loadAvg())
-		cluster = throughputOn(b, true, trials, per)
-		b.Logf("load average after: %s", loadAvg())
+		ss, cs := alternate(b, func(onCluster bool) throughput {
+			r := throughputOn(b, onCluster, trials, per)
+			b.Logf("  %-20s end to end %.0f reports/s (Fit %.2fs); raw PublishAsync %.0f msgs/s (%.2fs); %.1f %% of raw; emitted %.0f/s, written %.0f/s, write lag %.2fs",
+				sideName(onCluster), r.e2e, r.fit.Seconds(), r.raw, r.rawTook.Seconds(), 100*r.e2e/r.raw, r.emitted, r.written, r.writeLag.Seconds())
+			return r
+		})
+		single, cluster = meanThroughput(ss), meanThroughput(cs)
 		b.StartTimer()
 	}
 	b.ReportMetric(single.e2e, "single_reports/s")
@@ -325,14 +365,20 @@ func BenchmarkReportThroughputCluster(b *testing.B) {
 	b.ReportMetric(100*single.e2e/single.raw, "single_%_of_raw")
 	b.ReportMetric(100*cluster.e2e/cluster.raw, "cluster_%_of_raw")
 	b.Logf("%d trials × %d reports = %d reports; a trial.reported event is %d B", trials, per, total, cluster.msgBytes+cluster.hdrBytes)
-	for _, r := range []struct {
-		name string
-		throughput
-	}{{"single server", single}, {fmt.Sprintf("%d-node cluster, R%d", clusterNodes, clusterNodes), cluster}} {
-		b.Logf("  %-20s end to end %.0f reports/s (Fit %.2fs); raw PublishAsync %.0f msgs/s (%.2fs); %.1f %% of raw; emitted %.0f/s, written %.0f/s, write lag %.2fs",
-			r.name, r.e2e, r.fit.Seconds(), r.raw, r.rawTook.Seconds(), 100*r.e2e/r.raw, r.emitted, r.written, r.writeLag.Seconds())
-	}
+	b.Logf("means: single server %.0f reports/s, raw %.0f msgs/s (%.1f %%); cluster %.0f reports/s, raw %.0f msgs/s (%.1f %%)",
+		single.e2e, single.raw, 100*single.e2e/single.raw, cluster.e2e, cluster.raw, 100*cluster.e2e/cluster.raw)
 	b.Logf("cluster/single: reports/s %.3f, raw msgs/s %.3f", cluster.e2e/single.e2e, cluster.raw/single.raw)
+}
+
+// meanThroughput averages the rates of several runs.
+func meanThroughput(rs []throughput) throughput {
+	m := rs[0]
+	m.e2e, m.raw = 0, 0
+	for _, r := range rs {
+		m.e2e += r.e2e / float64(len(rs))
+		m.raw += r.raw / float64(len(rs))
+	}
+	return m
 }
 
 // throughputOn runs the throughput experiment once on a fresh single
