@@ -4,8 +4,9 @@
 // `tunejet` processes), and measure what a user sees: how close a tuning
 // run gets to the time its trials need, how many reports per second travel
 // from tune.Report to result.json, how fast a killed runner's trial runs
-// again, how fast checkpoints are staged and persisted, and how long a
-// restore takes.
+// again, how fast checkpoints are staged and persisted, how long a
+// restore takes, what a replicated 3-node cluster costs, and how long an
+// experiment goes without a controller when the active one dies.
 //
 // The benchmarks run only with -bench (there are no tests here):
 //
@@ -26,6 +27,10 @@
 //	TUNEJET_BENCH_RESTORE_MAX_TRIALS  largest history of BenchmarkRestore (1000; 10000 adds 10,000 trials)
 //	TUNEJET_BENCH_RESTORE_REPORTS     reports per trial of BenchmarkRestore (100)
 //	TUNEJET_BENCH_RESTORE_TAIL        events after the snapshot in BenchmarkRestore's snapshot+tail (1000)
+//	TUNEJET_BENCH_CLUSTER             1 runs BenchmarkBookkeepingCluster and BenchmarkReportThroughputCluster
+//	                                  (the deployment workloads on a single server and on a 3-node R3 cluster)
+//	TUNEJET_BENCH_CLUSTER_PAIRS       single-server + cluster pairs of those, in alternating order (1)
+//	TUNEJET_BENCH_TAKEOVERS           controller kills of BenchmarkControllerTakeover (10)
 //
 // BENCHMARKS.md at the repository root records the numbers.
 package bench

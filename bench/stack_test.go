@@ -78,6 +78,11 @@ type deployment struct {
 	mu     sync.Mutex
 	errs   []error
 	closed sync.Once
+
+	// url and replicas, when set, point the deployment at a cluster
+	// (cluster_test.go) instead of emb, with replicated streams.
+	url      string
+	replicas int
 }
 
 // startDeployment starts a fresh server, the controller, a runner and the
@@ -135,7 +140,7 @@ func (d *deployment) start(service string, slots int, fns map[string]tune.Traina
 // bus opens a provisioned bus on a new connection.
 func (d *deployment) bus(source string) *bus.Bus {
 	d.b.Helper()
-	nc, err := nats.Connect(d.emb.URL(), nats.Name("bench-"+source))
+	nc, err := nats.Connect(d.natsURL(), nats.Name("bench-"+source))
 	if err != nil {
 		d.b.Fatalf("connect: %v", err)
 	}
@@ -144,6 +149,7 @@ func (d *deployment) bus(source string) *bus.Bus {
 	if err != nil {
 		d.b.Fatal(err)
 	}
+	bs.Replicas = d.replicas
 	if err := bs.Provision(context.Background()); err != nil {
 		d.b.Fatal(err)
 	}
@@ -187,7 +193,7 @@ func (d *deployment) fit(limit time.Duration, trainable string, opts ...tune.Opt
 func (d *deployment) tryFit(limit time.Duration, trainable string, opts ...tune.Option) (*tune.ResultGrid, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	opts = append(opts, tune.WithNATS(tune.NATSOptions{URL: d.emb.URL(), Name: "bench-client"}))
+	opts = append(opts, tune.WithNATS(tune.NATSOptions{URL: d.natsURL(), Name: "bench-client"}))
 	tuner, err := tune.NewTuner(trainable, opts...)
 	if err != nil {
 		return nil, 0, err
