@@ -111,10 +111,12 @@ func (s *Service) handle(ctx context.Context, r Request, dry bool) (Reply, error
 	if err != nil {
 		return Reply{}, err
 	}
+	start := time.Now()
 	st, rep, err := s.read(ctx, r.Path, name)
 	if err != nil {
 		return rep, err
 	}
+	readTook := time.Since(start)
 	if dry {
 		return rep, nil
 	}
@@ -133,6 +135,7 @@ func (s *Service) handle(ctx context.Context, r Request, dry bool) (Reply, error
 	if err := s.reachCheckpoints(ctx, restored, r.Path); err != nil {
 		return rep, err
 	}
+	staging := time.Now()
 	object, digest, err := restore.Stage(ctx, s.bus.JS, restored, st.Run+1)
 	if err != nil {
 		return rep, err
@@ -143,7 +146,8 @@ func (s *Service) handle(ctx context.Context, r Request, dry bool) (Reply, error
 	if rep.Seq, err = s.bus.Publish(ctx, ev); err != nil {
 		return rep, err
 	}
-	s.log.Info().Str("experiment", name).Str("source", rep.Source).Uint64("seq", rep.Seq).Msg("restored")
+	s.log.Info().Str("experiment", name).Str("source", rep.Source).Str("read", rep.Read).Uint64("seq", rep.Seq).
+		Dur("read_took", readTook).Dur("stage_took", time.Since(staging)).Dur("took", time.Since(start)).Msg("restored")
 	return rep, nil
 }
 
