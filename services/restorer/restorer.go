@@ -266,11 +266,18 @@ func (s *Service) fromLog(ctx context.Context, expPath, name string, last uint64
 	return st, nil
 }
 
+// snapshotLookup bounds reading a snapshot that would only shorten a
+// fold of the log.
+const snapshotLookup = 30 * time.Second
+
 // snapshotOfLog loads the newest snapshot in storage if it belongs to this
 // log (the log holds, at the snapshot's sequence, the event it folded
 // last); otherwise it says why not.
 func (s *Service) snapshotOfLog(ctx context.Context, expPath, name string, last uint64) (*state.Experiment, string, string) {
-	st, key, err := s.snapshot(ctx, expPath)
+	// The log alone is enough: storage that hangs only costs the shortcut.
+	sctx, cancel := context.WithTimeout(ctx, snapshotLookup)
+	defer cancel()
+	st, key, err := s.snapshot(sctx, expPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, "", "no experiment_state-*.json in storage"
 	}
