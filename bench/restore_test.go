@@ -391,13 +391,17 @@ func restoreRun(b *testing.B, n int, source string) {
 	tailNote := ""
 	switch source {
 	case fromSnapshotTail:
-		tailNote = fmt.Sprintf("; snapshot at seq %d, tail %d events", cut, uint64(total)-cut)
+		tailNote = fmt.Sprintf("; snapshot of %.1f MB at seq %d, tail %d events", float64(len(snap))/1e6, cut, uint64(total)-cut)
 	case fromSnapshot:
-		tailNote = "; the log lost the experiment, the snapshot holds all of it"
+		tailNote = fmt.Sprintf("; the log lost the experiment, the snapshot of %.1f MB holds all of it", float64(len(snap))/1e6)
 	}
 	b.ReportMetric(float64(rep.Folded), "folded_events")
-	b.Logf("%d trials × %d reports = %d events (built in %v%s); the restorer read from %q: %q (%s at seq %d) and folded %d events",
-		n, reports, total, buildTook.Round(time.Millisecond), tailNote, rep.Source, rep.Read, rep.ReadFrom, rep.ReadSeq, rep.Folded)
+	readFrom := ""
+	if rep.ReadFrom != "" {
+		readFrom = fmt.Sprintf(" from %s at seq %d", rep.ReadFrom, rep.ReadSeq)
+	}
+	b.Logf("%d trials × %d reports = %d events (built in %v%s); source %q, the restorer read %q%s and folded %d events",
+		n, reports, total, buildTook.Round(time.Millisecond), tailNote, rep.Source, rep.Read, readFrom, rep.Folded)
 	b.Logf("restore request → first resumed trial.started %v (target ≤ 2s at 10,000 trials from snapshot+tail) = restorer reply %v + controller and runner %v; all %d resumed trials started after %v",
 		t2.Sub(t0).Round(time.Millisecond), t1.Sub(t0).Round(time.Millisecond), t2.Sub(t1).Round(time.Millisecond), h.running, t3.Sub(t0).Round(time.Millisecond))
 	b.Logf("before the request, the freshly started controller and runner took %v to catch up with the log (what a restore with a cold controller adds)",
