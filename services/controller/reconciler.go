@@ -204,8 +204,9 @@ func (r *reconciler) reconcile(ctx context.Context) {
 	if !r.handleDeadWork(ctx) {
 		return
 	}
+	counts := r.st.Counts() // one pass over the trials, not one per status
 	for _, s := range []string{events.StatusPending, events.StatusRunning, events.StatusPaused, events.StatusTerminated, events.StatusError} {
-		metrics.Trials.WithLabelValues(r.exp, s).Set(float64(r.st.Counts()[s]))
+		metrics.Trials.WithLabelValues(r.exp, s).Set(float64(counts[s]))
 	}
 	acts := Decide(r.st, Inputs{
 		Now: time.Now(), Space: r.space, NewSeed: randomSeed(), NewPrefix: randomPrefix(),
