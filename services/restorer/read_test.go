@@ -204,6 +204,12 @@ func TestReadFoldsOnlyTheTailOfThisLog(t *testing.T) {
 		check(t, ReadSnapshotLog, 7)
 	})
 
+	t.Run("a snapshot of the whole log: nothing to fold", func(t *testing.T) {
+		store(t, storagePath, foldLog(t, s.bus, 0), storage.StateFileName(session1))
+		check(t, ReadSnapshotLog, 0)
+	})
+	store(t, storagePath, foldLog(t, s.bus, cut), storage.StateFileName(session1))
+
 	// A restore, then the next run's events.
 	rep := s.Handle(t.Context(), Request{Path: expPath, Resume: restore.FromFlags(true, false, false)}, false)
 	if !rep.OK || rep.Read != ReadSnapshotLog {
