@@ -10,8 +10,6 @@ import (
 	"github.com/tunejet/tunejet/internal/bus/bustest"
 	"github.com/tunejet/tunejet/internal/restore"
 	"github.com/tunejet/tunejet/internal/state"
-	"github.com/tunejet/tunejet/internal/storage"
-	"github.com/tunejet/tunejet/services/restorer"
 )
 
 // A controller started after a restore folds the log from the restore's
@@ -20,26 +18,27 @@ import (
 func TestControllerStartedAfterARestoreFoldsFromIt(t *testing.T) {
 	srv := bustest.Start(t)
 	client := srv.Bus("client")
-	storagePath := t.TempDir()
 	stopA := startController(t, srv, "controller-a")
 
 	const n = 6
-	submit(t, client, gridSpec("again", n, 2, storagePath))
+	submit(t, client, gridSpec("again", n, 2, t.TempDir()))
 	w := newWorker(t, srv, "again")
 	w.runOne()
 	waitForCount(t, client, "again", events.TypeTrialCreated, 3)
 	stopA()
 
-	rep := restorer.New(srv.Bus("restorer"), restorer.Config{}).Handle(t.Context(),
-		restorer.Request{Path: storage.Join(storagePath, "again"), Resume: restore.FromFlags(true, false, false)}, false)
-	if !rep.OK {
-		t.Fatalf("restore: %s", rep.Error)
-	}
+	restoredSeq := restoreFromLog(t, srv.Bus("restorer"), "again")
 
 	startController(t, srv, "controller-b")
 	// Its watch of the experiment starts at the restore, not at 1.
 	bustest.Eventually(t, wait, "controller-b's watch of the experiment", func() bool {
-		return watchStartsAt(t, client, events.ExperimentSubjects("again"), rep.Seq)
+		return watchStartsAt(t, client, events.ExperimentSubjects("again"), restoredSeq)
+	})
+	// and it replaces the work consumer with one that starts after the
+	// restore (work scheduled before it is stale).
+	bustest.Eventually(t, wait, "the restored run's work consumer", func() bool {
+		c, err := client.WorkConsumer(t.Context(), "again")
+		return err == nil && c.CachedInfo().Config.OptStartSeq == restoredSeq+1
 	})
 	w = newWorker(t, srv, "again")
 	for i := 1; i < n; i++ {
@@ -52,7 +51,7 @@ func TestControllerStartedAfterARestoreFoldsFromIt(t *testing.T) {
 	st := state.New("again")
 	created := map[string]bool{}
 	for _, ev := range evs {
-		if st, _, _ = restore.Fold(t.Context(), client.JS, st, ev); ev.Seq > rep.Seq && ev.Writer == events.WriterController {
+		if st, _, _ = restore.Fold(t.Context(), client.JS, st, ev); ev.Seq > restoredSeq && ev.Writer == events.WriterController {
 			if p, ok := ev.Data.(*events.TrialCreated); ok {
 				created[p.TrialID] = true
 			}
@@ -64,6 +63,35 @@ func TestControllerStartedAfterARestoreFoldsFromIt(t *testing.T) {
 	if c := count(evs, events.TypeExperimentStarted); c != 2 {
 		t.Errorf("%d experiment.started events, want 2 (the first run and the restored one)", c)
 	}
+}
+
+// restoreFromLog does what the restorer does for a restore from the log
+// with the default flags: fold, apply the resume rules, stage the state,
+// publish experiment.restored. It returns the event's sequence.
+func restoreFromLog(t *testing.T, b *bus.Bus, exp string) uint64 {
+	t.Helper()
+	st := state.New(exp)
+	for _, ev := range logOf(t, b, exp) {
+		var err error
+		if st, _, err = restore.Fold(t.Context(), b.JS, st, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := restore.FromFlags(true, false, false)
+	if _, err := restore.Apply(st, cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	object, digest, err := restore.Stage(t.Context(), b.JS, st, st.Run+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, err := b.Publish(t.Context(), b.Event(exp, events.WriterRestorer, &events.ExperimentRestored{
+		Resume: cfg, Source: "log", Object: object, Digest: digest,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seq
 }
 
 // watchStartsAt reports whether an ordered consumer filtering on filter
