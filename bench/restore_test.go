@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -361,24 +362,89 @@ func restoreRun(b *testing.B, n int, source string) {
 		}
 	}
 
+	// A controller started now (a standby, or the one `tunejet restore`
+	// starts) folds from the restore on, not the whole history.
+	coldAfter, ok := newControllerCatchUp(ctx, b, bs, d, exp, time.Duration(total/1000+60)*time.Second)
+	if !ok {
+		b.Fatal("a controller started after the restore did not catch up with the log")
+	}
+
+	// The restorer read what the source offers: the whole log, the
+	// snapshot and exactly the tail after it, or the snapshot alone.
+	wantRead, wantFolded := map[string]string{fromLog: restorer.ReadLog, fromSnapshotTail: restorer.ReadSnapshotLog, fromSnapshot: restorer.ReadSnapshot}[source], 0
+	switch source {
+	case fromLog:
+		wantFolded = total
+	case fromSnapshotTail:
+		wantFolded = total - int(cut)
+	}
+	if rep.Read != wantRead || rep.Folded != wantFolded {
+		b.Fatalf("the restorer read %q from %q (seq %d) and folded %d events; want %q and %d", rep.Read, rep.ReadFrom, rep.ReadSeq, rep.Folded, wantRead, wantFolded)
+	}
+
 	b.ReportMetric(t2.Sub(t0).Seconds(), "restore_s")
 	b.ReportMetric(t1.Sub(t0).Seconds(), "restorer_s")
 	b.ReportMetric(t2.Sub(t1).Seconds(), "handoff_s")
 	b.ReportMetric(float64(total), "events")
 	b.ReportMetric(coldTook.Seconds(), "cold_catchup_s")
+	b.ReportMetric(coldAfter.Seconds(), "cold_after_restore_s")
 	tailNote := ""
 	switch source {
 	case fromSnapshotTail:
-		tailNote = fmt.Sprintf("; snapshot at seq %d, tail %d events", cut, uint64(total)-cut)
+		tailNote = fmt.Sprintf("; snapshot of %.1f MB at seq %d, tail %d events", float64(len(snap))/1e6, cut, uint64(total)-cut)
 	case fromSnapshot:
-		tailNote = "; the log lost the experiment, the snapshot holds all of it"
+		tailNote = fmt.Sprintf("; the log lost the experiment, the snapshot of %.1f MB holds all of it", float64(len(snap))/1e6)
 	}
-	b.Logf("%d trials × %d reports = %d events (built in %v%s); the restorer read from %q",
-		n, reports, total, buildTook.Round(time.Millisecond), tailNote, rep.Source)
+	b.ReportMetric(float64(rep.Folded), "folded_events")
+	readFrom := ""
+	if rep.ReadFrom != "" {
+		readFrom = fmt.Sprintf(" from %s at seq %d", rep.ReadFrom, rep.ReadSeq)
+	}
+	b.Logf("%d trials × %d reports = %d events (built in %v%s); source %q, the restorer read %q%s and folded %d events",
+		n, reports, total, buildTook.Round(time.Millisecond), tailNote, rep.Source, rep.Read, readFrom, rep.Folded)
 	b.Logf("restore request → first resumed trial.started %v (target ≤ 2s at 10,000 trials from snapshot+tail) = restorer reply %v + controller and runner %v; all %d resumed trials started after %v",
 		t2.Sub(t0).Round(time.Millisecond), t1.Sub(t0).Round(time.Millisecond), t2.Sub(t1).Round(time.Millisecond), h.running, t3.Sub(t0).Round(time.Millisecond))
 	b.Logf("before the request, the freshly started controller and runner took %v to catch up with the log (what a restore with a cold controller adds)",
 		coldTook.Round(time.Millisecond))
+	b.Logf("after the restore, a freshly started controller took %v to catch up with the log (it folds from experiment.restored)",
+		coldAfter.Round(time.Millisecond))
+}
+
+// newControllerCatchUp starts another controller and returns how long it
+// took until every consumer it made on the event log, the experiment's
+// watch among them, had delivered all its messages.
+func newControllerCatchUp(ctx context.Context, b *testing.B, bs *bus.Bus, d *deployment, exp string, within time.Duration) (time.Duration, bool) {
+	b.Helper()
+	s, err := bs.Stream(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	old := map[string]bool{}
+	for name := range s.ConsumerNames(ctx).Name() {
+		old[name] = true
+	}
+	filter := events.ExperimentSubjects(exp)
+	start := time.Now()
+	d.start("controller", 0, nil)
+	deadline := start.Add(within)
+	for time.Now().Before(deadline) {
+		lister := s.ListConsumers(ctx)
+		watching, pending := false, false
+		for info := range lister.Info() {
+			if old[info.Name] {
+				continue
+			}
+			if info.Config.FilterSubject == filter || slices.Equal(info.Config.FilterSubjects, []string{filter}) {
+				watching = true
+			}
+			pending = pending || info.NumPending > 0
+		}
+		if lister.Err() == nil && watching && !pending {
+			return time.Since(start), true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return 0, false
 }
 
 // publishAsync publishes an event without waiting for its ack, waiting

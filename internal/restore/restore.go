@@ -68,34 +68,36 @@ func FromFlags(resumeUnfinished, resumeErrored, restartErrored bool) events.Resu
 // Restarter builds the new trial that replaces old under "restart".
 type Restarter func(old *state.Trial) *state.Trial
 
-// Apply returns the state a restored run starts from: st with the resume
-// rules applied (st itself is not changed). The experiment goes back to
-// PENDING, so a controller starts its next run.
+// Apply turns st into the state a restored run starts from, in place: the
+// resume rules applied to every trial, and the experiment back to PENDING,
+// so a controller starts its next run. It returns st. An unknown resume
+// type is refused before anything changes. (st is the restorer's own fold
+// or snapshot, used for nothing else: copying it first meant encoding and
+// decoding the whole state, ~25 MB of JSON at 10,000 trials.)
 func Apply(st *state.Experiment, cfg events.ResumeConfig, restart Restarter) (*state.Experiment, error) {
-	out, err := clone(st)
-	if err != nil {
-		return nil, err
+	for _, action := range []string{cfg.Finished, cfg.Unfinished, cfg.Errored} {
+		if action != Resume && action != Restart && action != Skip {
+			return nil, fmt.Errorf("Unknown resume type: %q", action)
+		}
 	}
-	for i, id := range out.Order {
-		t := out.Trials[id]
+	for i, id := range st.Order {
+		t := st.Trials[id]
 		switch action := actionFor(t.Status, cfg); action {
 		case Resume:
 			resume(t)
 		case Restart:
 			nt := restart(t)
-			delete(out.Trials, id)
-			out.Trials[nt.ID] = nt
-			out.Order[i] = nt.ID
+			delete(st.Trials, id)
+			st.Trials[nt.ID] = nt
+			st.Order[i] = nt.ID
 		case Skip:
 			if !t.Finished() {
 				t.Status, t.EndReason = events.StatusTerminated, "not resumed"
 			}
-		default:
-			return nil, fmt.Errorf("Unknown resume type: %q", action)
 		}
 	}
-	out.Status, out.StopRequested, out.StopReason, out.EndReason, out.Error = state.ExperimentPending, false, "", "", ""
-	return out, nil
+	st.Status, st.StopRequested, st.StopReason, st.EndReason, st.Error = state.ExperimentPending, false, "", "", ""
+	return st, nil
 }
 
 func actionFor(status string, cfg events.ResumeConfig) string {
@@ -121,14 +123,6 @@ func NewTrial(old *state.Trial, id, trainableName, dirName string) *state.Trial 
 		ID: id, Index: old.Index, Name: trainableName + "_" + id, Tag: old.Tag, DirName: dirName,
 		Config: old.Config, Status: events.StatusPending,
 	}
-}
-
-func clone(st *state.Experiment) (*state.Experiment, error) {
-	b, err := st.Snapshot()
-	if err != nil {
-		return nil, err
-	}
-	return state.Load(b)
 }
 
 // CheckTrainable refuses another trainable than the experiment's (Ray's

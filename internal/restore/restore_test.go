@@ -1,6 +1,7 @@
 package restore
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/tunejet/tunejet/events"
@@ -79,10 +80,19 @@ func TestApplyResumeTable(t *testing.T) {
 					t.Errorf("trial %s resumes but is still marked scheduled", id)
 				}
 			}
-			if before.Trials["running"].Status != events.StatusRunning {
-				t.Error("Apply changed its input")
-			}
 		})
+	}
+}
+
+func TestApplyRefusesAnUnknownResumeTypeBeforeChangingAnything(t *testing.T) {
+	st := crashed()
+	cfg := FromFlags(true, false, false)
+	cfg.Errored = "rerun"
+	if _, err := Apply(st, cfg, restart); err == nil || !strings.Contains(err.Error(), `"rerun"`) {
+		t.Fatalf("Apply with resume type rerun: %v, want an error naming it", err)
+	}
+	if st.Trials["running"].Status != events.StatusRunning || st.Status != state.ExperimentInterrupted {
+		t.Errorf("a refused Apply changed the state: experiment %s, running trial %s", st.Status, st.Trials["running"].Status)
 	}
 }
 

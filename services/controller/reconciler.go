@@ -65,11 +65,15 @@ func (r *reconciler) run(ctx context.Context) error {
 		r.lease.Release(rctx)
 		cancel()
 	}()
+	from, err := r.startSeq(ctx)
+	if err != nil {
+		return err
+	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	watchErr := make(chan error, 1)
 	go func() {
-		watchErr <- r.s.bus.Watch(wctx, events.ExperimentSubjects(r.exp), 0, bus.Handler{
+		watchErr <- r.s.bus.Watch(wctx, events.ExperimentSubjects(r.exp), from, bus.Handler{
 			Event:    func(ev *events.Event) { r.push(wctx, ev) },
 			Invalid:  r.s.deadLetter(wctx),
 			CaughtUp: func() { r.push(wctx, nil) },
@@ -110,6 +114,27 @@ func (r *reconciler) run(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// startSeq is where the fold starts: at the newest experiment.restored,
+// whose staged state replaces everything folded before it (restore.Fold),
+// so a controller started after a restore does not replay the history
+// before it; else at the beginning. The fence then starts from the newest
+// controller event in the log: the fold meets every later one, and any
+// before the restored event is the last one written before the fold's
+// start.
+func (r *reconciler) startSeq(ctx context.Context) (uint64, error) {
+	restored, err := r.s.bus.LastSeq(ctx, events.TypeSubjects(r.exp, events.WriterRestorer, events.TypeExperimentRestored))
+	if err != nil || restored == 0 {
+		return 0, err
+	}
+	ctl, err := r.s.bus.LastSeq(ctx, events.WriterSubjects(r.exp, events.WriterController))
+	if err != nil {
+		return 0, err
+	}
+	r.lastCtlSeq = ctl
+	r.log.Info().Uint64("seq", restored).Msg("folding from the last restore")
+	return restored, nil
 }
 
 // completedBefore skips replaying experiments that have completed and have
@@ -179,8 +204,9 @@ func (r *reconciler) reconcile(ctx context.Context) {
 	if !r.handleDeadWork(ctx) {
 		return
 	}
+	counts := r.st.Counts() // one pass over the trials, not one per status
 	for _, s := range []string{events.StatusPending, events.StatusRunning, events.StatusPaused, events.StatusTerminated, events.StatusError} {
-		metrics.Trials.WithLabelValues(r.exp, s).Set(float64(r.st.Counts()[s]))
+		metrics.Trials.WithLabelValues(r.exp, s).Set(float64(counts[s]))
 	}
 	acts := Decide(r.st, Inputs{
 		Now: time.Now(), Space: r.space, NewSeed: randomSeed(), NewPrefix: randomPrefix(),

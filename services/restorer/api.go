@@ -31,8 +31,32 @@ type Reply struct {
 	// Source is "log" or "snapshot"; Snapshot names the state file.
 	Source   string `json:"source,omitempty"`
 	Snapshot string `json:"snapshot,omitempty"`
+	// Read says how the restorer read the state (one of the Read*
+	// constants): from Source "log" it folds the events after the newest
+	// state of this log it already has. ReadFrom names that state (a
+	// snapshot file or the last experiment.restored), ReadSeq the log
+	// sequence it reflects, and Folded counts the events folded after it.
+	Read     string `json:"read,omitempty"`
+	ReadFrom string `json:"read_from,omitempty"`
+	ReadSeq  uint64 `json:"read_seq,omitempty"`
+	Folded   int    `json:"folded,omitempty"`
 	// Counts are the trials by status before the restore.
 	Counts map[string]int `json:"counts,omitempty"`
 	// Seq is the log sequence of experiment.restored.
 	Seq uint64 `json:"seq,omitempty"`
 }
+
+// How a restorer read an experiment's state (Reply.Read).
+const (
+	// ReadLog: every event of the experiment in the log.
+	ReadLog = "log"
+	// ReadSnapshotLog: the newest stored snapshot, which belongs to this
+	// log, and the log's events after it.
+	ReadSnapshotLog = "snapshot+log"
+	// ReadRestoredLog: the state the last restore staged, and the log's
+	// events after its experiment.restored.
+	ReadRestoredLog = "restored+log"
+	// ReadSnapshot: the newest stored snapshot alone (the log lost the
+	// experiment).
+	ReadSnapshot = "snapshot"
+)

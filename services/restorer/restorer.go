@@ -111,10 +111,12 @@ func (s *Service) handle(ctx context.Context, r Request, dry bool) (Reply, error
 	if err != nil {
 		return Reply{}, err
 	}
+	start := time.Now()
 	st, rep, err := s.read(ctx, r.Path, name)
 	if err != nil {
 		return rep, err
 	}
+	readTook := time.Since(start)
 	if dry {
 		return rep, nil
 	}
@@ -133,6 +135,7 @@ func (s *Service) handle(ctx context.Context, r Request, dry bool) (Reply, error
 	if err := s.reachCheckpoints(ctx, restored, r.Path); err != nil {
 		return rep, err
 	}
+	staging := time.Now()
 	object, digest, err := restore.Stage(ctx, s.bus.JS, restored, st.Run+1)
 	if err != nil {
 		return rep, err
@@ -143,7 +146,8 @@ func (s *Service) handle(ctx context.Context, r Request, dry bool) (Reply, error
 	if rep.Seq, err = s.bus.Publish(ctx, ev); err != nil {
 		return rep, err
 	}
-	s.log.Info().Str("experiment", name).Str("source", rep.Source).Uint64("seq", rep.Seq).Msg("restored")
+	s.log.Info().Str("experiment", name).Str("source", rep.Source).Str("read", rep.Read).Uint64("seq", rep.Seq).
+		Dur("read_took", readTook).Dur("stage_took", time.Since(staging)).Dur("took", time.Since(start)).Msg("restored")
 	return rep, nil
 }
 
@@ -174,7 +178,11 @@ func Split(p string) (storagePath, name string, err error) {
 }
 
 // read folds the experiment from the log if it holds it, else loads the
-// newest snapshot in storage.
+// newest snapshot in storage. From the log, the fold starts at the newest
+// state already folded that belongs to this log — the stored snapshot or
+// the state the last restore staged, whichever is newer — and folds only
+// the events after it: the result is the fold of the whole log, at a cost
+// that grows with the tail, not with the history.
 func (s *Service) read(ctx context.Context, expPath, name string) (*state.Experiment, Reply, error) {
 	rep := Reply{Experiment: name}
 	last, err := s.bus.LastSeq(ctx, events.ExperimentSubjects(name))
@@ -183,11 +191,17 @@ func (s *Service) read(ctx context.Context, expPath, name string) (*state.Experi
 	}
 	var st *state.Experiment
 	if last > 0 {
-		st, err = s.fold(ctx, name)
 		rep.Source = "log"
+		st, err = s.fromLog(ctx, expPath, name, last, &rep)
 	} else {
+		rep.Source, rep.Read = "snapshot", ReadSnapshot
 		st, rep.Snapshot, err = s.snapshot(ctx, expPath)
-		rep.Source = "snapshot"
+		if errors.Is(err, fs.ErrNotExist) {
+			err = fmt.Errorf("no experiment to restore at %s: the event log does not hold it and there is no experiment_state-*.json (this is expected if you are launching a new experiment)", expPath)
+		}
+		if st != nil {
+			rep.ReadFrom, rep.ReadSeq = rep.Snapshot, st.LastSeq
+		}
 	}
 	if err != nil {
 		return nil, rep, err
@@ -199,22 +213,95 @@ func (s *Service) read(ctx context.Context, expPath, name string) (*state.Experi
 	return st, rep, nil
 }
 
-func (s *Service) fold(ctx context.Context, name string) (*state.Experiment, error) {
-	st := state.New(name)
+// fromLog folds the experiment from the log, which holds it up to last,
+// starting at the newest usable state (see read) and saying in rep where
+// it started.
+func (s *Service) fromLog(ctx context.Context, expPath, name string, last uint64, rep *Reply) (*state.Experiment, error) {
+	log := s.log.With().Str("experiment", name).Logger()
+	// The last restore staged the whole state at its experiment.restored
+	// event, and Fold replaces the state there: folding from that event on
+	// gives what folding the whole log does.
+	restored, err := s.bus.LastSeq(ctx, events.TypeSubjects(name, events.WriterRestorer, events.TypeExperimentRestored))
+	if err != nil {
+		return nil, err
+	}
+	st, from := state.New(name), uint64(0)
+	rep.Read = ReadLog
+	snap, key, why := s.snapshotOfLog(ctx, expPath, name, last)
+	if snap != nil && restored > 0 && snap.LastSeq > restored && snap.RestoredSeq != restored {
+		// Its writer could not load the last restore's state and folded on.
+		snap, why = nil, fmt.Sprintf("the stored snapshot %s did not fold the restore at sequence %d", key, restored)
+	}
+	switch {
+	case snap != nil && snap.LastSeq >= restored:
+		st, from = snap, snap.LastSeq+1
+		rep.Read, rep.ReadFrom, rep.ReadSeq = ReadSnapshotLog, key, snap.LastSeq
+	case restored > 0:
+		from = restored
+		rep.Read, rep.ReadFrom, rep.ReadSeq = ReadRestoredLog, "experiment.restored", restored
+	}
+	switch {
+	case rep.Read == ReadLog:
+		log.Info().Str("reason", why).Uint64("log_seq", last).Msg("folding the whole log")
+	case why != "":
+		log.Info().Str("reason", why).Msg("not starting from the stored snapshot")
+	}
+	n := 0
 	var ferr error
-	err := s.bus.Replay(ctx, events.ExperimentSubjects(name), func(ev *events.Event) {
+	err = s.bus.ReplayFrom(ctx, events.ExperimentSubjects(name), from, func(ev *events.Event) {
 		if ferr != nil {
 			return
 		}
+		n++
 		st, _, ferr = restore.Fold(ctx, s.bus.JS, st, ev)
 	})
 	if err == nil {
 		err = ferr
 	}
-	return st, err
+	if err != nil {
+		return nil, err
+	}
+	rep.Folded = n
+	log.Info().Str("read", rep.Read).Str("from", rep.ReadFrom).Uint64("from_seq", rep.ReadSeq).Int("events", n).Uint64("log_seq", last).Msg("read the experiment")
+	return st, nil
 }
 
-// snapshot loads the newest experiment_state-*.json of an experiment dir.
+// snapshotLookup bounds reading a snapshot that would only shorten a
+// fold of the log.
+const snapshotLookup = 30 * time.Second
+
+// snapshotOfLog loads the newest snapshot in storage if it belongs to this
+// log (the log holds, at the snapshot's sequence, the event it folded
+// last); otherwise it says why not.
+func (s *Service) snapshotOfLog(ctx context.Context, expPath, name string, last uint64) (*state.Experiment, string, string) {
+	// The log alone is enough: storage that hangs only costs the shortcut.
+	sctx, cancel := context.WithTimeout(ctx, snapshotLookup)
+	defer cancel()
+	st, key, err := s.snapshot(sctx, expPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, "", "no experiment_state-*.json in storage"
+	}
+	if err != nil {
+		return nil, key, fmt.Sprintf("the stored snapshot is unreadable: %v", err)
+	}
+	if st.Name != name {
+		return nil, key, fmt.Sprintf("the stored snapshot %s is of experiment %q", key, st.Name)
+	}
+	if st.LastSeq > last {
+		return nil, key, fmt.Sprintf("the stored snapshot %s reflects sequence %d, beyond the log's last event %d: it is of another log", key, st.LastSeq, last)
+	}
+	ok, err := s.bus.EventIs(ctx, name, st.LastSeq, st.LastEventID)
+	if err != nil {
+		return nil, key, fmt.Sprintf("cannot check the stored snapshot %s against the log: %v", key, err)
+	}
+	if !ok {
+		return nil, key, fmt.Sprintf("the stored snapshot %s is of another log: the log does not hold its last event %q at sequence %d", key, st.LastEventID, st.LastSeq)
+	}
+	return st, key, ""
+}
+
+// snapshot loads the newest experiment_state-*.json of an experiment dir;
+// the error wraps fs.ErrNotExist when there is none.
 func (s *Service) snapshot(ctx context.Context, expPath string) (*state.Experiment, string, error) {
 	b, err := storage.OpenBucket(ctx, expPath)
 	if err != nil {
@@ -222,9 +309,6 @@ func (s *Service) snapshot(ctx context.Context, expPath string) (*state.Experime
 	}
 	defer b.Close()
 	key, err := storage.NewestStateKey(ctx, b)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, "", fmt.Errorf("no experiment to restore at %s: the event log does not hold it and there is no experiment_state-*.json (this is expected if you are launching a new experiment)", expPath)
-	}
 	if err != nil {
 		return nil, "", err
 	}
