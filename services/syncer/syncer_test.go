@@ -371,3 +371,36 @@ func logOf(t *testing.T, b *bus.Bus) []*events.Event {
 	}
 	return out
 }
+
+// TestSyncerFollowsAgainWhenItsConsumerIsLost: a consumer can vanish under
+// the syncer (deleted by an operator, lost with a node). The syncer
+// follows the log again from what it folded, so the experiment still gets
+// each result line exactly once and its final state.
+func TestSyncerFollowsAgainWhenItsConsumerIsLost(t *testing.T) {
+	srv := bustest.Start(t)
+	s := begin(t, srv)
+	s.start(1)
+	runSyncer(t, srv)
+	s.report(1, 1, 2, 3)
+	b := srv.Bus("operator")
+	bustest.Eventually(t, wait, "the syncer's consumer to have read the reports", func() bool {
+		c, err := b.JS.Consumer(t.Context(), bus.StreamName, "sync_"+exp)
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(t.Context())
+		return err == nil && info.Delivered.Stream >= s.last
+	})
+	if err := b.JS.DeleteConsumer(t.Context(), bus.StreamName, "sync_"+exp); err != nil {
+		t.Fatal(err)
+	}
+	s.report(1, 4, 5)
+	s.end(1)
+	st, _ := s.finalState()
+	if st.Trials[trial].NumResults != 5 {
+		t.Fatalf("the state file has %d results, want 5", st.Trials[trial].NumResults)
+	}
+	if its := s.iterations(); !cmp.Equal(its, []int{1, 2, 3, 4, 5}) {
+		t.Errorf("result.json iterations %v, want each of 1..5 exactly once", its)
+	}
+}

@@ -76,7 +76,7 @@ func (w *writer) run(ctx context.Context) error {
 			w.root.Close()
 			w.root = nil
 		}
-		t := time.NewTimer(w.s.syncConfig(w.syncSpec()).SyncPeriod)
+		t := time.NewTimer(openBackoff(attempt, w.s.syncConfig(w.syncSpec()).SyncPeriod))
 		select {
 		case <-t.C:
 		case <-ctx.Done():
@@ -88,14 +88,11 @@ func (w *writer) run(ctx context.Context) error {
 	defer w.closeFiles()
 	w.ops = blobsync.NewQueue(context.WithoutCancel(ctx), w.log)
 	defer w.ops.Close()
-	// The consumer outlives ctx a little: on shutdown the writer first
-	// catches up with what is already in the log.
-	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancel()
-	msgs, errs, err := w.consume(cctx)
+	msgs, errs, stop, err := w.follow(ctx)
 	if err != nil {
 		return err
 	}
+	defer func() { stop() }()
 	period := w.s.syncConfig(w.syncSpec()).SyncPeriod
 	tick := time.NewTicker(period)
 	defer tick.Stop()
@@ -120,12 +117,26 @@ func (w *writer) run(ctx context.Context) error {
 				_ = w.syncUp(ctx)
 			}
 		case err := <-errs:
-			return err
+			// The consumer is gone or refused (a lost node, a deleted
+			// consumer): follow again from what the fold has, so an
+			// experiment is never left without its syncer.
+			w.log.Warn().Err(err).Msg("following the log again")
+			stop()
+			if msgs, errs, stop, err = w.follow(ctx); err != nil {
+				return err
+			}
 		case <-ctx.Done():
 			w.final(ctx, msgs)
 			return ctx.Err()
 		}
 	}
+}
+
+// openBackoff is the wait before the next attempt: 1 s, doubling, at
+// most limit, so a transient failure costs seconds and a lasting one is
+// not retried faster than the sync period.
+func openBackoff(attempt int, limit time.Duration) time.Duration {
+	return min(time.Second<<min(attempt-1, 10), limit)
 }
 
 func (w *writer) syncSpec() events.SyncConfig { return w.spec.RunConfig.SyncConfig }
@@ -227,6 +238,29 @@ func (w *writer) fromThisLog(ctx context.Context, st *state.Experiment, last uin
 	return err == nil && m.Header.Get(events.HeaderMsgID) == st.LastEventID
 }
 
+// follow consumes the log from what the fold has, retrying (1 s, doubling
+// to 5 s) until it can or ctx is done. The consumer outlives ctx a little:
+// on shutdown the writer first catches up with what is already in the log;
+// stop ends it.
+func (w *writer) follow(ctx context.Context) (msgs <-chan message, errs <-chan error, stop context.CancelFunc, err error) {
+	for attempt := 1; ; attempt++ {
+		cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		msgs, errs, err := w.consume(cctx)
+		if err == nil {
+			return msgs, errs, cancel, nil
+		}
+		cancel()
+		w.log.Warn().Err(err).Int("attempt", attempt).Msg("cannot follow the log yet")
+		t := time.NewTimer(openBackoff(attempt, 5*time.Second))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, nil, nil, err
+		}
+	}
+}
+
 // consume (re)creates the durable consumer from the sequence after the
 // snapshot and streams its messages.
 func (w *writer) consume(ctx context.Context) (<-chan message, <-chan error, error) {
@@ -259,6 +293,10 @@ func (w *writer) consume(ctx context.Context) (<-chan message, <-chan error, err
 		defer stop()
 		for {
 			m, err := it.Next()
+			if errors.Is(err, jetstream.ErrNoHeartbeat) {
+				// Not terminal: the iterator pulls again by itself.
+				continue
+			}
 			if err != nil {
 				if ctx.Err() == nil && !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
 					errs <- fmt.Errorf("syncer: consumer %s: %w", name, err)
