@@ -45,7 +45,7 @@ func (t *Tuner) Fit(ctx context.Context) (*ResultGrid, error) {
 	if err := checkFresh(s); err != nil {
 		return nil, err
 	}
-	b, closeFn, err := t.connect(ctx)
+	b, _, closeFn, err := t.connect(ctx, true)
 	if err != nil {
 		return nil, err
 	}
@@ -87,35 +87,37 @@ func checkFresh(s Spec) error {
 	return nil
 }
 
-// connect returns a bus to submit on: a deployment's, or an embedded stack.
-func (t *Tuner) connect(ctx context.Context) (*bus.Bus, func() error, error) {
+// connect returns a bus to submit on: a deployment's, or an embedded stack
+// (returned too, nil for a deployment) whose controller starts only when
+// startController says so.
+func (t *Tuner) connect(ctx context.Context, startController bool) (*bus.Bus, *Stack, func() error, error) {
 	if t.nats != nil {
 		nc, err := bus.Connect(ctx, *t.nats)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		b, err := bus.New(nc, "tunejet/client/"+hostname(), t.log)
 		if err != nil {
 			nc.Close()
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if err := b.Provision(ctx); err != nil {
 			nc.Close()
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		return b, func() error { return nc.Drain() }, nil
+		return b, nil, func() error { return nc.Drain() }, nil
 	}
 	fns := map[string]Trainable{}
 	if t.fn != nil {
 		fns[t.spec.Trainable.Name] = t.fn
 	}
-	stack, err := StartStack(ctx, StackConfig{StoreDir: t.storeDir, Slots: t.slots, Trainables: fns, Log: t.log})
+	stack, err := StartStack(ctx, StackConfig{StoreDir: t.storeDir, Slots: t.slots, Trainables: fns, Log: t.log, HoldController: !startController})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	b := *stack.Bus()
 	b.Source = "tunejet/client/" + hostname()
-	return &b, stack.Close, nil
+	return &b, stack, stack.Close, nil
 }
 
 func hostname() string {

@@ -188,7 +188,7 @@ func CanRestore(ctx context.Context, path string, opts ...Option) (Restorable, e
 	if err != nil {
 		return Restorable{}, err
 	}
-	b, closeFn, err := t.connect(ctx)
+	b, _, closeFn, err := t.connect(ctx, false) // asking needs no controller
 	if err != nil {
 		return Restorable{}, err
 	}
@@ -239,11 +239,11 @@ func request(ctx context.Context, b *bus.Bus, subject string, r restorer.Request
 
 // fitRestored asks the restorer to restore, then watches the restored run.
 func (t *Tuner) fitRestored(ctx context.Context) (*ResultGrid, error) {
-	b, closeFn, err := t.connect(ctx)
+	b, stack, closeFn, err := t.connect(ctx, false)
 	if err != nil {
 		return nil, err
 	}
-	st, err := t.restoreAndWatch(ctx, b)
+	st, err := t.restoreAndWatch(ctx, b, stack)
 	if cerr := closeFn(); cerr != nil && err == nil {
 		err = cerr
 	}
@@ -253,7 +253,9 @@ func (t *Tuner) fitRestored(ctx context.Context) (*ResultGrid, error) {
 	return t.finish(st)
 }
 
-func (t *Tuner) restoreAndWatch(ctx context.Context, b *bus.Bus) (*state.Experiment, error) {
+// restoreAndWatch asks the restorer, then starts the embedded controller
+// (stack nil on a deployment) so that it folds from the restored state.
+func (t *Tuner) restoreAndWatch(ctx context.Context, b *bus.Bus, stack *Stack) (*state.Experiment, error) {
 	req := restorer.Request{Path: t.restore.path, Resume: t.restore.resumeConfig(), ParamSpace: t.spec.ParamSpace}
 	if t.hasTrainable() {
 		tr := t.spec.Trainable
@@ -274,6 +276,9 @@ func (t *Tuner) restoreAndWatch(ctx context.Context, b *bus.Bus) (*state.Experim
 	}
 	if !rep.OK {
 		return nil, fmt.Errorf("%w %s: %s", ErrCannotRestore, t.restore.path, rep.Error)
+	}
+	if stack != nil {
+		stack.StartController()
 	}
 	return watchFrom(ctx, b, rep.Experiment, rep.Seq, t.progress)
 }

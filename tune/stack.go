@@ -28,6 +28,11 @@ type StackConfig struct {
 	Trainables map[string]Trainable
 	// Log receives the services' logs.
 	Log zerolog.Logger
+	// HoldController starts the stack without its controller until
+	// StartController. A restore asks the restorer first, so the
+	// controller then starts from the restored state instead of replaying
+	// the whole log up to it.
+	HoldController bool
 }
 
 // Stack is a running embedded stack.
@@ -42,6 +47,9 @@ type Stack struct {
 	log   zerolog.Logger
 
 	stopFront context.CancelFunc // controller and runner
+	frontCtx  context.Context
+	ctl       *bus.Bus // the controller's connection
+	ctlOnce   sync.Once
 	stopSync  context.CancelFunc // syncer, stopped last so it sees everything
 	front     sync.WaitGroup
 	back      sync.WaitGroup
@@ -81,12 +89,21 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	}
 	frontCtx, stopFront := context.WithCancel(context.WithoutCancel(ctx))
 	syncCtx, stopSync := context.WithCancel(context.WithoutCancel(ctx))
-	s.stopFront, s.stopSync = stopFront, stopSync
-	s.start(frontCtx, &s.front, "controller", controller.New(buses["controller"], controller.Config{InterruptOnShutdown: true}).Run)
+	s.stopFront, s.stopSync, s.frontCtx, s.ctl = stopFront, stopSync, frontCtx, buses["controller"]
+	if !cfg.HoldController {
+		s.StartController()
+	}
 	s.start(frontCtx, &s.front, "runner", runner.New(buses["runner"], runner.Config{Slots: cfg.Slots, Trainables: fns}).Run)
 	s.start(syncCtx, &s.back, "syncer", syncer.New(buses["syncer"], syncer.Config{}).Run)
 	s.start(frontCtx, &s.front, "restorer", restorer.New(buses["restorer"], restorer.Config{}).Run)
 	return s, nil
+}
+
+// StartController starts the stack's controller, once.
+func (s *Stack) StartController() {
+	s.ctlOnce.Do(func() {
+		s.start(s.frontCtx, &s.front, "controller", controller.New(s.ctl, controller.Config{InterruptOnShutdown: true}).Run)
+	})
 }
 
 // service gives a service its own in-process connection and CloudEvents

@@ -350,8 +350,14 @@ func TestKill9ThenRestoreFromTheLog(t *testing.T) {
 		t.Fatalf("the log says %s after SIGKILL; want RUNNING (nobody recorded anything)", before.Status)
 	}
 	h.release(t)
-	r := tunejet(t, "", h.env(t), "restore", h.expDir(), "--store-dir", h.store, "--slots", "4")
+	env := append(h.env(t), "TUNEJET_LOG_LEVEL=info", "TUNEJET_LOG_FORMAT=json")
+	r := tunejet(t, "", env, "restore", h.expDir(), "--store-dir", h.store, "--slots", "4")
 	h.checkRestoredRun(t, r, storeLog(t, h.store, h.exp), before, "log")
+	// The embedded controller starts once the restorer has answered, so it
+	// folds from the restored state, not the whole log before it.
+	if !strings.Contains(r.stderr, `"message":"folding from the last restore"`) {
+		t.Errorf("the restore's controller did not fold from the restored state; its log:\n%s", r.stderr)
+	}
 }
 
 // TestKill9AndStoreDeletedRestoresFromTheSnapshot: as above, and the
