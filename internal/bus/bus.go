@@ -104,12 +104,63 @@ func (b *Bus) Provision(ctx context.Context) error {
 	}}
 	for _, cfg := range cfgs {
 		cfg.Replicas = b.replicas()
-		if err := b.ensureStream(ctx, cfg); err != nil {
+		if err := b.ensureStreamRetrying(ctx, cfg); err != nil {
 			return fmt.Errorf("provision stream %s: %w", cfg.Name, err)
 		}
 	}
 	return nil
 }
+
+// provisionTry bounds one attempt to ensure a stream.
+const provisionTry = 5 * time.Second
+
+// ensureStreamRetrying is ensureStream, tried again when the server does
+// not answer in time (see retryRequest).
+func (b *Bus) ensureStreamRetrying(ctx context.Context, cfg jetstream.StreamConfig) error {
+	return b.retryRequest(ctx, "stream "+cfg.Name, func(ctx context.Context) error { return b.ensureStream(ctx, cfg) })
+}
+
+// retryRequest runs an idempotent JetStream request, each try bounded by
+// provisionTry, again while the server does not answer, until ctx is
+// done. On a cluster, services starting together create the same stream
+// or bucket at once: the meta leader proposes the equal assignments,
+// answers the first, and marks the others answered without a reply
+// (nats-server 2.15, processStreamAssignment), so their requests time out
+// although the stream is there; looking again finds it. A meta or stream
+// leader election after a node's loss makes requests time out the same
+// way.
+func (b *Bus) retryRequest(ctx context.Context, what string, f func(ctx context.Context) error) error {
+	for {
+		tctx, cancel := context.WithTimeout(ctx, provisionTry)
+		err := f(tctx)
+		cancel()
+		if err == nil || ctx.Err() != nil || !retryable(err) {
+			return err
+		}
+		b.Log.Warn().Err(err).Str("what", what).Msg("no answer in time; asking again")
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// retryable reports whether a JetStream request failed for want of an
+// answer (a timeout, no responders, a cluster between leaders) rather than
+// being refused.
+func retryable(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		errors.Is(err, nats.ErrDisconnected) || errors.Is(err, nats.ErrConnectionReconnecting) ||
+		errors.Is(err, jetstream.ErrAsyncPublishTimeout) ||
+		errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrCodeClusterNotAvailable
+}
+
+// jsErrCodeClusterNotAvailable is the server's "JetStream system
+// temporarily unavailable" (no meta leader yet).
+const jsErrCodeClusterNotAvailable jetstream.ErrorCode = 10008
 
 // ensureStream creates a stream, or updates it only if its configuration
 // differs: every service provisions on start, and needless updates would
@@ -127,6 +178,10 @@ func (b *Bus) ensureStream(ctx context.Context, cfg jetstream.StreamConfig) erro
 		return err
 	}
 	have := s.CachedInfo().Config
+	// Provisioning never lowers a stream's replicas: a client or a service
+	// started without --replicas must not strip a cluster's R3 log down to
+	// one copy, which the loss of that one node would take with it.
+	cfg.Replicas = max(cfg.Replicas, have.Replicas)
 	if slices.Equal(have.Subjects, cfg.Subjects) && have.Retention == cfg.Retention && have.Storage == cfg.Storage && have.Replicas == cfg.Replicas &&
 		unlimited(have.MaxMsgSize) == unlimited(cfg.MaxMsgSize) && have.MaxAge == cfg.MaxAge && have.Description == cfg.Description &&
 		(cfg.Duplicates == 0 || have.Duplicates == cfg.Duplicates) {
