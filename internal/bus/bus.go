@@ -46,7 +46,8 @@ type Bus struct {
 	// creates: 1 on a single server, 3 on a cluster. Default 1.
 	Replicas int
 
-	log *streamCache // shared by copies of the Bus
+	log  *streamCache // shared by copies of the Bus
+	acks *asyncAcks   // PublishAsync's futures, shared by copies
 }
 
 // streamCache keeps the event log's handle: looking it up is a round trip.
@@ -57,11 +58,14 @@ type streamCache struct {
 
 // New wraps a connection. source names the service instance.
 func New(nc *nats.Conn, source string, log zerolog.Logger) (*Bus, error) {
-	js, err := jetstream.New(nc)
+	acks := &asyncAcks{pending: map[string]*ackFuture{}}
+	js, err := jetstream.New(nc, acks.options()...)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	return &Bus{NC: nc, JS: js, Source: source, Log: log, log: &streamCache{}}, nil
+	b := &Bus{NC: nc, JS: js, Source: source, Log: log, log: &streamCache{}, acks: acks}
+	acks.republish = func(ctx context.Context, msg *nats.Msg) (*jetstream.PubAck, error) { return b.PublishMsg(ctx, msg) }
+	return b, nil
 }
 
 func logSubjects() []string {
@@ -232,31 +236,20 @@ func (b *Bus) Event(exp string, w events.Writer, p events.Payload) *events.Event
 }
 
 // Publish encodes ev, stores it in the log and returns its sequence. The
-// event id is the Nats-Msg-Id, so a retried publish is stored once.
+// event id is the Nats-Msg-Id, so a retried publish is stored once: a
+// publish rides out a stream leader election or a reconnect (see
+// PublishMsg).
 func (b *Bus) Publish(ctx context.Context, ev *events.Event, opts ...jetstream.PublishOpt) (uint64, error) {
 	msg, err := ToNATS(ev)
 	if err != nil {
 		return 0, err
 	}
-	ack, err := b.JS.PublishMsg(ctx, msg, opts...)
+	ack, err := b.PublishMsg(ctx, msg, opts...)
 	if err != nil {
 		return 0, fmt.Errorf("publish %s for %s: %w", ev.Type(), ev.Experiment, err)
 	}
 	ev.Seq = ack.Sequence
 	return ack.Sequence, nil
-}
-
-// PublishAsync stores ev without waiting for the acknowledgement.
-func (b *Bus) PublishAsync(ev *events.Event) (jetstream.PubAckFuture, error) {
-	msg, err := ToNATS(ev)
-	if err != nil {
-		return nil, err
-	}
-	f, err := b.JS.PublishMsgAsync(msg)
-	if err != nil {
-		return nil, fmt.Errorf("publish %s for %s: %w", ev.Type(), ev.Experiment, err)
-	}
-	return f, nil
 }
 
 // ToNATS encodes an event as a NATS message.
