@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tunejet/tunejet/events"
@@ -79,6 +80,9 @@ func (b *Bus) WatchSubjects(ctx context.Context, filters []string, from uint64, 
 		if ctx.Err() != nil {
 			b.deleteOrdered(w.s, cons)
 			return ctx.Err()
+		}
+		if final(err) {
+			return fmt.Errorf("watch %s: %w", filter, err)
 		}
 		go b.deleteOrdered(w.s, cons)
 		b.Log.Info().Err(err).Str("filter", filter).Uint64("next", w.next).Msg("watch: lost its consumer; following again")
@@ -185,7 +189,7 @@ func (w *watch) retry(ctx context.Context, f func(ctx context.Context) error) er
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if time.Since(start) > watchGiveUp || errors.Is(err, jetstream.ErrStreamNotFound) {
+		if time.Since(start) > watchGiveUp || final(err) {
 			return err
 		}
 		w.b.Log.Debug().Err(err).Str("filter", w.filter).Msg("watch: the log did not answer; trying again")
@@ -196,6 +200,14 @@ func (w *watch) retry(ctx context.Context, f func(ctx context.Context) error) er
 		}
 		wait = min(2*wait, time.Second)
 	}
+}
+
+// final reports whether a watch's error will not go away by asking again:
+// the connection was closed (the service is stopping), the log was
+// deleted, or the user may not read it.
+func final(err error) bool {
+	return errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, jetstream.ErrStreamNotFound) ||
+		errors.Is(err, nats.ErrPermissionViolation) || errors.Is(err, nats.ErrAuthorization)
 }
 
 // orderedInactive is how long the server keeps a watch's consumer after
