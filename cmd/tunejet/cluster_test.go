@@ -267,6 +267,10 @@ func checkClusterRun(t *testing.T, evs []*events.Event, exp, storage string, sta
 	// each report once, even where a publish was retried across the loss
 	// of a node.
 	stored := map[string]map[[2]int]int{}
+	// The attempt whose completion the fold took, per trial, and the
+	// iterations each attempt stored, in log order.
+	finisher := map[string]int{}
+	inLog := map[string]map[int][]int{}
 	for _, ev := range evs {
 		changed := fold.Apply(ev)
 		switch p := ev.Data.(type) {
@@ -277,6 +281,7 @@ func checkClusterRun(t *testing.T, evs []*events.Event, exp, storage string, sta
 		case *events.TrialCompleted:
 			if changed {
 				completed[p.TrialID]++
+				finisher[p.TrialID] = p.Attempt
 			}
 		case *events.TrialReported:
 			f, _ := p.Result["training_iteration"].(float64)
@@ -285,6 +290,10 @@ func checkClusterRun(t *testing.T, evs []*events.Event, exp, storage string, sta
 				stored[p.TrialID] = map[[2]int]int{}
 			}
 			stored[p.TrialID][[2]int{p.Attempt, it}]++
+			if inLog[p.TrialID] == nil {
+				inLog[p.TrialID] = map[int][]int{}
+			}
+			inLog[p.TrialID][p.Attempt] = append(inLog[p.TrialID][p.Attempt], it)
 			if changed {
 				accepted[p.TrialID] = append(accepted[p.TrialID], it)
 			}
@@ -306,6 +315,19 @@ func checkClusterRun(t *testing.T, evs []*events.Event, exp, storage string, sta
 		for k, n := range byAttempt {
 			if n != 1 {
 				t.Errorf("trial %s: the log holds attempt %d's report of iteration %d %d times", id, k[0], k[1], n)
+			}
+		}
+	}
+	// The attempt that finished each trial stored its reports in order,
+	// one per step from where it resumed to the last: none was lost, or
+	// stored out of order (which the fold would drop), by a publish
+	// retried across the loss of a node.
+	for id, a := range finisher {
+		its := inLog[id][a]
+		for i := 1; i < len(its); i++ {
+			if its[i] != its[i-1]+1 {
+				t.Errorf("trial %s: attempt %d stored iterations %v: not one per step, in order", id, a, its)
+				break
 			}
 		}
 	}
