@@ -61,6 +61,9 @@ func (b *Bus) WatchSubjects(ctx context.Context, filters []string, from uint64, 
 		return nil
 	})
 	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return fmt.Errorf("watch %s: %w", filter, err)
 	}
 	w.target = target
@@ -74,6 +77,9 @@ func (b *Bus) WatchSubjects(ctx context.Context, filters []string, from uint64, 
 			return err
 		})
 		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			return fmt.Errorf("watch %s: %w", filter, err)
 		}
 		err = w.follow(ctx, cons)
