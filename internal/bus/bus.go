@@ -46,7 +46,8 @@ type Bus struct {
 	// creates: 1 on a single server, 3 on a cluster. Default 1.
 	Replicas int
 
-	log *streamCache // shared by copies of the Bus
+	log  *streamCache // shared by copies of the Bus
+	acks *asyncAcks   // PublishAsync's futures, shared by copies
 }
 
 // streamCache keeps the event log's handle: looking it up is a round trip.
@@ -57,11 +58,14 @@ type streamCache struct {
 
 // New wraps a connection. source names the service instance.
 func New(nc *nats.Conn, source string, log zerolog.Logger) (*Bus, error) {
-	js, err := jetstream.New(nc)
+	acks := &asyncAcks{pending: map[string]*ackFuture{}}
+	js, err := jetstream.New(nc, acks.options()...)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	return &Bus{NC: nc, JS: js, Source: source, Log: log, log: &streamCache{}}, nil
+	b := &Bus{NC: nc, JS: js, Source: source, Log: log, log: &streamCache{}, acks: acks}
+	acks.republish = func(ctx context.Context, msg *nats.Msg) (*jetstream.PubAck, error) { return b.PublishMsg(ctx, msg) }
+	return b, nil
 }
 
 func logSubjects() []string {
@@ -104,12 +108,63 @@ func (b *Bus) Provision(ctx context.Context) error {
 	}}
 	for _, cfg := range cfgs {
 		cfg.Replicas = b.replicas()
-		if err := b.ensureStream(ctx, cfg); err != nil {
+		if err := b.ensureStreamRetrying(ctx, cfg); err != nil {
 			return fmt.Errorf("provision stream %s: %w", cfg.Name, err)
 		}
 	}
 	return nil
 }
+
+// provisionTry bounds one attempt to ensure a stream.
+const provisionTry = 5 * time.Second
+
+// ensureStreamRetrying is ensureStream, tried again when the server does
+// not answer in time (see retryRequest).
+func (b *Bus) ensureStreamRetrying(ctx context.Context, cfg jetstream.StreamConfig) error {
+	return b.retryRequest(ctx, "stream "+cfg.Name, func(ctx context.Context) error { return b.ensureStream(ctx, cfg) })
+}
+
+// retryRequest runs an idempotent JetStream request, each try bounded by
+// provisionTry, again while the server does not answer, until ctx is
+// done. On a cluster, services starting together create the same stream
+// or bucket at once: the meta leader proposes the equal assignments,
+// answers the first, and marks the others answered without a reply
+// (nats-server 2.15, processStreamAssignment), so their requests time out
+// although the stream is there; looking again finds it. A meta or stream
+// leader election after a node's loss makes requests time out the same
+// way.
+func (b *Bus) retryRequest(ctx context.Context, what string, f func(ctx context.Context) error) error {
+	for {
+		tctx, cancel := context.WithTimeout(ctx, provisionTry)
+		err := f(tctx)
+		cancel()
+		if err == nil || ctx.Err() != nil || !retryable(err) {
+			return err
+		}
+		b.Log.Warn().Err(err).Str("what", what).Msg("no answer in time; asking again")
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// retryable reports whether a JetStream request failed for want of an
+// answer (a timeout, no responders, a cluster between leaders) rather than
+// being refused.
+func retryable(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		errors.Is(err, nats.ErrDisconnected) || errors.Is(err, nats.ErrConnectionReconnecting) ||
+		errors.Is(err, jetstream.ErrAsyncPublishTimeout) ||
+		errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrCodeClusterNotAvailable
+}
+
+// jsErrCodeClusterNotAvailable is the server's "JetStream system
+// temporarily unavailable" (no meta leader yet).
+const jsErrCodeClusterNotAvailable jetstream.ErrorCode = 10008
 
 // ensureStream creates a stream, or updates it only if its configuration
 // differs: every service provisions on start, and needless updates would
@@ -127,6 +182,10 @@ func (b *Bus) ensureStream(ctx context.Context, cfg jetstream.StreamConfig) erro
 		return err
 	}
 	have := s.CachedInfo().Config
+	// Provisioning never lowers a stream's replicas: a client or a service
+	// started without --replicas must not strip a cluster's R3 log down to
+	// one copy, which the loss of that one node would take with it.
+	cfg.Replicas = max(cfg.Replicas, have.Replicas)
 	if slices.Equal(have.Subjects, cfg.Subjects) && have.Retention == cfg.Retention && have.Storage == cfg.Storage && have.Replicas == cfg.Replicas &&
 		unlimited(have.MaxMsgSize) == unlimited(cfg.MaxMsgSize) && have.MaxAge == cfg.MaxAge && have.Description == cfg.Description &&
 		(cfg.Duplicates == 0 || have.Duplicates == cfg.Duplicates) {
@@ -177,31 +236,20 @@ func (b *Bus) Event(exp string, w events.Writer, p events.Payload) *events.Event
 }
 
 // Publish encodes ev, stores it in the log and returns its sequence. The
-// event id is the Nats-Msg-Id, so a retried publish is stored once.
+// event id is the Nats-Msg-Id, so a retried publish is stored once: a
+// publish rides out a stream leader election or a reconnect (see
+// PublishMsg).
 func (b *Bus) Publish(ctx context.Context, ev *events.Event, opts ...jetstream.PublishOpt) (uint64, error) {
 	msg, err := ToNATS(ev)
 	if err != nil {
 		return 0, err
 	}
-	ack, err := b.JS.PublishMsg(ctx, msg, opts...)
+	ack, err := b.PublishMsg(ctx, msg, opts...)
 	if err != nil {
 		return 0, fmt.Errorf("publish %s for %s: %w", ev.Type(), ev.Experiment, err)
 	}
 	ev.Seq = ack.Sequence
 	return ack.Sequence, nil
-}
-
-// PublishAsync stores ev without waiting for the acknowledgement.
-func (b *Bus) PublishAsync(ev *events.Event) (jetstream.PubAckFuture, error) {
-	msg, err := ToNATS(ev)
-	if err != nil {
-		return nil, err
-	}
-	f, err := b.JS.PublishMsgAsync(msg)
-	if err != nil {
-		return nil, fmt.Errorf("publish %s for %s: %w", ev.Type(), ev.Experiment, err)
-	}
-	return f, nil
 }
 
 // ToNATS encodes an event as a NATS message.

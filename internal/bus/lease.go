@@ -19,10 +19,7 @@ const LeaseTTL = 3 * time.Second
 
 // Leases opens (creating if needed) the lease bucket.
 func (b *Bus) Leases(ctx context.Context) (jetstream.KeyValue, error) {
-	if kv, err := b.JS.KeyValue(ctx, LeaseBucket); err == nil {
-		return kv, nil
-	}
-	kv, err := b.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kv, err := b.bucket(ctx, jetstream.KeyValueConfig{
 		Bucket: LeaseBucket, Description: "tunejet controller leases, one per experiment", TTL: LeaseTTL, History: 1,
 		Replicas: b.replicas(),
 	})
@@ -30,6 +27,24 @@ func (b *Bus) Leases(ctx context.Context) (jetstream.KeyValue, error) {
 		return nil, fmt.Errorf("lease bucket: %w", err)
 	}
 	return kv, nil
+}
+
+// bucket opens a KV bucket, creating it if it does not exist, and asks
+// again while the cluster does not answer (see retryRequest): a bucket
+// that did not answer in time is not "missing", to be created anew.
+func (b *Bus) bucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	var kv jetstream.KeyValue
+	err := b.retryRequest(ctx, "bucket "+cfg.Bucket, func(ctx context.Context) (err error) {
+		kv, err = b.JS.KeyValue(ctx, cfg.Bucket)
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			kv, err = b.JS.CreateKeyValue(ctx, cfg)
+			if errors.Is(err, jetstream.ErrBucketExists) || errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+				kv, err = b.JS.KeyValue(ctx, cfg.Bucket) // another service created it first
+			}
+		}
+		return err
+	})
+	return kv, err
 }
 
 // Lease is one holder's claim on a key.

@@ -38,10 +38,7 @@ type RunnerTrial struct {
 
 // Runners opens (creating if needed) the runner registry.
 func (b *Bus) Runners(ctx context.Context) (jetstream.KeyValue, error) {
-	if kv, err := b.JS.KeyValue(ctx, RunnerBucket); err == nil {
-		return kv, nil
-	}
-	kv, err := b.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kv, err := b.bucket(ctx, jetstream.KeyValueConfig{
 		Bucket: RunnerBucket, Description: "tunejet live runners", TTL: RunnerTTL, History: 1, Replicas: b.replicas(),
 	})
 	if err != nil {

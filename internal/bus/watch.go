@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tunejet/tunejet/events"
@@ -31,73 +32,188 @@ func (b *Bus) Watch(ctx context.Context, filter string, from uint64, h Handler) 
 }
 
 // WatchSubjects is Watch over several filters at once, in stream order.
+//
+// A watch outlives the loss of a NATS node: when the stream or the node
+// holding the watch's consumer goes away (a leader election, a
+// reconnect), it follows again from the message after the last it
+// delivered, so that no event is missed or delivered twice. It returns an
+// error only when the log has been unreachable for watchGiveUp, or ctx
+// is done.
 func (b *Bus) WatchSubjects(ctx context.Context, filters []string, from uint64, h Handler) error {
-	s, err := b.Stream(ctx)
-	if err != nil {
-		return err
-	}
+	filter := strings.Join(filters, ",")
+	w := &watch{b: b, filters: filters, filter: filter, h: h, next: max(from, 1)}
+	// target: the newest matching message now, to tell when the replay has
+	// caught up.
 	var target uint64
-	for _, f := range filters {
-		last, err := lastSeq(ctx, s, f)
+	err := w.retry(ctx, func(ctx context.Context) error {
+		s, err := b.Stream(ctx)
 		if err != nil {
 			return err
 		}
-		target = max(target, last)
-	}
-	filter := strings.Join(filters, ",")
-	caught := false
-	catchUp := func(seq uint64, pending uint64) {
-		if !caught && (seq >= target || pending == 0) {
-			caught = true
-			if h.CaughtUp != nil {
-				h.CaughtUp()
+		target = 0
+		for _, f := range filters {
+			last, err := lastSeq(ctx, s, f)
+			if err != nil {
+				return err
 			}
+			target = max(target, last)
 		}
+		return nil
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("watch %s: %w", filter, err)
 	}
+	w.target = target
 	if target < from || target == 0 {
-		catchUp(target, 0)
+		w.catchUp(target, 0)
 	}
-	// A watch's consumer goes with it: deleted when the watch ends, and
-	// dropped by the server soon after if this process dies first.
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: filters, InactiveThreshold: orderedInactive}
-	if from > 1 {
-		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
-		cfg.OptStartSeq = from
-	}
-	cons, err := s.OrderedConsumer(ctx, cfg)
-	if err != nil {
-		return fmt.Errorf("watch %s: %w", filter, err)
-	}
-	it, err := cons.Messages()
-	if err != nil {
-		return fmt.Errorf("watch %s: %w", filter, err)
-	}
-	stop := context.AfterFunc(ctx, it.Stop)
-	defer stop()
-	defer b.deleteOrdered(s, cons)
 	for {
-		m, err := it.Next()
+		var cons jetstream.Consumer
+		err := w.retry(ctx, func(ctx context.Context) (err error) {
+			cons, err = w.consumer(ctx)
+			return err
+		})
 		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 			return fmt.Errorf("watch %s: %w", filter, err)
+		}
+		err = w.follow(ctx, cons)
+		if ctx.Err() != nil {
+			b.deleteOrdered(w.s, cons)
+			return ctx.Err()
+		}
+		if final(err) {
+			return fmt.Errorf("watch %s: %w", filter, err)
+		}
+		go b.deleteOrdered(w.s, cons)
+		b.Log.Info().Err(err).Str("filter", filter).Uint64("next", w.next).Msg("watch: lost its consumer; following again")
+	}
+}
+
+// A watch detects a consumer lost with its node after twice watchHeartbeat
+// without a message or a heartbeat.
+const watchHeartbeat = time.Second
+
+// watchGiveUp is how long a watch keeps trying to reach the log before it
+// returns the error (the longest a cluster should be without a leader).
+const watchGiveUp = 2 * time.Minute
+
+// watch is the state of one WatchSubjects.
+type watch struct {
+	b       *Bus
+	filters []string
+	filter  string
+	h       Handler
+	s       jetstream.Stream
+	next    uint64 // the stream sequence to follow from
+	target  uint64
+	caught  bool
+}
+
+func (w *watch) catchUp(seq uint64, pending uint64) {
+	if !w.caught && (seq >= w.target || pending == 0) {
+		w.caught = true
+		if w.h.CaughtUp != nil {
+			w.h.CaughtUp()
+		}
+	}
+}
+
+// consumer creates an ordered consumer from w.next. A watch's consumer
+// goes with it: deleted when the watch ends, and dropped by the server
+// soon after if this process dies first.
+func (w *watch) consumer(ctx context.Context) (jetstream.Consumer, error) {
+	s, err := w.b.Stream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w.s = s
+	// One reset attempt inside nats.go: a lost consumer comes back here,
+	// to be created again without nats.go's backoff of up to 10 s.
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: w.filters, InactiveThreshold: orderedInactive, MaxResetAttempts: 1}
+	if w.next > 1 {
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = w.next
+	}
+	cons, err := s.OrderedConsumer(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return cons, nil
+}
+
+// follow delivers the consumer's messages until ctx is done or the
+// consumer is lost; the caller deletes the consumer.
+func (w *watch) follow(ctx context.Context, cons jetstream.Consumer) error {
+	it, err := cons.Messages(jetstream.PullHeartbeat(watchHeartbeat))
+	if err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	defer it.Stop()
+	for {
+		m, err := it.Next()
+		if err != nil {
+			return err
 		}
 		md, err := m.Metadata()
 		if err != nil {
 			continue
 		}
+		w.next = md.Sequence.Stream + 1
 		ev, derr := FromJS(m)
 		switch {
-		case derr != nil && h.Invalid != nil:
-			h.Invalid(m, derr)
+		case derr != nil && w.h.Invalid != nil:
+			w.h.Invalid(m, derr)
 		case derr != nil:
-			b.Log.Debug().Str("subject", m.Subject()).Uint64("seq", md.Sequence.Stream).Err(derr).Msg("skipping a malformed message")
+			w.b.Log.Debug().Str("subject", m.Subject()).Uint64("seq", md.Sequence.Stream).Err(derr).Msg("skipping a malformed message")
 		default:
-			h.Event(ev)
+			w.h.Event(ev)
 		}
-		catchUp(md.Sequence.Stream, md.NumPending)
+		w.catchUp(md.Sequence.Stream, md.NumPending)
 	}
+}
+
+// retry runs f, each try bounded by a request timeout, until it succeeds,
+// ctx is done, or it has failed for watchGiveUp.
+func (w *watch) retry(ctx context.Context, f func(ctx context.Context) error) error {
+	start := time.Now()
+	wait := 100 * time.Millisecond
+	for {
+		tctx, cancel := context.WithTimeout(ctx, publishTry)
+		err := f(tctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if time.Since(start) > watchGiveUp || final(err) {
+			return err
+		}
+		w.b.Log.Debug().Err(err).Str("filter", w.filter).Msg("watch: the log did not answer; trying again")
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// final reports whether a watch's error will not go away by asking again:
+// the connection was closed (the service is stopping), the log was
+// deleted, or the user may not read it.
+func final(err error) bool {
+	return errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, jetstream.ErrStreamNotFound) ||
+		errors.Is(err, nats.ErrPermissionViolation) || errors.Is(err, nats.ErrAuthorization)
 }
 
 // orderedInactive is how long the server keeps a watch's consumer after

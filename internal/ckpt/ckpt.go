@@ -52,21 +52,34 @@ func Store(ctx context.Context, js jetstream.JetStream, exp string) (jetstream.O
 }
 
 // StoreReplicated is Store creating the bucket with the given replicas.
+// It creates the bucket only when it does not exist, never updates it: a
+// lookup that failed (no answer while a NATS node is lost) must not turn
+// an R3 bucket into the caller's R1.
 func StoreReplicated(ctx context.Context, js jetstream.JetStream, exp string, replicas int) (jetstream.ObjectStore, error) {
-	if obs, err := js.ObjectStore(ctx, Bucket(exp)); err == nil {
-		return obs, nil
+	// The handle outlives ctx, which may be a long transfer's: the lookup
+	// gets a request's time.
+	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
+	defer cancel()
+	obs, err := js.ObjectStore(ctx, Bucket(exp))
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		obs, err = js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{
+			Bucket:      Bucket(exp),
+			Description: "staged checkpoints of experiment " + exp,
+			Storage:     jetstream.FileStorage,
+			Replicas:    max(replicas, 1),
+		})
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			obs, err = js.ObjectStore(ctx, Bucket(exp)) // created meanwhile
+		}
 	}
-	obs, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-		Bucket:      Bucket(exp),
-		Description: "staged checkpoints of experiment " + exp,
-		Storage:     jetstream.FileStorage,
-		Replicas:    max(replicas, 1),
-	})
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint store of %s: %w", exp, err)
 	}
 	return obs, nil
 }
+
+// lookupTimeout bounds opening the bucket.
+const lookupTimeout = 5 * time.Second
 
 // TransferTimeout bounds one checkpoint transfer when the caller's context
 // has no deadline. nats.go would otherwise bound the whole transfer by its
@@ -79,6 +92,48 @@ func transferContext(ctx context.Context) (context.Context, context.CancelFunc) 
 		return ctx, func() {}
 	}
 	return context.WithTimeout(ctx, TransferTimeout)
+}
+
+// OpenTimeout bounds opening a staged object for reading: nats.go looks
+// up its info and creates the consumer that streams it under the
+// transfer's context, and a request lost with a dying stream leader would
+// wait for the whole transfer's deadline.
+const OpenTimeout = 10 * time.Second
+
+// ErrOpenTimeout is Open's error when the object store did not answer
+// within OpenTimeout; trying again is safe.
+var ErrOpenTimeout = errors.New("the object store did not answer")
+
+// Open opens a staged object for reading within OpenTimeout; reading it
+// then follows ctx. Close the result.
+func Open(ctx context.Context, obs jetstream.ObjectStore, name string) (jetstream.ObjectResult, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	timer := time.AfterFunc(OpenTimeout, func() { cancel(ErrOpenTimeout) })
+	r, err := obs.Get(ctx, name)
+	if !timer.Stop() {
+		if err == nil {
+			r.Close()
+		}
+		cancel(nil)
+		return nil, fmt.Errorf("open %s: %w within %v", name, ErrOpenTimeout, OpenTimeout)
+	}
+	if err != nil {
+		cancel(nil)
+		return nil, err
+	}
+	return openResult{ObjectResult: r, cancel: cancel}, nil
+}
+
+// openResult ends the read's context with the read.
+type openResult struct {
+	jetstream.ObjectResult
+	cancel context.CancelCauseFunc
+}
+
+func (r openResult) Close() error {
+	err := r.ObjectResult.Close()
+	r.cancel(nil)
+	return err
 }
 
 // Staged describes a staged checkpoint.
@@ -95,17 +150,23 @@ func Stage(ctx context.Context, obs jetstream.ObjectStore, name, dir string) (St
 
 // StageFiles is Stage restricted to the given slash-relative paths of
 // regular files under dir (all of dir when files is nil).
+//
+// Unlike Fetch, a put gets no TransferTimeout: nats.go bounds a put
+// without deadline per chunk (each acknowledgement, and the purge of a
+// failed put, within its 5 s request timeout), not as a whole. With a
+// deadline it waits for acknowledgements until the deadline: a put whose
+// stream leader died with chunks in flight hung for the hour, and the
+// trial with it.
 func StageFiles(ctx context.Context, obs jetstream.ObjectStore, name, dir string, files []string) (Staged, error) {
-	ctx, cancel := transferContext(ctx)
-	defer cancel()
 	// nats.go's Put gives up when its window of in-flight chunks stalls
-	// for 200 ms (neither is configurable); a large checkpoint on a busy
-	// server can meet that, so the whole put is tried again.
+	// for 200 ms, or a chunk goes unacknowledged for 5 s (neither is
+	// configurable); a large checkpoint on a busy server can meet that,
+	// so the whole put is tried again.
 	var staged Staged
 	var err error
 	for try := 1; try <= stallRetries; try++ {
 		staged, err = stageOnce(ctx, obs, name, dir, files)
-		if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+		if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) && !errors.Is(err, jetstream.ErrAsyncPublishTimeout) {
 			return staged, err
 		}
 	}
@@ -225,7 +286,7 @@ func Fetch(ctx context.Context, obs jetstream.ObjectStore, name, want, dir strin
 			os.RemoveAll(dir)
 		}
 	}()
-	r, err := obs.Get(ctx, name)
+	r, err := Open(ctx, obs, name)
 	if err != nil {
 		return fmt.Errorf("fetch checkpoint %s: %w", name, err)
 	}

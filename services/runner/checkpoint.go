@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -109,19 +110,27 @@ func (a *attempt) stage(ctx context.Context, dir string, result map[string]any) 
 			}
 		}
 	}
-	obs, err := a.s.store(ctx, a.exp)
-	if err != nil {
-		return "", err
-	}
 	a.mu.Lock()
 	index := a.nextCheckpoint
 	a.nextCheckpoint++
 	a.mu.Unlock()
 	name := ckpt.Name(index)
 	object := ckpt.ObjectName(a.work.TrialID, name)
-	staged, err := ckpt.Stage(ctx, obs, object, dir)
-	if err != nil {
-		return "", err
+	// While the bucket is between leaders (a NATS node lost), the put is
+	// tried again, whole, for as long as a publish would be.
+	var staged ckpt.Staged
+	for giveUp := time.Now().Add(bus.PublishRetryFor); ; {
+		obs, err := a.s.store(ctx, a.exp)
+		if err == nil {
+			staged, err = ckpt.Stage(ctx, obs, object, dir)
+		}
+		if err == nil {
+			break
+		}
+		if !bus.Retryable(err) || time.Now().After(giveUp) || !sleep(ctx, 200*time.Millisecond) {
+			return "", err
+		}
+		a.log.Info().Err(err).Str("checkpoint", name).Msg("the checkpoint bucket did not answer; staging again")
 	}
 	metrics := maps.Clone(result)
 	metrics["checkpoint_dir_name"] = name

@@ -152,7 +152,7 @@ func (w *writer) copyArchive(ctx context.Context, object, digest, prefix string)
 	if err != nil {
 		return err
 	}
-	r, err := obs.Get(ctx, object)
+	r, err := ckpt.Open(ctx, obs, object)
 	if err != nil {
 		return fmt.Errorf("read staged %s: %w", object, err)
 	}
