@@ -77,7 +77,11 @@ func (b *Bus) PublishAsync(ev *events.Event) (jetstream.PubAckFuture, error) {
 	}
 	f := b.acks.add(msg)
 	// nats.go retries a publish that met no responders (no leader) itself.
-	if _, err := b.JS.PublishMsgAsync(msg, jetstream.WithRetryWait(publishRetryWait), jetstream.WithRetryAttempts(int(PublishRetryFor/publishRetryWait))); err != nil {
+	// With too many acknowledgements outstanding it waits for room (the
+	// server is slow, not gone): the publisher slows down instead of the
+	// trial failing after nats.go's default 200 ms.
+	if _, err := b.JS.PublishMsgAsync(msg, jetstream.WithRetryWait(publishRetryWait), jetstream.WithRetryAttempts(int(PublishRetryFor/publishRetryWait)),
+		jetstream.WithStallWait(PublishRetryFor)); err != nil {
 		b.acks.take(msg)
 		return nil, fmt.Errorf("publish %s for %s: %w", ev.Type(), ev.Experiment, err)
 	}
