@@ -6,13 +6,16 @@
 // A checkpoint is one object: a tar archive of the directory (regular
 // files, folders — empty ones too — and relative symlinks that stay inside
 // it), streamed without a temporary copy. The archive's SHA-256 is the
-// checkpoint's digest; Fetch recomputes it and refuses a copy that does not
-// match, so a damaged checkpoint is an error, never a silent resume.
+// checkpoint's digest: the one the Object Store computes on Put (hashed
+// once, by nats.go). Fetch refuses an object whose digest is not the
+// event's, and nats.go's Get refuses bytes that do not match the object's
+// digest, so a damaged checkpoint is an error, never a silent resume.
 // Extraction refuses entries that would leave the target directory.
 package ckpt
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -27,6 +30,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -87,6 +91,12 @@ type Staged struct {
 	Digest string // "sha256:<hex>" of the archive
 }
 
+// ChunkSize is the Object Store chunk a checkpoint is stored in: one
+// message per MB rather than nats.go's default 128 KB, which halves the
+// messages' per-chunk costs. It fits the server's default max_payload
+// (1 MB); a server configured with less gets nats.go's default chunk.
+const ChunkSize = 1 << 20
+
 // Stage archives dir into obs under name. It returns once the whole
 // archive is stored, so the caller may delete dir right after.
 func Stage(ctx context.Context, obs jetstream.ObjectStore, name, dir string) (Staged, error) {
@@ -95,27 +105,14 @@ func Stage(ctx context.Context, obs jetstream.ObjectStore, name, dir string) (St
 
 // StageFiles is Stage restricted to the given slash-relative paths of
 // regular files under dir (all of dir when files is nil).
+//
+// The archive is read straight from the files into the Object Store's
+// chunks (no pipe, no copy of our own) and hashed once, by nats.go's Put:
+// the digest returned is the object's own SHA-256, which nats.go checks
+// again on every Get.
 func StageFiles(ctx context.Context, obs jetstream.ObjectStore, name, dir string, files []string) (Staged, error) {
 	ctx, cancel := transferContext(ctx)
 	defer cancel()
-	// nats.go's Put gives up when its window of in-flight chunks stalls
-	// for 200 ms (neither is configurable); a large checkpoint on a busy
-	// server can meet that, so the whole put is tried again.
-	var staged Staged
-	var err error
-	for try := 1; try <= stallRetries; try++ {
-		staged, err = stageOnce(ctx, obs, name, dir, files)
-		if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
-			return staged, err
-		}
-	}
-	return staged, err
-}
-
-// stallRetries is how many times a stalled put is tried.
-const stallRetries = 3
-
-func stageOnce(ctx context.Context, obs jetstream.ObjectStore, name, dir string, files []string) (Staged, error) {
 	info, err := os.Stat(dir)
 	if err != nil {
 		return Staged{}, fmt.Errorf("stage checkpoint %s: %w", name, err)
@@ -123,41 +120,83 @@ func stageOnce(ctx context.Context, obs jetstream.ObjectStore, name, dir string,
 	if !info.IsDir() {
 		return Staged{}, fmt.Errorf("stage checkpoint %s: %s is not a directory", name, dir)
 	}
-	pr, pw := io.Pipe()
-	h := sha256.New()
-	var size int64
-	written := make(chan struct{})
-	go func() {
-		defer close(written)
-		pw.CloseWithError(writeArchive(io.MultiWriter(pw, h), dir, files, &size))
-	}()
-	_, err = obs.Put(ctx, jetstream.ObjectMeta{Name: name}, pr)
-	pr.CloseWithError(err) // unblocks the writer if Put gave up early
-	<-written
+	entries, err := listEntries(dir, files)
 	if err != nil {
 		return Staged{}, fmt.Errorf("stage checkpoint %s: %w", name, err)
 	}
-	return Staged{Size: size, Digest: digest(h)}, nil
+	// nats.go's Put gives up when its window of in-flight chunks stalls
+	// for 200 ms (neither is configurable); a large checkpoint on a busy
+	// server can meet that, so the whole put is tried again.
+	chunk := uint32(ChunkSize)
+	var staged Staged
+	for try := 1; try <= stallRetries; try++ {
+		staged, err = stageOnce(ctx, obs, name, entries, chunk)
+		if errors.Is(err, nats.ErrMaxPayload) && chunk > defaultChunkSize {
+			chunk, try = defaultChunkSize, try-1 // the server takes smaller messages
+			continue
+		}
+		if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+			break
+		}
+	}
+	if err != nil {
+		return Staged{}, fmt.Errorf("stage checkpoint %s: %w", name, err)
+	}
+	return staged, nil
 }
 
-func digest(h hash.Hash) string { return "sha256:" + hex.EncodeToString(h.Sum(nil)) }
+// stallRetries is how many times a stalled put is tried.
+const stallRetries = 3
 
-// writeArchive writes dir (or only files, when not nil) as a tar stream,
-// in lexical order.
-func writeArchive(w io.Writer, dir string, files []string, size *int64) error {
-	tw := tar.NewWriter(w)
+// defaultChunkSize is nats.go's chunk size, for servers whose max_payload
+// is below ChunkSize.
+const defaultChunkSize = 128 << 10
+
+func stageOnce(ctx context.Context, obs jetstream.ObjectStore, name string, entries []entry, chunk uint32) (Staged, error) {
+	ar := &archiveReader{entries: entries}
+	defer ar.close()
+	info, err := obs.Put(ctx, jetstream.ObjectMeta{Name: name, Opts: &jetstream.ObjectMetaOptions{ChunkSize: chunk}}, ar)
+	if err != nil {
+		return Staged{}, err
+	}
+	d, err := objectDigest(info)
+	if err != nil {
+		return Staged{}, err
+	}
+	return Staged{Size: ar.size, Digest: d}, nil
+}
+
+// objectDigest is an object's SHA-256 as "sha256:<hex>", the checkpoint
+// events' form of nats.go's "SHA-256=<base64url>".
+func objectDigest(info *jetstream.ObjectInfo) (string, error) {
+	sum, err := jetstream.DecodeObjectDigest(info.Digest)
+	if err != nil || len(sum) != sha256.Size {
+		return "", fmt.Errorf("object %s has no valid digest (%q): %w", info.Name, info.Digest, errors.Join(err, jetstream.ErrInvalidDigestFormat))
+	}
+	return "sha256:" + hex.EncodeToString(sum), nil
+}
+
+// entry is one member of an archive: a file, folder or symlink of dir.
+type entry struct {
+	path string // on disk
+	rel  string // slash-relative name in the archive
+	info fs.FileInfo
+}
+
+// listEntries lists dir (or only files, when not nil) in archive order:
+// lexical, as filepath.WalkDir visits it.
+func listEntries(dir string, files []string) ([]entry, error) {
+	var out []entry
 	if files != nil {
 		for _, rel := range files {
 			p := filepath.Join(dir, filepath.FromSlash(rel))
 			info, err := os.Lstat(p)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			if err := addEntry(tw, p, rel, fs.FileInfoToDirEntry(info), size); err != nil {
-				return err
-			}
+			out = append(out, entry{path: p, rel: rel, info: info})
 		}
-		return tw.Close()
+		return out, nil
 	}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -167,48 +206,126 @@ func writeArchive(w io.Writer, dir string, files []string, size *int64) error {
 		if err != nil || rel == "." {
 			return err
 		}
-		return addEntry(tw, p, filepath.ToSlash(rel), d, size)
-	})
-	if err != nil {
-		return err
-	}
-	return tw.Close()
-}
-
-func addEntry(tw *tar.Writer, path, rel string, d fs.DirEntry, size *int64) error {
-	info, err := d.Info()
-	if err != nil {
-		return err
-	}
-	link := ""
-	if info.Mode()&fs.ModeSymlink != 0 {
-		if link, err = os.Readlink(path); err != nil {
+		info, err := d.Info()
+		if err != nil {
 			return err
 		}
+		out = append(out, entry{path: p, rel: filepath.ToSlash(rel), info: info})
+		return nil
+	})
+	return out, err
+}
+
+// header is the tar header block(s) of an entry.
+func header(e entry) ([]byte, error) {
+	link := ""
+	if e.info.Mode()&fs.ModeSymlink != 0 {
+		var err error
+		if link, err = os.Readlink(e.path); err != nil {
+			return nil, err
+		}
 	}
-	hdr, err := tar.FileInfoHeader(info, link)
+	hdr, err := tar.FileInfoHeader(e.info, link)
 	if err != nil {
-		return fmt.Errorf("%s: %w", rel, err)
+		return nil, fmt.Errorf("%s: %w", e.rel, err)
 	}
-	hdr.Name = rel
-	if info.IsDir() {
+	hdr.Name = e.rel
+	if e.info.IsDir() {
 		hdr.Name += "/"
 	}
 	hdr.Uname, hdr.Gname = "", ""
-	if err := tw.WriteHeader(hdr); err != nil {
-		return err
+	var buf bytes.Buffer
+	// The writer is dropped after the header: the body is read by
+	// archiveReader, not written through it.
+	if err := tar.NewWriter(&buf).WriteHeader(hdr); err != nil {
+		return nil, fmt.Errorf("%s: %w", e.rel, err)
 	}
-	if !info.Mode().IsRegular() {
-		return nil
+	return buf.Bytes(), nil
+}
+
+// archiveReader reads entries as a tar stream: each entry's header, then
+// a regular file's bytes read straight from the file into the caller's
+// buffer, then the padding to 512 bytes; at the end the two zero blocks.
+// Each Read fills its buffer unless the stream ends, so nats.go's Put
+// sends whole chunks. A file that changes size while it is read is an
+// error, as with archive/tar's writer.
+type archiveReader struct {
+	entries []entry
+	next    int      // the entry to start after the current one
+	pending []byte   // header or padding bytes still to return
+	file    *os.File // the regular file being read
+	left    int64    // bytes of file still to read
+	pad     int      // zero bytes after file
+	size    int64    // bytes of regular files read
+	ended   bool     // the trailer has been queued
+}
+
+var zeros [1024]byte
+
+func (a *archiveReader) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		switch {
+		case len(a.pending) > 0:
+			c := copy(p[n:], a.pending)
+			a.pending = a.pending[c:]
+			n += c
+		case a.file != nil && a.left > 0:
+			want := p[n:]
+			if int64(len(want)) > a.left {
+				want = want[:a.left]
+			}
+			c, err := a.file.Read(want)
+			n += c
+			a.left -= int64(c)
+			a.size += int64(c)
+			if errors.Is(err, io.EOF) && a.left > 0 {
+				return n, fmt.Errorf("%s: %w (the file shrank while it was staged)", a.entries[a.next-1].rel, io.ErrUnexpectedEOF)
+			}
+			if err != nil && !errors.Is(err, io.EOF) {
+				return n, fmt.Errorf("%s: %w", a.entries[a.next-1].rel, err)
+			}
+		case a.file != nil:
+			var one [1]byte
+			if c, _ := a.file.Read(one[:]); c > 0 {
+				return n, fmt.Errorf("%s: %w (the file grew while it was staged)", a.entries[a.next-1].rel, tar.ErrWriteTooLong)
+			}
+			a.file.Close()
+			a.file = nil
+			a.pending = zeros[:a.pad]
+		case a.next < len(a.entries):
+			e := a.entries[a.next]
+			a.next++
+			hdr, err := header(e)
+			if err != nil {
+				return n, err
+			}
+			a.pending = hdr
+			if e.info.Mode().IsRegular() {
+				f, err := os.Open(e.path)
+				if err != nil {
+					return n, err
+				}
+				a.file, a.left = f, e.info.Size()
+				a.pad = int(-e.info.Size() & 511)
+			}
+		case !a.ended:
+			a.ended = true
+			a.pending = zeros[:]
+		default:
+			if n == 0 {
+				return 0, io.EOF
+			}
+			return n, nil
+		}
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return err
+	return n, nil
+}
+
+func (a *archiveReader) close() {
+	if a.file != nil {
+		a.file.Close()
 	}
-	defer f.Close()
-	n, err := io.Copy(tw, f)
-	*size += n
-	return err
 }
 
 // Fetch downloads object name from obs into dir, which must not exist
@@ -247,13 +364,53 @@ func Fetch(ctx context.Context, obs jetstream.ObjectStore, name, want, dir strin
 // entry that would leave its directory stops the walk with ErrUnsafeEntry.
 // fn's effects stand even when the digest turns out wrong: callers write to
 // a place they discard on error.
+//
+// When r is an Object Store object (what ObjectStore.Get returns), its
+// bytes are hashed once, by nats.go, which fails the read at the end of a
+// copy that does not match the object's digest; Walk checks that digest
+// against want before reading. Any other reader is hashed here.
 func Walk(r io.Reader, want string, fn func(hdr *tar.Header, rel string, body io.Reader) error) error {
-	h := sha256.New()
-	tr := tar.NewReader(io.TeeReader(r, h))
+	var h hash.Hash
+	if obj, ok := r.(jetstream.ObjectResult); ok {
+		info, err := obj.Info()
+		if err != nil {
+			return err
+		}
+		got, err := objectDigest(info)
+		if err != nil {
+			return err
+		}
+		if got != want {
+			return fmt.Errorf("%w: the event says %s, the stored object is %s", ErrDigestMismatch, want, got)
+		}
+	} else {
+		h = sha256.New()
+		r = io.TeeReader(r, h)
+	}
+	err := walk(r, fn)
+	if err == nil {
+		_, err = io.Copy(io.Discard, r) // the trailing padding; nats.go checks the digest at its end
+	}
+	if errors.Is(err, jetstream.ErrDigestMismatch) {
+		return fmt.Errorf("%w: the copy read does not match the stored object's %s", ErrDigestMismatch, want)
+	}
+	if err != nil {
+		return err
+	}
+	if h != nil {
+		if got := digest(h); got != want {
+			return fmt.Errorf("%w: the event says %s, the copy is %s", ErrDigestMismatch, want, got)
+		}
+	}
+	return nil
+}
+
+func walk(r io.Reader, fn func(hdr *tar.Header, rel string, body io.Reader) error) error {
+	tr := tar.NewReader(r)
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			break
+			return nil
 		}
 		if err != nil {
 			return err
@@ -269,13 +426,16 @@ func Walk(r io.Reader, want string, fn func(hdr *tar.Header, rel string, body io
 			return fmt.Errorf("%s: %w", hdr.Name, err)
 		}
 	}
-	if _, err := io.Copy(h, r); err != nil { // the archive's trailing padding
-		return err
-	}
-	if got := digest(h); got != want {
-		return fmt.Errorf("%w: the event says %s, the copy is %s", ErrDigestMismatch, want, got)
-	}
-	return nil
+}
+
+func digest(h hash.Hash) string { return "sha256:" + hex.EncodeToString(h.Sum(nil)) }
+
+// copyBody copies a file's body of size bytes with a buffer of up to one
+// Object Store chunk, so that one write takes a whole chunk.
+func copyBody(dst io.Writer, body io.Reader, size int64) error {
+	buf := make([]byte, min(max(size, 32<<10), ChunkSize))
+	_, err := io.CopyBuffer(struct{ io.Writer }{dst}, body, buf)
+	return err
 }
 
 func extractEntry(body io.Reader, hdr *tar.Header, dir, target string) error {
@@ -291,7 +451,7 @@ func extractEntry(body io.Reader, hdr *tar.Header, dir, target string) error {
 		if err != nil {
 			return err
 		}
-		if _, err := io.Copy(f, body); err != nil {
+		if err := copyBody(f, body, hdr.Size); err != nil {
 			f.Close()
 			return err
 		}
