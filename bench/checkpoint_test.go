@@ -276,15 +276,16 @@ func copyFileSync(src, dst string) error {
 }
 
 // rawObjectRoundTrip puts a file into the Object Store as one object and
-// gets it back into dst, with no archive and no digest of our own: the
-// ceiling for ckpt.Stage and ckpt.Fetch over this transport.
+// gets it back into dst, with no archive and no digest of our own, in
+// ckpt's chunk size and write buffer: the ceiling for ckpt.Stage and
+// ckpt.Fetch over this transport.
 func rawObjectRoundTrip(ctx context.Context, obs jetstream.ObjectStore, name, src, dst string) (time.Duration, error) {
 	start := time.Now()
 	in, err := os.Open(src)
 	if err != nil {
 		return 0, err
 	}
-	_, err = obs.Put(ctx, jetstream.ObjectMeta{Name: name}, in)
+	_, err = obs.Put(ctx, jetstream.ObjectMeta{Name: name, Opts: &jetstream.ObjectMetaOptions{ChunkSize: ckpt.ChunkSize}}, in)
 	in.Close()
 	if err != nil {
 		return 0, err
@@ -301,7 +302,7 @@ func rawObjectRoundTrip(ctx context.Context, obs jetstream.ObjectStore, name, sr
 	if err != nil {
 		return 0, err
 	}
-	if _, err := io.Copy(out, r); err != nil {
+	if _, err := io.CopyBuffer(struct{ io.Writer }{out}, r, make([]byte, ckpt.ChunkSize)); err != nil {
 		out.Close()
 		return 0, err
 	}
