@@ -30,7 +30,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -58,7 +57,7 @@ func Store(ctx context.Context, js jetstream.JetStream, exp string) (jetstream.O
 // StoreReplicated is Store creating the bucket with the given replicas.
 func StoreReplicated(ctx context.Context, js jetstream.JetStream, exp string, replicas int) (jetstream.ObjectStore, error) {
 	if obs, err := js.ObjectStore(ctx, Bucket(exp)); err == nil {
-		return obs, nil
+		return &store{ObjectStore: obs, js: js, bucket: Bucket(exp)}, nil
 	}
 	obs, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
 		Bucket:      Bucket(exp),
@@ -69,7 +68,7 @@ func StoreReplicated(ctx context.Context, js jetstream.JetStream, exp string, re
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint store of %s: %w", exp, err)
 	}
-	return obs, nil
+	return &store{ObjectStore: obs, js: js, bucket: Bucket(exp)}, nil
 }
 
 // TransferTimeout bounds one checkpoint transfer when the caller's context
@@ -91,12 +90,6 @@ type Staged struct {
 	Digest string // "sha256:<hex>" of the archive
 }
 
-// ChunkSize is the Object Store chunk a checkpoint is stored in: one
-// message per MB rather than nats.go's default 128 KB, which halves the
-// messages' per-chunk costs. It fits the server's default max_payload
-// (1 MB); a server configured with less gets nats.go's default chunk.
-const ChunkSize = 1 << 20
-
 // Stage archives dir into obs under name. It returns once the whole
 // archive is stored, so the caller may delete dir right after.
 func Stage(ctx context.Context, obs jetstream.ObjectStore, name, dir string) (Staged, error) {
@@ -107,9 +100,10 @@ func Stage(ctx context.Context, obs jetstream.ObjectStore, name, dir string) (St
 // regular files under dir (all of dir when files is nil).
 //
 // The archive is read straight from the files into the Object Store's
-// chunks (no pipe, no copy of our own) and hashed once, by nats.go's Put:
-// the digest returned is the object's own SHA-256, which nats.go checks
-// again on every Get.
+// chunks (no pipe) and hashed once, as it is put: the digest returned is
+// the object's own SHA-256, which nats.go checks again on every Get. A
+// store from Store is written in ChunkSize chunks with a bounded window
+// (see put); any other with nats.go's Put in safeChunkSize chunks.
 func StageFiles(ctx context.Context, obs jetstream.ObjectStore, name, dir string, files []string) (Staged, error) {
 	ctx, cancel := transferContext(ctx)
 	defer cancel()
@@ -124,17 +118,12 @@ func StageFiles(ctx context.Context, obs jetstream.ObjectStore, name, dir string
 	if err != nil {
 		return Staged{}, fmt.Errorf("stage checkpoint %s: %w", name, err)
 	}
-	// nats.go's Put gives up when its window of in-flight chunks stalls
-	// for 200 ms (neither is configurable); a large checkpoint on a busy
+	// A put gives up when its window of in-flight chunks stalls (nats.go's
+	// Put after 200 ms, put after stallWait); a large checkpoint on a busy
 	// server can meet that, so the whole put is tried again.
-	chunk := uint32(ChunkSize)
 	var staged Staged
 	for try := 1; try <= stallRetries; try++ {
-		staged, err = stageOnce(ctx, obs, name, entries, chunk)
-		if errors.Is(err, nats.ErrMaxPayload) && chunk > defaultChunkSize {
-			chunk, try = defaultChunkSize, try-1 // the server takes smaller messages
-			continue
-		}
+		staged, err = stageOnce(ctx, obs, name, entries)
 		if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
 			break
 		}
@@ -148,14 +137,16 @@ func StageFiles(ctx context.Context, obs jetstream.ObjectStore, name, dir string
 // stallRetries is how many times a stalled put is tried.
 const stallRetries = 3
 
-// defaultChunkSize is nats.go's chunk size, for servers whose max_payload
-// is below ChunkSize.
-const defaultChunkSize = 128 << 10
-
-func stageOnce(ctx context.Context, obs jetstream.ObjectStore, name string, entries []entry, chunk uint32) (Staged, error) {
+func stageOnce(ctx context.Context, obs jetstream.ObjectStore, name string, entries []entry) (Staged, error) {
 	ar := &archiveReader{entries: entries}
 	defer ar.close()
-	info, err := obs.Put(ctx, jetstream.ObjectMeta{Name: name, Opts: &jetstream.ObjectMetaOptions{ChunkSize: chunk}}, ar)
+	var info *jetstream.ObjectInfo
+	var err error
+	if s, ok := obs.(*store); ok {
+		info, err = s.put(ctx, name, ar)
+	} else {
+		info, err = obs.Put(ctx, jetstream.ObjectMeta{Name: name, Opts: &jetstream.ObjectMetaOptions{ChunkSize: safeChunkSize}}, ar)
+	}
 	if err != nil {
 		return Staged{}, err
 	}

@@ -13,7 +13,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tunejet/tunejet/internal/bus/bustest"
@@ -280,5 +283,96 @@ func TestStageRejectsAFile(t *testing.T) {
 	}
 	if _, err := ckpt.Stage(t.Context(), store(t), "t1/checkpoint_000000", f); err == nil {
 		t.Fatal("staging a file instead of a directory succeeded")
+	}
+}
+
+// TestStageReplacesAndFreesTheOldChunks stages a checkpoint over an
+// existing one: Fetch gets the new one, and the old one's chunks are gone
+// from the stream.
+func TestStageReplacesAndFreesTheOldChunks(t *testing.T) {
+	obs, js := storeJS(t)
+	ctx := t.Context()
+	const name = "t1/checkpoint_000003"
+	src := t.TempDir()
+	write(t, src, tree{"model.bin": random(t, 3*ckpt.ChunkSize)})
+	if _, err := ckpt.Stage(ctx, obs, name, src); err != nil {
+		t.Fatal(err)
+	}
+	first, err := obs.GetInfo(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Chunks < 3 {
+		t.Fatalf("3 MB in %d chunks of %d bytes, want ≥ 3", first.Chunks, first.Opts.ChunkSize)
+	}
+	write(t, src, tree{"model.bin": []byte("smaller")})
+	staged, err := ckpt.Stage(ctx, obs, name, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := js.Stream(ctx, "OBJ_"+ckpt.Bucket("exp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = stream.GetLastMsgForSubject(ctx, "$O."+ckpt.Bucket("exp")+".C."+first.NUID)
+	if !errors.Is(err, jetstream.ErrMsgNotFound) {
+		t.Fatalf("the replaced version's chunks: got %v, want them purged", err)
+	}
+	dst := filepath.Join(t.TempDir(), "x")
+	if err := ckpt.Fetch(ctx, obs, name, staged.Digest, dst); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(filepath.Join(dst, "model.bin")); err != nil || string(data) != "smaller" {
+		t.Fatalf("fetched %q (%v), want the second version", data, err)
+	}
+}
+
+// TestStageThroughAnyObjectStore stages through a handle that did not come
+// from ckpt.Store (nats.go's own Put) and fetches it back.
+func TestStageThroughAnyObjectStore(t *testing.T) {
+	_, js := storeJS(t)
+	obs, err := js.ObjectStore(t.Context(), ckpt.Bucket("exp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	roundTrip(t, obs, tree{"a/model.bin": random(t, ckpt.ChunkSize+5), "empty": {}})
+}
+
+// TestStageFitsTheServersMaxPayload stages a checkpoint on a server whose
+// max_payload is below ckpt.ChunkSize: the chunks shrink to fit.
+func TestStageFitsTheServersMaxPayload(t *testing.T) {
+	const maxPayload = 100_000
+	s, err := server.NewServer(&server.Options{
+		JetStream: true, StoreDir: t.TempDir(), Host: "127.0.0.1", Port: server.RANDOM_PORT,
+		MaxPayload: maxPayload, NoLog: true, NoSigs: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	t.Cleanup(s.Shutdown)
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	nc, err := nats.Connect(s.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, err := ckpt.Store(t.Context(), js, "exp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	roundTrip(t, obs, tree{"model.bin": random(t, 1<<20)})
+	info, err := obs.GetInfo(t.Context(), "t1/checkpoint_000000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Opts == nil || info.Opts.ChunkSize > maxPayload || info.Chunks < 11 {
+		t.Fatalf("1 MB stored as %d chunks (options %+v), want chunks of at most %d bytes", info.Chunks, info.Opts, maxPayload)
 	}
 }
