@@ -359,6 +359,7 @@ func BenchmarkCheckpointPersistence(b *testing.B) {
 // persisted is what the log says about one checkpoint, by receipt time.
 type persistedCkpt struct {
 	checkpointed, persisted time.Time
+	persistedCPU            time.Duration // the process's CPU time then
 }
 
 func persistence(b *testing.B, size int, backend string) {
@@ -384,15 +385,16 @@ func persistence(b *testing.B, size int, backend string) {
 	// benchmark to see each one persisted and to run the baseline copy.
 	type call struct {
 		start, end time.Time
+		startCPU   time.Duration
 		err        error
 	}
 	calls := make(chan call, 1)
 	next := make(chan struct{})
 	fn := func(ctx context.Context, config map[string]any) error {
 		for r := 0; r < n; r++ {
-			start := time.Now()
+			startCPU, start := cpuTime(), time.Now()
 			err := tune.Report(ctx, map[string]any{"rep": r}, tune.WithCheckpoint(src))
-			calls <- call{start, time.Now(), err}
+			calls <- call{start, time.Now(), startCPU, err}
 			if err != nil {
 				return err
 			}
@@ -436,7 +438,7 @@ func persistence(b *testing.B, size int, backend string) {
 				seen[p.Name] = c
 			}
 			if c.persisted.IsZero() {
-				c.persisted = at
+				c.persisted, c.persistedCPU = at, cpuTime()
 				got <- p.Name
 			}
 		}
@@ -459,7 +461,7 @@ func persistence(b *testing.B, size int, backend string) {
 		fitDone <- fitResult{g: g, err: err}
 	}()
 
-	var totals, stagesD, persistsD, baselines []time.Duration
+	var totals, stagesD, persistsD, baselines, cpus, baselineCPUs []time.Duration
 	for r := 0; r < n; r++ {
 		var c call
 		select {
@@ -487,15 +489,17 @@ func persistence(b *testing.B, size int, backend string) {
 		totals = append(totals, pc.persisted.Sub(c.start))
 		stagesD = append(stagesD, c.end.Sub(c.start))
 		persistsD = append(persistsD, pc.persisted.Sub(c.end))
+		cpus = append(cpus, pc.persistedCPU-c.startCPU)
 
 		// The baseline: the same bytes to the same place, one plain copy.
 		key := fmt.Sprintf("baseline/copy_%06d/model.bin", r)
 		settle()
-		start := time.Now()
+		cpu, start := cpuTime(), time.Now()
 		if err := baselineCopy(ctx, bkt, storagePath, file, key); err != nil {
 			b.Fatal(err)
 		}
 		baselines = append(baselines, time.Since(start))
+		baselineCPUs = append(baselineCPUs, cpuTime()-cpu)
 		if err := bkt.Delete(ctx, key); err != nil {
 			b.Fatal(err)
 		}
@@ -539,6 +543,10 @@ func persistence(b *testing.B, size int, backend string) {
 	b.ReportMetric(tot.Seconds(), "report_to_persisted_s")
 	b.Logf("%s checkpoint to %s, medians of %d: Report → checkpoint.persisted %v (%.0f MB/s) = Report staging it %v + syncer persisting it %v; plain copy to the same place %v (%.0f MB/s); ratio %.2f (target ≥ 0.5)",
 		sizeName(size), backend, n, short(tot), mbps(size, tot), short(st), short(pe), short(bl), mbps(size, bl), bl.Seconds()/tot.Seconds())
+	cc, bc := median(cpus), median(baselineCPUs)
+	b.ReportMetric(float64(cc.Microseconds())/1000, "report_to_persisted_cpu_ms")
+	b.Logf("CPU time of the process (every service, the in-process nats-server and S3 server), medians: Report → persisted %v; plain copy %v",
+		short(cc), short(bc))
 }
 
 // baselineCopy writes a file's bytes to storage the plain way: io.Copy to a
