@@ -227,17 +227,13 @@ func (a *attempt) heartbeat() func() {
 		for {
 			select {
 			case <-t.C:
-				// InProgress first: the check below makes two requests of up
-				// to 2 s each, and on a busy server (a 1 GB checkpoint in
-				// flight) waiting for them let AckWait pass without a
-				// heartbeat, so the trial was taken for lost.
-				if err := a.msg.InProgress(); err != nil {
-					a.log.Warn().Err(err).Msg("heartbeat")
-				}
 				if a.overtaken() {
 					a.superseded.Store(true)
 					a.cancel(ErrSuperseded)
 					return
+				}
+				if err := a.msg.InProgress(); err != nil {
+					a.log.Warn().Err(err).Msg("heartbeat")
 				}
 			case <-done:
 				return
