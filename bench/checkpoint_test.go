@@ -504,7 +504,15 @@ func persistence(b *testing.B, size int, backend string) {
 			b.Fatal(err)
 		}
 		settle()
-		next <- struct{}{}
+		select {
+		case next <- struct{}{}:
+		case res := <-fitDone: // the trial ended before its next checkpoint
+			errs := ""
+			if res.g != nil && res.g.Len() > 0 {
+				errs = fmt.Sprint(res.g.Errors())
+			}
+			b.Fatalf("after %s: Fit returned (%v) with the trial's error %q", name, res.err, errs)
+		}
 	}
 	var res fitResult
 	select {
