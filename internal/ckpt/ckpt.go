@@ -6,8 +6,8 @@
 // A checkpoint is one object: a tar archive of the directory (regular
 // files, folders — empty ones too — and relative symlinks that stay inside
 // it), streamed without a temporary copy. The archive's SHA-256 is the
-// checkpoint's digest: the one the Object Store computes on Put (hashed
-// once, by nats.go). Fetch refuses an object whose digest is not the
+// checkpoint's digest: the object's own Object Store digest, computed once
+// as the archive is put. Fetch refuses an object whose digest is not the
 // event's, and nats.go's Get refuses bytes that do not match the object's
 // digest, so a damaged checkpoint is an error, never a silent resume.
 // Extraction refuses entries that would leave the target directory.
