@@ -6,13 +6,16 @@
 // A checkpoint is one object: a tar archive of the directory (regular
 // files, folders — empty ones too — and relative symlinks that stay inside
 // it), streamed without a temporary copy. The archive's SHA-256 is the
-// checkpoint's digest; Fetch recomputes it and refuses a copy that does not
-// match, so a damaged checkpoint is an error, never a silent resume.
+// checkpoint's digest: the object's own Object Store digest, computed once
+// as the archive is put. Fetch refuses an object whose digest is not the
+// event's, and nats.go's Get refuses bytes that do not match the object's
+// digest, so a damaged checkpoint is an error, never a silent resume.
 // Extraction refuses entries that would leave the target directory.
 package ckpt
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -45,6 +48,13 @@ func ObjectName(trialID, checkpoint string) string { return trialID + "/" + chec
 
 // Name is checkpoint_NNNNNN for index.
 func Name(index int) string { return fmt.Sprintf("checkpoint_%06d", index) }
+
+// ChunkSize is the Object Store chunk a checkpoint is stored in. nats.go's
+// Put keeps up to 4,000 chunks unacknowledged whatever their size, and
+// nats-server refuses a stream's messages ("429 too many requests") once
+// 128 MB wait to be stored, so larger chunks overrun a busy server (1 MB
+// chunks failed a 1 GB put under load): 4,000 of 32 KB stay under it.
+const ChunkSize = 32 << 10
 
 // Store opens (creating if needed) the experiment's checkpoint bucket.
 func Store(ctx context.Context, js jetstream.JetStream, exp string) (jetstream.ObjectStore, error) {
@@ -151,6 +161,10 @@ func Stage(ctx context.Context, obs jetstream.ObjectStore, name, dir string) (St
 // StageFiles is Stage restricted to the given slash-relative paths of
 // regular files under dir (all of dir when files is nil).
 //
+// The archive is read straight from the files into the Object Store's
+// chunks (no pipe) and hashed once, by nats.go's Put: the digest returned
+// is the object's own SHA-256, which nats.go checks again on every Get.
+//
 // Unlike Fetch, a put gets no TransferTimeout: nats.go bounds a put
 // without deadline per chunk (each acknowledgement, and the purge of a
 // failed put, within its 5 s request timeout), not as a whole. With a
@@ -158,25 +172,6 @@ func Stage(ctx context.Context, obs jetstream.ObjectStore, name, dir string) (St
 // stream leader died with chunks in flight hung for the hour, and the
 // trial with it.
 func StageFiles(ctx context.Context, obs jetstream.ObjectStore, name, dir string, files []string) (Staged, error) {
-	// nats.go's Put gives up when its window of in-flight chunks stalls
-	// for 200 ms, or a chunk goes unacknowledged for 5 s (neither is
-	// configurable); a large checkpoint on a busy server can meet that,
-	// so the whole put is tried again.
-	var staged Staged
-	var err error
-	for try := 1; try <= stallRetries; try++ {
-		staged, err = stageOnce(ctx, obs, name, dir, files)
-		if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) && !errors.Is(err, jetstream.ErrAsyncPublishTimeout) {
-			return staged, err
-		}
-	}
-	return staged, err
-}
-
-// stallRetries is how many times a stalled put is tried.
-const stallRetries = 3
-
-func stageOnce(ctx context.Context, obs jetstream.ObjectStore, name, dir string, files []string) (Staged, error) {
 	info, err := os.Stat(dir)
 	if err != nil {
 		return Staged{}, fmt.Errorf("stage checkpoint %s: %w", name, err)
@@ -184,41 +179,75 @@ func stageOnce(ctx context.Context, obs jetstream.ObjectStore, name, dir string,
 	if !info.IsDir() {
 		return Staged{}, fmt.Errorf("stage checkpoint %s: %s is not a directory", name, dir)
 	}
-	pr, pw := io.Pipe()
-	h := sha256.New()
-	var size int64
-	written := make(chan struct{})
-	go func() {
-		defer close(written)
-		pw.CloseWithError(writeArchive(io.MultiWriter(pw, h), dir, files, &size))
-	}()
-	_, err = obs.Put(ctx, jetstream.ObjectMeta{Name: name}, pr)
-	pr.CloseWithError(err) // unblocks the writer if Put gave up early
-	<-written
+	entries, err := listEntries(dir, files)
 	if err != nil {
 		return Staged{}, fmt.Errorf("stage checkpoint %s: %w", name, err)
 	}
-	return Staged{Size: size, Digest: digest(h)}, nil
+	// nats.go's Put gives up when its window of in-flight chunks stalls
+	// for 200 ms, or a chunk goes unacknowledged for 5 s (neither is
+	// configurable); a large checkpoint on a busy server can meet that,
+	// so the whole put is tried again.
+	var staged Staged
+	for try := 1; try <= stallRetries; try++ {
+		staged, err = stageOnce(ctx, obs, name, entries)
+		if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) && !errors.Is(err, jetstream.ErrAsyncPublishTimeout) {
+			break
+		}
+	}
+	if err != nil {
+		return Staged{}, fmt.Errorf("stage checkpoint %s: %w", name, err)
+	}
+	return staged, nil
 }
 
-func digest(h hash.Hash) string { return "sha256:" + hex.EncodeToString(h.Sum(nil)) }
+// stallRetries is how many times a stalled put is tried.
+const stallRetries = 3
 
-// writeArchive writes dir (or only files, when not nil) as a tar stream,
-// in lexical order.
-func writeArchive(w io.Writer, dir string, files []string, size *int64) error {
-	tw := tar.NewWriter(w)
+func stageOnce(ctx context.Context, obs jetstream.ObjectStore, name string, entries []entry) (Staged, error) {
+	ar := &archiveReader{entries: entries}
+	defer ar.close()
+	info, err := obs.Put(ctx, jetstream.ObjectMeta{Name: name, Opts: &jetstream.ObjectMetaOptions{ChunkSize: ChunkSize}}, ar)
+	if err != nil {
+		return Staged{}, err
+	}
+	d, err := objectDigest(info)
+	if err != nil {
+		return Staged{}, err
+	}
+	return Staged{Size: ar.size, Digest: d}, nil
+}
+
+// objectDigest is an object's SHA-256 as "sha256:<hex>", the checkpoint
+// events' form of nats.go's "SHA-256=<base64url>".
+func objectDigest(info *jetstream.ObjectInfo) (string, error) {
+	sum, err := jetstream.DecodeObjectDigest(info.Digest)
+	if err != nil || len(sum) != sha256.Size {
+		return "", fmt.Errorf("object %s has no valid digest (%q): %w", info.Name, info.Digest, errors.Join(err, jetstream.ErrInvalidDigestFormat))
+	}
+	return "sha256:" + hex.EncodeToString(sum), nil
+}
+
+// entry is one member of an archive: a file, folder or symlink of dir.
+type entry struct {
+	path string // on disk
+	rel  string // slash-relative name in the archive
+	info fs.FileInfo
+}
+
+// listEntries lists dir (or only files, when not nil) in archive order:
+// lexical, as filepath.WalkDir visits it.
+func listEntries(dir string, files []string) ([]entry, error) {
+	var out []entry
 	if files != nil {
 		for _, rel := range files {
 			p := filepath.Join(dir, filepath.FromSlash(rel))
 			info, err := os.Lstat(p)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			if err := addEntry(tw, p, rel, fs.FileInfoToDirEntry(info), size); err != nil {
-				return err
-			}
+			out = append(out, entry{path: p, rel: rel, info: info})
 		}
-		return tw.Close()
+		return out, nil
 	}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -228,48 +257,126 @@ func writeArchive(w io.Writer, dir string, files []string, size *int64) error {
 		if err != nil || rel == "." {
 			return err
 		}
-		return addEntry(tw, p, filepath.ToSlash(rel), d, size)
-	})
-	if err != nil {
-		return err
-	}
-	return tw.Close()
-}
-
-func addEntry(tw *tar.Writer, path, rel string, d fs.DirEntry, size *int64) error {
-	info, err := d.Info()
-	if err != nil {
-		return err
-	}
-	link := ""
-	if info.Mode()&fs.ModeSymlink != 0 {
-		if link, err = os.Readlink(path); err != nil {
+		info, err := d.Info()
+		if err != nil {
 			return err
 		}
+		out = append(out, entry{path: p, rel: filepath.ToSlash(rel), info: info})
+		return nil
+	})
+	return out, err
+}
+
+// header is the tar header block(s) of an entry.
+func header(e entry) ([]byte, error) {
+	link := ""
+	if e.info.Mode()&fs.ModeSymlink != 0 {
+		var err error
+		if link, err = os.Readlink(e.path); err != nil {
+			return nil, err
+		}
 	}
-	hdr, err := tar.FileInfoHeader(info, link)
+	hdr, err := tar.FileInfoHeader(e.info, link)
 	if err != nil {
-		return fmt.Errorf("%s: %w", rel, err)
+		return nil, fmt.Errorf("%s: %w", e.rel, err)
 	}
-	hdr.Name = rel
-	if info.IsDir() {
+	hdr.Name = e.rel
+	if e.info.IsDir() {
 		hdr.Name += "/"
 	}
 	hdr.Uname, hdr.Gname = "", ""
-	if err := tw.WriteHeader(hdr); err != nil {
-		return err
+	var buf bytes.Buffer
+	// The writer is dropped after the header: the body is read by
+	// archiveReader, not written through it.
+	if err := tar.NewWriter(&buf).WriteHeader(hdr); err != nil {
+		return nil, fmt.Errorf("%s: %w", e.rel, err)
 	}
-	if !info.Mode().IsRegular() {
-		return nil
+	return buf.Bytes(), nil
+}
+
+// archiveReader reads entries as a tar stream: each entry's header, then
+// a regular file's bytes read straight from the file into the caller's
+// buffer, then the padding to 512 bytes; at the end the two zero blocks.
+// Each Read fills its buffer unless the stream ends, so nats.go's Put
+// sends whole chunks. A file that changes size while it is read is an
+// error, as with archive/tar's writer.
+type archiveReader struct {
+	entries []entry
+	next    int      // the entry to start after the current one
+	pending []byte   // header or padding bytes still to return
+	file    *os.File // the regular file being read
+	left    int64    // bytes of file still to read
+	pad     int      // zero bytes after file
+	size    int64    // bytes of regular files read
+	ended   bool     // the trailer has been queued
+}
+
+var zeros [1024]byte
+
+func (a *archiveReader) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		switch {
+		case len(a.pending) > 0:
+			c := copy(p[n:], a.pending)
+			a.pending = a.pending[c:]
+			n += c
+		case a.file != nil && a.left > 0:
+			want := p[n:]
+			if int64(len(want)) > a.left {
+				want = want[:a.left]
+			}
+			c, err := a.file.Read(want)
+			n += c
+			a.left -= int64(c)
+			a.size += int64(c)
+			if errors.Is(err, io.EOF) && a.left > 0 {
+				return n, fmt.Errorf("%s: %w (the file shrank while it was staged)", a.entries[a.next-1].rel, io.ErrUnexpectedEOF)
+			}
+			if err != nil && !errors.Is(err, io.EOF) {
+				return n, fmt.Errorf("%s: %w", a.entries[a.next-1].rel, err)
+			}
+		case a.file != nil:
+			var one [1]byte
+			if c, _ := a.file.Read(one[:]); c > 0 {
+				return n, fmt.Errorf("%s: %w (the file grew while it was staged)", a.entries[a.next-1].rel, tar.ErrWriteTooLong)
+			}
+			a.file.Close()
+			a.file = nil
+			a.pending = zeros[:a.pad]
+		case a.next < len(a.entries):
+			e := a.entries[a.next]
+			a.next++
+			hdr, err := header(e)
+			if err != nil {
+				return n, err
+			}
+			a.pending = hdr
+			if e.info.Mode().IsRegular() {
+				f, err := os.Open(e.path)
+				if err != nil {
+					return n, err
+				}
+				a.file, a.left = f, e.info.Size()
+				a.pad = int(-e.info.Size() & 511)
+			}
+		case !a.ended:
+			a.ended = true
+			a.pending = zeros[:]
+		default:
+			if n == 0 {
+				return 0, io.EOF
+			}
+			return n, nil
+		}
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return err
+	return n, nil
+}
+
+func (a *archiveReader) close() {
+	if a.file != nil {
+		a.file.Close()
 	}
-	defer f.Close()
-	n, err := io.Copy(tw, f)
-	*size += n
-	return err
 }
 
 // Fetch downloads object name from obs into dir, which must not exist
@@ -308,13 +415,53 @@ func Fetch(ctx context.Context, obs jetstream.ObjectStore, name, want, dir strin
 // entry that would leave its directory stops the walk with ErrUnsafeEntry.
 // fn's effects stand even when the digest turns out wrong: callers write to
 // a place they discard on error.
+//
+// When r is an Object Store object (what ObjectStore.Get returns), its
+// bytes are hashed once, by nats.go, which fails the read at the end of a
+// copy that does not match the object's digest; Walk checks that digest
+// against want before reading. Any other reader is hashed here.
 func Walk(r io.Reader, want string, fn func(hdr *tar.Header, rel string, body io.Reader) error) error {
-	h := sha256.New()
-	tr := tar.NewReader(io.TeeReader(r, h))
+	var h hash.Hash
+	if obj, ok := r.(jetstream.ObjectResult); ok {
+		info, err := obj.Info()
+		if err != nil {
+			return err
+		}
+		got, err := objectDigest(info)
+		if err != nil {
+			return err
+		}
+		if got != want {
+			return fmt.Errorf("%w: the event says %s, the stored object is %s", ErrDigestMismatch, want, got)
+		}
+	} else {
+		h = sha256.New()
+		r = io.TeeReader(r, h)
+	}
+	err := walk(r, fn)
+	if err == nil {
+		_, err = io.Copy(io.Discard, r) // the trailing padding; nats.go checks the digest at its end
+	}
+	if errors.Is(err, jetstream.ErrDigestMismatch) {
+		return fmt.Errorf("%w: the copy read does not match the stored object's %s", ErrDigestMismatch, want)
+	}
+	if err != nil {
+		return err
+	}
+	if h != nil {
+		if got := digest(h); got != want {
+			return fmt.Errorf("%w: the event says %s, the copy is %s", ErrDigestMismatch, want, got)
+		}
+	}
+	return nil
+}
+
+func walk(r io.Reader, fn func(hdr *tar.Header, rel string, body io.Reader) error) error {
+	tr := tar.NewReader(r)
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			break
+			return nil
 		}
 		if err != nil {
 			return err
@@ -330,13 +477,16 @@ func Walk(r io.Reader, want string, fn func(hdr *tar.Header, rel string, body io
 			return fmt.Errorf("%s: %w", hdr.Name, err)
 		}
 	}
-	if _, err := io.Copy(h, r); err != nil { // the archive's trailing padding
-		return err
-	}
-	if got := digest(h); got != want {
-		return fmt.Errorf("%w: the event says %s, the copy is %s", ErrDigestMismatch, want, got)
-	}
-	return nil
+}
+
+func digest(h hash.Hash) string { return "sha256:" + hex.EncodeToString(h.Sum(nil)) }
+
+// copyBody copies a file's body of size bytes with a buffer of up to one
+// Object Store chunk, so that one write takes a whole chunk.
+func copyBody(dst io.Writer, body io.Reader, size int64) error {
+	buf := make([]byte, min(max(size, 32<<10), 1<<20))
+	_, err := io.CopyBuffer(struct{ io.Writer }{dst}, body, buf)
+	return err
 }
 
 func extractEntry(body io.Reader, hdr *tar.Header, dir, target string) error {
@@ -352,7 +502,7 @@ func extractEntry(body io.Reader, hdr *tar.Header, dir, target string) error {
 		if err != nil {
 			return err
 		}
-		if _, err := io.Copy(f, body); err != nil {
+		if err := copyBody(f, body, hdr.Size); err != nil {
 			f.Close()
 			return err
 		}

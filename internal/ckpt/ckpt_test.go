@@ -11,8 +11,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tunejet/tunejet/internal/bus/bustest"
@@ -21,12 +25,28 @@ import (
 
 func store(t *testing.T) jetstream.ObjectStore {
 	t.Helper()
+	obs, _ := storeJS(t)
+	return obs
+}
+
+func storeJS(t *testing.T) (jetstream.ObjectStore, jetstream.JetStream) {
+	t.Helper()
 	b := bustest.Start(t).Bus("test")
 	obs, err := ckpt.Store(t.Context(), b.JS, "exp")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return obs
+	return obs, b.JS
+}
+
+// random returns n random bytes.
+func random(t *testing.T, n int) []byte {
+	t.Helper()
+	data := make([]byte, n)
+	if _, err := rand.Read(data); err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
 
 // tree describes a directory: file contents by relative path; a path
@@ -129,6 +149,10 @@ func TestRoundTrip(t *testing.T) {
 		{"nested folders and empty files", tree{
 			"model.bin": []byte("weights"), "empty.txt": {}, "a/b/c/deep.json": []byte(`{"x":1}`),
 			"a/b/empty.bin": {}, "hollow/": nil, "a/hollow2/": nil,
+			// a name too long for a plain tar header, and a file that spans
+			// Object Store chunks and ends off a 512-byte block
+			"long/" + strings.Repeat("n", 150) + "/" + strings.Repeat("f", 120) + ".bin": random(t, 1000),
+			"spans/chunks.bin": random(t, 2*ckpt.ChunkSize+3),
 		}},
 		{"one zero-byte file", tree{"zero": {}}},
 	}
@@ -141,11 +165,7 @@ func TestLargeCheckpointByteForByte(t *testing.T) {
 	if testing.Short() {
 		t.Skip("200 MB checkpoint: skipped with -short")
 	}
-	big := make([]byte, 200<<20)
-	if _, err := rand.Read(big); err != nil {
-		t.Fatal(err)
-	}
-	roundTrip(t, store(t), tree{"big.bin": big, "meta/small.txt": []byte("x")})
+	roundTrip(t, store(t), tree{"big.bin": random(t, 200<<20), "meta/small.txt": []byte("x")})
 }
 
 func TestFetchRefusesAWrongDigest(t *testing.T) {
@@ -167,6 +187,73 @@ func TestFetchRefusesAWrongDigest(t *testing.T) {
 	}
 	if _, err := os.Stat(dst); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("a refused checkpoint left %s behind", dst)
+	}
+}
+
+// TestFetchRefusesCorruptBytes damages a stored chunk under the object's
+// unchanged metadata: the digests of the event and of the object agree,
+// the bytes do not, and Fetch must refuse them.
+func TestFetchRefusesCorruptBytes(t *testing.T) {
+	obs, js := storeJS(t)
+	ctx := t.Context()
+	src := t.TempDir()
+	write(t, src, tree{"model.bin": random(t, 5000)})
+	const name = "t1/checkpoint_000002"
+	staged, err := ckpt.Stage(ctx, obs, name, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := obs.GetInfo(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Chunks != 1 {
+		t.Fatalf("a 5 KB checkpoint in %d chunks, want 1", info.Chunks)
+	}
+	stream, err := js.Stream(ctx, "OBJ_"+ckpt.Bucket("exp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject := "$O." + ckpt.Bucket("exp") + ".C." + info.NUID
+	chunk, err := stream.GetLastMsgForSubject(ctx, subject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := bytes.Clone(chunk.Data)
+	bad[600] ^= 0xff // inside model.bin, after its header block
+	if err := stream.DeleteMsg(ctx, chunk.Sequence); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, subject, bad); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "x")
+	err = ckpt.Fetch(ctx, obs, name, staged.Digest, dst)
+	if !errors.Is(err, ckpt.ErrDigestMismatch) {
+		t.Fatalf("Fetch of a damaged copy: got %v, want ErrDigestMismatch", err)
+	}
+	if _, err := os.Stat(dst); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a damaged checkpoint left %s behind", dst)
+	}
+}
+
+// TestWalkHashesAPlainReader checks the digest of an archive that does not
+// come from the Object Store.
+func TestWalkHashesAPlainReader(t *testing.T) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	_ = tw.WriteHeader(&tar.Header{Name: "f", Mode: 0o644, Size: 1, Typeflag: tar.TypeReg})
+	_, _ = tw.Write([]byte("x"))
+	_ = tw.Close()
+	sum := sha256.Sum256(buf.Bytes())
+	visit := func(*tar.Header, string, io.Reader) error { return nil }
+	if err := ckpt.Walk(bytes.NewReader(buf.Bytes()), "sha256:"+hex.EncodeToString(sum[:]), visit); err != nil {
+		t.Fatalf("the right digest: %v", err)
+	}
+	sum[0] ^= 1
+	err := ckpt.Walk(bytes.NewReader(buf.Bytes()), "sha256:"+hex.EncodeToString(sum[:]), visit)
+	if !errors.Is(err, ckpt.ErrDigestMismatch) {
+		t.Fatalf("a wrong digest: got %v, want ErrDigestMismatch", err)
 	}
 }
 
@@ -196,5 +283,96 @@ func TestStageRejectsAFile(t *testing.T) {
 	}
 	if _, err := ckpt.Stage(t.Context(), store(t), "t1/checkpoint_000000", f); err == nil {
 		t.Fatal("staging a file instead of a directory succeeded")
+	}
+}
+
+// TestStageReplacesAndFreesTheOldChunks stages a checkpoint over an
+// existing one: Fetch gets the new one, and the old one's chunks are gone
+// from the stream.
+func TestStageReplacesAndFreesTheOldChunks(t *testing.T) {
+	obs, js := storeJS(t)
+	ctx := t.Context()
+	const name = "t1/checkpoint_000003"
+	src := t.TempDir()
+	write(t, src, tree{"model.bin": random(t, 3*ckpt.ChunkSize)})
+	if _, err := ckpt.Stage(ctx, obs, name, src); err != nil {
+		t.Fatal(err)
+	}
+	first, err := obs.GetInfo(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Chunks < 3 {
+		t.Fatalf("3 chunks' worth in %d chunks of %d bytes, want ≥ 3", first.Chunks, first.Opts.ChunkSize)
+	}
+	write(t, src, tree{"model.bin": []byte("smaller")})
+	staged, err := ckpt.Stage(ctx, obs, name, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := js.Stream(ctx, "OBJ_"+ckpt.Bucket("exp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = stream.GetLastMsgForSubject(ctx, "$O."+ckpt.Bucket("exp")+".C."+first.NUID)
+	if !errors.Is(err, jetstream.ErrMsgNotFound) {
+		t.Fatalf("the replaced version's chunks: got %v, want them purged", err)
+	}
+	dst := filepath.Join(t.TempDir(), "x")
+	if err := ckpt.Fetch(ctx, obs, name, staged.Digest, dst); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(filepath.Join(dst, "model.bin")); err != nil || string(data) != "smaller" {
+		t.Fatalf("fetched %q (%v), want the second version", data, err)
+	}
+}
+
+// TestStageThroughAnyObjectStore stages through a handle that did not come
+// from ckpt.Store and fetches it back.
+func TestStageThroughAnyObjectStore(t *testing.T) {
+	_, js := storeJS(t)
+	obs, err := js.ObjectStore(t.Context(), ckpt.Bucket("exp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	roundTrip(t, obs, tree{"a/model.bin": random(t, ckpt.ChunkSize+5), "empty": {}})
+}
+
+// TestStageFitsTheServersMaxPayload stages a checkpoint on a server whose
+// small max_payload: every chunk fits it.
+func TestStageFitsTheServersMaxPayload(t *testing.T) {
+	const maxPayload = 100_000
+	s, err := server.NewServer(&server.Options{
+		JetStream: true, StoreDir: t.TempDir(), Host: "127.0.0.1", Port: server.RANDOM_PORT,
+		MaxPayload: maxPayload, NoLog: true, NoSigs: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	t.Cleanup(s.Shutdown)
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	nc, err := nats.Connect(s.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, err := ckpt.Store(t.Context(), js, "exp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	roundTrip(t, obs, tree{"model.bin": random(t, 1<<20)})
+	info, err := obs.GetInfo(t.Context(), "t1/checkpoint_000000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Opts == nil || info.Opts.ChunkSize > maxPayload || info.Chunks < 11 {
+		t.Fatalf("1 MB stored as %d chunks (options %+v), want chunks of at most %d bytes", info.Chunks, info.Opts, maxPayload)
 	}
 }

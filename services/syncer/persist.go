@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -147,6 +148,11 @@ func (w *writer) complete() bool {
 // verifying its digest. Symlinks and folders have no place in a bucket and
 // are skipped; an empty checkpoint stores nothing (its name is in the
 // state).
+//
+// The bytes go from the Object Store straight into the storage writers,
+// hashed once (by nats.go's Get, see ckpt.Walk). A file's writer is closed
+// (on a bucket: its last part uploaded) while the next file streams, up to
+// parallelCloses at once; copyArchive returns when every one is closed.
 func (w *writer) copyArchive(ctx context.Context, object, digest, prefix string) error {
 	obs, err := ckpt.Store(ctx, w.s.bus.JS, w.exp)
 	if err != nil {
@@ -157,9 +163,15 @@ func (w *writer) copyArchive(ctx context.Context, object, digest, prefix string)
 		return fmt.Errorf("read staged %s: %w", object, err)
 	}
 	defer r.Close()
-	return ckpt.Walk(r, digest, func(hdr *tar.Header, rel string, body io.Reader) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	closes := newCloser(parallelCloses)
+	err = ckpt.Walk(r, digest, func(hdr *tar.Header, rel string, body io.Reader) error {
 		if hdr.Typeflag != tar.TypeReg {
 			return nil
+		}
+		if err := closes.failed(); err != nil {
+			return err
 		}
 		bw, err := w.bucket.NewWriter(ctx, prefix+rel, nil)
 		if err != nil {
@@ -169,8 +181,57 @@ func (w *writer) copyArchive(ctx context.Context, object, digest, prefix string)
 			bw.Close()
 			return err
 		}
-		return bw.Close()
+		closes.close(bw)
+		return nil
 	})
+	if err != nil {
+		cancel() // a writer still closing publishes nothing
+		closes.wait()
+		return err
+	}
+	return closes.wait()
+}
+
+// parallelCloses bounds the storage writers of one archive closing at once.
+const parallelCloses = 4
+
+// closer closes writers in the background, a bounded number at once, and
+// keeps the first error.
+type closer struct {
+	slots chan struct{}
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	err   error
+}
+
+func newCloser(n int) *closer { return &closer{slots: make(chan struct{}, n)} }
+
+// close closes c in the background, waiting first for a free slot.
+func (c *closer) close(wc io.Closer) {
+	c.slots <- struct{}{}
+	c.wg.Go(func() {
+		defer func() { <-c.slots }()
+		if err := wc.Close(); err != nil {
+			c.mu.Lock()
+			if c.err == nil {
+				c.err = err
+			}
+			c.mu.Unlock()
+		}
+	})
+}
+
+// failed is the first error of a close so far.
+func (c *closer) failed() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// wait waits for every close and returns the first error.
+func (c *closer) wait() error {
+	c.wg.Wait()
+	return c.failed()
 }
 
 // removeStaged deletes staged Object Store copies that storage now holds.
