@@ -53,6 +53,10 @@ type Lease struct {
 	key, id string
 	rev     uint64
 	renewed time.Time
+	// seenRev is another holder's revision as this one last read it, and
+	// seenAt when it first read it (this process's clock only).
+	seenRev uint64
+	seenAt  time.Time
 }
 
 // NewLease returns holder id's (not yet acquired) lease on key.
@@ -78,11 +82,36 @@ func (l *Lease) Acquire(ctx context.Context) bool {
 		return false
 	}
 	e, err := l.kv.Get(ctx, l.key)
-	if err != nil || string(e.Value()) != l.id {
-		return false // another holder's, until it expires
+	if err != nil {
+		return false
 	}
-	l.rev = e.Revision() // ours, from before a reconnect
-	return l.renew(ctx)
+	if string(e.Value()) == l.id {
+		l.rev = e.Revision() // ours, from before a reconnect
+		return l.renew(ctx)
+	}
+	return l.takeOver(ctx, e.Revision())
+}
+
+// takeOver takes another holder's lease once its revision has not changed
+// for LeaseTTL as this process saw it. The server drops an entry LeaseTTL
+// after its last renewal, but a cluster's stream leader may expire it
+// seconds late (measured: 7 s); this needs no clock but the local one. The
+// update is a compare-and-set on the revision seen, so it fails if the
+// holder renewed meanwhile, and the holder's next renewal then fails.
+func (l *Lease) takeOver(ctx context.Context, rev uint64) bool {
+	if rev != l.seenRev {
+		l.seenRev, l.seenAt = rev, time.Now()
+		return false
+	}
+	if time.Since(l.seenAt) < LeaseTTL {
+		return false
+	}
+	newRev, err := l.kv.Update(ctx, l.key, []byte(l.id), rev)
+	if err != nil {
+		return false
+	}
+	l.rev, l.renewed, l.seenRev = newRev, time.Now(), 0
+	return true
 }
 
 // renew extends the lease; a conflict means another holder took it.
