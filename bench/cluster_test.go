@@ -104,11 +104,10 @@ func serviceFilters() []string {
 	}
 }
 
-// replicaGuard works around the client lowering the cluster's streams to 1
-// replica: tune.Fit provisions the streams with its bus's default of 1
-// replica (tune/fit.go connect → bus.Provision, which updates a stream
-// whose replica count differs), so a Fit against streams the services
-// created with 3 replicas scales them down to 1. The guard polls the log's
+// replicaGuard guards against the client lowering the cluster's streams to
+// 1 replica, as tune.Fit's provisioning did before ae593e2 (bug C1; now
+// provisioning never lowers a stream's replicas, and the guard should never
+// act). The guard polls the log's
 // configuration from before Fit starts and, once it sees the change, puts
 // the three streams back to want replicas. It stops after that, or when
 // ctx ends, and reports when it restored them.

@@ -146,14 +146,11 @@ func controllerTakeover(b *testing.B, rounds int) takeovers {
 	}
 	startController()
 	// Fit starts once every service watches the log: their provisioning
-	// is over (see replicaGuard for why that matters).
+	// is over.
 	if !waitWatching(ctx, s, 2*time.Minute, serviceFilters()...) {
 		fail("the services do not watch the log after 2 minutes")
 	}
 
-	// Fit is the client; tune.Fit lowers the streams to 1 replica when it
-	// provisions (see replicaGuard), so the guard puts them back.
-	restored := replicaGuard(ctx, b, bs, c.Replicas())
 	tuner, err := tune.NewTuner(tune.Command{"/bin/sh", script},
 		tune.WithName(exp),
 		tune.WithParamSpace(tune.ParamSpace{"x": tune.Uniform(0, 1)}),
@@ -225,9 +222,8 @@ func controllerTakeover(b *testing.B, rounds int) takeovers {
 	if !waitUntil(ctx, 2*time.Minute, func() bool { return len(stored) > 0 }) {
 		fail("no controller event within 2 minutes of Fit")
 	}
-	if at, ok := <-restored; ok {
-		b.Logf("Fit's client lowered the streams to 1 replica; put back to %d replicas %v later", c.Replicas(), time.Since(at).Round(time.Millisecond))
-	}
+	// Fit's client provisions too; it must leave the log replicated.
+	checkReplicas(b, bs, c.Replicas())
 
 	// The standby starts once the experiment runs, as the next ones do
 	// after each kill.
