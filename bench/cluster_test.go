@@ -522,40 +522,5 @@ func rawPublishFresh(b *testing.B, url string, replicas int, subjects []string, 
 	if err := bs.Provision(ctx); err != nil {
 		b.Fatal(err)
 	}
-	ids := make([]string, n)
-	for i := range ids {
-		ids[i] = events.NewID()
-	}
-	js := bs.JS
-	start := time.Now()
-	for i := 0; i < n; i++ {
-		h := make(nats.Header, len(hdr))
-		for k, v := range hdr {
-			h[k] = v
-		}
-		h.Set(jetstream.MsgIDHeader, ids[i])
-		// Backpressure, not failure, when 4,000 acks are outstanding: the
-		// baseline measures the rate the log takes messages at.
-		if _, err := js.PublishMsgAsync(&nats.Msg{Subject: subjects[i%len(subjects)], Header: h, Data: data}, jetstream.WithStallWait(time.Minute)); err != nil {
-			b.Fatalf("raw publish %d: %v", i, err)
-		}
-	}
-	select {
-	case <-js.PublishAsyncComplete():
-	case <-time.After(5 * time.Minute):
-		b.Fatalf("raw publish: %d acks outstanding after 5 minutes", js.PublishAsyncPending())
-	}
-	took := time.Since(start)
-	s, err := js.Stream(ctx, bus.StreamName)
-	if err != nil {
-		b.Fatal(err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if info.State.Msgs != uint64(n) || info.Config.Replicas != replicas {
-		b.Fatalf("raw publish: the log holds %d messages with %d replicas, want %d with %d", info.State.Msgs, info.Config.Replicas, n, replicas)
-	}
-	return took
+	return publishAll(b, bs, replicas, subjects, hdr, data, n)
 }
