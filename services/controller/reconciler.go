@@ -164,6 +164,9 @@ func (r *reconciler) apply(ctx context.Context, ev *events.Event) {
 		r.lastCtlSeq = ev.Seq
 	}
 	st, _, err := restore.Fold(ctx, r.s.bus.JS, r.st, ev)
+	if err != nil && ctx.Err() != nil {
+		return // stopping
+	}
 	if err != nil {
 		r.log.Error().Err(err).Msg("cannot load the restored state; the experiment waits")
 		return
