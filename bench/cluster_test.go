@@ -458,26 +458,8 @@ func throughputOn(b *testing.B, onCluster bool, trials, per int) throughput {
 	}
 	b.StopTimer()
 
-	lines, lastWrite := resultFiles(b, g)
-	sum, short := 0, 0
-	for _, n := range lines {
-		sum += n
-		if n != per {
-			short++
-		}
-	}
-	if g.NumTerminated() != trials || len(lines) != trials || short > 0 {
-		for _, r := range g.Results() {
-			b.Logf("trial %s: %s, %d lines in result.json, %d failures, error %v", r.TrialID, r.Status, lines[r.TrialID], r.NumFailures, r.Error)
-		}
-		d.diagnose("throughput")
-		b.Fatalf("%d of %d trials TERMINATED; result.json holds %d lines, want %d (%d per trial) when Fit returns", g.NumTerminated(), trials, sum, total, per)
-	}
-	emitFirst, emitLast, _ := rec.bounds()
-	m.e2e = perSecond(total, m.fit)
-	m.emitSpan, m.writeSpan = emitLast.Sub(emitFirst), lastWrite.Sub(emitFirst)
-	m.emitted, m.written = perSecond(total, m.emitSpan), perSecond(total, m.writeSpan)
-	m.writeLag = lastWrite.Sub(emitLast)
+	lastWrite := checkReports(b, g, trials, per, func() { d.diagnose("throughput") })
+	m.spans(rec, total, lastWrite)
 
 	var subjects []string
 	for _, r := range g.Results() {

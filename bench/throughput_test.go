@@ -138,26 +138,9 @@ func runThroughput(b *testing.B, embedded bool, trials, per int) throughput {
 
 	// Correctness first: every report is a line in result.json by the time
 	// Fit returns.
-	lines, lastWrite := resultFiles(b, g)
-	sum, short := 0, 0
-	for _, n := range lines {
-		sum += n
-		if n != per {
-			short++
-		}
-	}
-	if g.NumTerminated() != trials || len(lines) != trials || short > 0 {
-		for id, n := range lines {
-			b.Logf("trial %s: %d lines", id, n)
-		}
-		b.Fatalf("%d of %d trials TERMINATED; result.json holds %d lines, want %d (%d per trial) when Fit returns", g.NumTerminated(), trials, sum, total, per)
-	}
-
-	emitFirst, emitLast, _ := rec.bounds()
-	m.e2e = perSecond(total, m.fit)
-	m.emitSpan, m.writeSpan = emitLast.Sub(emitFirst), lastWrite.Sub(emitFirst)
-	m.emitted, m.written = perSecond(total, m.emitSpan), perSecond(total, m.writeSpan)
-	m.writeLag, m.fitLag = lastWrite.Sub(emitLast), fitEnd.Sub(lastWrite)
+	lastWrite := checkReports(b, g, trials, per, nil)
+	m.spans(rec, total, lastWrite)
+	m.fitLag = fitEnd.Sub(lastWrite)
 
 	// The baseline publishes the same message: a real trial.reported event
 	// (read back from the log, or rebuilt from result.json when the embedded
@@ -281,6 +264,41 @@ func publishAll(b *testing.B, bs *bus.Bus, replicas int, subjects []string, hdr 
 		b.Fatalf("raw publish: the log holds %d messages with %d replicas, want %d with %d", info.State.Msgs, info.Config.Replicas, n, replicas)
 	}
 	return took
+}
+
+// checkReports fails the benchmark unless every one of trials ended
+// TERMINATED with per lines in its result.json when Fit returned (logging
+// each trial, then calling diagnose if set); it returns the last write.
+func checkReports(b *testing.B, g *tune.ResultGrid, trials, per int, diagnose func()) time.Time {
+	b.Helper()
+	lines, lastWrite := resultFiles(b, g)
+	sum, short := 0, 0
+	for _, n := range lines {
+		sum += n
+		if n != per {
+			short++
+		}
+	}
+	if g.NumTerminated() != trials || len(lines) != trials || short > 0 {
+		for _, r := range g.Results() {
+			b.Logf("trial %s: %s, %d lines in result.json, %d failures, error %v", r.TrialID, r.Status, lines[r.TrialID], r.NumFailures, r.Error)
+		}
+		if diagnose != nil {
+			diagnose()
+		}
+		b.Fatalf("%d of %d trials TERMINATED; result.json holds %d lines, want %d (%d per trial) when Fit returns", g.NumTerminated(), trials, sum, trials*per, per)
+	}
+	return lastWrite
+}
+
+// spans sets the end-to-end, emitted and written rates of total reports
+// from the trainables' report times and the last write.
+func (m *throughput) spans(rec *spans, total int, lastWrite time.Time) {
+	emitFirst, emitLast, _ := rec.bounds()
+	m.e2e = perSecond(total, m.fit)
+	m.emitSpan, m.writeSpan = emitLast.Sub(emitFirst), lastWrite.Sub(emitFirst)
+	m.emitted, m.written = perSecond(total, m.emitSpan), perSecond(total, m.writeSpan)
+	m.writeLag = lastWrite.Sub(emitLast)
 }
 
 // headerBytes is the size of a header block on the wire.
