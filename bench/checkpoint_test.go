@@ -88,7 +88,10 @@ func checkpointDir(b *testing.B, size int) (dir, file string) {
 }
 
 // copyFile is the baseline: io.Copy of a file to a new file.
-func copyFile(src, dst string) error {
+func copyFile(src, dst string) error { return copyTo(src, dst, false) }
+
+// copyTo copies src to a new file dst, with fsync before close if durable.
+func copyTo(src, dst string, durable bool) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
@@ -104,6 +107,12 @@ func copyFile(src, dst string) error {
 	if _, err := io.Copy(out, in); err != nil {
 		out.Close()
 		return err
+	}
+	if durable {
+		if err := out.Sync(); err != nil {
+			out.Close()
+			return err
+		}
 	}
 	return out.Close()
 }
@@ -273,29 +282,7 @@ func short(d time.Duration) time.Duration {
 func settle() { syscall.Sync() }
 
 // copyFileSync is copyFile made durable: fsync before close.
-func copyFileSync(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
-	out, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Sync(); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
-}
+func copyFileSync(src, dst string) error { return copyTo(src, dst, true) }
 
 // rawObjectRoundTrip puts a file into the Object Store as one object with
 // nats.go's Put (its default 128 KB chunks: with larger ones its window of
