@@ -150,6 +150,14 @@ func (d distribution) median() time.Duration { return d.quantile(0.5) }
 func (d distribution) p90() time.Duration    { return d.quantile(0.9) }
 func (d distribution) max() time.Duration    { return d.quantile(1) }
 
+// report records the distribution's min, median, p90 and max in seconds.
+func (d distribution) report(b *testing.B) {
+	b.ReportMetric(d.min().Seconds(), "min_s")
+	b.ReportMetric(d.median().Seconds(), "median_s")
+	b.ReportMetric(d.p90().Seconds(), "p90_s")
+	b.ReportMetric(d.max().Seconds(), "max_s")
+}
+
 func (d distribution) String() string {
 	return fmt.Sprintf("min %v, median %v, p90 %v, max %v (n=%d)",
 		d.min().Round(time.Millisecond), d.median().Round(time.Millisecond),
