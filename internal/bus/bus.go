@@ -58,7 +58,7 @@ type streamCache struct {
 
 // New wraps a connection. source names the service instance.
 func New(nc *nats.Conn, source string, log zerolog.Logger) (*Bus, error) {
-	acks := &asyncAcks{pending: map[string]*ackFuture{}}
+	acks := newAsyncAcks()
 	js, err := jetstream.New(nc, acks.options()...)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
