@@ -302,6 +302,55 @@ type bookkeepingResult struct {
 	wall, handOff, startup, tail time.Duration
 }
 
+// side is one half of a cluster benchmark: a fresh single server or a
+// fresh cluster, with the services running on it.
+type side struct {
+	d         *deployment
+	onCluster bool
+	url       string
+	replicas  int
+	shutdown  func()
+}
+
+// startSide starts the servers and the services (slots runner slots).
+func startSide(b *testing.B, onCluster bool, slots int, fns map[string]tune.Trainable) *side {
+	b.Helper()
+	if onCluster {
+		c := bustest.StartCluster(b, clusterNodes)
+		return &side{d: servicesOn(b, nil, c, slots, fns), onCluster: true, url: c.URL(), replicas: c.Replicas(), shutdown: c.Shutdown}
+	}
+	emb := startServer(b)
+	return &side{d: servicesOn(b, emb, nil, slots, fns), url: emb.URL(), replicas: 1, shutdown: emb.Shutdown}
+}
+
+// stop stops the services, then the servers.
+func (sd *side) stop() {
+	sd.d.close()
+	sd.shutdown()
+}
+
+// fit runs the experiment with the trainable, timed as the benchmark's
+// measured part: Fit's wall time, or on the cluster the time from the
+// controller's start (see clusterFit).
+func (sd *side) fit(b *testing.B, limit time.Duration, exp, trainable string, opts ...tune.Option) (*tune.ResultGrid, time.Duration) {
+	b.Helper()
+	var g *tune.ResultGrid
+	fit := func() time.Duration {
+		var took time.Duration
+		g, took = sd.d.fit(limit, trainable, opts...)
+		return took
+	}
+	b.StartTimer()
+	defer b.StopTimer()
+	var took time.Duration
+	if sd.onCluster {
+		took = clusterFit(b, sd.d, exp, fit)
+	} else {
+		took = fit()
+	}
+	return g, took
+}
+
 // bookkeepingOn runs the bookkeeping experiment once on a fresh single
 // server or a fresh cluster and checks that every trial ended TERMINATED.
 func bookkeepingOn(b *testing.B, onCluster bool, trials int, limit time.Duration) bookkeepingResult {
@@ -314,33 +363,10 @@ func bookkeepingOn(b *testing.B, onCluster bool, trials int, limit time.Duration
 		tune.WithParamSpace(tune.ParamSpace{"x": tune.Uniform(0, 1)}),
 		tune.WithTuneConfig(tune.TuneConfig{NumSamples: trials}),
 	}
-	var d *deployment
-	var c *bustest.Cluster
-	if onCluster {
-		c = bustest.StartCluster(b, clusterNodes)
-		defer c.Shutdown()
-		d = servicesOn(b, nil, c, bookkeepingSlots, fns)
-	} else {
-		emb := startServer(b)
-		defer emb.Shutdown()
-		d = servicesOn(b, emb, nil, bookkeepingSlots, fns)
-	}
-	defer d.close()
-	var g *tune.ResultGrid
-	fit := func() time.Duration {
-		var took time.Duration
-		g, took = d.fit(limit, "sleeper", opts...)
-		return took
-	}
-	var wall time.Duration
-	b.StartTimer()
-	if onCluster {
-		wall = clusterFit(b, d, "bookkeeping", fit)
-	} else {
-		wall = fit()
-	}
+	sd := startSide(b, onCluster, bookkeepingSlots, fns)
+	defer sd.stop()
+	g, wall := sd.fit(b, limit, "bookkeeping", "sleeper", opts...)
 	fitEnd := time.Now()
-	b.StopTimer()
 	if g.Len() != trials || g.NumTerminated() != trials {
 		b.Fatalf("%d trials, %d TERMINATED; want %d, %d", g.Len(), g.NumTerminated(), trials, trials)
 	}
@@ -431,32 +457,11 @@ func throughputOn(b *testing.B, onCluster bool, trials, per int) throughput {
 		tune.WithTuneConfig(tune.TuneConfig{NumSamples: trials}),
 	}
 	const limit = 10 * time.Minute
-	var d *deployment
-	var c *bustest.Cluster
-	var emb *bus.Embedded
-	if onCluster {
-		c = bustest.StartCluster(b, clusterNodes)
-		defer c.Shutdown()
-		d = servicesOn(b, nil, c, trials, fns)
-	} else {
-		emb = startServer(b)
-		defer emb.Shutdown()
-		d = servicesOn(b, emb, nil, trials, fns)
-	}
-	defer d.close()
+	sd := startSide(b, onCluster, trials, fns)
+	defer sd.stop()
+	d := sd.d
 	var g *tune.ResultGrid
-	fit := func() time.Duration {
-		var took time.Duration
-		g, took = d.fit(limit, "reporter", opts...)
-		return took
-	}
-	b.StartTimer()
-	if onCluster {
-		m.fit = clusterFit(b, d, "throughput", fit)
-	} else {
-		m.fit = fit()
-	}
-	b.StopTimer()
+	g, m.fit = sd.fit(b, limit, "throughput", "reporter", opts...)
 
 	lastWrite := checkReports(b, g, trials, per, func() { d.diagnose("throughput") })
 	m.spans(rec, total, lastWrite)
@@ -470,13 +475,7 @@ func throughputOn(b *testing.B, onCluster bool, trials, per int) throughput {
 	m.msgBytes, m.hdrBytes = len(data), headerBytes(hdr)
 	d.close() // the baseline runs alone, on the same servers
 
-	url, replicas := "", 1
-	if onCluster {
-		url, replicas = c.URL(), c.Replicas()
-	} else {
-		url = emb.URL()
-	}
-	m.rawTook = rawPublishFresh(b, url, replicas, subjects, hdr, data, total)
+	m.rawTook = rawPublishFresh(b, sd.url, sd.replicas, subjects, hdr, data, total)
 	m.raw = perSecond(total, m.rawTook)
 	return m
 }
