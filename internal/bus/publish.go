@@ -120,7 +120,7 @@ type asyncAcks struct {
 var asyncAckTimeout = 2 * publishTry
 
 // holdAfter is how long a publish may go unanswered before newer ones wait.
-var holdAfter = time.Second
+const holdAfter = time.Second
 
 func newAsyncAcks() *asyncAcks {
 	return &asyncAcks{pending: map[string]*ackFuture{}, changed: make(chan struct{})}
