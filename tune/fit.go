@@ -88,9 +88,9 @@ func checkFresh(s Spec) error {
 }
 
 // connect returns a bus to submit on: a deployment's, or an embedded stack
-// (returned too, nil for a deployment) whose controller starts only when
-// startController says so.
-func (t *Tuner) connect(ctx context.Context, startController bool) (*bus.Bus, *Stack, func() error, error) {
+// (returned too, nil for a deployment) whose controller and runner start
+// only when startWorkers says so.
+func (t *Tuner) connect(ctx context.Context, startWorkers bool) (*bus.Bus, *Stack, func() error, error) {
 	if t.nats != nil {
 		nc, err := bus.Connect(ctx, *t.nats)
 		if err != nil {
@@ -111,7 +111,7 @@ func (t *Tuner) connect(ctx context.Context, startController bool) (*bus.Bus, *S
 	if t.fn != nil {
 		fns[t.spec.Trainable.Name] = t.fn
 	}
-	stack, err := StartStack(ctx, StackConfig{StoreDir: t.storeDir, Slots: t.slots, Trainables: fns, Log: t.log, HoldController: !startController})
+	stack, err := StartStack(ctx, StackConfig{StoreDir: t.storeDir, Slots: t.slots, Trainables: fns, Log: t.log, Hold: !startWorkers})
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -188,7 +188,7 @@ func CanRestore(ctx context.Context, path string, opts ...Option) (Restorable, e
 	if err != nil {
 		return Restorable{}, err
 	}
-	b, _, closeFn, err := t.connect(ctx, false) // asking needs no controller
+	b, _, closeFn, err := t.connect(ctx, false) // asking needs no controller or runner
 	if err != nil {
 		return Restorable{}, err
 	}
@@ -254,7 +254,8 @@ func (t *Tuner) fitRestored(ctx context.Context) (*ResultGrid, error) {
 }
 
 // restoreAndWatch asks the restorer, then starts the embedded controller
-// (stack nil on a deployment) so that it folds from the restored state.
+// and runner (stack nil on a deployment): the controller folds from the
+// restored state, and the runner takes only the restored run's work.
 func (t *Tuner) restoreAndWatch(ctx context.Context, b *bus.Bus, stack *Stack) (*state.Experiment, error) {
 	req := restorer.Request{Path: t.restore.path, Resume: t.restore.resumeConfig(), ParamSpace: t.spec.ParamSpace}
 	if t.hasTrainable() {
@@ -278,7 +279,7 @@ func (t *Tuner) restoreAndWatch(ctx context.Context, b *bus.Bus, stack *Stack) (
 		return nil, fmt.Errorf("%w %s: %s", ErrCannotRestore, t.restore.path, rep.Error)
 	}
 	if stack != nil {
-		stack.StartController()
+		stack.StartWorkers()
 	}
 	return watchFrom(ctx, b, rep.Experiment, rep.Seq, t.progress)
 }

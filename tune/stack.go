@@ -28,11 +28,12 @@ type StackConfig struct {
 	Trainables map[string]Trainable
 	// Log receives the services' logs.
 	Log zerolog.Logger
-	// HoldController starts the stack without its controller until
-	// StartController. A restore asks the restorer first, so the
-	// controller then starts from the restored state instead of replaying
-	// the whole log up to it.
-	HoldController bool
+	// Hold starts the stack without its controller and runner until
+	// StartWorkers. A restore asks the restorer first, so the controller
+	// then starts from the restored state instead of replaying the whole
+	// log up to it, and the runner takes no work of the interrupted run
+	// (redelivered from before the restore) while the restorer reads it.
+	Hold bool
 }
 
 // Stack is a running embedded stack.
@@ -48,8 +49,8 @@ type Stack struct {
 
 	stopFront context.CancelFunc // controller and runner
 	frontCtx  context.Context
-	ctl       *bus.Bus // the controller's connection
-	ctlOnce   sync.Once
+	workers   func() // starts the controller and the runner
+	once      sync.Once
 	stopSync  context.CancelFunc // syncer, stopped last so it sees everything
 	front     sync.WaitGroup
 	back      sync.WaitGroup
@@ -89,22 +90,21 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	}
 	frontCtx, stopFront := context.WithCancel(context.WithoutCancel(ctx))
 	syncCtx, stopSync := context.WithCancel(context.WithoutCancel(ctx))
-	s.stopFront, s.stopSync, s.frontCtx, s.ctl = stopFront, stopSync, frontCtx, buses["controller"]
-	if !cfg.HoldController {
-		s.StartController()
+	s.stopFront, s.stopSync, s.frontCtx = stopFront, stopSync, frontCtx
+	s.workers = func() {
+		s.start(frontCtx, &s.front, "controller", controller.New(buses["controller"], controller.Config{InterruptOnShutdown: true}).Run)
+		s.start(frontCtx, &s.front, "runner", runner.New(buses["runner"], runner.Config{Slots: cfg.Slots, Trainables: fns}).Run)
 	}
-	s.start(frontCtx, &s.front, "runner", runner.New(buses["runner"], runner.Config{Slots: cfg.Slots, Trainables: fns}).Run)
+	if !cfg.Hold {
+		s.StartWorkers()
+	}
 	s.start(syncCtx, &s.back, "syncer", syncer.New(buses["syncer"], syncer.Config{}).Run)
 	s.start(frontCtx, &s.front, "restorer", restorer.New(buses["restorer"], restorer.Config{}).Run)
 	return s, nil
 }
 
-// StartController starts the stack's controller, once.
-func (s *Stack) StartController() {
-	s.ctlOnce.Do(func() {
-		s.start(s.frontCtx, &s.front, "controller", controller.New(s.ctl, controller.Config{InterruptOnShutdown: true}).Run)
-	})
-}
+// StartWorkers starts the stack's controller and runner, once.
+func (s *Stack) StartWorkers() { s.once.Do(s.workers) }
 
 // service gives a service its own in-process connection and CloudEvents
 // source.
