@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/bus/bustest"
+	"github.com/tunejet/tunejet/internal/ckpt"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
 	"github.com/tunejet/tunejet/services/syncer"
@@ -402,5 +404,68 @@ func TestSyncerFollowsAgainWhenItsConsumerIsLost(t *testing.T) {
 	}
 	if its := s.iterations(); !cmp.Equal(its, []int{1, 2, 3, 4, 5}) {
 		t.Errorf("result.json iterations %v, want each of 1..5 exactly once", its)
+	}
+}
+
+// TestSyncerDoesNotTakeAMissingCopyForPersisted: reads of the Object Store
+// may be answered by a NATS replica that has not applied a just-staged
+// checkpoint yet. Not finding the staged copy is not having persisted it:
+// the syncer tries again until the copy is there, and only then announces
+// the checkpoint persisted.
+func TestSyncerDoesNotTakeAMissingCopyForPersisted(t *testing.T) {
+	srv := bustest.Start(t)
+	s := begin(t, srv)
+	s.start(1)
+	ctx := t.Context()
+	obs, err := ckpt.Store(ctx, s.b.JS, exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "step"), []byte("1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The event names an object the store does not hold yet; the digest
+	// is that of the archive staged later, learnt from a first staging
+	// under another name.
+	probe, err := ckpt.Stage(ctx, obs, "probe", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := ckpt.Name(1)
+	object := ckpt.ObjectName(trial, name)
+	s.add(events.WriterRunner, &events.TrialCheckpointed{TrialID: trial, Attempt: 1, Checkpoint: events.CheckpointRef{
+		Name: name, Index: 1, Object: object, Size: probe.Size, Digest: probe.Digest, Iteration: 1,
+	}})
+	runSyncerWith(t, srv, syncer.Config{Period: 20 * time.Millisecond, RetryBackoff: time.Millisecond})
+
+	bustest.Eventually(t, wait, "the syncer to announce it could not persist the checkpoint", func() bool {
+		return slices.ContainsFunc(logOf(t, s.b), func(ev *events.Event) bool {
+			f, ok := ev.Data.(*events.SyncFailed)
+			return ok && strings.Contains(f.Operation, name)
+		})
+	})
+	for _, ev := range logOf(t, s.b) {
+		if p, ok := ev.Data.(*events.CheckpointPersisted); ok {
+			t.Fatalf("checkpoint %s announced persisted before its staged copy exists", p.Name)
+		}
+	}
+
+	staged, err := ckpt.Stage(ctx, obs, object, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if staged != probe {
+		t.Fatalf("staging the same folder twice gave %+v and %+v", probe, staged)
+	}
+	bustest.Eventually(t, wait, "the checkpoint to be announced persisted", func() bool {
+		return slices.ContainsFunc(logOf(t, s.b), func(ev *events.Event) bool {
+			p, ok := ev.Data.(*events.CheckpointPersisted)
+			return ok && p.Name == name
+		})
+	})
+	b, err := os.ReadFile(filepath.Join(s.storage, exp, trialD, name, "step"))
+	if err != nil || string(b) != "1" {
+		t.Fatalf("%s/step in storage: %q, %v; want \"1\"", name, b, err)
 	}
 }
