@@ -120,7 +120,7 @@ func appendJSONFloat(dst []byte, f float64) ([]byte, error) {
 
 // marshalReported encodes a trial.reported payload as json.Marshal does.
 func marshalReported(p *TrialReported) ([]byte, error) {
-	dst := make([]byte, 0, 64+32*len(p.Result))
+	dst := make([]byte, 0, 64+32*len(p.Result)*(1+len(p.Earlier)))
 	dst = append(dst, `{"trial_id":`...)
 	dst, err := appendJSONString(dst, p.TrialID)
 	if err != nil {
@@ -128,6 +128,18 @@ func marshalReported(p *TrialReported) ([]byte, error) {
 	}
 	dst = append(dst, `,"attempt":`...)
 	dst = strconv.AppendInt(dst, int64(p.Attempt), 10)
+	if len(p.Earlier) > 0 {
+		dst = append(dst, `,"earlier":[`...)
+		for i, r := range p.Earlier {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			if dst, err = AppendJSON(dst, r); err != nil {
+				return nil, err
+			}
+		}
+		dst = append(dst, ']')
+	}
 	dst = append(dst, `,"result":`...)
 	if dst, err = AppendJSON(dst, p.Result); err != nil {
 		return nil, err

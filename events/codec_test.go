@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +87,21 @@ func TestEncodeRejectsInvalidEvents(t *testing.T) {
 			e.Data.(*events.TrialReported).Attempt = 0
 			return e
 		}, `field "attempt": must be >= 1`},
+		{"earlier result without an iteration", func() *events.Event {
+			e := valid()
+			e.Data.(*events.TrialReported).Earlier = []map[string]any{{"loss": 1.0}}
+			return e
+		}, `field "earlier[0].training_iteration": must be an integer >= 1, got <nil>`},
+		{"earlier results out of order", func() *events.Event {
+			e := valid()
+			e.Data.(*events.TrialReported).Earlier = []map[string]any{{"training_iteration": 3}, {"training_iteration": 2}}
+			return e
+		}, `field "earlier[1].training_iteration": must be greater than the one before it (3), got 2`},
+		{"an earlier result not before the result", func() *events.Event {
+			e := valid()
+			e.Data.(*events.TrialReported).Earlier = []map[string]any{{"training_iteration": 7}}
+			return e
+		}, `field "result.training_iteration": must be greater than the last earlier result's (7), got 7`},
 		{"spec names another experiment", func() *events.Event {
 			e := fixture(events.TypeExperimentSubmitted)
 			e.Data.(*events.ExperimentSubmitted).Spec.Name = "other"
@@ -411,5 +427,42 @@ func TestDecodeMalformed(t *testing.T) {
 			}
 			checkInvalid(t, err, tt.want)
 		})
+	}
+}
+
+// TestSplit: a trial.reported event with earlier results splits into one
+// event per result, oldest first, each valid and with the same envelope;
+// any other event stays whole.
+func TestSplit(t *testing.T) {
+	var batch *events.Event
+	for _, e := range allValid() {
+		if p, ok := e.Data.(*events.TrialReported); ok && len(p.Earlier) > 0 {
+			batch = e
+		}
+	}
+	if batch == nil {
+		t.Fatal("no batched trial.reported among the valid events")
+	}
+	parts := events.Split(batch)
+	var its []float64
+	for _, part := range parts {
+		p := part.Data.(*events.TrialReported)
+		if len(p.Earlier) != 0 || part.ID != batch.ID || !part.Time.Equal(batch.Time) || part.Source != batch.Source {
+			t.Errorf("part %+v does not carry one result in the batch's envelope", part)
+		}
+		if _, err := events.Encode(part); err != nil {
+			t.Errorf("part: %v", err)
+		}
+		its = append(its, p.Result["training_iteration"].(float64))
+	}
+	if want := []float64{5, 6, 7}; !slices.Equal(its, want) {
+		t.Errorf("split iterations %v, want %v", its, want)
+	}
+	if batch.Data.(*events.TrialReported).Results()[2]["training_iteration"] != 7.0 {
+		t.Error("Results does not end with Result")
+	}
+	single := fixture(events.TypeTrialReported)
+	if got := events.Split(single); len(got) != 1 || got[0] != single {
+		t.Errorf("a single report split into %d events", len(got))
 	}
 }

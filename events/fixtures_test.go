@@ -199,6 +199,14 @@ func variants() []*events.Event {
 			TrialID: fxTrial, Attempt: 4, Status: events.StatusError, Reason: "max_failures",
 		}},
 		{Writer: events.WriterSyncer, Source: "tunejet/syncer/sync-1", Data: &events.SyncCompleted{Seq: 0, Files: 0, Bytes: 0, DurationS: 0.01}},
+		{Writer: events.WriterRunner, Source: runner, Data: &events.TrialReported{
+			TrialID: fxTrial, Attempt: 2,
+			Earlier: []map[string]any{
+				{"loss": 0.2, "training_iteration": 5.0, "done": false},
+				{"loss": 0.15, "training_iteration": 6.0, "done": false, "eval": map[string]any{"acc": 0.9}},
+			},
+			Result: map[string]any{"loss": 0.0912, "training_iteration": 7.0, "done": false},
+		}},
 	}
 	for i, e := range out {
 		e.ID = fmt.Sprintf("0b5e2c9d7a1f4c3e9d8b6a5f4e3d%04x", i)

@@ -197,7 +197,13 @@ func TestLeanReportedIsEncodingJSON(t *testing.T) {
 		` { "attempt" : 2 , "trial_id" : "3f9a2_00001" , "result" : { "training_iteration" : 1e0 , "x" : -0.5E-3 } } `,
 		`{"trial_id":"3f9a2_00001","attempt":2,"result":{"training_iteration":3,"nested":{"a":[1,2,{"b":null}],"c":true,"d":false},"s":"ünï","e":{}, "f":[]}}`,
 		`{"trial_id":"3f9a2_00001","attempt":2,"extra":{"ignored":[1,"x"]},"result":{"training_iteration":3}}`,
+		`{"trial_id":"3f9a2_00001","attempt":2,"earlier":[{"training_iteration":1,"x":1},{"training_iteration":2}],"result":{"training_iteration":3}}`,
+		`{"trial_id":"3f9a2_00001","attempt":2,"earlier":[],"result":{"training_iteration":3}}`,
 		`{"trial_id":"3f9a2_00001","attempt":2,"result":{"training_iteration":3,"dup":1,"dup":2}}`,
+		`{"trial_id":"3f9a2_00001","attempt":2,"earlier":[null],"result":{"training_iteration":3}}`,
+		`{"trial_id":"3f9a2_00001","attempt":2,"earlier":[{"training_iteration":1}, 2],"result":{"training_iteration":3}}`,
+		`{"trial_id":"3f9a2_00001","attempt":2,"earlier":[{"training_iteration":4}],"result":{"training_iteration":3}}`,
+		`{"trial_id":"3f9a2_00001","attempt":2,"Earlier":[{"training_iteration":1}],"result":{"training_iteration":3}}`,
 		`{"trial_id":"3f9a2_00001","attempt":2,"result":{"training_iteration":3,"esc":"a\"b"}}`,
 		`{"trial_id":"3f9a2_00001","attempt":2,"Result":{"training_iteration":3}}`,
 		`{"trial_id":"3f9a2_00001","attempt":2.0,"result":{"training_iteration":3}}`,
@@ -208,7 +214,7 @@ func TestLeanReportedIsEncodingJSON(t *testing.T) {
 		`{"trial_id":"3f9a2_00001","attempt":2,"result":null}`,
 		`{"trial_id":"3f9a2_00001","attempt":2,"trial_id":"3f9a2_00001","result":{"training_iteration":3}}`,
 	}
-	const plain = 5 // the first bodies are plain JSON the lean reader takes
+	const plain = 7 // the first bodies are plain JSON the lean reader takes
 	for i, body := range bodies {
 		lean, ok, lerr := events.DecodeLean(m.Subject, m.Header, []byte(body))
 		sdk, serr := events.DecodeSDK(m.Subject, m.Header, []byte(body))

@@ -20,7 +20,7 @@ import (
 var commonKeys = func() map[string]string {
 	m := map[string]string{}
 	for _, k := range []string{
-		"trial_id", "attempt", "result", "training_iteration", "time_this_iter_s", "time_total_s",
+		"trial_id", "attempt", "earlier", "result", "training_iteration", "time_this_iter_s", "time_total_s",
 		"time_since_restore", "iterations_since_restore", "timestamp", "date", "done", "hostname",
 		"pid", "node_ip", "checkpoint_dir_name", "config",
 	} {
@@ -47,7 +47,7 @@ func leanReported(data []byte) (p *TrialReported, ok bool) {
 		return nil, false
 	}
 	p = &TrialReported{}
-	var seenTrial, seenAttempt, seenResult bool
+	var seenTrial, seenAttempt, seenEarlier, seenResult bool
 	if r.consume('}') {
 		return p, r.end()
 	}
@@ -95,8 +95,16 @@ func leanReported(data []byte) (p *TrialReported, ok bool) {
 				return nil, false
 			}
 			p.Result = v.(map[string]any)
+		case "earlier":
+			if seenEarlier {
+				return nil, false
+			}
+			seenEarlier = true
+			if p.Earlier, ok = r.results(); !ok {
+				return nil, false
+			}
 		default:
-			if foldsTo(key, "trial_id") || foldsTo(key, "attempt") || foldsTo(key, "result") {
+			if foldsTo(key, "trial_id") || foldsTo(key, "attempt") || foldsTo(key, "result") || foldsTo(key, "earlier") {
 				return nil, false // encoding/json matches field names without case
 			}
 			if _, ok := r.value(); !ok {
@@ -108,6 +116,40 @@ func leanReported(data []byte) (p *TrialReported, ok bool) {
 		}
 		if r.consume('}') {
 			return p, r.end()
+		}
+		return nil, false
+	}
+}
+
+// results reads an array of result objects, sizing each map like the one
+// before it (a trial's results share their keys).
+func (r *leanReader) results() ([]map[string]any, bool) {
+	if !r.consume('[') {
+		return nil, false
+	}
+	out := []map[string]any{} // as encoding/json gives for []
+	if r.consume(']') {
+		return out, true
+	}
+	size := 16
+	for {
+		r.skipSpace()
+		if r.i >= len(r.b) || r.b[r.i] != '{' {
+			return nil, false
+		}
+		r.hint = size
+		v, ok := r.value()
+		if !ok {
+			return nil, false
+		}
+		m := v.(map[string]any)
+		size = len(m)
+		out = append(out, m)
+		if r.consume(',') {
+			continue
+		}
+		if r.consume(']') {
+			return out, true
 		}
 		return nil, false
 	}

@@ -198,12 +198,43 @@ type TrialStarted struct {
 	RestoredFrom string `json:"restored_from,omitempty"`
 }
 
-// TrialReported carries one result of a trial: the trainable's metrics plus
+// TrialReported carries a result of a trial: the trainable's metrics plus
 // Ray's automatic fields (training_iteration, time_this_iter_s, ...).
+//
+// A runner whose trial reports faster than the log answers sends the
+// results that queued meanwhile in one event: Earlier holds them, oldest
+// first, and Result is the newest. An event of one result has no Earlier,
+// so a consumer that wants only the latest metrics reads Result, and one
+// that wants every result reads Results.
 type TrialReported struct {
-	TrialID string         `json:"trial_id"`
-	Attempt int            `json:"attempt"`
-	Result  map[string]any `json:"result"`
+	TrialID string           `json:"trial_id"`
+	Attempt int              `json:"attempt"`
+	Earlier []map[string]any `json:"earlier,omitempty"`
+	Result  map[string]any   `json:"result"`
+}
+
+// Results returns every result of the event, oldest first.
+func (p *TrialReported) Results() []map[string]any {
+	if len(p.Earlier) == 0 {
+		return []map[string]any{p.Result}
+	}
+	return append(p.Earlier[:len(p.Earlier):len(p.Earlier)], p.Result)
+}
+
+// Split returns a trial.reported event as one event per result, oldest
+// first, each with the event's envelope; any other event alone.
+func Split(e *Event) []*Event {
+	p, ok := e.Data.(*TrialReported)
+	if !ok || len(p.Earlier) == 0 {
+		return []*Event{e}
+	}
+	out := make([]*Event, 0, len(p.Earlier)+1)
+	for _, r := range p.Results() {
+		one := *e
+		one.Data = &TrialReported{TrialID: p.TrialID, Attempt: p.Attempt, Result: r}
+		out = append(out, &one)
+	}
+	return out
 }
 
 // TrialCheckpointed records a checkpoint staged in the Object Store.
@@ -509,9 +540,37 @@ func (p *TrialReported) Validate() error {
 	if p.Result == nil {
 		return fieldErr("result", "must be an object")
 	}
+	last, err := resultIteration("result", p.Result)
+	if err != nil {
+		return err
+	}
+	// Earlier results come before Result, in the order they were reported.
+	prev := 0.0
+	for i, r := range p.Earlier {
+		field := fmt.Sprintf("earlier[%d]", i)
+		if r == nil {
+			return fieldErr(field, "must be an object")
+		}
+		it, err := resultIteration(field, r)
+		if err != nil {
+			return err
+		}
+		if it <= prev {
+			return fieldErr(field+".training_iteration", "must be greater than the one before it (%v), got %v", prev, it)
+		}
+		prev = it
+	}
+	if last <= prev {
+		return fieldErr("result.training_iteration", "must be greater than the last earlier result's (%v), got %v", prev, last)
+	}
+	return nil
+}
+
+// resultIteration returns a result's training_iteration, an integer >= 1.
+func resultIteration(field string, r map[string]any) (float64, error) {
 	var it float64
 	ok := true
-	switch x := p.Result["training_iteration"].(type) {
+	switch x := r["training_iteration"].(type) {
 	case float64: // as decoded from JSON
 		it = x
 	case int:
@@ -522,9 +581,9 @@ func (p *TrialReported) Validate() error {
 		ok = false
 	}
 	if !ok || it < 1 || it != math.Trunc(it) {
-		return fieldErr("result.training_iteration", "must be an integer >= 1, got %v", p.Result["training_iteration"])
+		return 0, fieldErr(field+".training_iteration", "must be an integer >= 1, got %v", r["training_iteration"])
 	}
-	return nil
+	return it, nil
 }
 
 func (p *TrialCheckpointed) Validate() error {

@@ -153,16 +153,29 @@ func (t *Trial) current(attempt int) bool {
 	return t.Status == events.StatusRunning && attempt == t.Attempt
 }
 
+// reported takes each of the event's results (one, or several sent
+// together) the current attempt has not reported yet.
 func (t *Trial) reported(ev *events.Event, p *events.TrialReported) bool {
-	it := intOf(p.Result["training_iteration"])
-	if !t.current(p.Attempt) || it <= t.AttemptIteration {
+	if !t.current(p.Attempt) {
+		return false
+	}
+	changed := false
+	for _, r := range p.Earlier {
+		changed = t.result(ev, r) || changed
+	}
+	return t.result(ev, p.Result) || changed
+}
+
+func (t *Trial) result(ev *events.Event, r map[string]any) bool {
+	it := intOf(r["training_iteration"])
+	if it <= t.AttemptIteration {
 		return false
 	}
 	// A retry resumes from its checkpoint, so its iterations may repeat
 	// ones an earlier attempt reported: only the attempt's own order counts.
-	t.LastResult, t.LastResultTime, t.Iteration, t.AttemptIteration = p.Result, ev.Time, it, it
+	t.LastResult, t.LastResultTime, t.Iteration, t.AttemptIteration = r, ev.Time, it, it
 	t.NumResults++
-	for k, v := range p.Result {
+	for k, v := range r {
 		f, ok := v.(float64)
 		if !ok || math.IsNaN(f) || autoField[k] {
 			continue

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/tunejet/tunejet/events"
 )
 
@@ -192,6 +194,36 @@ func TestFoldMetricAnalysis(t *testing.T) {
 	}
 }
 
+// TestFoldTakesResultsSentTogether: results sent in one event fold as if
+// each had its own, and a batch that repeats results the attempt already
+// reported adds only the new ones.
+func TestFoldTakesResultsSentTogether(t *testing.T) {
+	res := func(it int) map[string]any { return map[string]any{"training_iteration": it, "loss": float64(it)} }
+	one := newLog(t)
+	one.create("t1", 0)
+	one.start("t1", 1)
+	for i := 1; i <= 6; i++ {
+		one.report("t1", 1, i, float64(i))
+	}
+	together := newLog(t)
+	together.create("t1", 0)
+	together.start("t1", 1)
+	together.report("t1", 1, 1, 1)
+	together.add(events.WriterRunner, &events.TrialReported{TrialID: "t1", Attempt: 1, Earlier: []map[string]any{res(2), res(3)}, Result: res(4)})
+	together.add(events.WriterRunner, &events.TrialReported{TrialID: "t1", Attempt: 1, Earlier: []map[string]any{res(3), res(4), res(5)}, Result: res(6)})
+	together.add(events.WriterRunner, &events.TrialReported{TrialID: "t1", Attempt: 2, Earlier: []map[string]any{res(7)}, Result: res(8)}) // not the current attempt
+	a, b := fold(one.evs).Trials["t1"], fold(together.evs).Trials["t1"]
+	if a.NumResults != 6 || b.NumResults != 6 || b.Iteration != 6 || b.AttemptIteration != 6 {
+		t.Fatalf("results %d (one per event) and %d (sent together) at iteration %d; want 6 and 6 at 6", a.NumResults, b.NumResults, b.Iteration)
+	}
+	if diff := cmp.Diff(a.Metrics, b.Metrics); diff != "" {
+		t.Errorf("metric analysis differs (-one +together):\n%s", diff)
+	}
+	if intOf(b.LastResult["training_iteration"]) != 6 {
+		t.Errorf("last result %v, want iteration 6", b.LastResult)
+	}
+}
+
 func TestFoldIgnoresOtherExperiments(t *testing.T) {
 	l := newLog(t)
 	e := New("other")
@@ -216,7 +248,16 @@ func randomLog(t testing.TB, r *rand.Rand) []*events.Event {
 			l.start(id, a)
 			for k := r.IntN(6); k > 0; k-- {
 				it++
-				l.report(id, a, it, r.Float64())
+				if r.IntN(4) == 0 { // results sent together
+					var earlier []map[string]any
+					for range 1 + r.IntN(3) {
+						earlier = append(earlier, map[string]any{"training_iteration": it, "loss": r.Float64()})
+						it++
+					}
+					l.add(events.WriterRunner, &events.TrialReported{TrialID: id, Attempt: a, Earlier: earlier, Result: map[string]any{"training_iteration": it, "loss": r.Float64()}})
+				} else {
+					l.report(id, a, it, r.Float64())
+				}
 				if r.IntN(4) == 0 { // duplicate delivery
 					l.evs = append(l.evs, l.evs[len(l.evs)-1])
 				}

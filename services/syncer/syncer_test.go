@@ -469,3 +469,30 @@ func TestSyncerDoesNotTakeAMissingCopyForPersisted(t *testing.T) {
 		t.Fatalf("%s/step in storage: %q, %v; want \"1\"", name, b, err)
 	}
 }
+
+// TestSyncerWritesEachResultSentTogether: results a runner sent in one
+// event are a line of result.json and a row of progress.csv each, and a
+// batch repeating results already written adds only the new ones.
+func TestSyncerWritesEachResultSentTogether(t *testing.T) {
+	srv := bustest.Start(t)
+	s := begin(t, srv)
+	s.start(1)
+	runSyncer(t, srv)
+	res := func(it int) map[string]any {
+		return map[string]any{"training_iteration": it, "loss": 1 / float64(it), "done": false}
+	}
+	s.report(1, 1)
+	s.add(events.WriterRunner, &events.TrialReported{TrialID: trial, Attempt: 1, Earlier: []map[string]any{res(2), res(3)}, Result: res(4)})
+	s.add(events.WriterRunner, &events.TrialReported{TrialID: trial, Attempt: 1, Earlier: []map[string]any{res(3), res(4)}, Result: res(5)})
+	s.end(1)
+	st, _ := s.finalState()
+	if n := st.Trials[trial].NumResults; n != 5 {
+		t.Errorf("the state file has %d results, want 5", n)
+	}
+	if its := s.iterations(); !cmp.Equal(its, []int{1, 2, 3, 4, 5}) {
+		t.Errorf("result.json iterations %v, want each of 1..5 once", its)
+	}
+	if rows := s.lines(trialD + "/progress.csv"); len(rows) != 6 {
+		t.Errorf("progress.csv has %d lines, want a header and 5 rows", len(rows))
+	}
+}

@@ -330,14 +330,20 @@ type message struct {
 	last bool
 }
 
-// handle folds one message and stages what it adds.
+// handle folds one message and stages what it adds: result rows one by
+// one, for results sent together too.
 func (w *writer) handle(ctx context.Context, msg message) {
 	w.lastMsg = msg.m
-	ev, err := msg.ev, msg.err
-	if err != nil {
-		w.log.Debug().Err(err).Str("subject", msg.m.Subject()).Msg("skipping a malformed message")
+	if msg.err != nil {
+		w.log.Debug().Err(msg.err).Str("subject", msg.m.Subject()).Msg("skipping a malformed message")
 		return
 	}
+	for _, ev := range events.Split(msg.ev) {
+		w.fold(ctx, ev)
+	}
+}
+
+func (w *writer) fold(ctx context.Context, ev *events.Event) {
 	var before *state.Trial
 	if t := w.st.Trials[ev.Trial()]; t != nil {
 		cp := *t
