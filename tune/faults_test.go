@@ -77,7 +77,7 @@ func TestRetryResumesFromLatestCheckpoint(t *testing.T) {
 			}
 		case *events.TrialReported:
 			if p.Attempt == 2 && firstOfAttempt2 == nil {
-				firstOfAttempt2 = p.Result
+				firstOfAttempt2 = p.Results()[0]
 			}
 		case *events.TrialCheckpointed:
 			names = append(names, p.Checkpoint.Name)

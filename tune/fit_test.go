@@ -228,3 +228,40 @@ func readLines(t *testing.T, path string) []string {
 	}
 	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 }
+
+// TestFastReportsAreSentTogether: trials reporting in a tight loop, far
+// faster than the log answers a publish, get every result into
+// result.json once and in order, in fewer trial.reported events than
+// results: what queued while a publish was answered went in one event.
+func TestFastReportsAreSentTogether(t *testing.T) {
+	const n = 3000
+	d := startDeployment(t, 2, map[string]tune.Trainable{"steps": steps(n)})
+	g := d.fit(t, "steps", tune.WithName("fast"), tune.WithRunConfig(storage(t)),
+		tune.WithParamSpace(tune.ParamSpace{"x": tune.GridSearch(1.0, 2.0)}))
+	for _, r := range g.Results() {
+		rows := readLines(t, filepath.Join(r.Path, "result.json"))
+		if len(rows) != n {
+			t.Fatalf("result.json of %s has %d rows, want %d", r.TrialID, len(rows), n)
+		}
+		for i, row := range rows {
+			var res map[string]any
+			if err := json.Unmarshal([]byte(row), &res); err != nil || res["training_iteration"] != float64(i+1) || res["score"] != float64(i+1) {
+				t.Fatalf("result.json of %s line %d: %s (%v); want iteration and score %d", r.TrialID, i+1, row, err, i+1)
+			}
+		}
+	}
+	reports, results := 0, 0
+	for _, ev := range d.events(t, "fast") {
+		if p, ok := ev.Data.(*events.TrialReported); ok {
+			reports++
+			results += len(p.Results())
+		}
+	}
+	if results != 2*n {
+		t.Errorf("the log holds %d results, want %d", results, 2*n)
+	}
+	if reports >= results {
+		t.Errorf("%d trial.reported events for %d results: none were sent together", reports, results)
+	}
+	t.Logf("%d results in %d trial.reported events", results, reports)
+}

@@ -327,7 +327,7 @@ func readTrialsLog(evs []*events.Event) *trialsLog {
 			}
 		case *events.TrialReported:
 			if p.Attempt == l.attempt[p.TrialID] {
-				l.reports[p.TrialID] = append(l.reports[p.TrialID], p.Result)
+				l.reports[p.TrialID] = append(l.reports[p.TrialID], p.Results()...)
 			}
 		case *events.TrialCheckpointed:
 			if p.Attempt == l.attempt[p.TrialID] {
@@ -960,14 +960,14 @@ func TestHungStorageDoesNotStopTheExperiment(t *testing.T) {
 	var firstFailure uint64
 	reportsAfter := 0
 	for _, ev := range evs {
-		switch ev.Data.(type) {
+		switch p := ev.Data.(type) {
 		case *events.SyncFailed:
 			if firstFailure == 0 {
 				firstFailure = ev.Seq
 			}
 		case *events.TrialReported:
 			if firstFailure != 0 {
-				reportsAfter++
+				reportsAfter += len(p.Results())
 			}
 		}
 	}

@@ -190,8 +190,8 @@ func TestClusterSurvivesLosses(t *testing.T) {
 	waitLog("5 reports made with the node down", func(evs []*events.Event) bool {
 		n := 0
 		for _, ev := range evs {
-			if _, ok := ev.Data.(*events.TrialReported); ok && ev.Time.After(killed) {
-				n++
+			if p, ok := ev.Data.(*events.TrialReported); ok && ev.Time.After(killed) {
+				n += len(p.Results())
 			}
 		}
 		return n >= 5
@@ -271,7 +271,12 @@ func checkClusterRun(t *testing.T, evs []*events.Event, exp, storage string, sta
 	// iterations each attempt stored, in log order.
 	finisher := map[string]int{}
 	inLog := map[string]map[int][]int{}
+	// Results sent together are folded (and counted) one by one.
+	var each []*events.Event
 	for _, ev := range evs {
+		each = append(each, events.Split(ev)...)
+	}
+	for _, ev := range each {
 		changed := fold.Apply(ev)
 		switch p := ev.Data.(type) {
 		case *events.ExperimentCompleted:

@@ -125,7 +125,7 @@ func trials(evs []*events.Event) map[string]*trialLog {
 		case *events.TrialReported:
 			tl := get(p.TrialID)
 			if tl.firstReport[p.Attempt] == nil {
-				tl.firstReport[p.Attempt] = p.Result
+				tl.firstReport[p.Attempt] = p.Results()[0]
 			}
 			tl.lastReported[p.Attempt], _ = p.Result["training_iteration"].(float64)
 		case *events.TrialCompleted:

@@ -266,7 +266,7 @@ func (h *heldSetup) checkRestoredRun(t *testing.T, r result, evs []*events.Event
 			}
 		case *events.TrialReported:
 			if ev.Seq > seq && firstReport[p.TrialID] == nil {
-				firstReport[p.TrialID] = p.Result
+				firstReport[p.TrialID] = p.Results()[0]
 			}
 		}
 	}

@@ -61,7 +61,7 @@ func currentAttempts(evs []*events.Event) map[string]*currentAttempt {
 			}
 		case *events.TrialReported:
 			if c := get(p.TrialID); p.Attempt == c.attempt {
-				c.reports = append(c.reports, p.Result)
+				c.reports = append(c.reports, p.Results()...)
 			}
 		case *events.TrialCheckpointed:
 			if c := get(p.TrialID); p.Attempt == c.attempt {
@@ -134,8 +134,8 @@ func storedSeq(t *testing.T, root string) (uint64, bool) {
 func countReports(evs []*events.Event) int {
 	n := 0
 	for _, ev := range evs {
-		if _, ok := ev.Data.(*events.TrialReported); ok {
-			n++
+		if p, ok := ev.Data.(*events.TrialReported); ok {
+			n += len(p.Results())
 		}
 	}
 	return n

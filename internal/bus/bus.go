@@ -46,8 +46,7 @@ type Bus struct {
 	// creates: 1 on a single server, 3 on a cluster. Default 1.
 	Replicas int
 
-	log  *streamCache // shared by copies of the Bus
-	acks *asyncAcks   // PublishAsync's futures, shared by copies
+	log *streamCache // shared by copies of the Bus
 }
 
 // streamCache keeps the event log's handle: looking it up is a round trip.
@@ -58,13 +57,11 @@ type streamCache struct {
 
 // New wraps a connection. source names the service instance.
 func New(nc *nats.Conn, source string, log zerolog.Logger) (*Bus, error) {
-	acks := newAsyncAcks()
-	js, err := jetstream.New(nc, acks.options()...)
+	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	b := &Bus{NC: nc, JS: js, Source: source, Log: log, log: &streamCache{}, acks: acks}
-	acks.republish = func(ctx context.Context, msg *nats.Msg) (*jetstream.PubAck, error) { return b.PublishMsg(ctx, msg) }
+	b := &Bus{NC: nc, JS: js, Source: source, Log: log, log: &streamCache{}}
 	return b, nil
 }
 

@@ -42,6 +42,8 @@ type attempt struct {
 
 	superseded atomic.Bool // a newer attempt owns the trial
 
+	reports reporter // the attempt's results on their way to the log
+
 	mu             sync.Mutex
 	stopReason     string
 	warnedKeys     map[string]bool
@@ -49,7 +51,6 @@ type attempt struct {
 	sinceRestore   int
 	nextCheckpoint int
 	start, last    time.Time
-	pending        []jetstream.PubAckFuture
 	art            artifactLog
 }
 
@@ -73,6 +74,7 @@ func (s *Service) runAttempt(ctx context.Context, exp string, msg jetstream.Msg)
 		num: work.AttemptBase + int(md.NumDelivered), dir: filepath.Join(s.cfg.WorkDir, exp, work.DirName),
 		warnedKeys: map[string]bool{},
 	}
+	a.reports.a = a
 	a.log = s.log.With().Str("experiment", exp).Str("trial", work.TrialID).Int("attempt", a.num).Logger()
 	if md.NumDelivered > 1 {
 		metrics.Redeliveries.WithLabelValues(exp).Inc()
@@ -149,7 +151,7 @@ func (a *attempt) run(ctx context.Context) {
 		}
 	}
 	hbDone()
-	if ferr := a.flush(); err == nil {
+	if ferr := a.reports.flush(); err == nil {
 		err = ferr
 	}
 	a.finish(ctx, err)

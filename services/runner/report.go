@@ -6,20 +6,11 @@ import (
 	"os"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/ckpt"
 	telemetry "github.com/tunejet/tunejet/internal/metrics"
 	"github.com/tunejet/tunejet/internal/restore"
 	"github.com/tunejet/tunejet/internal/session"
 )
-
-// maxPending bounds report publishes in flight per attempt.
-const maxPending = 512
-
-// flushTimeout bounds the wait for report acknowledgements.
-const flushTimeout = 30 * time.Second
 
 // pid is this process's, read once: os.Getpid is a system call, and every
 // result carries it.
@@ -43,6 +34,11 @@ func (a *attempt) Report(ctx context.Context, metrics map[string]any, checkpoint
 	// taking its last checkpoint): its I/O must still complete.
 	ctx = context.WithoutCancel(ctx)
 	if checkpointDir != "" {
+		// The log keeps the attempt's order: the results before this
+		// one, then its checkpoint, then this result.
+		if err := a.reports.flush(); err != nil {
+			return false, err
+		}
 		name, err := a.stage(ctx, checkpointDir, result)
 		if err != nil {
 			return false, fmt.Errorf("report checkpoint: %w", err)
@@ -53,15 +49,10 @@ func (a *attempt) Report(ctx context.Context, metrics map[string]any, checkpoint
 	if err := a.syncArtifacts(ctx, onCkpt); err != nil {
 		return false, err
 	}
-	ev := a.s.bus.Event(a.exp, events.WriterRunner, &events.TrialReported{TrialID: a.work.TrialID, Attempt: a.num, Result: result})
-	f, err := a.s.bus.PublishAsync(ev)
-	if err != nil {
+	if err := a.reports.add(result); err != nil {
 		return false, err
 	}
 	telemetry.Reports.WithLabelValues(a.exp).Inc()
-	if err := a.track(f); err != nil {
-		return false, err
-	}
 	if hit {
 		a.stop("stop_criteria")
 		return true, nil
@@ -145,40 +136,6 @@ func (a *attempt) criteriaMet(result map[string]any) bool {
 		}
 	}
 	return hit
-}
-
-// track remembers a publish in flight and bounds how many there are.
-func (a *attempt) track(f jetstream.PubAckFuture) error {
-	a.mu.Lock()
-	a.pending = append(a.pending, f)
-	full := len(a.pending) >= maxPending
-	a.mu.Unlock()
-	if full {
-		return a.flush()
-	}
-	return nil
-}
-
-// flush waits for every publish in flight and reports the first failure.
-// It does not follow the trial's context: a stopped trial's last reports
-// must still be stored.
-func (a *attempt) flush() error {
-	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
-	defer cancel()
-	a.mu.Lock()
-	pending := a.pending
-	a.pending = nil
-	a.mu.Unlock()
-	for _, f := range pending {
-		select {
-		case <-f.Ok():
-		case err := <-f.Err():
-			return fmt.Errorf("publish report: %w", err)
-		case <-ctx.Done():
-			return fmt.Errorf("publish report: %w", context.Cause(ctx))
-		}
-	}
-	return nil
 }
 
 // flatten turns nested maps into "a/b" keys, as Ray does for stop criteria

@@ -1,0 +1,142 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/bus"
+)
+
+// maxBatch bounds the results one trial.reported event carries, and so
+// the results a trial may have queued before Report waits.
+const maxBatch = 256
+
+// flushTimeout bounds the wait for queued results to be stored. A publish
+// already retries for bus.PublishRetryFor while the log has no leader.
+const flushTimeout = 60 * time.Second
+
+// reporter sends an attempt's results to the log in the order they were
+// reported, with one publish in flight at a time. Results reported while
+// a publish waits for its answer queue up and go out together in the next
+// trial.reported event (the queued ones as "earlier"). A trial reporting
+// slower than the log answers sends one result per event; one reporting
+// faster sends fewer, larger events instead of falling behind.
+type reporter struct {
+	a *attempt
+
+	mu     sync.Mutex
+	queued []map[string]any
+	room   chan struct{} // closed when the queue empties; nil while it has room
+	done   chan struct{} // closed when the sender stops; nil when none runs
+	err    error         // the first failed publish; every later call returns it
+}
+
+// add queues a result for the log and returns without waiting for it,
+// unless maxBatch results already wait.
+func (r *reporter) add(result map[string]any) error {
+	r.mu.Lock()
+	for len(r.queued) >= maxBatch && r.err == nil {
+		if r.room == nil {
+			r.room = make(chan struct{})
+		}
+		room := r.room
+		r.mu.Unlock()
+		<-room
+		r.mu.Lock()
+	}
+	defer r.mu.Unlock()
+	if r.err != nil {
+		return r.err
+	}
+	r.queued = append(r.queued, result)
+	if r.done == nil {
+		r.done = make(chan struct{})
+		go r.send(r.done)
+	}
+	return nil
+}
+
+// send publishes what is queued until nothing is.
+func (r *reporter) send(done chan struct{}) {
+	for {
+		r.mu.Lock()
+		batch := r.queued
+		r.queued = nil
+		if r.room != nil {
+			close(r.room)
+			r.room = nil
+		}
+		if len(batch) == 0 || r.err != nil {
+			r.done = nil
+			close(done)
+			r.mu.Unlock()
+			return
+		}
+		r.mu.Unlock()
+		if err := r.publish(batch); err != nil {
+			r.mu.Lock()
+			r.err = fmt.Errorf("publish report: %w", err)
+			r.mu.Unlock()
+		}
+	}
+}
+
+// publish stores results as one trial.reported event, or as several when
+// one would exceed the server's message size.
+func (r *reporter) publish(results []map[string]any) error {
+	a := r.a
+	n := len(results)
+	ev := a.s.bus.Event(a.exp, events.WriterRunner, &events.TrialReported{
+		TrialID: a.work.TrialID, Attempt: a.num, Earlier: results[:n-1:n-1], Result: results[n-1],
+	})
+	msg, err := bus.ToNATS(ev)
+	if err != nil {
+		return err
+	}
+	if n > 1 && int64(len(msg.Data)+headerSize(msg.Header)) > a.s.bus.NC.MaxPayload()/2 {
+		if err := r.publish(results[:n/2]); err != nil {
+			return err
+		}
+		return r.publish(results[n/2:])
+	}
+	// The trial's context may already be cancelled: its results must
+	// still be stored.
+	_, err = a.s.bus.PublishMsg(context.Background(), msg)
+	return err
+}
+
+// flush waits until every result reported so far is stored, and returns
+// the first publish that failed.
+func (r *reporter) flush() error {
+	deadline := time.NewTimer(flushTimeout)
+	defer deadline.Stop()
+	for {
+		r.mu.Lock()
+		done, err := r.done, r.err
+		r.mu.Unlock()
+		if done == nil || err != nil {
+			return err
+		}
+		select {
+		case <-done:
+		case <-deadline.C:
+			return fmt.Errorf("publish report: not stored within %v", flushTimeout)
+		}
+	}
+}
+
+// headerSize is the size of h on the wire.
+func headerSize(h nats.Header) int {
+	n := len("NATS/1.0\r\n\r\n")
+	for k, vs := range h {
+		for _, v := range vs {
+			n += len(k) + len(v) + len(": \r\n")
+		}
+	}
+	return n
+}
