@@ -312,6 +312,24 @@ func (d *deployment) storedSpan(ctx context.Context, filter string) (first, last
 	return firstMsg.Time, lastMsg.Time, lastMsg
 }
 
+// countStored is the number of messages the log holds on filter.
+func (d *deployment) countStored(ctx context.Context, filter string) uint64 {
+	d.b.Helper()
+	s, err := d.bus("count").Stream(ctx)
+	if err != nil {
+		d.b.Fatal(err)
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
+	if err != nil {
+		d.b.Fatalf("stream info on %s: %v", filter, err)
+	}
+	var n uint64
+	for _, c := range info.State.Subjects {
+		n += c
+	}
+	return n
+}
+
 // spans records when each trainable's measured section began and ended.
 type spans struct {
 	mu         sync.Mutex
