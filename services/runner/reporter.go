@@ -92,7 +92,7 @@ func (r *reporter) publish(results []map[string]any) error {
 	a := r.a
 	n := len(results)
 	ev := a.s.bus.Event(a.exp, events.WriterRunner, &events.TrialReported{
-		TrialID: a.work.TrialID, Attempt: a.num, Earlier: results[:n-1:n-1], Result: results[n-1],
+		TrialID: a.work.TrialID, Attempt: a.num, Earlier: results[: n-1 : n-1], Result: results[n-1],
 	})
 	msg, err := bus.ToNATS(ev)
 	if err != nil {
