@@ -117,7 +117,7 @@ func (a *attempt) run(ctx context.Context) {
 	}
 	ref, err := a.latestCheckpoint(ctx)
 	if err != nil {
-		a.log.Error().Err(err).Msg("cannot read the trial's checkpoints; handing the trial back")
+		a.log.WithLevel(handBackLevel(ctx)).Err(err).Msg("cannot read the trial's checkpoints; handing the trial back")
 		_ = a.msg.Nak()
 		return
 	}
@@ -129,7 +129,7 @@ func (a *attempt) run(ctx context.Context) {
 		started.RestoredFrom = ref.Name
 	}
 	if _, err := a.s.bus.Publish(ctx, a.s.bus.Event(a.exp, events.WriterRunner, started)); err != nil {
-		a.log.Error().Err(err).Msg("publish trial.started; handing the trial back")
+		a.log.WithLevel(handBackLevel(ctx)).Err(err).Msg("publish trial.started; handing the trial back")
 		_ = a.msg.Nak()
 		return
 	}
@@ -197,7 +197,7 @@ func (a *attempt) endedByController(ctx context.Context) (ended bool, stopReason
 func (a *attempt) finishStopped(ctx context.Context) {
 	started := &events.TrialStarted{TrialID: a.work.TrialID, Attempt: a.num, Runner: a.s.cfg.Name, Hostname: a.s.hostname, PID: os.Getpid()}
 	if _, err := a.s.bus.Publish(ctx, a.s.bus.Event(a.exp, events.WriterRunner, started)); err != nil {
-		a.log.Error().Err(err).Msg("publish trial.started; handing the trial back")
+		a.log.WithLevel(handBackLevel(ctx)).Err(err).Msg("publish trial.started; handing the trial back")
 		_ = a.msg.Nak()
 		return
 	}
@@ -243,6 +243,15 @@ func (a *attempt) heartbeat() func() {
 		}
 	}()
 	return func() { close(done); wg.Wait() }
+}
+
+// handBackLevel is the level of a trial handed back before it started:
+// an error, unless the runner is shutting down and that is why.
+func handBackLevel(ctx context.Context) zerolog.Level {
+	if ctx.Err() != nil {
+		return zerolog.InfoLevel
+	}
+	return zerolog.ErrorLevel
 }
 
 // ErrSuperseded is the cause of an attempt's context when a newer attempt
