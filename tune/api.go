@@ -49,6 +49,12 @@ func WithCheckpoint(dir string) ReportOption {
 // Report records one result of the running trial. tunejet adds Ray's
 // automatic fields (training_iteration, time_this_iter_s, ...). It returns
 // ErrStopped when the trial should end now.
+//
+// Report returns once the result is queued for the event log, not stored;
+// the trial's end waits for every queued result. Call it from one
+// goroutine at a time: of reports made at once, one that reaches the log
+// after a newer one is dropped (with a warning), as the state would ignore
+// it.
 func Report(ctx context.Context, metrics map[string]any, opts ...ReportOption) error {
 	s, err := session.From(ctx)
 	if err != nil {

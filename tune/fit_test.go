@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -264,4 +265,52 @@ func TestFastReportsAreSentTogether(t *testing.T) {
 		t.Errorf("%d trial.reported events for %d results: none were sent together", reports, results)
 	}
 	t.Logf("%d results in %d trial.reported events", results, reports)
+}
+
+// TestReportsFromManyGoroutines: a trainable may call Report from several
+// goroutines at once. Every event the runner sends stays valid (results
+// in increasing order), so the trial ends TERMINATED, and result.json
+// holds increasing iterations ending with the last one.
+func TestReportsFromManyGoroutines(t *testing.T) {
+	const goroutines, each = 8, 500
+	fn := func(ctx context.Context, config map[string]any) error {
+		var wg sync.WaitGroup
+		errs := make(chan error, goroutines)
+		for range goroutines {
+			wg.Go(func() {
+				for i := 0; i < each; i++ {
+					if err := tune.Report(ctx, map[string]any{"loss": 1.0}); err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		return <-errs
+	}
+	d := startDeployment(t, 1, map[string]tune.Trainable{"many": fn})
+	g := d.fit(t, "many", tune.WithName("many"), tune.WithRunConfig(storage(t)))
+	r := g.Get(0)
+	if r.Error != nil {
+		t.Fatalf("trial ended with %v", r.Error)
+	}
+	rows := readLines(t, filepath.Join(r.Path, "result.json"))
+	last := 0
+	for i, row := range rows {
+		var res map[string]any
+		if err := json.Unmarshal([]byte(row), &res); err != nil {
+			t.Fatal(err)
+		}
+		it := int(res["training_iteration"].(float64))
+		if it <= last {
+			t.Fatalf("result.json line %d: iteration %d after %d", i+1, it, last)
+		}
+		last = it
+	}
+	if last != goroutines*each {
+		t.Errorf("the last result is iteration %d, want %d", last, goroutines*each)
+	}
+	t.Logf("%d of %d reports in result.json", len(rows), goroutines*each)
 }

@@ -34,6 +34,7 @@ type reporter struct {
 	room   chan struct{} // closed when the queue empties; nil while it has room
 	done   chan struct{} // closed when the sender stops; nil when none runs
 	err    error         // the first failed publish; every later call returns it
+	last   int           // training_iteration of the last result queued
 }
 
 // add queues a result for the log and returns without waiting for it,
@@ -53,6 +54,15 @@ func (r *reporter) add(result map[string]any) error {
 	if r.err != nil {
 		return r.err
 	}
+	// Reports made at once from several goroutines may arrive here out of
+	// order. An event's results must increase, and the fold would drop an
+	// older result after a newer one anyway.
+	it, _ := result["training_iteration"].(int)
+	if it <= r.last {
+		r.a.log.Warn().Int("training_iteration", it).Int("after", r.last).Msg("a report reached the log after a newer one; dropping it")
+		return nil
+	}
+	r.last = it
 	r.queued = append(r.queued, result)
 	if r.done == nil {
 		r.done = make(chan struct{})
