@@ -22,7 +22,6 @@ import (
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/ckpt"
 	"github.com/tunejet/tunejet/internal/storage"
-	"github.com/tunejet/tunejet/internal/storage/storagetest"
 	"github.com/tunejet/tunejet/tune"
 )
 
@@ -331,7 +330,8 @@ func rawObjectRoundTrip(ctx context.Context, obs jetstream.ObjectStore, name, sr
 // storage (the syncer's checkpoint.persisted event), on a deployment (the
 // controller, a runner and the syncer on their own connections), for
 // 1 MB and 100 MB (1 GB with TUNEJET_BENCH_CKPT_MAX_MB=1024), on a
-// file:// temp dir and on S3 (gofakes3 on loopback, through the AWS SDK).
+// file:// temp dir and on S3 (gofakes3 on loopback in its own process,
+// bench/fakes3, through the AWS SDK).
 // The baseline, measured alternately in the same run, is a plain copy of
 // the same bytes to the same place: io.Copy to a new file in the same
 // directory tree, or one blob.Bucket.Upload to the same bucket. Target:
@@ -357,7 +357,7 @@ func persistence(b *testing.B, size int, backend string) {
 	case "file":
 		storagePath = "file://" + b.TempDir()
 	case "s3":
-		storagePath = storagetest.S3(b)
+		storagePath = startFakeS3(b)
 	}
 	bkt, err := storage.OpenBucket(ctx, storagePath)
 	if err != nil {
@@ -540,7 +540,7 @@ func persistence(b *testing.B, size int, backend string) {
 		sizeName(size), backend, n, short(tot), mbps(size, tot), short(st), short(pe), short(bl), mbps(size, bl), bl.Seconds()/tot.Seconds())
 	cc, bc := median(cpus), median(baselineCPUs)
 	b.ReportMetric(float64(cc.Microseconds())/1000, "report_to_persisted_cpu_ms")
-	b.Logf("CPU time of the process (every service, the in-process nats-server and S3 server), medians: Report → persisted %v; plain copy %v",
+	b.Logf("CPU time of the process (every service and the in-process nats-server; not the S3 server, which runs apart), medians: Report → persisted %v; plain copy %v",
 		short(cc), short(bc))
 }
 

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -11,25 +12,53 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tunejet/tunejet/internal/storage/storagetest"
 )
 
 // buildTunejet builds the tunejet binary (go build ./cmd/tunejet) into the
 // benchmark's temp dir and returns its path. The go build cache makes the
 // second and later builds a link step.
-func buildTunejet(b *testing.B) string {
+func buildTunejet(b *testing.B) string { return buildCommand(b, "./cmd/tunejet") }
+
+// buildCommand builds the module's main package pkg into the benchmark's
+// temp dir and returns the binary's path.
+func buildCommand(b *testing.B, pkg string) string {
 	b.Helper()
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	mod := strings.TrimSpace(string(out))
 	if err != nil || mod == "" || mod == os.DevNull {
 		b.Fatalf("cannot find the module root (go env GOMOD: %q): %v", mod, err)
 	}
-	bin := filepath.Join(b.TempDir(), "tunejet")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/tunejet")
+	bin := filepath.Join(b.TempDir(), filepath.Base(pkg))
+	build := exec.Command("go", "build", "-o", bin, pkg)
 	build.Dir = filepath.Dir(mod)
 	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("go build ./cmd/tunejet: %v\n%s", err, out)
+		b.Fatalf("go build %s: %v\n%s", pkg, err, out)
 	}
 	return bin
+}
+
+// startFakeS3 runs bench/fakes3 (gofakes3's in-memory S3) as its own
+// process until the benchmark ends, and returns the storage URL of its
+// bucket with the AWS environment set as storagetest.S3 does.
+func startFakeS3(b *testing.B) string {
+	b.Helper()
+	cmd := exec.Command(buildCommand(b, "./bench/fakes3"), storagetest.BucketName)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	addr, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		b.Fatalf("fakes3 did not print its address: %v", err)
+	}
+	return storagetest.S3At(b, "http://"+strings.TrimSpace(addr))
 }
 
 // cleanEnv is the environment without NATS_* and TUNEJET_* variables, plus

@@ -23,6 +23,19 @@ const BucketName = "tunejet-test"
 // The server stops when the test ends.
 func S3(t testing.TB) string {
 	t.Helper()
+	backend := s3mem.New()
+	if err := backend.CreateBucket(BucketName); err != nil {
+		t.Fatalf("storagetest: create S3 bucket: %v", err)
+	}
+	srv := httptest.NewServer(gofakes3.New(backend, gofakes3.WithLogger(gofakes3.DiscardLog())).Server())
+	t.Cleanup(srv.Close)
+	return S3At(t, srv.URL)
+}
+
+// S3At is S3's URL and AWS environment for an S3 server already serving
+// BucketName at endpoint (http://host:port).
+func S3At(t testing.TB, endpoint string) string {
+	t.Helper()
 	t.Setenv("AWS_CONFIG_FILE", "/dev/null")
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
 	t.Setenv("AWS_ACCESS_KEY_ID", "tunejet-test")
@@ -30,15 +43,8 @@ func S3(t testing.TB) string {
 	t.Setenv("AWS_SESSION_TOKEN", "")
 	t.Setenv("AWS_PROFILE", "")
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-
-	backend := s3mem.New()
-	if err := backend.CreateBucket(BucketName); err != nil {
-		t.Fatalf("storagetest: create S3 bucket: %v", err)
-	}
-	srv := httptest.NewServer(gofakes3.New(backend, gofakes3.WithLogger(gofakes3.DiscardLog())).Server())
-	t.Cleanup(srv.Close)
 	q := url.Values{
-		"endpoint":       {srv.URL},
+		"endpoint":       {endpoint},
 		"use_path_style": {"true"},
 		"disable_https":  {"true"},
 		"region":         {"us-east-1"},
