@@ -49,13 +49,6 @@ func ObjectName(trialID, checkpoint string) string { return trialID + "/" + chec
 // Name is checkpoint_NNNNNN for index.
 func Name(index int) string { return fmt.Sprintf("checkpoint_%06d", index) }
 
-// ChunkSize is the Object Store chunk a checkpoint is stored in. nats.go's
-// Put keeps up to 4,000 chunks unacknowledged whatever their size, and
-// nats-server refuses a stream's messages ("429 too many requests") once
-// 128 MB wait to be stored, so larger chunks overrun a busy server (1 MB
-// chunks failed a 1 GB put under load): 4,000 of 32 KB stay under it.
-const ChunkSize = 32 << 10
-
 // Store opens (creating if needed) the experiment's checkpoint bucket.
 func Store(ctx context.Context, js jetstream.JetStream, exp string) (jetstream.ObjectStore, error) {
 	return StoreReplicated(ctx, js, exp, 1)
@@ -85,7 +78,7 @@ func StoreReplicated(ctx context.Context, js jetstream.JetStream, exp string, re
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint store of %s: %w", exp, err)
 	}
-	return obs, nil
+	return &store{ObjectStore: obs, js: js, bucket: Bucket(exp)}, nil
 }
 
 // lookupTimeout bounds opening the bucket.
@@ -162,15 +155,16 @@ func Stage(ctx context.Context, obs jetstream.ObjectStore, name, dir string) (St
 // regular files under dir (all of dir when files is nil).
 //
 // The archive is read straight from the files into the Object Store's
-// chunks (no pipe) and hashed once, by nats.go's Put: the digest returned
-// is the object's own SHA-256, which nats.go checks again on every Get.
+// chunks (no pipe) and hashed once as it is put: the digest returned is
+// the object's own SHA-256, which nats.go checks again on every Get. A
+// handle from Store is written by put, in ChunkSize chunks with a bounded
+// window; any other by nats.go's Put, in safeChunkSize chunks.
 //
-// Unlike Fetch, a put gets no TransferTimeout: nats.go bounds a put
-// without deadline per chunk (each acknowledgement, and the purge of a
-// failed put, within its 5 s request timeout), not as a whole. With a
-// deadline it waits for acknowledgements until the deadline: a put whose
-// stream leader died with chunks in flight hung for the hour, and the
-// trial with it.
+// Unlike Fetch, a put gets no TransferTimeout: it is bounded per chunk
+// (each acknowledgement within ackTimeout, nats.go's Put within its 5 s
+// request timeout), not as a whole. Under an overall deadline nats.go
+// waits for acknowledgements until the deadline: a put whose stream leader
+// died with chunks in flight hung for the hour, and the trial with it.
 func StageFiles(ctx context.Context, obs jetstream.ObjectStore, name, dir string, files []string) (Staged, error) {
 	info, err := os.Stat(dir)
 	if err != nil {
@@ -183,10 +177,10 @@ func StageFiles(ctx context.Context, obs jetstream.ObjectStore, name, dir string
 	if err != nil {
 		return Staged{}, fmt.Errorf("stage checkpoint %s: %w", name, err)
 	}
-	// nats.go's Put gives up when its window of in-flight chunks stalls
-	// for 200 ms, or a chunk goes unacknowledged for 5 s (neither is
-	// configurable); a large checkpoint on a busy server can meet that,
-	// so the whole put is tried again.
+	// A put gives up when its window of chunks in flight stays full
+	// (stallWait; nats.go's Put: 200 ms), or a chunk goes unacknowledged
+	// (ackTimeout; nats.go's: 5 s); a large checkpoint on a busy server, or
+	// a lost stream leader, can meet that, so the whole put is tried again.
 	var staged Staged
 	for try := 1; try <= stallRetries; try++ {
 		staged, err = stageOnce(ctx, obs, name, entries)
@@ -206,7 +200,13 @@ const stallRetries = 3
 func stageOnce(ctx context.Context, obs jetstream.ObjectStore, name string, entries []entry) (Staged, error) {
 	ar := &archiveReader{entries: entries}
 	defer ar.close()
-	info, err := obs.Put(ctx, jetstream.ObjectMeta{Name: name, Opts: &jetstream.ObjectMetaOptions{ChunkSize: ChunkSize}}, ar)
+	var info *jetstream.ObjectInfo
+	var err error
+	if s, ok := obs.(*store); ok {
+		info, err = s.put(ctx, name, ar)
+	} else {
+		info, err = obs.Put(ctx, jetstream.ObjectMeta{Name: name, Opts: &jetstream.ObjectMetaOptions{ChunkSize: safeChunkSize}}, ar)
+	}
 	if err != nil {
 		return Staged{}, err
 	}

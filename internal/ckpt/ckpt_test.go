@@ -376,3 +376,38 @@ func TestStageFitsTheServersMaxPayload(t *testing.T) {
 		t.Fatalf("1 MB stored as %d chunks (options %+v), want chunks of at most %d bytes", info.Chunks, info.Opts, maxPayload)
 	}
 }
+
+// TestStageFailsPromptlyWhenTheServerRefusesChunks: a bucket too small for
+// the checkpoint refuses its later chunks. Stage returns the server's
+// error, leaves no object behind, and does not wait for an answer that
+// already came.
+func TestStageFailsPromptlyWhenTheServerRefusesChunks(t *testing.T) {
+	b := bustest.Start(t).Bus("test")
+	ctx := t.Context()
+	if _, err := b.JS.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: ckpt.Bucket("exp"), MaxBytes: 2 * ckpt.ChunkSize}); err != nil {
+		t.Fatal(err)
+	}
+	obs, err := ckpt.Store(ctx, b.JS, "exp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := t.TempDir()
+	write(t, src, tree{"model.bin": random(t, 6*ckpt.ChunkSize)})
+	done := make(chan error, 1)
+	go func() {
+		_, err := ckpt.Stage(ctx, obs, "t1/checkpoint_000000", src)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("staging 6 chunks into a bucket of 2 succeeded")
+		}
+		t.Logf("Stage: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("Stage did not return within 30 s of the server refusing its chunks")
+	}
+	if _, err := obs.GetInfo(ctx, "t1/checkpoint_000000"); !errors.Is(err, jetstream.ErrObjectNotFound) {
+		t.Errorf("after the failed stage: GetInfo %v, want ErrObjectNotFound", err)
+	}
+}
