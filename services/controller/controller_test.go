@@ -130,7 +130,17 @@ func newWorker(t *testing.T, srv *bustest.Server, exp string) *worker {
 // runOne runs the next trial work to completion and returns its trial id.
 func (w *worker) runOne() string {
 	w.t.Helper()
-	msg, err := w.cons.Next(jetstream.FetchMaxWait(wait))
+	// A consumer just created may not take pull requests yet (no
+	// responders): try again, as a runner does.
+	var msg jetstream.Msg
+	var err error
+	for deadline := time.Now().Add(wait); ; {
+		msg, err = w.cons.Next(jetstream.FetchMaxWait(time.Until(deadline)))
+		if !errors.Is(err, nats.ErrNoResponders) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if err != nil {
 		w.t.Fatalf("no trial work within %v: %v", wait, err)
 	}
