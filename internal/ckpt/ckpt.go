@@ -107,12 +107,27 @@ const OpenTimeout = 10 * time.Second
 // within OpenTimeout; trying again is safe.
 var ErrOpenTimeout = errors.New("the object store did not answer")
 
+// replicaLag is how long Open keeps looking for an object of which the
+// store shows no trace. Object Store reads are direct gets that any replica
+// may answer, and a replica that was just restarted, or is busy, may not
+// have applied a put the stream's leader acknowledged.
+const replicaLag = 2 * time.Second
+
 // Open opens a staged object for reading within OpenTimeout; reading it
-// then follows ctx. Close the result.
+// then follows ctx. Close the result. An object not found is looked for
+// again for up to replicaLag, unless it was removed (its delete marker is
+// there).
 func Open(ctx context.Context, obs jetstream.ObjectStore, name string) (jetstream.ObjectResult, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	timer := time.AfterFunc(OpenTimeout, func() { cancel(ErrOpenTimeout) })
 	r, err := obs.Get(ctx, name)
+	for wait, giveUp := 50*time.Millisecond, time.Now().Add(replicaLag); errors.Is(err, jetstream.ErrObjectNotFound) && time.Now().Before(giveUp) && !removed(ctx, obs, name); wait *= 2 {
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+		}
+		r, err = obs.Get(ctx, name)
+	}
 	if !timer.Stop() {
 		if err == nil {
 			r.Close()
@@ -125,6 +140,12 @@ func Open(ctx context.Context, obs jetstream.ObjectStore, name string) (jetstrea
 		return nil, err
 	}
 	return openResult{ObjectResult: r, cancel: cancel}, nil
+}
+
+// removed reports whether name's latest version is a delete marker.
+func removed(ctx context.Context, obs jetstream.ObjectStore, name string) bool {
+	info, err := obs.GetInfo(ctx, name, jetstream.GetObjectInfoShowDeleted())
+	return err == nil && info.Deleted
 }
 
 // openResult ends the read's context with the read.

@@ -411,3 +411,34 @@ func TestStageFailsPromptlyWhenTheServerRefusesChunks(t *testing.T) {
 		t.Errorf("after the failed stage: GetInfo %v, want ErrObjectNotFound", err)
 	}
 }
+
+// TestOpenWaitsForAnObjectNotThereYet: a read may be answered by a replica
+// that has not applied a put yet. Open, called before the object is
+// staged, still returns it; an object that was removed is not found.
+func TestOpenWaitsForAnObjectNotThereYet(t *testing.T) {
+	obs := store(t)
+	ctx := t.Context()
+	src := t.TempDir()
+	write(t, src, tree{"model.bin": []byte("weights")})
+	const name = "t1/checkpoint_000000"
+	opened := make(chan error, 1)
+	go func() {
+		r, err := ckpt.Open(ctx, obs, name)
+		if err == nil {
+			r.Close()
+		}
+		opened <- err
+	}()
+	if _, err := ckpt.Stage(ctx, obs, name, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-opened; err != nil {
+		t.Fatalf("Open before the object was staged: %v", err)
+	}
+	if err := obs.Delete(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ckpt.Open(ctx, obs, name); !errors.Is(err, jetstream.ErrObjectNotFound) {
+		t.Fatalf("Open of a removed object: %v, want ErrObjectNotFound", err)
+	}
+}
