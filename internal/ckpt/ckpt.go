@@ -120,14 +120,7 @@ const replicaLag = 2 * time.Second
 func Open(ctx context.Context, obs jetstream.ObjectStore, name string) (jetstream.ObjectResult, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	timer := time.AfterFunc(OpenTimeout, func() { cancel(ErrOpenTimeout) })
-	r, err := obs.Get(ctx, name)
-	for wait, giveUp := 50*time.Millisecond, time.Now().Add(replicaLag); errors.Is(err, jetstream.ErrObjectNotFound) && time.Now().Before(giveUp) && !removed(ctx, obs, name); wait *= 2 {
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-		}
-		r, err = obs.Get(ctx, name)
-	}
+	r, err := lookAgain(ctx, obs, name, func() (jetstream.ObjectResult, error) { return obs.Get(ctx, name) })
 	if !timer.Stop() {
 		if err == nil {
 			r.Close()
@@ -140,6 +133,27 @@ func Open(ctx context.Context, obs jetstream.ObjectStore, name string) (jetstrea
 		return nil, err
 	}
 	return openResult{ObjectResult: r, cancel: cancel}, nil
+}
+
+// Info is obs.GetInfo looking again, as Open does, for an object not
+// found that was not removed.
+func Info(ctx context.Context, obs jetstream.ObjectStore, name string) (*jetstream.ObjectInfo, error) {
+	return lookAgain(ctx, obs, name, func() (*jetstream.ObjectInfo, error) { return obs.GetInfo(ctx, name) })
+}
+
+// lookAgain calls get until it finds name, name turns out removed, or
+// replicaLag has passed.
+func lookAgain[T any](ctx context.Context, obs jetstream.ObjectStore, name string, get func() (T, error)) (T, error) {
+	v, err := get()
+	for wait, giveUp := 50*time.Millisecond, time.Now().Add(replicaLag); errors.Is(err, jetstream.ErrObjectNotFound) && time.Now().Before(giveUp) && !removed(ctx, obs, name); wait *= 2 {
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return v, err
+		}
+		v, err = get()
+	}
+	return v, err
 }
 
 // removed reports whether name's latest version is a delete marker.

@@ -442,3 +442,23 @@ func TestOpenWaitsForAnObjectNotThereYet(t *testing.T) {
 		t.Fatalf("Open of a removed object: %v, want ErrObjectNotFound", err)
 	}
 }
+
+// TestInfoWaitsForAnObjectNotThereYet: Info looks again as Open does.
+func TestInfoWaitsForAnObjectNotThereYet(t *testing.T) {
+	obs := store(t)
+	ctx := t.Context()
+	src := t.TempDir()
+	write(t, src, tree{"model.bin": []byte("weights")})
+	const name = "t1/checkpoint_000000"
+	found := make(chan error, 1)
+	go func() {
+		_, err := ckpt.Info(ctx, obs, name)
+		found <- err
+	}()
+	if _, err := ckpt.Stage(ctx, obs, name, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-found; err != nil {
+		t.Fatalf("Info before the object was staged: %v", err)
+	}
+}

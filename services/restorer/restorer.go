@@ -370,6 +370,10 @@ func (s *Service) reachCheckpoints(ctx context.Context, st *state.Experiment, ex
 			return err
 		}
 		if !t.Persisted[c.Name] {
+			// The only copy: make sure it is not merely a replica lagging.
+			if _, err := ckpt.Info(ctx, obs, object); err == nil {
+				continue
+			}
 			return fmt.Errorf("restore trial %s: its latest checkpoint %s is neither in the Object Store nor persisted in storage", t.ID, c.Name)
 		}
 		staged, err := s.restage(ctx, obs, expPath, t, c.Name, object)
