@@ -135,17 +135,27 @@ func Open(ctx context.Context, obs jetstream.ObjectStore, name string) (jetstrea
 	return openResult{ObjectResult: r, cancel: cancel}, nil
 }
 
+// ErrRemoved is wrapped, with jetstream.ErrObjectNotFound, by Open and
+// Info when the object was removed: its latest version is a delete marker.
+var ErrRemoved = errors.New("the staged copy was removed")
+
 // Info is obs.GetInfo looking again, as Open does, for an object not
 // found that was not removed.
 func Info(ctx context.Context, obs jetstream.ObjectStore, name string) (*jetstream.ObjectInfo, error) {
 	return lookAgain(ctx, obs, name, func() (*jetstream.ObjectInfo, error) { return obs.GetInfo(ctx, name) })
 }
 
-// lookAgain calls get until it finds name, name turns out removed, or
-// replicaLag has passed.
+// lookAgain calls get until it finds name, name turns out removed (the
+// error then wraps ErrRemoved), or replicaLag has passed.
 func lookAgain[T any](ctx context.Context, obs jetstream.ObjectStore, name string, get func() (T, error)) (T, error) {
 	v, err := get()
-	for wait, giveUp := 50*time.Millisecond, time.Now().Add(replicaLag); errors.Is(err, jetstream.ErrObjectNotFound) && time.Now().Before(giveUp) && !removed(ctx, obs, name); wait *= 2 {
+	for wait, giveUp := 50*time.Millisecond, time.Now().Add(replicaLag); errors.Is(err, jetstream.ErrObjectNotFound); wait *= 2 {
+		if removed(ctx, obs, name) {
+			return v, fmt.Errorf("%s: %w: %w", name, ErrRemoved, err)
+		}
+		if !time.Now().Before(giveUp) {
+			break
+		}
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():

@@ -438,8 +438,8 @@ func TestOpenWaitsForAnObjectNotThereYet(t *testing.T) {
 	if err := obs.Delete(ctx, name); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ckpt.Open(ctx, obs, name); !errors.Is(err, jetstream.ErrObjectNotFound) {
-		t.Fatalf("Open of a removed object: %v, want ErrObjectNotFound", err)
+	if _, err := ckpt.Open(ctx, obs, name); !errors.Is(err, jetstream.ErrObjectNotFound) || !errors.Is(err, ckpt.ErrRemoved) {
+		t.Fatalf("Open of a removed object: %v, want ErrObjectNotFound and ckpt.ErrRemoved", err)
 	}
 }
 

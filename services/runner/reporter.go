@@ -6,8 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
 )
@@ -108,7 +106,7 @@ func (r *reporter) publish(results []map[string]any) error {
 	if err != nil {
 		return err
 	}
-	if n > 1 && int64(len(msg.Data)+headerSize(msg.Header)) > a.s.bus.NC.MaxPayload()/2 {
+	if n > 1 && int64(msg.Size()) > a.s.bus.NC.MaxPayload()/2 {
 		if err := r.publish(results[:n/2]); err != nil {
 			return err
 		}
@@ -138,15 +136,4 @@ func (r *reporter) flush() error {
 			return fmt.Errorf("publish report: not stored within %v", flushTimeout)
 		}
 	}
-}
-
-// headerSize is the size of h on the wire.
-func headerSize(h nats.Header) int {
-	n := len("NATS/1.0\r\n\r\n")
-	for k, vs := range h {
-		for _, v := range vs {
-			n += len(k) + len(v) + len(": \r\n")
-		}
-	}
-	return n
 }

@@ -46,8 +46,12 @@ func (w *writer) submitCheckpoint(ctx context.Context, t *state.Trial, c events.
 		defer w.release(key)
 		err := w.sync.Run(ctx, "persist "+trial+"/"+c.Name, func(ctx context.Context) error {
 			err := w.copyArchive(ctx, object, c.Digest, dir+"/"+c.Name+"/")
-			if errors.Is(err, jetstream.ErrObjectNotFound) {
-				return w.whyMissing(ctx, object, err)
+			if errors.Is(err, ckpt.ErrRemoved) {
+				// Only a syncer removes a staged copy, after persisting it:
+				// an earlier syncer did, and this one had not seen it yet.
+				// A copy merely not found (a lagging replica, after
+				// ckpt.Open looked again) is an error, and tried again.
+				return nil
 			}
 			return err
 		})
@@ -68,25 +72,6 @@ func (w *writer) submitCheckpoint(ctx context.Context, t *state.Trial, c events.
 		w.removeStaged(ctx, done)
 		return nil
 	})
-}
-
-// whyMissing tells apart the two reasons a staged copy is not found.
-// Only a syncer removes a staged copy, after persisting it, and the
-// removal leaves a delete marker: an earlier syncer persisted it and this
-// one had not seen that yet (nil). Without a marker the copy is there but
-// the NATS replica that answered has not applied it yet (reads go to any
-// replica, and one that was just restarted or is loaded lags the leader):
-// an error, so the copy is tried again rather than announced persisted.
-func (w *writer) whyMissing(ctx context.Context, object string, notFound error) error {
-	obs, err := ckpt.Store(ctx, w.s.bus.JS, w.exp)
-	if err != nil {
-		return err
-	}
-	info, err := obs.GetInfo(ctx, object, jetstream.GetObjectInfoShowDeleted())
-	if err == nil && info.Deleted {
-		return nil
-	}
-	return fmt.Errorf("staged copy %s not found; the replica that answered may not have it yet: %w", object, notFound)
 }
 
 // submitArtifacts queues the copy of staged artifacts into the trial dir;
