@@ -211,6 +211,12 @@ func Stage(ctx context.Context, obs jetstream.ObjectStore, name, dir string) (St
 // waits for acknowledgements until the deadline: a put whose stream leader
 // died with chunks in flight hung for the hour, and the trial with it.
 func StageFiles(ctx context.Context, obs jetstream.ObjectStore, name, dir string, files []string) (Staged, error) {
+	return stageFiles(ctx, obs, jetstream.ObjectMeta{Name: name}, dir, files)
+}
+
+// stageFiles is StageFiles with the object's metadata.
+func stageFiles(ctx context.Context, obs jetstream.ObjectStore, meta jetstream.ObjectMeta, dir string, files []string) (Staged, error) {
+	name := meta.Name
 	info, err := os.Stat(dir)
 	if err != nil {
 		return Staged{}, fmt.Errorf("stage checkpoint %s: %w", name, err)
@@ -228,7 +234,7 @@ func StageFiles(ctx context.Context, obs jetstream.ObjectStore, name, dir string
 	// a lost stream leader, can meet that, so the whole put is tried again.
 	var staged Staged
 	for try := 1; try <= stallRetries; try++ {
-		staged, err = stageOnce(ctx, obs, name, entries)
+		staged, err = stageOnce(ctx, obs, meta, entries)
 		if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) && !errors.Is(err, jetstream.ErrAsyncPublishTimeout) {
 			break
 		}
@@ -242,15 +248,16 @@ func StageFiles(ctx context.Context, obs jetstream.ObjectStore, name, dir string
 // stallRetries is how many times a stalled put is tried.
 const stallRetries = 3
 
-func stageOnce(ctx context.Context, obs jetstream.ObjectStore, name string, entries []entry) (Staged, error) {
+func stageOnce(ctx context.Context, obs jetstream.ObjectStore, meta jetstream.ObjectMeta, entries []entry) (Staged, error) {
 	ar := &archiveReader{entries: entries}
 	defer ar.close()
 	var info *jetstream.ObjectInfo
 	var err error
 	if s, ok := obs.(*store); ok {
-		info, err = s.put(ctx, name, ar)
+		info, err = s.put(ctx, meta, ar)
 	} else {
-		info, err = obs.Put(ctx, jetstream.ObjectMeta{Name: name, Opts: &jetstream.ObjectMetaOptions{ChunkSize: safeChunkSize}}, ar)
+		meta.Opts = &jetstream.ObjectMetaOptions{ChunkSize: safeChunkSize}
+		info, err = obs.Put(ctx, meta, ar)
 	}
 	if err != nil {
 		return Staged{}, err
@@ -464,7 +471,9 @@ func Fetch(ctx context.Context, obs jetstream.ObjectStore, name, want, dir strin
 // When r is an Object Store object (what ObjectStore.Get returns), its
 // bytes are hashed once, by nats.go, which fails the read at the end of a
 // copy that does not match the object's digest; Walk checks that digest
-// against want before reading. Any other reader is hashed here.
+// against want before reading (a copy Restage put back from storage
+// stands for the digest it was persisted from), and refuses a checkpoint
+// MarkGone marked with ErrGone. Any other reader is hashed here.
 func Walk(r io.Reader, want string, fn func(hdr *tar.Header, rel string, body io.Reader) error) error {
 	var h hash.Hash
 	if obj, ok := r.(jetstream.ObjectResult); ok {
@@ -472,11 +481,14 @@ func Walk(r io.Reader, want string, fn func(hdr *tar.Header, rel string, body io
 		if err != nil {
 			return err
 		}
+		if reason, ok := info.Metadata[goneKey]; ok {
+			return fmt.Errorf("%s: %w: %s", info.Name, ErrGone, reason)
+		}
 		got, err := objectDigest(info)
 		if err != nil {
 			return err
 		}
-		if got != want {
+		if got != want && info.Metadata[restagedFromKey] != want {
 			return fmt.Errorf("%w: the event says %s, the stored object is %s", ErrDigestMismatch, want, got)
 		}
 	} else {

@@ -56,7 +56,8 @@ const safeChunkSize = 32 << 10
 // GetInfo and Delete read it as their own, and hashes it once on the way.
 // Unlike nats.go's Put it keeps at most maxInFlight bytes unacknowledged,
 // whatever the chunk size, and waits up to stallWait for room.
-func (s *store) put(ctx context.Context, name string, r io.Reader) (*jetstream.ObjectInfo, error) {
+func (s *store) put(ctx context.Context, meta jetstream.ObjectMeta, r io.Reader) (*jetstream.ObjectInfo, error) {
+	name := meta.Name
 	old, err := s.GetInfo(ctx, name, jetstream.GetObjectInfoShowDeleted())
 	if err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
 		return nil, err
@@ -141,8 +142,9 @@ func (s *store) put(ctx context.Context, name string, r io.Reader) (*jetstream.O
 		}
 	}
 
+	meta.Opts = &jetstream.ObjectMetaOptions{ChunkSize: uint32(chunkSize)}
 	info := &jetstream.ObjectInfo{
-		ObjectMeta: jetstream.ObjectMeta{Name: name, Opts: &jetstream.ObjectMetaOptions{ChunkSize: uint32(chunkSize)}},
+		ObjectMeta: meta,
 		Bucket:     s.bucket,
 		NUID:       nuid,
 		Size:       size,
@@ -154,13 +156,16 @@ func (s *store) put(ctx context.Context, name string, r io.Reader) (*jetstream.O
 	if err := settle(true); err != nil {
 		return fail(err)
 	}
-	meta := nats.NewMsg(fmt.Sprintf("$O.%s.M.%s", s.bucket, base64.URLEncoding.EncodeToString([]byte(name))))
-	meta.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
-	if meta.Data, err = json.Marshal(info); err != nil {
+	m := nats.NewMsg(fmt.Sprintf("$O.%s.M.%s", s.bucket, base64.URLEncoding.EncodeToString([]byte(name))))
+	m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+	if m.Data, err = json.Marshal(info); err != nil {
 		return fail(err)
 	}
-	if _, err := s.js.PublishMsg(ctx, meta); err != nil {
-		return fail(err)
+	if _, err := s.js.PublishMsg(ctx, m); err != nil {
+		// The metadata may be stored all the same (its acknowledgement
+		// lost with a stream leader): its chunks stay, a leak at worst,
+		// rather than an object whose bytes were purged.
+		return nil, err
 	}
 	if old != nil && !old.Deleted && old.NUID != "" {
 		s.purge(ctx, fmt.Sprintf("$O.%s.C.%s", s.bucket, old.NUID))
