@@ -122,7 +122,7 @@ func (w *writer) deleteDropped(ctx context.Context) {
 				w.log.Error().Err(err).Str("trial", t.ID).Str("checkpoint", c.Name).Msg("delete a dropped checkpoint; will retry")
 				continue
 			}
-			w.announceOnce(ctx, t.ID+"."+c.Name+".deleted", &events.CheckpointDeleted{TrialID: t.ID, Name: c.Name, Reason: "num_to_keep"})
+			_ = w.announceOnce(ctx, t.ID+"."+c.Name+".deleted", &events.CheckpointDeleted{TrialID: t.ID, Name: c.Name, Reason: "num_to_keep"})
 		}
 	}
 }
@@ -188,11 +188,12 @@ func parallel[T any](ctx context.Context, n int, items map[string]T, fn func(con
 }
 
 // announce publishes what the syncer did.
-func (w *writer) announce(ctx context.Context, p events.Payload) { w.announceOnce(ctx, "", p) }
+func (w *writer) announce(ctx context.Context, p events.Payload) { _ = w.announceOnce(ctx, "", p) }
 
 // announceOnce publishes with a deterministic id (when not empty), so
-// announcing the same thing twice stores it once.
-func (w *writer) announceOnce(ctx context.Context, id string, p events.Payload) {
+// announcing the same thing twice stores it once. It returns the failure
+// it logs, for callers that must not go on unless the log has the event.
+func (w *writer) announceOnce(ctx context.Context, id string, p events.Payload) error {
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	ev := w.s.bus.Event(w.exp, events.WriterSyncer, p)
@@ -201,7 +202,9 @@ func (w *writer) announceOnce(ctx context.Context, id string, p events.Payload) 
 	}
 	if _, err := w.s.bus.Publish(actx, ev); err != nil {
 		w.log.Warn().Err(err).Str("type", p.Type()).Msg("announce")
+		return err
 	}
+	return nil
 }
 
 func (w *writer) announceFailure(ctx context.Context, op string, err error, attempt int) {

@@ -6,45 +6,44 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/ckpt"
+	"github.com/tunejet/tunejet/internal/metrics"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
 )
 
 // submitCheckpoint queues the persistence of a checkpoint: copied from the
 // Object Store into <trial_dir>/<name>/ and checked against its digest,
-// then announced; staged copies older than it are removed after.
+// then announced; the trial's staged copies that storage holds are then
+// removed, except its latest (see removeStagedOf).
 func (w *writer) submitCheckpoint(ctx context.Context, t *state.Trial, c events.CheckpointRef) {
 	if t.Persisted[c.Name] {
 		return
 	}
-	object := c.Object
-	if object == "" {
-		object = ckpt.ObjectName(t.ID, c.Name)
-	}
-	var older []string
-	for _, o := range w.staged[t.ID] {
-		if o != object {
-			older = append(older, o)
-		}
-	}
-	w.staged[t.ID] = append(older, object) // kept until known persisted
+	object := objectOf(t, c)
 	trial, dir, path := t.ID, t.DirName, w.checkpointPath(t, c.Name)
 	key := "checkpoint/" + trial + "/" + c.Name
 	w.mu.Lock()
-	copied := w.persistedObjects[object]
-	w.mu.Unlock()
-	if copied || !w.claim(key) {
-		return // copied already (its announcement is on its way), or queued
+	if !slices.Contains(w.staged[trial], object) {
+		w.staged[trial] = append(w.staged[trial], object) // kept until known persisted
 	}
+	copied, abandoned := w.persistedObjects[object], w.unpersistable[key] != ""
+	w.mu.Unlock()
+	if copied || abandoned || !w.claim(key) {
+		return // copied already (its announcement is on its way), given up on, or queued
+	}
+	op := "persist " + trial + "/" + c.Name
 	w.ops.Submit(key, func(ctx context.Context) error {
 		defer w.release(key)
-		err := w.sync.Run(ctx, "persist "+trial+"/"+c.Name, func(ctx context.Context) error {
+		var lasting error // a failure trying again at once cannot mend
+		err := w.sync.Run(ctx, op, func(ctx context.Context) error {
+			lasting = nil
 			err := w.copyArchive(ctx, object, c.Digest, dir+"/"+c.Name+"/")
 			if errors.Is(err, ckpt.ErrRemoved) {
 				// Only a syncer removes a staged copy, after persisting it:
@@ -53,25 +52,100 @@ func (w *writer) submitCheckpoint(ctx context.Context, t *state.Trial, c events.
 				// ckpt.Open looked again) is an error, and tried again.
 				return nil
 			}
+			if errors.Is(err, ckpt.ErrDigestMismatch) || errors.Is(err, ckpt.ErrGone) {
+				lasting = err
+				return nil
+			}
 			return err
 		})
+		if err == nil {
+			err = lasting
+		}
 		if err != nil {
-			w.announceFailure(ctx, "persist "+trial+"/"+c.Name, err, w.sync.Config().MaxRetries+1)
+			w.persistFailed(ctx, key, op, err, lasting != nil)
 			return err
 		}
-		w.announceOnce(ctx, trial+"."+c.Name+".persisted", &events.CheckpointPersisted{TrialID: trial, Name: c.Name, Path: path, Size: c.Size, Digest: c.Digest})
+		// The staged copy may go only once the log says storage holds it.
+		ev := &events.CheckpointPersisted{TrialID: trial, Name: c.Name, Path: path, Size: c.Size, Digest: c.Digest}
+		if err := w.announceOnce(ctx, trial+"."+c.Name+".persisted", ev); err != nil {
+			return err
+		}
 		w.mu.Lock()
 		w.persistedObjects[object] = true
-		var done []string // only copies storage holds may go
-		for _, o := range older {
-			if w.persistedObjects[o] {
-				done = append(done, o)
-			}
-		}
 		w.mu.Unlock()
-		w.removeStaged(ctx, done)
+		w.removeStagedOf(ctx, trial)
 		return nil
 	})
+}
+
+// objectOf is the staged object of a trial's checkpoint.
+func objectOf(t *state.Trial, c events.CheckpointRef) string {
+	if c.Object != "" {
+		return c.Object
+	}
+	return ckpt.ObjectName(t.ID, c.Name)
+}
+
+// giveUpAfter is how many times the persistence of a checkpoint may fail
+// in a way trying again at once cannot mend (its staged copy is other
+// bytes than its event names, or marked gone) before the syncer stops
+// trying: a replica that had not applied the newest copy may have answered
+// the first times. Other failures (storage or the Object Store not
+// answering) are tried again as long as the experiment runs.
+const giveUpAfter = 3
+
+// persistFailed announces a failed persistence and, once it has failed
+// for good giveUpAfter times, gives the checkpoint up: it is not
+// persisted, the syncer stops trying (until it restarts), and the final
+// state no longer waits for it.
+func (w *writer) persistFailed(ctx context.Context, key, op string, err error, lasting bool) {
+	w.mu.Lock()
+	if lasting {
+		w.persistFailures[key]++
+	}
+	gaveUp := lasting && w.persistFailures[key] >= giveUpAfter
+	if gaveUp {
+		w.unpersistable[key] = err.Error()
+	}
+	w.mu.Unlock()
+	if !gaveUp {
+		w.announceFailure(ctx, op, err, w.sync.Config().MaxRetries+1)
+		return
+	}
+	metrics.SyncFailures.WithLabelValues(w.exp).Inc()
+	w.log.Error().Err(err).Str("operation", op).Msg("the checkpoint cannot be persisted; gave up on it")
+	w.announce(ctx, &events.SyncFailed{Operation: op, Error: fmt.Sprintf("gave up after %d tries, the checkpoint is not persisted: %v", giveUpAfter, err), Attempt: giveUpAfter})
+}
+
+// noteLatest records the trials' latest staged checkpoints, which
+// removeStagedOf spares.
+func (w *writer) noteLatest(trials ...*state.Trial) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, t := range trials {
+		if c := t.LatestCheckpoint(); c != nil {
+			w.latest[t.ID] = objectOf(t, *c)
+		}
+	}
+}
+
+// removeStagedOf removes the trial's staged copies that this syncer put
+// into storage, except the trial's latest checkpoint, whatever order the
+// copies were persisted in: an older checkpoint persisted again after a
+// newer one must not take the newer one's copy with it.
+func (w *writer) removeStagedOf(ctx context.Context, trial string) {
+	w.mu.Lock()
+	var done, keep []string
+	for _, o := range w.staged[trial] {
+		if w.persistedObjects[o] && o != w.latest[trial] {
+			done = append(done, o)
+		} else {
+			keep = append(keep, o)
+		}
+	}
+	w.staged[trial] = keep
+	w.mu.Unlock()
+	w.removeStaged(ctx, done)
 }
 
 // submitArtifacts queues the copy of staged artifacts into the trial dir;
@@ -131,18 +205,18 @@ func (w *writer) resubmit(ctx context.Context) {
 	}
 }
 
-// complete reports whether storage holds every kept checkpoint and every
-// staged artifact archive.
+// complete reports whether storage holds every kept checkpoint (but those
+// given up on) and every staged artifact archive.
 func (w *writer) complete() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	for _, t := range w.st.TrialList() {
 		for _, c := range t.Checkpoints {
-			if !t.Persisted[c.Name] {
+			if !t.Persisted[c.Name] && w.unpersistable["checkpoint/"+t.ID+"/"+c.Name] == "" {
 				return false
 			}
 		}
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	return len(w.artifacts) == 0
 }
 

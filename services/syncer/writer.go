@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sync"
 	"time"
 
@@ -43,24 +44,30 @@ type writer struct {
 	changed map[string]bool        // trials whose result files changed since the last sync
 	dirty   bool                   // the state changed since the last snapshot
 	lastMsg jetstream.Msg          // the last message folded, acked by a sync
-	staged  map[string][]string    // staged checkpoint objects by trial, oldest first
 	// finished are trials that ended since the last upload of their files.
 	finished []string
 	// line, row and scratch are reused for every result written.
 	line, row, scratch []byte
 
-	mu        sync.Mutex             // guards artifacts, shared with the ops queue
+	mu        sync.Mutex             // guards what follows, shared with the ops queue
 	artifacts map[string]artifactJob // staged artifacts not yet in storage
 	inflight  map[string]bool        // persistence jobs queued or running
 	// persistedObjects are staged copies this syncer put into storage.
 	persistedObjects map[string]bool
+	staged           map[string][]string // staged checkpoint objects by trial, not removed yet
+	latest           map[string]string   // each trial's latest checkpoint object, never removed
+	// persistFailures counts lasting failures by persistence key;
+	// unpersistable holds why the syncer gave a checkpoint up.
+	persistFailures map[string]int
+	unpersistable   map[string]string
 }
 
 func newWriter(s *Service, exp string) *writer {
 	return &writer{
 		s: s, exp: exp, st: state.New(exp), stage: filepath.Join(s.cfg.WorkDir, exp),
-		files: map[string]*trialFiles{}, params: map[string]bool{}, changed: map[string]bool{}, staged: map[string][]string{},
+		files: map[string]*trialFiles{}, params: map[string]bool{}, changed: map[string]bool{},
 		artifacts: map[string]artifactJob{}, inflight: map[string]bool{}, persistedObjects: map[string]bool{},
+		staged: map[string][]string{}, latest: map[string]string{}, persistFailures: map[string]int{}, unpersistable: map[string]string{},
 		log: s.log.With().Str("experiment", exp).Logger(),
 	}
 }
@@ -223,6 +230,7 @@ func (w *writer) loadSnapshot(ctx context.Context) error {
 		return nil
 	}
 	w.st = st
+	w.noteLatest(st.TrialList()...)
 	w.log.Info().Str("snapshot", key).Uint64("seq", st.LastSeq).Msg("resuming from the stored snapshot")
 	return nil
 }
@@ -349,6 +357,7 @@ func (w *writer) fold(ctx context.Context, ev *events.Event) {
 		cp := *t
 		before = &cp
 	}
+	prev := w.st
 	st, changed, err := restore.Fold(ctx, w.s.bus.JS, w.st, ev)
 	if err != nil {
 		w.log.Error().Err(err).Msg("cannot load the restored state")
@@ -357,6 +366,9 @@ func (w *writer) fold(ctx context.Context, ev *events.Event) {
 	w.st = st
 	if !changed {
 		return
+	}
+	if _, ok := ev.Data.(*events.ExperimentRestored); ok {
+		w.restored(prev)
 	}
 	if _, ok := ev.Data.(*events.SyncCompleted); !ok {
 		w.dirty = true
@@ -378,6 +390,7 @@ func (w *writer) effects(ctx context.Context, ev *events.Event, before *state.Tr
 			return err
 		}
 	case *events.TrialCheckpointed:
+		w.noteLatest(w.st.Trials[p.TrialID])
 		w.submitCheckpoint(ctx, w.st.Trials[p.TrialID], p.Checkpoint)
 	case *events.TrialArtifacts:
 		w.submitArtifacts(ctx, w.st.Trials[p.TrialID], p)
@@ -385,25 +398,46 @@ func (w *writer) effects(ctx context.Context, ev *events.Event, before *state.Tr
 		_ = w.syncUp(ctx)
 	}
 	if t := w.st.Trials[ev.Trial()]; t != nil && before != nil && t.NumFailures > before.NumFailures {
+		if !t.Finished() {
+			w.submitLatestCheck(ctx, t)
+		}
 		return w.appendFailure(ctx, t, ev.Time)
 	}
 	return nil
 }
 
+// restored takes in a restored state, which replaced prev: trials it
+// created (restart_errored's new trials, which no trial.created event
+// announces) or gave another config (re-specified object references) get
+// their params.json, and every trial's latest checkpoint is spared.
+func (w *writer) restored(prev *state.Experiment) {
+	for _, t := range w.st.TrialList() {
+		if old := prev.Trials[t.ID]; old == nil || old.DirName != t.DirName || !reflect.DeepEqual(old.Config, t.Config) {
+			w.params[t.ID] = true
+		}
+	}
+	w.noteLatest(w.st.TrialList()...)
+}
+
 // final syncs everything at the end of the experiment or of the syncer:
-// what is already in the log, the persistence queue (whose announcements
-// then come back through the log), then the state. At the end of the
-// experiment it goes on until storage has taken all of it; on shutdown it
-// tries once (the next syncer resumes).
+// what is already in the log and the state first, so that no checkpoint
+// holds the final state back; then the persistence queue (whose
+// announcements come back through the log) and the state again. At the
+// end of the experiment it goes on until storage has taken all of it but
+// the checkpoints given up on; on shutdown it tries once (the next syncer
+// resumes).
 func (w *writer) final(ctx context.Context, msgs <-chan message) {
 	for {
 		w.catchUp(ctx, msgs)
+		err := w.syncUp(context.WithoutCancel(ctx))
 		w.resubmit(ctx)
 		if err := w.ops.Flush(context.WithoutCancel(ctx)); err != nil {
 			w.log.Error().Err(err).Msg("persisting checkpoints and artifacts")
 		}
 		w.catchUp(ctx, msgs)
-		err := w.syncUp(context.WithoutCancel(ctx))
+		if w.dirty || err != nil {
+			err = w.syncUp(context.WithoutCancel(ctx))
+		}
 		if (err == nil && w.complete()) || ctx.Err() != nil {
 			break
 		}
