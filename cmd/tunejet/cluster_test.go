@@ -494,6 +494,8 @@ type natsNode struct {
 }
 
 // startCluster starts n nodes and waits until JetStream has a meta leader.
+// One node (n = 1) is a single server, not a cluster: it has no routes and
+// no meta group.
 func startCluster(t *testing.T, bin string, n int) *natsCluster {
 	t.Helper()
 	ports := freeLowPorts(t, 3*n)
@@ -505,20 +507,24 @@ func startCluster(t *testing.T, bin string, n int) *natsCluster {
 	for i := range n {
 		nd := &natsNode{bin: bin, name: fmt.Sprintf("n%d", i+1), client: ports[i], route: ports[n+i], monitor: ports[2*n+i], log: &lockedBuffer{}}
 		dir := t.TempDir()
-		nd.conf = writeFile(t, dir, "nats.conf", fmt.Sprintf(`server_name: %s
-listen: 127.0.0.1:%d
-http: 127.0.0.1:%d
-jetstream {
-  store_dir: %q
-}
-cluster {
+		cluster := fmt.Sprintf(`cluster {
   name: tunejet_test
   listen: 127.0.0.1:%d
   routes: [
     %s
   ]
 }
-`, nd.name, nd.client, nd.monitor, filepath.Join(dir, "jetstream"), nd.route, strings.Join(routes, "\n    ")))
+`, nd.route, strings.Join(routes, "\n    "))
+		if n == 1 {
+			cluster = ""
+		}
+		nd.conf = writeFile(t, dir, "nats.conf", fmt.Sprintf(`server_name: %s
+listen: 127.0.0.1:%d
+http: 127.0.0.1:%d
+jetstream {
+  store_dir: %q
+}
+%s`, nd.name, nd.client, nd.monitor, filepath.Join(dir, "jetstream"), cluster))
 		cl.nodes = append(cl.nodes, nd)
 		t.Cleanup(func() {
 			nd.kill()
@@ -534,6 +540,9 @@ cluster {
 	// other node current (until then, placing an R3 stream fails with "no
 	// suitable peers for placement, peer offline").
 	bustest.Eventually(t, 30*time.Second, "the JetStream meta leader, with all peers current", func() bool {
+		if n == 1 {
+			return true
+		}
 		time.Sleep(40 * time.Millisecond) // poll gently
 		return cl.metaFormed()
 	})
@@ -680,17 +689,21 @@ func (nd *natsNode) kill() {
 // clients and its JetStream assets are current.
 func (nd *natsNode) waitHealthy(t *testing.T, within time.Duration) {
 	t.Helper()
-	url := fmt.Sprintf("http://127.0.0.1:%d/healthz", nd.monitor)
-	client := &http.Client{Timeout: time.Second}
 	bustest.Eventually(t, within, "nats node "+nd.name+" to be healthy", func() bool {
 		time.Sleep(40 * time.Millisecond) // poll gently
-		resp, err := client.Get(url)
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
+		return nd.healthy()
 	})
+}
+
+// healthy asks the node's /healthz once.
+func (nd *natsNode) healthy() bool {
+	client := &http.Client{Timeout: time.Second}
+	resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", nd.monitor))
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // freeLowPorts returns n distinct free loopback ports below the Linux
