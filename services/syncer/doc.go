@@ -8,7 +8,8 @@
 // Tune's layout under <storage_path>/<name>/:
 //
 //   - .validate_storage_marker when the experiment starts;
-//   - params.json when a trial is created;
+//   - params.json when a trial is created, by the controller or by a
+//     restore (restart_errored);
 //   - result.json lines, progress.csv rows and error.txt entries, staged in
 //     a local directory as reports and failures arrive and uploaded on
 //     SyncConfig.sync_period, together with experiment_state-<session>.json,
@@ -40,5 +41,9 @@
 // Checkpoints pushed out by CheckpointConfig.num_to_keep are deleted only
 // after a snapshot that no longer refers to them is durable, so a restore
 // never meets a missing checkpoint. Staged Object Store copies are removed
-// once persisted, except each trial's latest, which retries resume from.
+// once persisted and announced, except each trial's latest, which retries
+// resume from; after a failed attempt the syncer stages that one again
+// from storage if it was lost, or marks it gone everywhere (ckpt.MarkGone).
+// A checkpoint whose staged copy is other bytes than its event names is
+// given up after 3 tries: the final state never waits for it.
 package syncer
