@@ -15,7 +15,7 @@
 //
 // A mapping with exactly one key that is a domain keyword is a domain; every
 // other mapping is a nested object. Domains may also appear inside lists.
-// The keywords follow Ray Tune:
+// The keywords are Ray Tune's, all of them but sample_from:
 //
 //	grid_search: [v, ...]                every value, once per sample
 //	choice:      [v, ...]                one value, uniformly
@@ -25,7 +25,10 @@
 //	qloguniform: [low, high, q(, base)]  loguniform, rounded to a multiple of q
 //	randint:     [low, high]             int in [low, high): high is exclusive
 //	qrandint:    [low, high(, q)]        int in [low, high], a multiple of q (1)
+//	lograndint:  [low, high(, base)]     log-uniform int in [low, high); low > 0
+//	qlograndint: [low, high, q(, base)]  lograndint, rounded to a multiple of q
 //	randn:       [(mean(, sd))]          normal float; mean 0, sd 1
+//	qrandn:      [mean, sd, q]           randn, rounded to a multiple of q
 //
 // Numeric domains also take a mapping with Ray's argument names, e.g.
 // {lower: 0, upper: 1}, {lower, upper, q}, {lower, upper, base} or
@@ -33,8 +36,35 @@
 // grid_search and choice lists are plain values: a domain nested in them is
 // an error. Following Ray, the bounds of quniform and qloguniform must be
 // divisible by q; qrandint requires the same of its bounds, so that every
-// sample lies within them. randint and qrandint give int; the float domains
-// give float64.
+// sample lies within them. randint, qrandint, lograndint and qlograndint
+// give int; the float domains give float64.
+//
+// lograndint and qlograndint sample as Ray does: a log-uniform float in
+// [low, high) is floored to an int, and qlograndint first moves both bounds
+// inwards to multiples of q and rounds the int to a multiple of q (half to
+// even, as numpy), which can reach the upper bound: qlograndint [1, 20, 5]
+// gives 5, 10, 15 or 20, and with q 1 high stays exclusive, as in Ray. The
+// base of the log domains changes nothing in the distribution (recent Ray
+// versions deprecate it) but must be > 0 and != 1. One deviation: quniform,
+// qloguniform and qrandn round with q 1 too, where Ray's Quantized sampler
+// skips rounding and returns the raw float.
+//
+// # Constants and misspellings
+//
+// A single-key mapping whose key is not a keyword but close to one — the
+// same letters in another case or with '_' or '-' (log_uniform, LogUniform,
+// grid-search), at most two edits away (unifrom, choices), or Ray's
+// sample_from, which calls Python code — is refused with a "did you mean"
+// (or "is not supported") error at its key, rather than passed to the
+// trials as a constant mapping. To pass such a mapping, or any value, as it
+// is, wrap it in literal:
+//
+//	wd: {literal: {sample_from: "x"}}   # the trial gets {"sample_from": "x"}
+//	c:  {literal: {uniform: [0, 1]}}    # a constant mapping, not a domain
+//
+// {literal: v} is v everywhere a plain value may be, grid_search and choice
+// values included; nothing inside v is looked at, so {literal: {literal: 1}}
+// is {literal: 1}. A literal is not a domain: it has no place in the tag.
 //
 // # Trials
 //

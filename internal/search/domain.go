@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 )
 
@@ -17,7 +18,10 @@ const (
 	kwQLogUniform = "qloguniform"
 	kwRandInt     = "randint"
 	kwQRandInt    = "qrandint"
+	kwLogRandInt  = "lograndint"
+	kwQLogRandInt = "qlograndint"
 	kwRandn       = "randn"
+	kwQRandn      = "qrandn"
 )
 
 // arg is one argument of a numeric domain: its label in messages and in the
@@ -35,6 +39,9 @@ var (
 	argBase = arg{label: "base", key: "base", def: 10.0}
 	argMean = arg{label: "mean", key: "mean", def: 0.0}
 	argSD   = arg{label: "sd", key: "sd", def: 1.0}
+	// qrandn has no defaults, as in Ray.
+	argMeanReq = arg{label: "mean", key: "mean"}
+	argSDReq   = arg{label: "sd", key: "sd"}
 )
 
 // numericDomain is a random domain with numeric arguments.
@@ -50,7 +57,10 @@ var numericDomains = map[string]numericDomain{
 	kwQLogUniform: {[]arg{argLow, argHigh, argQ, argBase}, buildQLogUniform},
 	kwRandInt:     {[]arg{argLow, argHigh}, buildRandInt},
 	kwQRandInt:    {[]arg{argLow, argHigh, argQInt}, buildQRandInt},
+	kwLogRandInt:  {[]arg{argLow, argHigh, argBase}, buildLogRandInt},
+	kwQLogRandInt: {[]arg{argLow, argHigh, argQ, argBase}, buildLogRandInt},
 	kwRandn:       {[]arg{argMean, argSD}, buildRandn},
+	kwQRandn:      {[]arg{argMeanReq, argSDReq, argQ}, buildRandn},
 }
 
 // isKeyword reports whether k is a domain keyword.
@@ -59,52 +69,43 @@ func isKeyword(k string) bool {
 	return ok || k == kwGrid || k == kwChoice
 }
 
-// domainOf returns the keyword and argument of m if m is a domain.
-func domainOf(m map[string]any) (kw string, raw any, ok bool) {
+// single returns the only entry of m.
+func single(m map[string]any) (k string, v any, ok bool) {
 	if len(m) != 1 {
 		return "", nil, false
 	}
-	for k, v := range m {
-		kw, raw = k, v
+	for k, v = range m {
 	}
-	return kw, raw, isKeyword(kw)
+	return k, v, true
 }
 
-// containsDomain returns the keyword of the first domain found inside v.
-func containsDomain(v any) (string, bool) {
-	switch x := v.(type) {
-	case map[string]any:
-		if kw, _, ok := domainOf(x); ok {
-			return kw, true
-		}
-		for _, e := range x {
-			if kw, ok := containsDomain(e); ok {
-				return kw, true
-			}
-		}
-	case []any:
-		for _, e := range x {
-			if kw, ok := containsDomain(e); ok {
-				return kw, true
-			}
-		}
-	}
-	return "", false
+// domainOf returns the keyword and argument of m if m is a domain.
+func domainOf(m map[string]any) (kw string, raw any, ok bool) {
+	kw, raw, ok = single(m)
+	return kw, raw, ok && isKeyword(kw)
 }
 
-// valueList checks the argument of grid_search or choice: a non-empty list of
-// plain values.
-func valueList(kw string, raw any) ([]any, error) {
+// valueList checks the argument of grid_search or choice at path: a
+// non-empty list of plain values. It returns the values with every
+// {literal: v} in them replaced by v.
+func valueList(path []string, kw string, raw any) ([]any, error) {
 	l, ok := raw.([]any)
 	if !ok || len(l) == 0 {
 		return nil, fmt.Errorf("%s: expects a non-empty list of values, got %s", kw, describeArg(raw))
 	}
+	out := make([]any, len(l))
 	for i, v := range l {
-		if inner, ok := containsDomain(v); ok {
-			return nil, fmt.Errorf("%s: value %d contains a domain (%s); domains inside %s values are not supported", kw, i, inner, kw)
+		var err error
+		out[i], err = plainValue(child(path, kw, strconv.Itoa(i)), v)
+		var nested nestedDomainError
+		if errors.As(err, &nested) {
+			return nil, fmt.Errorf("%s: value %d contains a domain (%s); domains inside %s values are not supported", kw, i, nested.kw, kw)
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
-	return l, nil
+	return out, nil
 }
 
 func describeArg(raw any) string {
@@ -203,14 +204,12 @@ func mapUsage(args []arg) string {
 	return "{" + strings.Join(keys, ", ") + "}"
 }
 
-// number reads argument label of domain kw as a finite float.
+// number reads argument label of domain kw as a float (finite, as
+// normalize left it).
 func number(kw, label string, v any) (float64, error) {
 	f, ok := toFloat(v)
 	if !ok {
 		return 0, fmt.Errorf("%s: %s must be a number, got %s", kw, label, describe(v))
-	}
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, fmt.Errorf("%s: %s must be finite, got %v", kw, label, f)
 	}
 	return f, nil
 }
@@ -286,11 +285,18 @@ func newLogUniform(kw string, low, high, q, base float64, quantized bool) (sampl
 	if err := checkOrder(kw, low, high); err != nil {
 		return nil, err
 	}
-	if base <= 0 || base == 1 {
-		return nil, fmt.Errorf("%s: base (%v) must be > 0 and != 1", kw, base)
+	if err := checkBase(kw, base); err != nil {
+		return nil, err
 	}
 	d := logUniformDist{low: low, high: high, q: q, base: base}
 	return d, checkQuantum(kw, q, quantized, low, high)
+}
+
+func checkBase(kw string, base float64) error {
+	if base <= 0 || base == 1 {
+		return fmt.Errorf("%s: base (%v) must be > 0 and != 1", kw, base)
+	}
+	return nil
 }
 
 func checkOrder(kw string, low, high float64) error {
@@ -306,8 +312,8 @@ func checkQuantum(kw string, q float64, quantized bool, low, high float64) error
 	if !quantized {
 		return nil
 	}
-	if q <= 0 {
-		return fmt.Errorf("%s: q (%v) must be > 0", kw, q)
+	if err := checkQ(kw, q); err != nil {
+		return err
 	}
 	for _, b := range []struct {
 		label string
@@ -316,6 +322,13 @@ func checkQuantum(kw string, q float64, quantized bool, low, high float64) error
 		if r := b.v / q; !isClose(r, math.Round(r)) {
 			return fmt.Errorf("%s: %s (%v) is not divisible by q (%v)", kw, b.label, b.v, q)
 		}
+	}
+	return nil
+}
+
+func checkQ(kw string, q float64) error {
+	if q <= 0 {
+		return fmt.Errorf("%s: q (%v) must be > 0", kw, q)
 	}
 	return nil
 }
@@ -364,6 +377,51 @@ func newIntDist(kw string, low, last, q int) (sampler, error) {
 	return intDist{low: low, n: span + 1, q: q}, nil
 }
 
+// buildLogRandInt builds lograndint from [low, high, base] and
+// qlograndint from [low, high, q, base].
+func buildLogRandInt(kw string, v []any, args []arg) (sampler, error) {
+	last := len(v) - 1
+	n, err := integers(kw, v[:last], args)
+	if err != nil {
+		return nil, err
+	}
+	base, err := number(kw, args[last].label, v[last])
+	if err != nil {
+		return nil, err
+	}
+	q := 1
+	if len(n) > 2 {
+		q = n[2]
+	}
+	return newLogIntDist(kw, n[0], n[1], q, base)
+}
+
+// newLogIntDist checks Ray's rules for lograndint (q 1) and qlograndint:
+// 0 < low < high, q > 0, and a multiple of q within [low, high]. As Ray's
+// Quantized sampler does, it draws from [low, high) with both bounds moved
+// inwards to multiples of q.
+func newLogIntDist(kw string, low, high, q int, base float64) (sampler, error) {
+	switch {
+	case low <= 0:
+		return nil, fmt.Errorf("%s: low (%d) must be > 0", kw, low)
+	case low >= high && kw == kwLogRandInt:
+		return nil, fmt.Errorf("%s: low (%d) must be < high (%d); high is exclusive", kw, low, high)
+	case low >= high:
+		return nil, fmt.Errorf("%s: low (%d) must be < high (%d)", kw, low, high)
+	case q <= 0:
+		return nil, fmt.Errorf("%s: q (%d) must be > 0", kw, q)
+	}
+	if err := checkBase(kw, base); err != nil {
+		return nil, err
+	}
+	first, last := (low-1)/q+1, high/q // ceil(low/q), floor(high/q)
+	if first > last {
+		return nil, fmt.Errorf("%s: no multiple of q (%d) lies within [low (%d), high (%d)]", kw, q, low, high)
+	}
+	return logIntDist{low: first * q, high: last * q, q: q, base: base}, nil
+}
+
+// buildRandn builds randn from [mean, sd] and qrandn from [mean, sd, q].
 func buildRandn(kw string, v []any, args []arg) (sampler, error) {
 	f, err := numbers(kw, v, args)
 	if err != nil {
@@ -372,5 +430,10 @@ func buildRandn(kw string, v []any, args []arg) (sampler, error) {
 	if f[1] <= 0 {
 		return nil, fmt.Errorf("%s: sd (%v) must be > 0", kw, f[1])
 	}
-	return normalDist{mean: f[0], sd: f[1]}, nil
+	d := normalDist{mean: f[0], sd: f[1]}
+	if len(f) > 2 {
+		d.q = f[2]
+		return d, checkQ(kw, d.q)
+	}
+	return d, nil
 }

@@ -47,29 +47,61 @@ func (d uniformDist) sample(r *rand.Rand) any {
 type logUniformDist struct{ low, high, q, base float64 }
 
 func (d logUniformDist) sample(r *rand.Rand) any {
-	lb := math.Log(d.base)
-	lo, hi := math.Log(d.low)/lb, math.Log(d.high)/lb
-	v := clamp(math.Pow(d.base, lo+r.Float64()*(hi-lo)), d.low, d.high)
+	v := clamp(logUniform(r, d.low, d.high, d.base), d.low, d.high)
 	return quantize(v, d.q, d.low, d.high)
 }
 
+// logUniform draws a float uniformly in log space between low and high,
+// both > 0.
+func logUniform(r *rand.Rand, low, high, base float64) float64 {
+	lb := math.Log(base)
+	lo, hi := math.Log(low)/lb, math.Log(high)/lb
+	return math.Pow(base, lo+r.Float64()*(hi-lo))
+}
+
 // intDist is uniform over the n integers from low, rounded to a multiple of
-// q (half to even, as numpy rounds).
+// q.
 type intDist struct{ low, n, q int }
 
 func (d intDist) sample(r *rand.Rand) any {
-	v := d.low + r.IntN(d.n)
-	if d.q > 1 {
-		v = int(math.RoundToEven(float64(v)/float64(d.q))) * d.q
-	}
-	return v
+	return roundMultiple(d.low+r.IntN(d.n), d.q)
 }
 
-// normalDist is normal with the given mean and standard deviation.
-type normalDist struct{ mean, sd float64 }
+// logIntDist is Ray's log-uniform integer sampler: a log-uniform float in
+// [low, high), floored, then rounded to a multiple of q. low and high are
+// multiples of q, so with q > 1 the result may be high.
+type logIntDist struct {
+	low, high, q int
+	base         float64
+}
+
+func (d logIntDist) sample(r *rand.Rand) any {
+	x := math.Floor(logUniform(r, float64(d.low), float64(d.high), d.base))
+	v := d.low
+	if x > float64(d.low) {
+		v = max(d.low, d.high-1) // float rounding reached the top of the range
+		if x < float64(d.high) {
+			v = int(x)
+		}
+	}
+	return roundMultiple(v, d.q)
+}
+
+// roundMultiple rounds v to a multiple of q, half to even, as numpy's
+// round(v / q) * q does.
+func roundMultiple(v, q int) int {
+	if q <= 1 {
+		return v
+	}
+	return int(math.RoundToEven(float64(v)/float64(q))) * q
+}
+
+// normalDist is normal with the given mean and standard deviation, rounded
+// to a multiple of q when q > 0 (qrandn).
+type normalDist struct{ mean, sd, q float64 }
 
 func (d normalDist) sample(r *rand.Rand) any {
-	return d.mean + d.sd*r.NormFloat64()
+	return quantize(d.mean+d.sd*r.NormFloat64(), d.q, math.Inf(-1), math.Inf(1))
 }
 
 // quantize rounds v to a multiple of q (half to even, as numpy rounds),

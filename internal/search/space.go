@@ -1,6 +1,7 @@
 package search
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -59,6 +60,9 @@ func (s *Space) walk(path []string, v any) (any, error) {
 		if kw, raw, ok := domainOf(x); ok {
 			return s.domain(path, kw, raw)
 		}
+		if v, ok, err := unwrap(path, x); ok || err != nil {
+			return v, err
+		}
 		out := make(map[string]any, len(x))
 		for _, k := range sortedKeys(x) {
 			w, err := s.walk(child(path, k), x[k])
@@ -88,15 +92,19 @@ func (s *Space) domain(path []string, kw string, raw any) (*param, error) {
 	var err error
 	switch kw {
 	case kwGrid:
-		p.values, err = valueList(kw, raw)
+		p.values, err = valueList(path, kw, raw)
 	case kwChoice:
 		var values []any
-		values, err = valueList(kw, raw)
+		values, err = valueList(path, kw, raw)
 		p.dist = choiceDist{values: values}
 	default:
 		p.dist, err = parseNumeric(kw, raw)
 	}
-	if err != nil {
+	var ke *KeyError
+	switch {
+	case errors.As(err, &ke):
+		return nil, ke
+	case err != nil:
 		return nil, keyError(path, err.Error())
 	}
 	s.params = append(s.params, p)
@@ -159,8 +167,9 @@ func (s *Space) OnlyGrid() error {
 }
 
 // FlatKeys returns the space's keys flattened with "/" ("model/lr"), sorted.
-// Only nested mappings are flattened: a domain, a list, a plain value and an
-// empty mapping are leaves. Restore compares these with the original space.
+// Only nested mappings are flattened: a domain, a literal, a list, a plain
+// value and an empty mapping are leaves. Restore compares these with the
+// original space.
 func (s *Space) FlatKeys() []string {
 	return slices.Clone(s.flat)
 }
@@ -168,8 +177,7 @@ func (s *Space) FlatKeys() []string {
 func flatKeys(prefix []string, m map[string]any, out []string) []string {
 	for k, v := range m {
 		sub, ok := v.(map[string]any)
-		_, _, isDomain := domainOf(sub)
-		if !ok || isDomain || len(sub) == 0 {
+		if !ok || isLeaf(sub) {
 			out = append(out, strings.Join(append(prefix, k), "/"))
 			continue
 		}
@@ -178,9 +186,16 @@ func flatKeys(prefix []string, m map[string]any, out []string) []string {
 	return out
 }
 
-// child returns path extended by k, never sharing path's backing array.
-func child(path []string, k string) []string {
-	return append(slices.Clip(path), k)
+// isLeaf reports whether FlatKeys stops at m: a domain, a literal, or an
+// empty mapping.
+func isLeaf(m map[string]any) bool {
+	k, _, ok := single(m)
+	return len(m) == 0 || ok && (isKeyword(k) || k == kwLiteral)
+}
+
+// child returns path extended by keys, never sharing path's backing array.
+func child(path []string, keys ...string) []string {
+	return append(slices.Clip(path), keys...)
 }
 
 func sortedKeys(m map[string]any) []string {

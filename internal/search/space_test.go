@@ -3,6 +3,7 @@ package search
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -34,7 +35,19 @@ func TestParseSpaceDomains(t *testing.T) {
 		{"qrandint", map[string]any{"a": map[string]any{"qrandint": []any{0, 100, 10}}}, 1},
 		{"qrandint default q", map[string]any{"a": map[string]any{"qrandint": []any{1, 3}}}, 1},
 		{"qrandint mapping", map[string]any{"a": map[string]any{"qrandint": map[string]any{"lower": 3, "upper": 9, "q": 3}}}, 1},
+		{"lograndint", map[string]any{"a": map[string]any{"lograndint": []any{16, 256}}}, 1},
+		{"lograndint base", map[string]any{"a": map[string]any{"lograndint": []any{1, 1024, 2}}}, 1},
+		{"lograndint mapping", map[string]any{"a": map[string]any{"lograndint": map[string]any{"lower": 1, "upper": 8, "base": 2}}}, 1},
+		{"qlograndint", map[string]any{"a": map[string]any{"qlograndint": []any{1, 1000, 10}}}, 1},
+		{"qlograndint one multiple", map[string]any{"a": map[string]any{"qlograndint": []any{3, 5, 4}}}, 1},
+		{"qlograndint mapping", map[string]any{"a": map[string]any{"qlograndint": map[string]any{"lower": 8, "upper": 64, "q": 8, "base": 2}}}, 1},
 		{"randn", map[string]any{"a": map[string]any{"randn": []any{10, 2}}}, 1},
+		{"qrandn", map[string]any{"a": map[string]any{"qrandn": []any{10, 2, 0.5}}}, 1},
+		{"qrandn mapping", map[string]any{"a": map[string]any{"qrandn": map[string]any{"mean": 0, "sd": 1, "q": 1}}}, 1},
+		{"literal", map[string]any{"a": map[string]any{"literal": map[string]any{"log_uniform": []any{1, 2}}}}, 1},
+		{"literal in a list", map[string]any{"a": []any{map[string]any{"literal": map[string]any{"uniform": 1}}}}, 1},
+		{"literal in a choice", map[string]any{"a": map[string]any{"choice": []any{map[string]any{"literal": map[string]any{"randn": nil}}}}}, 1},
+		{"ordinary single keys", map[string]any{"a": map[string]any{"object_ref": "x"}, "b": map[string]any{"name": "sgd"}, "c": map[string]any{"range": 1}}, 1},
 		{"randn empty list", map[string]any{"a": map[string]any{"randn": []any{}}}, 1},
 		{"randn null", map[string]any{"a": map[string]any{"randn": nil}}, 1},
 		{"randn mapping", map[string]any{"a": map[string]any{"randn": map[string]any{"sd": 3}}}, 1},
@@ -93,7 +106,25 @@ func TestParseSpaceErrors(t *testing.T) {
 		{"qrandint q zero", dom("qrandint", []any{0, 10, 0}), "param_space.m.lr: qrandint: q (0) must be > 0"},
 		{"qrandint low > high", dom("qrandint", []any{4, 2}), "param_space.m.lr: qrandint: low (4) must be <= high (2)"},
 		{"qrandint not multiple", dom("qrandint", []any{1, 10, 3}), "param_space.m.lr: qrandint: low (1) and high (10) must be multiples of q (3)"},
+		{"lograndint low zero", dom("lograndint", []any{0, 10}), "param_space.m.lr: lograndint: low (0) must be > 0"},
+		{"lograndint empty range", dom("lograndint", []any{8, 8}), "param_space.m.lr: lograndint: low (8) must be < high (8); high is exclusive"},
+		{"lograndint float", dom("lograndint", []any{1, 2.5}), "param_space.m.lr: lograndint: high must be an integer, got number 2.5"},
+		{"lograndint base one", dom("lograndint", []any{1, 10, 1}), "param_space.m.lr: lograndint: base (1) must be > 0 and != 1"},
+		{"lograndint too many", dom("lograndint", []any{1, 10, 2, 3}), "param_space.m.lr: lograndint: expects [low, high, base (default 10)], got 4 values"},
+		{"qlograndint missing q", dom("qlograndint", []any{1, 10}), "param_space.m.lr: qlograndint: expects [low, high, q, base (default 10)], got 2 values"},
+		{"qlograndint q zero", dom("qlograndint", []any{1, 10, 0}), "param_space.m.lr: qlograndint: q (0) must be > 0"},
+		{"qlograndint q float", dom("qlograndint", []any{1, 10, 0.5}), "param_space.m.lr: qlograndint: q must be an integer, got number 0.5"},
+		{"qlograndint low negative", dom("qlograndint", []any{-4, 10, 2}), "param_space.m.lr: qlograndint: low (-4) must be > 0"},
+		{"qlograndint low > high", dom("qlograndint", []any{10, 5, 5}), "param_space.m.lr: qlograndint: low (10) must be < high (5)"},
+		{"qlograndint no multiple", dom("qlograndint", []any{5, 9, 10}), "param_space.m.lr: qlograndint: no multiple of q (10) lies within [low (5), high (9)]"},
 		{"randn sd zero", dom("randn", []any{0, 0}), "param_space.m.lr: randn: sd (0) must be > 0"},
+		{"qrandn missing q", dom("qrandn", []any{0, 1}), "param_space.m.lr: qrandn: expects [mean, sd, q], got 2 values"},
+		{"qrandn missing mean", dom("qrandn", map[string]any{"sd": 1, "q": 1}), `param_space.m.lr: qrandn: missing argument "mean", expects {mean, sd, q}`},
+		{"qrandn q zero", dom("qrandn", []any{0, 1, 0}), "param_space.m.lr: qrandn: q (0) must be > 0"},
+		{"qrandn sd negative", dom("qrandn", []any{0, -1, 1}), "param_space.m.lr: qrandn: sd (-1) must be > 0"},
+		{"NaN", map[string]any{"a": []any{1, math.NaN()}}, "param_space.a.1: expected a finite number, got NaN; JSON cannot hold it"},
+		{"NaN json.Number", map[string]any{"a": json.Number("NaN")}, "param_space.a: expected a finite number, got NaN; JSON cannot hold it"},
+		{"infinite bound", dom("uniform", []any{0, math.Inf(1)}), "param_space.m.lr.uniform.1: expected a finite number, got +Inf; JSON cannot hold it"},
 		{"randn too many", dom("randn", []any{0, 1, 2}), "param_space.m.lr: randn: expects [mean (default 0), sd (default 1)], got 3 values"},
 		{"choice empty", dom("choice", []any{}), "param_space.m.lr: choice: expects a non-empty list of values, got an empty list"},
 		{"choice scalar", dom("choice", "a"), `param_space.m.lr: choice: expects a non-empty list of values, got string "a"`},
@@ -152,8 +183,9 @@ func TestFlatKeys(t *testing.T) {
 		"model": map[string]any{"depth": 3, "act": map[string]any{"choice": []any{"relu"}}, "opt": map[string]any{"name": "sgd"}},
 		"empty": map[string]any{},
 		"list":  []any{map[string]any{"a": 1}},
+		"lit":   map[string]any{"literal": map[string]any{"a": 1}},
 	})
-	want := []string{"empty", "list", "lr", "model/act", "model/depth", "model/opt/name"}
+	want := []string{"empty", "list", "lit", "lr", "model/act", "model/depth", "model/opt/name"}
 	if diff := cmp.Diff(want, s.FlatKeys()); diff != "" {
 		t.Errorf("FlatKeys (-want +got):\n%s", diff)
 	}

@@ -2,12 +2,15 @@ package search
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 func TestTrialSameSeedSameConfigs(t *testing.T) {
@@ -303,5 +306,145 @@ func TestTrialSameFromJSONNumbers(t *testing.T) {
 		if tag1 != tag2 || string(j1) != string(j2) {
 			t.Fatalf("trial %d: %s %s vs %s %s", i, tag1, j1, tag2, j2)
 		}
+	}
+}
+
+func TestTrialLogAndNormalDistributions(t *testing.T) {
+	tests := []struct {
+		name   string
+		domain map[string]any
+		check  func(v any) error // type, bounds and quantization of one value
+		want   []any             // every value 3,000 trials must give, if the set is small
+	}{
+		{"lograndint: ints in [low, high)", map[string]any{"lograndint": []any{1, 5}},
+			intIn(1, 4, 1), []any{1, 2, 3, 4}},
+		{"lograndint base 2", map[string]any{"lograndint": []any{16, 256, 2}},
+			intIn(16, 255, 1), nil},
+		{"lograndint wide", map[string]any{"lograndint": []any{1, 1 << 40}},
+			intIn(1, 1<<40-1, 1), nil},
+		{"qlograndint: multiples of q, high inclusive", map[string]any{"qlograndint": []any{1, 20, 5}},
+			intIn(5, 20, 5), []any{5, 10, 15, 20}},
+		{"qlograndint q 1: high exclusive as in Ray", map[string]any{"qlograndint": []any{2, 6, 1}},
+			intIn(2, 5, 1), []any{2, 3, 4, 5}},
+		{"qlograndint bounds moved inwards", map[string]any{"qlograndint": []any{3, 9, 4}},
+			intIn(4, 8, 4), []any{4, 8}},
+		{"qlograndint one multiple", map[string]any{"qlograndint": []any{3, 5, 4}},
+			intIn(4, 4, 4), []any{4}},
+		{"qrandn", map[string]any{"qrandn": []any{10, 2, 0.5}},
+			floatMultiple(0.5), nil},
+		{"qrandn q 1 rounds too", map[string]any{"qrandn": map[string]any{"mean": 0, "sd": 3, "q": 1}},
+			floatMultiple(1), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := mustParse(t, map[string]any{"x": tt.domain})
+			seen := map[any]bool{}
+			for i := range 3000 {
+				c, _ := s.Trial(i, 11)
+				if err := tt.check(c["x"]); err != nil {
+					t.Fatalf("trial %d: %v", i, err)
+				}
+				if again, _ := s.Trial(i, 11); again["x"] != c["x"] {
+					t.Fatalf("trial %d: %v, then %v with the same seed", i, c["x"], again["x"])
+				}
+				seen[c["x"]] = true
+			}
+			if tt.want == nil {
+				return
+			}
+			var got []any
+			for v := range seen {
+				got = append(got, v)
+			}
+			less := func(a, b any) bool { return a.(int) < b.(int) }
+			if diff := cmp.Diff(tt.want, got, cmpopts.SortSlices(less)); diff != "" {
+				t.Errorf("values (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func intIn(low, high, q int) func(any) error {
+	return func(v any) error {
+		i, ok := v.(int)
+		switch {
+		case !ok:
+			return fmt.Errorf("%v is a %T, want int", v, v)
+		case i < low || i > high:
+			return fmt.Errorf("%d is outside [%d, %d]", i, low, high)
+		case i%q != 0:
+			return fmt.Errorf("%d is not a multiple of %d", i, q)
+		}
+		return nil
+	}
+}
+
+func floatMultiple(q float64) func(any) error {
+	return func(v any) error {
+		f, ok := v.(float64)
+		switch {
+		case !ok:
+			return fmt.Errorf("%v is a %T, want float64", v, v)
+		case f/q != math.Round(f/q):
+			return fmt.Errorf("%v is not a multiple of %v", f, q)
+		}
+		return nil
+	}
+}
+
+// Ray draws lograndint as floor(exp(uniform(log low, log high))): each
+// decade of [1, 1000) is as likely as the others.
+func TestLogRandIntIsLogUniform(t *testing.T) {
+	s := mustParse(t, map[string]any{"x": map[string]any{"lograndint": []any{1, 1000}}})
+	var decades [3]int
+	const n = 30000
+	for i := range n {
+		c, _ := s.Trial(i, 5)
+		decades[len(strconv.Itoa(c["x"].(int)))-1]++
+	}
+	for d, count := range decades {
+		if frac := float64(count) / n; math.Abs(frac-1.0/3) > 0.02 {
+			t.Errorf("decade %d got %.3f of the samples, want 1/3", d, frac)
+		}
+	}
+}
+
+// Ray's Quantized sampler gives high only half a bin: qlograndint [10, 30,
+// 10] draws an int from [10, 30) and rounds it half to even, so 15 and 25
+// both go to 20 and 30 comes from 26..29 only.
+func TestQLogRandIntRoundsHalfToEven(t *testing.T) {
+	s := mustParse(t, map[string]any{"x": map[string]any{"qlograndint": []any{10, 30, 10}}})
+	counts := map[int]int{}
+	const n = 30000
+	for i := range n {
+		c, _ := s.Trial(i, 9)
+		counts[c["x"].(int)]++
+	}
+	// P(floor(x) in [a, b)) for x log-uniform in [10, 30).
+	p := func(a, b float64) float64 { return (math.Log(b) - math.Log(a)) / (math.Log(30) - math.Log(10)) }
+	want := map[int]float64{10: p(10, 15), 20: p(15, 26), 30: p(26, 30)}
+	for v, w := range want {
+		if got := float64(counts[v]) / n; math.Abs(got-w) > 0.02 {
+			t.Errorf("P(%d) = %.3f, want %.3f", v, got, w)
+		}
+	}
+}
+
+// The draws of a seed are part of the contract: a restored experiment
+// regenerates its trials from (seed, index) alone.
+func TestTrialNewDistributionsGolden(t *testing.T) {
+	s := mustParse(t, map[string]any{
+		"a": map[string]any{"lograndint": []any{1, 1000}},
+		"b": map[string]any{"qlograndint": []any{10, 1000, 10}},
+		"c": map[string]any{"qrandn": []any{0, 1, 0.1}},
+	})
+	var got []string
+	for i := range 3 {
+		_, tag := s.Trial(i, 42)
+		got = append(got, tag)
+	}
+	want := []string{"0_a=559,b=620,c=-1.7000", "1_a=20,b=30,c=0.2000", "2_a=443,b=960,c=-0.4000"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("tags (-want +got):\n%s", diff)
 	}
 }

@@ -15,17 +15,26 @@ const maxDepth = 100
 // normalize converts a decoded value at path to the forms the space works
 // with: map[string]any, []any, string, bool, nil, int, float64. Other integer
 // and float kinds, json.Number, and other slices and string-keyed maps are
-// converted; anything else is an error naming the path. The result never
-// shares maps or slices with v.
+// converted; NaN, infinities and anything else are errors naming the path.
+// The result never shares maps or slices with v.
 func normalize(path []string, v any) (any, error) {
 	if len(path) > maxDepth {
 		return nil, keyError(path[:maxDepth], fmt.Sprintf("nested more than %d levels deep", maxDepth))
 	}
 	switch x := v.(type) {
-	case nil, string, bool, int, float64:
+	case nil, string, bool, int:
+		return x, nil
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, keyError(path, fmt.Sprintf("expected a finite number, got %v; JSON cannot hold it", x))
+		}
 		return x, nil
 	case json.Number:
-		return fromJSONNumber(path, x)
+		n, err := fromJSONNumber(path, x)
+		if err != nil {
+			return nil, err
+		}
+		return normalize(path, n)
 	case map[string]any:
 		return normalizeMap(path, x)
 	case []any:

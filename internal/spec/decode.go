@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/tunejet/tunejet/internal/search"
 )
 
 // decoder turns the YAML node tree into a spec, recording the line of every
@@ -131,7 +133,7 @@ func (d *decoder) unknown(path, name string, fs fields) {
 		known = append(known, k)
 	}
 	slices.Sort(known)
-	if s := suggest(name, known); s != "" {
+	if s := search.Suggest(name, known); s != "" {
 		d.fail(path, "unknown key, did you mean %q?", s)
 		return
 	}

@@ -20,6 +20,7 @@
 //	param_space:                       # see package internal/search
 //	  lr: {loguniform: [1e-4, 1e-1]}
 //	  momentum: {grid_search: [0.8, 0.9]}
+//	  sched: {literal: {uniform: 1}}   # a constant mapping, not a domain
 //	tune_config:
 //	  num_samples: 4                   # >= 1, or -1 (until stopped); default 1
 //	  metric: loss
@@ -79,7 +80,9 @@
 // Parse reports all the problems it finds, sorted by line and joined with
 // errors.Join: unknown keys (with a "did you mean" for a close match), wrong
 // types, values out of range, and the param_space errors of
-// search.ParseSpace at the line of their key. Where Ray Tune has a message
+// search.ParseSpace at the line of their key, among them a misspelled
+// distribution ("param_space.lr.log_uniform: unknown distribution, did you
+// mean "loguniform"?"). Where Ray Tune has a message
 // for a mistake (fail_fast, num_to_keep, checkpoint_score_order, nested stop
 // criteria), the message is Ray's.
 package spec

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/search"
 )
 
 // head is the first two lines of most test files.
@@ -83,6 +84,16 @@ func TestParseErrors(t *testing.T) {
 			"exp.yaml:6: param_space.layers.1: randint: low (8) must be < high (8); high is exclusive"},
 		{"grid search_alg with a random domain", head + "param_space:\n  a: {grid_search: [1, 2]}\n  lr: {loguniform: [1e-4, 1e-1]}\ntune_config:\n  search_alg: grid\n",
 			`exp.yaml:5: param_space.lr: loguniform is a random domain; search_alg "grid" allows only grid_search and plain values`},
+		{"misspelled distribution", head + "param_space:\n  bs: {lograndint: [16, 256]}\n  lr: {log_uniform: [0.001, 0.1]}\n",
+			`exp.yaml:5: param_space.lr.log_uniform: unknown distribution, did you mean "loguniform"? (for a constant mapping, write {literal: {log_uniform: ...}})`},
+		{"misspelled distribution in block style", head + "param_space:\n  model:\n    lr:\n      LogUniform:\n        lower: 0.001\n        upper: 0.1\n",
+			`exp.yaml:6: param_space.model.lr.LogUniform: unknown distribution, did you mean "loguniform"? (for a constant mapping, write {literal: {LogUniform: ...}})`},
+		{"sample_from", head + "param_space:\n  wd: {sample_from: \"lambda spec: 0.1\"}\n",
+			"exp.yaml:4: param_space.wd.sample_from: sample_from is not supported: it calls a Python function; compute the value in the trainable instead (for a constant mapping, write {literal: {sample_from: ...}})"},
+		{"misspelled distribution in a choice", head + "param_space:\n  opt:\n    choice:\n      - sgd\n      - {grid-search: [1, 2]}\n",
+			`exp.yaml:7: param_space.opt.choice.1.grid-search: unknown distribution, did you mean "grid_search"? (for a constant mapping, write {literal: {grid-search: ...}})`},
+		{"NaN in param_space", head + "param_space:\n  a: [1, .nan]\n",
+			"exp.yaml:4: param_space.a.1: expected a finite number, got NaN; JSON cannot hold it"},
 		{"param_space not a mapping", head + "param_space: [1]\n",
 			"exp.yaml:3: param_space: expected a mapping, got a list"},
 		{"bad fail_fast", head + "run_config:\n  failure_config:\n    fail_fast: maybe\n",
@@ -163,6 +174,16 @@ func TestParseJSONErrors(t *testing.T) {
     "lr": {"uniform": [0.5, 0.1]}
   }
 }`, "exp.json:4: param_space.lr: uniform: low (0.5) must be <= high (0.1)"},
+		{"misspelled distribution", `{
+  "trainable": "fn",
+  "param_space": {
+    "bs": {"lograndint": [16, 256]},
+    "lr": {"log_uniform": [0.001, 0.1]}
+  }
+}`, `exp.json:5: param_space.lr.log_uniform: unknown distribution, did you mean "loguniform"? (for a constant mapping, write {literal: {log_uniform: ...}})`},
+		{"sample_from", `{"trainable": "fn",
+ "param_space": {"wd": {"sample_from": "f"}}}`,
+			"exp.json:2: param_space.wd.sample_from: sample_from is not supported: it calls a Python function; compute the value in the trainable instead (for a constant mapping, write {literal: {sample_from: ...}})"},
 		// The YAML parser reports the line where the enclosing context starts.
 		{"syntax error", "{\n  \"trainable\": \"fn\",\n  \"name\" \"x\"\n}\n",
 			"exp.json:2: syntax error: did not find expected ',' or '}'"},
@@ -338,6 +359,42 @@ func TestParseAccepts(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if _, err := Parse("exp.yaml", []byte(tt.file)); err != nil {
 				t.Errorf("Parse: %v", err)
+			}
+		})
+	}
+}
+
+func TestParseLiteral(t *testing.T) {
+	files := map[string]string{
+		"exp.yaml": head + "param_space:\n  lr: {literal: {log_uniform: [0.001, 0.1]}}\n  wd: {literal: {sample_from: f}}\n  opt: {choice: [{literal: {uniform: 1}}, sgd]}\n",
+		"exp.json": `{"name": "exp", "trainable": "fn", "param_space": {
+  "lr": {"literal": {"log_uniform": [0.001, 0.1]}},
+  "wd": {"literal": {"sample_from": "f"}},
+  "opt": {"choice": [{"literal": {"uniform": 1}}, "sgd"]}}}`,
+	}
+	want := map[string]any{
+		"lr":  map[string]any{"log_uniform": []any{0.001, 0.1}},
+		"wd":  map[string]any{"sample_from": "f"},
+		"opt": map[string]any{"uniform": 1},
+	}
+	for name, file := range files {
+		t.Run(name, func(t *testing.T) {
+			s, err := Parse(name, []byte(file))
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			space, err := search.ParseSpace(s.ParamSpace)
+			if err != nil {
+				t.Fatalf("ParseSpace: %v", err)
+			}
+			for i := range 20 { // choice picks "sgd" or the literal
+				config, _ := space.Trial(i, 3)
+				if config["opt"] == "sgd" {
+					config["opt"] = want["opt"]
+				}
+				if diff := cmp.Diff(want, config); diff != "" {
+					t.Fatalf("trial %d config (-want +got):\n%s", i, diff)
+				}
 			}
 		})
 	}

@@ -1,22 +1,32 @@
-package spec
+package search
 
 import "strings"
 
-// suggest returns the known key closest to name, or "" if none is close:
-// the same key in another spelling (numSamples, num-samples), or one at
-// most two edits away that is not mostly different.
-func suggest(name string, known []string) string {
+// Suggest returns the name in known closest to name, or "" if none is
+// close: the same name in another spelling (numSamples, num-samples,
+// Log_Uniform), or one at most two edits away that is not mostly different.
+// Spellings are compared lower-cased and without '_' and '-'. The spec
+// parser uses it for unknown keys, and ParseSpace for misspelled domain
+// keywords.
+func Suggest(name string, known []string) string {
+	f := fold(name)
 	best, bestDist := "", 3
 	for _, k := range known {
-		if fold(k) == fold(name) {
+		fk := fold(k)
+		if fk == f {
 			return k
 		}
-		if d := editDistance(name, k); d < bestDist && 3*d <= len(name) {
+		if abs(len(fk)-len(f)) >= bestDist {
+			continue // too far apart to be closer than best
+		}
+		if d := editDistance(f, fk); d < bestDist && 3*d <= len(f) {
 			best, bestDist = k, d
 		}
 	}
 	return best
 }
+
+func abs(n int) int { return max(n, -n) }
 
 // fold lower-cases s and drops '_' and '-'.
 func fold(s string) string {
