@@ -34,6 +34,16 @@ check: ## gofmt, go vet, go mod tidy diff, import-direction rule
 	  cp $$tmp/go.mod $$tmp/go.sum .; rm -rf $$tmp; exit 1; fi; rm -rf $$tmp
 	$(GO) test -count=1 ./internal/archtest
 
+# The soak's processes are the plain tunejet binary either way; without
+# -race the test's own log readers keep up with the kill loop. The short
+# version (TestChaosShort) runs under make test, with -race.
+SOAK ?= 10m
+SOAK_TIMEOUT ?= 45m
+
+.PHONY: soak
+soak: ## chaos soak, SOAK=10m: kill -9 services, NATS nodes, tunejet run; figures
+	TUNEJET_SOAK=$(SOAK) $(GO) test -run TestChaos -count=1 -v -timeout $(SOAK_TIMEOUT) ./cmd/tunejet
+
 .PHONY: bench
 bench: ## run the benchmarks recorded in BENCHMARKS.md
 	$(GO) test -run='^$$' -bench=. -benchtime=1x -timeout=60m ./bench/...
