@@ -17,7 +17,11 @@ func connectTo(cmd *cobra.Command, conn connFlags, what string) (*bus.Bus, func(
 	if conn.o.URL == "" {
 		return nil, nil, fmt.Errorf("%s needs --nats URL (or NATS_URL): the embedded server lives only while `tunejet run` runs", what)
 	}
-	nc, err := bus.Connect(cmd.Context(), conn.o)
+	opts, err := conn.options(nopLogger())
+	if err != nil {
+		return nil, nil, err
+	}
+	nc, err := bus.Connect(cmd.Context(), opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -58,7 +62,7 @@ func newAttachCmd() *cobra.Command {
 			return nil
 		},
 	}
-	conn.add(cmd.Flags())
+	conn.add(cmd.Flags(), clientConnectTimeout)
 	return cmd
 }
 
@@ -90,6 +94,6 @@ func newStopCmd() *cobra.Command {
 			return nil
 		},
 	}
-	conn.add(cmd.Flags())
+	conn.add(cmd.Flags(), clientConnectTimeout)
 	return cmd
 }

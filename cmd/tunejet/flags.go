@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"time"
@@ -11,10 +12,24 @@ import (
 	"github.com/tunejet/tunejet/internal/bus"
 )
 
-// connFlags are the flags that say how to reach NATS.
-type connFlags struct{ o bus.ConnectOptions }
+// Default --connect-timeout: services wait for NATS as long as it takes
+// (0); client commands give up soon, to tell the user.
+const (
+	serviceConnectTimeout = 0
+	clientConnectTimeout  = 5 * time.Second
+)
 
-func (c *connFlags) add(fs *pflag.FlagSet) {
+// connFlags are the flags that say how to reach NATS.
+type connFlags struct {
+	o              bus.ConnectOptions
+	connectTimeout time.Duration
+	// envErr is a TUNEJET_CONNECT_TIMEOUT that is not a duration.
+	envErr error
+}
+
+// add registers the flags; defaultTimeout is --connect-timeout's default
+// when TUNEJET_CONNECT_TIMEOUT is not set.
+func (c *connFlags) add(fs *pflag.FlagSet, defaultTimeout time.Duration) {
 	fs.StringVar(&c.o.URL, "nats", os.Getenv("NATS_URL"), "NATS server URL(s); empty starts an embedded server (env NATS_URL)")
 	fs.StringVar(&c.o.User, "user", os.Getenv("NATS_USER"), "NATS user (env NATS_USER)")
 	fs.StringVar(&c.o.Password, "password", os.Getenv("NATS_PASSWORD"), "NATS password (env NATS_PASSWORD)")
@@ -24,6 +39,33 @@ func (c *connFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&c.o.TLSCA, "tls-ca", os.Getenv("NATS_CA"), "CA bundle to verify the NATS server (env NATS_CA)")
 	fs.StringVar(&c.o.TLSCert, "tls-cert", os.Getenv("NATS_CERT"), "client certificate (env NATS_CERT)")
 	fs.StringVar(&c.o.TLSKey, "tls-key", os.Getenv("NATS_KEY"), "client key (env NATS_KEY)")
+	if v := os.Getenv("TUNEJET_CONNECT_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			c.envErr = fmt.Errorf("TUNEJET_CONNECT_TIMEOUT=%q: want a duration such as 30s or 0 (forever)", v)
+		}
+		defaultTimeout = d
+	}
+	fs.DurationVar(&c.connectTimeout, "connect-timeout", defaultTimeout,
+		"how long to keep trying while NATS does not answer; 0 waits forever (env TUNEJET_CONNECT_TIMEOUT)")
+}
+
+// options are the connect options the flags say, logging failed attempts
+// to log.
+func (c *connFlags) options(log zerolog.Logger) (bus.ConnectOptions, error) {
+	if c.envErr != nil {
+		return bus.ConnectOptions{}, c.envErr
+	}
+	if c.connectTimeout < 0 {
+		return bus.ConnectOptions{}, fmt.Errorf("--connect-timeout %s: must not be negative (0 waits forever)", c.connectTimeout)
+	}
+	o := c.o
+	o.ConnectTimeout = c.connectTimeout
+	if o.ConnectTimeout == 0 {
+		o.ConnectTimeout = bus.ConnectForever
+	}
+	o.Log = log
+	return o, nil
 }
 
 // logFlags choose the log level and format.

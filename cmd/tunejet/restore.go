@@ -22,7 +22,7 @@ type stackFlags struct {
 }
 
 func (f *stackFlags) add(cmd *cobra.Command) {
-	f.conn.add(cmd.Flags())
+	f.conn.add(cmd.Flags(), clientConnectTimeout)
 	f.logs.add(cmd.Flags(), "warn")
 	cmd.Flags().StringVar(&f.storeDir, "store-dir", bus.DefaultStoreDir(), "embedded nats-server's JetStream store")
 	cmd.Flags().IntVar(&f.slots, "slots", 0, "embedded runner's trial slots (default: number of CPUs)")
@@ -36,7 +36,11 @@ func (f *stackFlags) options() ([]tune.Option, error) {
 	}
 	opts := []tune.Option{tune.WithProgress(os.Stdout), tune.WithLogger(log), tune.WithRunnerSlots(f.slots)}
 	if f.conn.o.URL != "" {
-		return append(opts, tune.WithNATS(f.conn.o)), nil
+		o, err := f.conn.options(log)
+		if err != nil {
+			return nil, err
+		}
+		return append(opts, tune.WithNATS(o)), nil
 	}
 	return append(opts, tune.WithStoreDir(f.storeDir)), nil
 }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync/atomic"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/spf13/cobra"
 
@@ -63,11 +65,30 @@ func serviceCmd(name, short string, run func(context.Context, *bus.Bus) error) *
 			}
 			ctx := cmd.Context()
 			conn.o.Name = "tunejet-" + name
-			nc, err := bus.Connect(ctx, conn.o)
+			opts, err := conn.options(log)
+			if err != nil {
+				return err
+			}
+			// /healthz says 503 while NATS is not connected, from the start.
+			var connected atomic.Pointer[nats.Conn]
+			if metricsAddr != "" {
+				go func() {
+					healthy := func() bool { nc := connected.Load(); return nc != nil && nc.IsConnected() }
+					if err := metrics.Serve(ctx, metricsAddr, healthy); err != nil {
+						log.Error().Err(err).Str("addr", metricsAddr).Msg("metrics server")
+					}
+				}()
+			}
+			nc, err := bus.Connect(ctx, opts)
+			if err != nil && ctx.Err() != nil {
+				log.Info().Str("service", name).Msg("stopped while waiting for NATS")
+				return nil
+			}
 			if err != nil {
 				return err
 			}
 			defer nc.Drain()
+			connected.Store(nc)
 			host, _ := os.Hostname()
 			b, err := bus.New(nc, fmt.Sprintf("tunejet/%s/%s-%d", name, host, os.Getpid()), log)
 			if err != nil {
@@ -82,18 +103,11 @@ func serviceCmd(name, short string, run func(context.Context, *bus.Bus) error) *
 				}
 				defer svc.Stop()
 			}
-			if metricsAddr != "" {
-				go func() {
-					if err := metrics.Serve(ctx, metricsAddr, nc.IsConnected); err != nil {
-						log.Error().Err(err).Str("addr", metricsAddr).Msg("metrics server")
-					}
-				}()
-			}
 			log.Info().Str("service", name).Str("nats", nc.ConnectedUrlRedacted()).Str("metrics", metricsAddr).Msg("starting")
 			return run(ctx, b)
 		},
 	}
-	conn.add(cmd.Flags())
+	conn.add(cmd.Flags(), serviceConnectTimeout)
 	logs.add(cmd.Flags(), "info")
 	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", os.Getenv("TUNEJET_METRICS_ADDR"), "serve /healthz and Prometheus /metrics on this address, e.g. :8080 (env TUNEJET_METRICS_ADDR; off when empty)")
 	cmd.Flags().IntVar(&replicas, "replicas", envInt("TUNEJET_REPLICAS", 1), "replicas of the streams and buckets created: 3 on a NATS cluster (env TUNEJET_REPLICAS)")

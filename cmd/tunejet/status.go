@@ -27,7 +27,11 @@ func newStatusCmd() *cobra.Command {
 				return errors.New("status needs --nats URL (or NATS_URL): the embedded server lives only while `tunejet run` runs")
 			}
 			ctx := cmd.Context()
-			nc, err := bus.Connect(ctx, conn.o)
+			opts, err := conn.options(nopLogger())
+			if err != nil {
+				return err
+			}
+			nc, err := bus.Connect(ctx, opts)
 			if err != nil {
 				return err
 			}
@@ -42,7 +46,7 @@ func newStatusCmd() *cobra.Command {
 			return printStatus(ctx, b, os.Stdout)
 		},
 	}
-	conn.add(cmd.Flags())
+	conn.add(cmd.Flags(), clientConnectTimeout)
 	return cmd
 }
 

@@ -4,12 +4,35 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+)
+
+// ConnectForever, as ConnectOptions.ConnectTimeout, keeps trying until
+// ctx ends.
+const ConnectForever time.Duration = -1
+
+// The pace of Connect's attempts while no server answers: the wait doubles
+// from connectBackoffMin to connectBackoffMax, with jitter, and a failure is
+// logged at the first attempt and then at most every connectLogEvery.
+const (
+	connectBackoffMin = 100 * time.Millisecond
+	connectBackoffMax = 5 * time.Second
+	connectLogEvery   = 30 * time.Second
+	// dialTimeout bounds one attempt; connectLastTry is the least time an
+	// attempt gets, for the one made as ConnectTimeout runs out.
+	dialTimeout    = 10 * time.Second
+	connectLastTry = 100 * time.Millisecond
 )
 
 // ConnectOptions says how to reach a NATS deployment. Every field is
@@ -30,10 +53,23 @@ type ConnectOptions struct {
 	// TLSCA is a CA bundle to verify the server; TLSCert and TLSKey are a
 	// client certificate.
 	TLSCA, TLSCert, TLSKey string
+	// ConnectTimeout is how long Connect keeps trying while no server
+	// answers (refused, unreachable, not resolvable, timed out): 0 makes a
+	// single attempt; ConnectForever (any negative value) tries until ctx
+	// ends. Errors no retry can mend — a bad URL, bad credentials, a TLS
+	// mismatch — end it at once.
+	ConnectTimeout time.Duration
+	// Log gets the failed attempts: the first, then at most one every 30 s.
+	// The zero Logger logs nothing.
+	Log zerolog.Logger
 }
 
-// Connect dials NATS with the options, failing with a clear error if the
-// server cannot be reached within ctx (or 10 s when ctx has no deadline).
+// Connect dials NATS with the options. Each attempt is bounded by ctx's
+// deadline, or 10 s when ctx has none; while no server answers it tries
+// again for o.ConnectTimeout, waiting 100 ms doubling to 5 s (with jitter)
+// between attempts. It returns only once the connection is up, or with a
+// clear error: when the time is up, the error is not one to retry, or ctx
+// ends (that error wraps ctx.Err()).
 func Connect(ctx context.Context, o ConnectOptions) (*nats.Conn, error) {
 	if o.URL == "" {
 		o.URL = os.Getenv("NATS_URL")
@@ -41,23 +77,127 @@ func Connect(ctx context.Context, o ConnectOptions) (*nats.Conn, error) {
 	if o.URL == "" {
 		return nil, errors.New("connect to NATS: no URL given (use --nats or NATS_URL)")
 	}
-	opts, err := o.natsOptions(ctx)
+	opts, err := o.natsOptions()
 	if err != nil {
 		return nil, err
 	}
-	nc, err := nats.Connect(o.URL, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("connect to NATS at %s: %w", o.URL, err)
+	start := time.Now()
+	var giveUp time.Time // zero: never
+	if o.ConnectTimeout > 0 {
+		giveUp = start.Add(o.ConnectTimeout)
 	}
-	return nc, nil
+	backoff := connectBackoffMin
+	var logged time.Time
+	for attempt := 1; ; attempt++ {
+		nc, err := dialOnce(ctx, o.URL, append(opts[:len(opts):len(opts)], nats.Timeout(attemptTimeout(ctx, giveUp))))
+		if err == nil {
+			if attempt > 1 {
+				o.Log.Info().Str("url", redactURLs(o.URL)).Int("attempts", attempt).Dur("elapsed", time.Since(start)).
+					Msg("connected to NATS")
+			}
+			return nc, nil
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("connect to NATS at %s: gave up waiting after %d attempts in %s (last error: %v): %w",
+				o.URL, attempt, time.Since(start).Round(time.Millisecond), err, ctx.Err())
+		}
+		if o.ConnectTimeout == 0 || !connectRetryable(err) {
+			return nil, fmt.Errorf("connect to NATS at %s: %w", o.URL, err)
+		}
+		now := time.Now()
+		if !giveUp.IsZero() && !now.Before(giveUp) {
+			return nil, fmt.Errorf("connect to NATS at %s: no answer within the connect timeout of %s (%d attempts): %w",
+				o.URL, o.ConnectTimeout, attempt, err)
+		}
+		if logged.IsZero() || now.Sub(logged) >= connectLogEvery {
+			o.Log.Warn().Str("url", redactURLs(o.URL)).Int("attempts", attempt).Dur("elapsed", now.Sub(start)).Err(err).
+				Msg("NATS is not answering; trying again")
+			logged = now
+		}
+		// Full jitter over the upper half: services restarted together do
+		// not knock in step.
+		wait := backoff/2 + rand.N(backoff/2+1)
+		backoff = min(2*backoff, connectBackoffMax)
+		if !giveUp.IsZero() {
+			wait = min(wait, giveUp.Sub(now))
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("connect to NATS at %s: gave up waiting after %d attempts in %s (last error: %v): %w",
+				o.URL, attempt, time.Since(start).Round(time.Millisecond), err, ctx.Err())
+		case <-t.C:
+		}
+	}
 }
 
-func (o ConnectOptions) natsOptions(ctx context.Context) ([]nats.Option, error) {
-	timeout := 10 * time.Second
+// attemptTimeout is how long one attempt may take: dialTimeout, or less
+// when ctx or the connect timeout ends sooner (but never less than
+// connectLastTry, so the attempt made as time runs out is a real one).
+func attemptTimeout(ctx context.Context, giveUp time.Time) time.Duration {
+	t := dialTimeout
 	if d, ok := ctx.Deadline(); ok {
-		timeout = time.Until(d)
+		t = min(t, time.Until(d))
 	}
-	opts := []nats.Option{nats.Name(o.Name), nats.Timeout(timeout), nats.MaxReconnects(-1), nats.RetryOnFailedConnect(false)}
+	if !giveUp.IsZero() {
+		t = min(t, time.Until(giveUp))
+	}
+	return max(t, connectLastTry)
+}
+
+// dialOnce is one nats.Connect, abandoned when ctx ends (a connection made
+// after that is closed).
+func dialOnce(ctx context.Context, url string, opts []nats.Option) (*nats.Conn, error) {
+	type result struct {
+		nc  *nats.Conn
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		nc, err := nats.Connect(url, opts...)
+		done <- result{nc, err}
+	}()
+	select {
+	case r := <-done:
+		return r.nc, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-done; r.nc != nil {
+				r.nc.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
+}
+
+// connectRetryable reports whether a failed connect may succeed later: no server
+// answered, or the network failed. A bad URL, a refused login or a TLS
+// failure is not retried.
+func connectRetryable(err error) bool {
+	if errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, os.ErrDeadlineExceeded) {
+		return true
+	}
+	var opErr *net.OpError
+	var dnsErr *net.DNSError
+	return errors.As(err, &opErr) || errors.As(err, &dnsErr)
+}
+
+// redactURLs hides the passwords in a comma-separated URL list, for logs.
+func redactURLs(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil {
+			parts[i] = u.Redacted()
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// natsOptions are the options of every attempt but its timeout.
+func (o ConnectOptions) natsOptions() ([]nats.Option, error) {
+	opts := []nats.Option{nats.Name(o.Name), nats.MaxReconnects(-1), nats.RetryOnFailedConnect(false)}
 	if o.User != "" {
 		opts = append(opts, nats.UserInfo(o.User, o.Password))
 	}
