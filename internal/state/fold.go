@@ -39,7 +39,7 @@ func (e *Experiment) Apply(ev *events.Event) bool {
 	}
 	switch p := ev.Data.(type) {
 	case *events.TrialScheduled:
-		return t.scheduled(p)
+		return t.scheduled(ev, p)
 	case *events.TrialStarted:
 		return t.started(ev, p)
 	case *events.TrialReported:
@@ -124,11 +124,11 @@ func (e *Experiment) trialCreated(p *events.TrialCreated) bool {
 	return true
 }
 
-func (t *Trial) scheduled(p *events.TrialScheduled) bool {
+func (t *Trial) scheduled(ev *events.Event, p *events.TrialScheduled) bool {
 	if t.Finished() || (t.Scheduled && p.AttemptBase <= t.AttemptBase) {
 		return false
 	}
-	t.Scheduled, t.AttemptBase = true, p.AttemptBase
+	t.Scheduled, t.AttemptBase, t.WorkSeq = true, p.AttemptBase, ev.Seq
 	return true
 }
 

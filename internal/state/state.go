@@ -62,6 +62,9 @@ type Trial struct {
 	Config    map[string]any `json:"config"`
 	Status    string         `json:"status"`
 	Scheduled bool           `json:"scheduled,omitempty"`
+	// WorkSeq is the log sequence of the trial.scheduled event the trial's
+	// current work came from: a notice about any other work is stale.
+	WorkSeq uint64 `json:"work_seq,omitempty"`
 
 	// Attempt is the current attempt; AttemptBase is what the current
 	// scheduling adds to JetStream's delivery count.

@@ -259,23 +259,34 @@ func (r *reconciler) deadWork(ctx context.Context, seq uint64) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	published := false
 	ev, err := events.Decode(m.Subject, m.Header, m.Data)
 	if err != nil {
 		return false, r.s.bus.DeleteEvent(ctx, seq)
 	}
-	if p, ok := ev.Data.(*events.TrialScheduled); ok {
-		if t := r.st.Trials[p.TrialID]; t != nil && !t.Finished() {
-			r.log.Warn().Str("trial", t.ID).Int("attempt", t.Attempt).Msg("trial ran out of attempts with no runner alive; ending it ERROR")
-			metrics.Failures.WithLabelValues(r.exp, events.CauseLost).Inc()
-			published = r.publish(ctx, Action{ID: fmt.Sprint(r.exp, ".", t.ID, ".lost.", seq), Payload: &events.TrialFailed{
-				TrialID: t.ID, Attempt: t.Attempt, Cause: events.CauseLost, Final: true, Counted: true,
-				Error: fmt.Sprintf("trial ran out of attempts: its runner stopped heartbeating on attempt %d and no attempts are left (max_failures %d)",
-					t.Attempt, r.st.Spec.RunConfig.FailureConfig.MaxFailures),
-			}})
-			if !published {
-				return false, fmt.Errorf("publish the lost trial %s", t.ID)
-			}
+	p, ok := ev.Data.(*events.TrialScheduled)
+	if !ok {
+		return false, r.s.bus.DeleteEvent(ctx, seq)
+	}
+	// Only the trial's current work speaks for it. A notice about the work
+	// of an earlier run or scheduling (a process killed before a restore)
+	// is stale: the attempt it would end is not that work's, so the notice
+	// changes nothing, and the log keeps its history.
+	t := r.st.Trials[p.TrialID]
+	if t == nil || !t.Scheduled || t.WorkSeq != seq {
+		r.log.Info().Str("trial", p.TrialID).Uint64("work_seq", seq).Msg("max-deliveries notice about stale trial work; ignoring it")
+		return false, nil
+	}
+	published := false
+	if !t.Finished() {
+		r.log.Warn().Str("trial", t.ID).Int("attempt", t.Attempt).Msg("trial ran out of attempts with no runner alive; ending it ERROR")
+		metrics.Failures.WithLabelValues(r.exp, events.CauseLost).Inc()
+		published = r.publish(ctx, Action{ID: fmt.Sprint(r.exp, ".", t.ID, ".lost.", seq), Payload: &events.TrialFailed{
+			TrialID: t.ID, Attempt: t.Attempt, Cause: events.CauseLost, Final: true, Counted: true,
+			Error: fmt.Sprintf("trial ran out of attempts: its runner stopped heartbeating on attempt %d and no attempts are left (max_failures %d)",
+				t.Attempt, r.st.Spec.RunConfig.FailureConfig.MaxFailures),
+		}})
+		if !published {
+			return false, fmt.Errorf("publish the lost trial %s", t.ID)
 		}
 	}
 	return published, r.s.bus.DeleteEvent(ctx, seq)
@@ -334,8 +345,15 @@ func (r *reconciler) publish(ctx context.Context, a Action) bool {
 	if bus.Fenced(err) {
 		// Another controller decided first: catch up before deciding again.
 		r.log.Info().Str("type", ev.Type()).Msg("another controller wrote first; catching up")
-		if last, lerr := r.s.bus.LastSeq(ctx, events.WriterSubjects(r.exp, events.WriterController)); lerr == nil && last > r.waitSeq {
+		last, lerr := r.s.bus.LastSeq(ctx, events.WriterSubjects(r.exp, events.WriterController))
+		switch {
+		case lerr != nil:
+		case last > r.waitSeq:
 			r.waitSeq = last
+		case last < r.lastCtlSeq:
+			// Nobody wrote: the last controller event was removed from the
+			// log (dead work). The fence starts from what is there now.
+			r.lastCtlSeq = last
 		}
 		return false
 	}

@@ -1,4 +1,0 @@
-package events
-
-// LeanReported exposes the lean trial.reported reader to the fuzz tests.
-var LeanReported = leanReported
