@@ -32,11 +32,83 @@ const (
 // or the restore request is refused.
 var ErrCannotRestore = errors.New("cannot restore")
 
+// The refusals of a restore's trainable, each wrapped in a
+// *TrainableError (with ErrCannotRestore).
+var (
+	// ErrTrainableMismatch: the trainable given is another than the
+	// experiment's (Ray's "Invalid `trainable` input" error).
+	ErrTrainableMismatch = restore.ErrTrainableMismatch
+	// ErrTrainableRequired: the event log does not hold the experiment, so
+	// its state comes from a file in storage, and no trainable was given:
+	// a restore never runs code named by a file in storage, unless
+	// WithTrustStoredTrainable says to.
+	ErrTrainableRequired = restore.ErrTrainableRequired
+)
+
+// TrainableSpec names a trainable as an experiment file does: a command
+// with the folder it runs in, or a registered name. Restore takes one as
+// its trainable.
+type TrainableSpec = events.Trainable
+
+// TrainableError is a restore refused for its trainable. errors.Is
+// matches ErrCannotRestore and ErrTrainableMismatch or
+// ErrTrainableRequired.
+type TrainableError struct {
+	// Path is the experiment directory.
+	Path string
+	// Snapshot names the state file the state came from, when it came
+	// from storage.
+	Snapshot string
+	// Stored is the trainable the experiment's state names.
+	Stored TrainableSpec
+	// Err says why, wrapping ErrTrainableMismatch or ErrTrainableRequired.
+	Err error
+}
+
+func (e *TrainableError) Error() string {
+	return fmt.Sprintf("%v %s: %v", ErrCannotRestore, e.Path, e.Err)
+}
+
+func (e *TrainableError) Unwrap() []error { return []error{ErrCannotRestore, e.Err} }
+
+// remoteError is an error the restorer sent, matching the sentinel its
+// code names.
+type remoteError struct {
+	msg  string
+	code error
+}
+
+func (e *remoteError) Error() string        { return e.msg }
+func (e *remoteError) Is(target error) bool { return target == e.code }
+
+// replyError is the error of a refused restore: a *TrainableError when
+// the reply's code says the trainable was refused.
+func replyError(path string, rep restorer.Reply) error {
+	var code error
+	switch rep.Code {
+	case restorer.CodeTrainableRequired:
+		code = ErrTrainableRequired
+	case restorer.CodeTrainableMismatch:
+		code = ErrTrainableMismatch
+	default:
+		return fmt.Errorf("%w %s: %s", ErrCannotRestore, path, rep.Error)
+	}
+	te := &TrainableError{Path: path, Err: &remoteError{msg: rep.Error, code: code}}
+	if rep.Source == "snapshot" {
+		te.Snapshot = rep.Snapshot
+	}
+	if rep.Trainable != nil {
+		te.Stored = *rep.Trainable
+	}
+	return te
+}
+
 // restoreOptions are the resume flags of Tuner.restore.
 type restoreOptions struct {
 	path                                        string
 	unfinished, errored, restartErrored, custom bool
 	config                                      ResumeConfig
+	trustStored                                 bool
 }
 
 func (o *restoreOptions) resumeConfig() ResumeConfig {
@@ -73,6 +145,16 @@ func WithResumeConfig(c ResumeConfig) Option {
 	}
 }
 
+// WithTrustStoredTrainable lets a Restore given no trainable run the one
+// the experiment's state file names, when the event log does not hold the
+// experiment and that file is all there is. Without it such a restore is
+// refused (ErrTrainableRequired): anyone who can write the storage folder
+// can edit that file. Fit prints the trainable (on the WithProgress
+// writer, and in the log) before it runs.
+func WithTrustStoredTrainable() Option {
+	return func(t *Tuner) error { t.restoreOpts().trustStored = true; return nil }
+}
+
 func (t *Tuner) restoreOpts() *restoreOptions {
 	if t.restore == nil {
 		t.restore = &restoreOptions{unfinished: true}
@@ -84,14 +166,28 @@ func (t *Tuner) restoreOpts() *restoreOptions {
 // directory in storage, <storage_path>/<name>, a local path or a URL —
 // from the event log when it still holds it, else from its newest stored
 // snapshot. trainable must be the one the experiment ran (a Go function of
-// the same name, the same Command, or the registered name). Options may
+// the same name, the same Command, the registered name, or a
+// TrainableSpec); another is refused (ErrTrainableMismatch). Options may
 // re-specify param_space (same keys) and set the resume flags; the NATS
 // options say where to run. Fit continues the experiment; GetResults reads
 // the stored results before that.
+//
+// What the restored run runs: from the log, the log's trainable; from a
+// stored snapshot, trainable — the snapshot is a file anyone who can
+// write the storage folder can edit, so the trainable it names is never
+// run unless WithTrustStoredTrainable says so. With neither, Fit is
+// refused with ErrTrainableRequired, naming the stored trainable.
 func Restore(ctx context.Context, path string, trainable any, opts ...Option) (*Tuner, error) {
+	var spec *TrainableSpec
+	if ts, ok := trainable.(TrainableSpec); ok {
+		spec, trainable = &ts, nil
+	}
 	t, err := NewTuner(trainable, opts...)
 	if err != nil {
 		return nil, err
+	}
+	if spec != nil {
+		t.spec.Trainable = *spec
 	}
 	p, err := storage.Resolve(path, "")
 	if err != nil {
@@ -108,7 +204,7 @@ func Restore(ctx context.Context, path string, trainable any, opts ...Option) (*
 // snapshot, when there is one, so a mismatch fails at Restore as in Ray;
 // the restorer checks again against the log.
 func (t *Tuner) checkStored(ctx context.Context) error {
-	st, err := loadStored(ctx, t.restore.path)
+	st, key, err := loadStored(ctx, t.restore.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -117,7 +213,7 @@ func (t *Tuner) checkStored(ctx context.Context) error {
 	}
 	if t.hasTrainable() {
 		if err := restore.CheckTrainable(st.Spec.Trainable, t.spec.Trainable); err != nil {
-			return err
+			return &TrainableError{Path: t.restore.path, Snapshot: key, Stored: st.Spec.Trainable, Err: err}
 		}
 	}
 	if t.spec.ParamSpace != nil {
@@ -126,29 +222,33 @@ func (t *Tuner) checkStored(ctx context.Context) error {
 	return nil
 }
 
-func loadStored(ctx context.Context, path string) (*state.Experiment, error) {
+func loadStored(ctx context.Context, path string) (*state.Experiment, string, error) {
 	b, err := storage.OpenBucket(ctx, path)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer b.Close()
 	key, err := storage.NewestStateKey(ctx, b)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	data, err := storage.ReadAll(ctx, b, key)
 	if err != nil {
-		return nil, err
+		return nil, key, err
 	}
 	st, err := state.Load(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", storage.Join(path, key), err)
+		return nil, key, fmt.Errorf("%s: %w", storage.Join(path, key), err)
 	}
-	return st, nil
+	if st.Spec == nil {
+		return nil, key, fmt.Errorf("%s: the state holds no experiment spec", storage.Join(path, key))
+	}
+	return st, key, nil
 }
 
-// hasTrainable reports whether Restore was given a trainable to check;
-// without one (tunejet restore), the experiment's own is used.
+// hasTrainable reports whether Restore was given a trainable; without
+// one, the log's is used, and a state from storage is refused unless
+// trusted.
 func (t *Tuner) hasTrainable() bool {
 	return t.spec.Trainable.Name != "" || len(t.spec.Trainable.Command) > 0
 }
@@ -172,6 +272,12 @@ type Restorable struct {
 	Source, Snapshot string
 	// Counts are the trials by status.
 	Counts map[string]int
+	// Trainable is the trainable the state names, and TrainableFrom where
+	// it comes from: "log", or "storage" when the state comes from a file
+	// in storage — a restore then runs the trainable it is given, not
+	// this one (see Restore).
+	Trainable     *TrainableSpec
+	TrainableFrom string
 	// Reason says why not, when not OK.
 	Reason string
 }
@@ -197,7 +303,8 @@ func CanRestore(ctx context.Context, path string, opts ...Option) (Restorable, e
 	if err != nil {
 		return Restorable{}, err
 	}
-	return Restorable{OK: rep.OK, Source: rep.Source, Snapshot: rep.Snapshot, Counts: rep.Counts, Reason: rep.Error}, nil
+	return Restorable{OK: rep.OK, Source: rep.Source, Snapshot: rep.Snapshot, Counts: rep.Counts,
+		Trainable: rep.Trainable, TrainableFrom: rep.TrainableFrom, Reason: rep.Error}, nil
 }
 
 // restorerWait is how long a request waits for a restorer to appear.
@@ -261,6 +368,12 @@ func (t *Tuner) restoreAndWatch(ctx context.Context, b *bus.Bus, stack *Stack) (
 	if t.hasTrainable() {
 		tr := t.spec.Trainable
 		req.Trainable = &tr
+	} else if t.restore.trustStored {
+		tr, err := t.trustedStored(ctx, b)
+		if err != nil {
+			return nil, err
+		}
+		req.Trainable, req.TrustStoredTrainable = tr, true
 	}
 	if t.spec.ParamSpace != nil {
 		_, name, err := restorer.Split(t.restore.path)
@@ -276,10 +389,36 @@ func (t *Tuner) restoreAndWatch(ctx context.Context, b *bus.Bus, stack *Stack) (
 		return nil, err
 	}
 	if !rep.OK {
-		return nil, fmt.Errorf("%w %s: %s", ErrCannotRestore, t.restore.path, rep.Error)
+		return nil, replyError(t.restore.path, rep)
 	}
 	if stack != nil {
 		stack.StartWorkers()
 	}
 	return watchFrom(ctx, b, rep.Experiment, rep.Seq, t.progress)
+}
+
+// trustedStored, for WithTrustStoredTrainable, asks the restorer which
+// trainable the state names; when the state comes from a file in storage,
+// it prints that trainable and returns it, to be passed as the caller's:
+// the restore then runs what was printed, or is refused if the file
+// changed since. From the log, it returns nil: the log's trainable runs.
+func (t *Tuner) trustedStored(ctx context.Context, b *bus.Bus) (*TrainableSpec, error) {
+	rep, err := request(ctx, b, restorer.CanRestoreSubject, restorer.Request{Path: t.restore.path})
+	if err != nil {
+		return nil, err
+	}
+	if !rep.OK {
+		return nil, fmt.Errorf("%w %s: %s", ErrCannotRestore, t.restore.path, rep.Error)
+	}
+	if rep.TrainableFrom != restorer.TrainableFromStorage || rep.Trainable == nil {
+		return nil, nil
+	}
+	what := restore.Describe(*rep.Trainable)
+	t.log.Warn().Str("path", t.restore.path).Str("snapshot", rep.Snapshot).Str("trainable", what).
+		Msg("running the trainable the state file names, as trusted")
+	if t.progress != nil {
+		fmt.Fprintf(t.progress, "Restoring %s from %s, which the event log does not hold: running the trainable this file names, as trusted:\n  %s\n",
+			t.restore.path, rep.Snapshot, what)
+	}
+	return rep.Trainable, nil
 }

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/tune"
 )
 
@@ -141,5 +143,83 @@ func TestRestoreValidation(t *testing.T) {
 	no, err := tune.CanRestore(t.Context(), filepath.Join(rc.StoragePath, "nothing_here"), d.nats())
 	if err != nil || no.OK || no.Reason == "" {
 		t.Errorf("CanRestore of nothing: %+v, %v; want not OK with a reason", no, err)
+	}
+}
+
+// TestRestoreNeverRunsACommandFromAStateFile: the stored state of a
+// finished experiment is rewritten as someone who can write the storage
+// folder could (a command instead of the Go trainable, the trials back to
+// RUNNING, the checksum recomputed) and restored with no event log. The Go
+// trainable is refused as another than the file's; with no trainable the
+// restore is refused, naming the file's; only WithTrustStoredTrainable
+// runs it, after printing it.
+func TestRestoreNeverRunsACommandFromAStateFile(t *testing.T) {
+	var failOdd atomic.Bool
+	fn := twoSteps(&failOdd)
+	d := startStoppable(t, 2, map[string]tune.Trainable{"twoSteps": fn})
+	rc := storage(t)
+	d.fit(t, fn, tune.WithTrainableName("twoSteps"), tune.WithName("tampered"), tune.WithRunConfig(rc), tune.WithParamSpace(tune.ParamSpace{"x": tune.GridSearch(0, 2)}))
+	d.stopServices() // the syncer has written its last state
+	path := filepath.Join(rc.StoragePath, "tampered")
+	states, _ := filepath.Glob(filepath.Join(path, "experiment_state-*.json"))
+	if len(states) != 1 {
+		t.Fatalf("experiment_state files %v, want 1", states)
+	}
+	marker := filepath.Join(t.TempDir(), "tampered")
+	command := []string{"/bin/sh", "-c", "touch '" + marker + "'"}
+	b, err := os.ReadFile(states[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := state.Load(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Spec.Trainable.Command = command
+	for _, tr := range st.Trials {
+		tr.Status = events.StatusRunning
+	}
+	if b, err = st.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(states[0], b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ran := func() bool { _, err := os.Stat(marker); return err == nil }
+
+	fresh := startDeployment(t, 2, map[string]tune.Trainable{"twoSteps": fn}) // no log
+	_, err = tune.Restore(t.Context(), path, fn, tune.WithTrainableName("twoSteps"), fresh.nats())
+	var te *tune.TrainableError
+	if !errors.Is(err, tune.ErrTrainableMismatch) || !errors.As(err, &te) || !reflect.DeepEqual(te.Stored.Command, command) ||
+		!strings.Contains(err.Error(), "'twoSteps'") || !strings.Contains(err.Error(), marker) {
+		t.Errorf("Restore with the Go trainable: %v; want ErrTrainableMismatch naming both", err)
+	}
+
+	tuner, err := tune.Restore(t.Context(), path, nil, fresh.nats())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tuner.Fit(t.Context())
+	if ran() {
+		t.Fatal("Restore with no trainable ran the command of the state file")
+	}
+	if !errors.Is(err, tune.ErrTrainableRequired) || !errors.Is(err, tune.ErrCannotRestore) || !errors.As(err, &te) ||
+		!reflect.DeepEqual(te.Stored.Command, command) || !strings.HasPrefix(te.Snapshot, "experiment_state-") {
+		t.Errorf("Fit of a Restore with no trainable: %v (%+v); want ErrTrainableRequired naming the file's command", err, te)
+	}
+	if evs := fresh.events(t, "tampered"); len(evs) != 0 {
+		t.Errorf("a refused restore published %d events", len(evs))
+	}
+
+	var out strings.Builder
+	tuner, err = tune.Restore(t.Context(), path, nil, fresh.nats(), tune.WithTrustStoredTrainable(), tune.WithProgress(&out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tuner.Fit(t.Context()); err != nil {
+		t.Fatalf("Fit with WithTrustStoredTrainable: %v", err)
+	}
+	if !ran() || !strings.Contains(out.String(), marker) {
+		t.Errorf("WithTrustStoredTrainable: ran %v, printed:\n%s\nwant the stored command printed and run", ran(), out.String())
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/internal/restore"
+	"github.com/tunejet/tunejet/internal/spec"
 	"github.com/tunejet/tunejet/tune"
 )
 
@@ -49,26 +51,49 @@ func newRestoreCmd() *cobra.Command {
 	var (
 		sf                                              stackFlags
 		resumeUnfinished, resumeErrored, restartErrored bool
+		trustStored                                     bool
 		paramSpaceFile                                  string
 	)
 	cmd := &cobra.Command{
-		Use:   "restore PATH",
+		Use:   "restore PATH [EXPERIMENT_FILE]",
 		Short: "Continue an interrupted experiment and watch it to the end",
 		Long: `Restore the experiment at PATH — its directory in storage,
 <storage_path>/<name>, as a path or a URL — from the event log when it still
 holds it, else from its newest experiment_state-*.json, and run it to the end
 like tunejet run.
 
+What it runs: from the event log, the trainable the log holds. From an
+experiment_state-*.json alone, the trainable of EXPERIMENT_FILE, the
+experiment's file (it must be the same command as the stored one): the state
+file can be edited by anyone who can write the storage folder, so the
+command it names is never run without it — the restore is refused, printing
+that command. --trust-stored-trainable runs it anyway, after printing it.
+With EXPERIMENT_FILE, only its trainable is used (not its param space).
+
 As in Ray Tune: finished trials are kept; unfinished ones resume from their
 latest checkpoint (--resume-unfinished=false ends them TERMINATED); errored
 ones stay ERROR unless --resume-errored (same trial, from its checkpoint) or
 --restart-errored (a new trial from scratch). --param-space FILE re-specifies
 the param space (YAML or JSON; the same keys).`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts, err := sf.options()
 			if err != nil {
 				return err
+			}
+			var trainable any
+			if len(args) == 2 {
+				if trustStored {
+					return fmt.Errorf("--trust-stored-trainable runs the stored trainable; EXPERIMENT_FILE %s gives one: pass one or the other", args[1])
+				}
+				s, err := spec.ParseFile(args[1])
+				if err != nil {
+					return err
+				}
+				trainable = s.Trainable
+			}
+			if trustStored {
+				opts = append(opts, tune.WithTrustStoredTrainable())
 			}
 			opts = append(opts, tune.WithResumeUnfinished(resumeUnfinished))
 			if resumeErrored {
@@ -84,14 +109,15 @@ the param space (YAML or JSON; the same keys).`,
 				}
 				opts = append(opts, tune.WithParamSpace(space))
 			}
-			tuner, err := tune.Restore(cmd.Context(), args[0], nil, opts...)
+			tuner, err := tune.Restore(cmd.Context(), args[0], trainable, opts...)
 			if err != nil {
-				return err
+				return explainRefusal(err, args[0])
 			}
-			return fitAndSummarize(cmd, tuner, args[0], sf.conn.o.URL != "")
+			return explainRefusal(fitAndSummarize(cmd, tuner, args[0], sf.conn.o.URL != ""), args[0])
 		},
 	}
 	sf.add(cmd)
+	cmd.Flags().BoolVar(&trustStored, "trust-stored-trainable", false, "when the state comes from an experiment_state-*.json alone, run the trainable it names (printed first)")
 	cmd.Flags().BoolVar(&resumeUnfinished, "resume-unfinished", true, "resume trials that had not finished")
 	cmd.Flags().BoolVar(&resumeErrored, "resume-errored", false, "resume errored trials from their latest checkpoint")
 	cmd.Flags().BoolVar(&restartErrored, "restart-errored", false, "restart errored trials from scratch as new trials")
@@ -139,11 +165,35 @@ func newCanRestoreCmd() *cobra.Command {
 				from = r.Snapshot
 			}
 			fmt.Printf("can restore %s: %s, from %s\n", args[0], countsText(r.Counts), from)
+			if r.TrainableFrom == "storage" && r.Trainable != nil {
+				fmt.Fprintf(os.Stderr, "The state file names this trainable, which a restore runs only if trusted (--trust-stored-trainable):\n  %s\nRestore with the experiment's file instead: tunejet restore %s EXPERIMENT_FILE\n",
+					restore.Describe(*r.Trainable), args[0])
+			}
 			return nil
 		},
 	}
 	sf.add(cmd)
 	return cmd
+}
+
+// explainRefusal prints, for a restore refused because it was given no
+// trainable and the state comes from a file in storage, the trainable that
+// file names and the two ways forward; other errors pass unchanged.
+func explainRefusal(err error, expPath string) error {
+	var te *tune.TrainableError
+	if !errors.Is(err, tune.ErrTrainableRequired) || !errors.As(err, &te) {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, `Cannot restore %s: the event log does not hold the experiment, so its state
+comes from %s in storage, and a restore never runs code named by a file in storage.
+That file names this trainable:
+  %s
+Restore with the experiment's file, whose trainable is run (it must be the same):
+  tunejet restore %s EXPERIMENT_FILE
+or, if you trust the state file, run the trainable it names:
+  tunejet restore %s --trust-stored-trainable
+`, expPath, te.Snapshot, restore.Describe(te.Stored), expPath, expPath)
+	return &exitError{code: 1, err: fmt.Errorf("%w %s: %w", tune.ErrCannotRestore, expPath, tune.ErrTrainableRequired)}
 }
 
 func countsText(c map[string]int) string {

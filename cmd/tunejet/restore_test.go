@@ -361,10 +361,11 @@ func TestKill9ThenRestoreFromTheLog(t *testing.T) {
 }
 
 // TestKill9AndStoreDeletedRestoresFromTheSnapshot: as above, and the
-// JetStream store is deleted too. `tunejet restore PATH --store-dir
-// <fresh>` restores from the newest stored snapshot; the run was killed
-// after a sync, so the snapshot's checkpoints are the latest the log had:
-// the trials resume from exactly those, persisted in storage.
+// JetStream store is deleted too. `tunejet restore PATH EXPERIMENT_FILE
+// --store-dir <fresh>` restores from the newest stored snapshot, running
+// the file's trainable; the run was killed after a sync, so the snapshot's
+// checkpoints are the latest the log had: the trials resume from exactly
+// those, persisted in storage.
 func TestKill9AndStoreDeletedRestoresFromTheSnapshot(t *testing.T) {
 	h := newHeldSetup(t, "kill9_snapshot")
 	p := h.run(t)
@@ -397,7 +398,7 @@ func TestKill9AndStoreDeletedRestoresFromTheSnapshot(t *testing.T) {
 		t.Errorf("can-restore with the store gone: want exit 0 naming the state file:\n%s", can)
 	}
 	h.release(t)
-	r := tunejet(t, "", h.env(t), "restore", h.expDir(), "--store-dir", fresh, "--slots", "4")
+	r := tunejet(t, "", h.env(t), "restore", h.expDir(), h.file, "--store-dir", fresh, "--slots", "4")
 	h.checkRestoredRun(t, r, storeLog(t, fresh, h.exp), before, "snapshot")
 }
 
@@ -596,4 +597,119 @@ func TestInterruptRestoreAndAutoResume(t *testing.T) {
 			t.Errorf("trial %s of the fresh run started %v, want attempt 1 fresh", id, s)
 		}
 	}
+}
+
+// tamperState rewrites the state file at path as someone who can write the
+// storage folder could: the trainable's command replaced by one that
+// touches marker, every trial back to RUNNING so a restore runs them, and
+// the checksum recomputed.
+func tamperState(t *testing.T, path, marker string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := state.Load(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Spec.Trainable.Command = []string{"/bin/sh", "-c", "touch '" + marker + "'; \"$TUNEJET_BIN\" report loss=1"}
+	for _, tr := range st.Trials {
+		tr.Status, tr.EndReason = events.StatusRunning, ""
+	}
+	st.Status = state.ExperimentRunning
+	out, err := st.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := state.Load(out); err != nil {
+		t.Fatalf("the tampered state file does not load: %v", err)
+	}
+	return st.Spec.Trainable.Command
+}
+
+// TestRestoreNeverRunsACommandFromAStateFile: a state file whose trainable
+// command was replaced (checksum recomputed), in a folder restored with no
+// event log, runs nothing of its own through `tunejet restore PATH`,
+// `tunejet restore PATH EXPERIMENT_FILE` (the genuine file: refused, naming
+// both commands) or `tunejet run --resume auto`; only
+// --trust-stored-trainable runs it, after printing it. An untampered folder
+// restores with its experiment file.
+func TestRestoreNeverRunsACommandFromAStateFile(t *testing.T) {
+	file := writeFile(t, t.TempDir(), "exp.yaml", quickExperiment)
+	storagePath := t.TempDir()
+	env := embeddedEnv(t)
+	if r := tunejet(t, "", env, "run", file, "--store-dir", t.TempDir(), "--storage-path", storagePath); r.code != 0 {
+		t.Fatalf("tunejet run:\n%s", r)
+	}
+	genuineDir := filepath.Join(storagePath, "quick")
+	stateFile, err := (&storage.Dir{Root: genuineDir}).NewestState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(filepath.Join(genuineDir, stateFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tamperedRoot := t.TempDir()
+	dir := filepath.Join(tamperedRoot, "quick")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(t.TempDir(), "tampered")
+	stored := strings.Join(tamperState(t, writeFile(t, dir, stateFile, string(good)), marker), " ")
+	ranTampered := func() bool {
+		_, err := os.Stat(marker)
+		return err == nil
+	}
+
+	t.Run("restore PATH", func(t *testing.T) {
+		r := tunejet(t, "", env, "restore", dir, "--store-dir", t.TempDir())
+		if ranTampered() {
+			t.Fatalf("tunejet restore PATH ran the command of the state file:\n%s", r)
+		}
+		for _, want := range []string{marker, "tunejet restore " + dir + " EXPERIMENT_FILE", "--trust-stored-trainable"} {
+			if r.code != 1 || !strings.Contains(r.stderr, want) {
+				t.Errorf("tunejet restore PATH: want exit 1 saying %q:\n%s", want, r)
+			}
+		}
+	})
+	t.Run("restore PATH EXPERIMENT_FILE", func(t *testing.T) {
+		r := tunejet(t, "", env, "restore", dir, file, "--store-dir", t.TempDir())
+		if ranTampered() {
+			t.Fatalf("tunejet restore PATH FILE ran the command of the state file:\n%s", r)
+		}
+		for _, want := range []string{"Invalid `trainable` input", "'" + stored + "'", `'/bin/sh -c "$TUNEJET_BIN" report loss=1'`} {
+			if r.code != 1 || !strings.Contains(r.stderr, want) {
+				t.Errorf("tunejet restore PATH FILE: want exit 1 naming both commands, %q:\n%s", want, r)
+			}
+		}
+	})
+	t.Run("run --resume auto", func(t *testing.T) {
+		r := tunejet(t, "", env, "run", file, "--resume", "auto", "--store-dir", t.TempDir(), "--storage-path", tamperedRoot)
+		if ranTampered() {
+			t.Fatalf("tunejet run --resume auto ran the command of the state file:\n%s", r)
+		}
+		if r.code != 1 || !strings.Contains(r.stderr, "Invalid `trainable` input") || !strings.Contains(r.stderr, "'"+stored+"'") {
+			t.Errorf("tunejet run --resume auto: want exit 1 naming both commands:\n%s", r)
+		}
+	})
+	t.Run("an untampered folder restores with its experiment file", func(t *testing.T) {
+		r := tunejet(t, "", env, "restore", genuineDir, file, "--store-dir", t.TempDir())
+		if r.code != 0 || !strings.Contains(r.stdout, "Experiment finished: 2 trials, 2 TERMINATED, 0 ERROR.") {
+			t.Errorf("tunejet restore PATH FILE of the genuine folder:\n%s", r)
+		}
+	})
+	t.Run("restore PATH --trust-stored-trainable", func(t *testing.T) {
+		r := tunejet(t, "", env, "restore", dir, "--trust-stored-trainable", "--store-dir", t.TempDir())
+		if r.code != 0 || !ranTampered() {
+			t.Fatalf("tunejet restore --trust-stored-trainable: want the stored command run:\n%s", r)
+		}
+		if !strings.Contains(r.stdout+r.stderr, marker) {
+			t.Errorf("tunejet restore --trust-stored-trainable ran the stored command without printing it:\n%s", r)
+		}
+	})
 }

@@ -29,7 +29,8 @@ leaves the experiment running there.
 
 An experiment whose name already has state is refused, unless --resume auto:
 then it is restored when it can be (tunejet can-restore), and started fresh
-otherwise.
+otherwise. A restore runs FILE's trainable, which must be the same as the
+stored one, never a command named by a state file.
 
 Exit status: 0 when the experiment completes (even with errored trials), 1 on
 a bad file or an infrastructure failure, 130 when interrupted.`,
@@ -67,7 +68,8 @@ a bad file or an infrastructure failure, 130 when interrupted.`,
 				}
 				if r.OK {
 					fmt.Fprintf(os.Stderr, "Restoring %s (%s).\n", expPath, countsText(r.Counts))
-					if tuner, err = tune.Restore(cmd.Context(), expPath, nil, opts...); err != nil {
+					// The file's trainable, never the one the state names.
+					if tuner, err = tune.Restore(cmd.Context(), expPath, s.Trainable, opts...); err != nil {
 						return err
 					}
 				}

@@ -26,9 +26,11 @@
 package restore
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -125,16 +127,36 @@ func NewTrial(old *state.Trial, id, trainableName, dirName string) *state.Trial 
 	}
 }
 
+// The refusals of a restore's trainable. Code to run comes from the
+// caller, or from the event log; never from a file in storage.
+var (
+	// ErrTrainableMismatch: the caller's trainable is another than the
+	// experiment's.
+	ErrTrainableMismatch = errors.New("another trainable than the experiment's")
+	// ErrTrainableRequired: the state was read from a file in storage, and
+	// the caller gave no trainable (nor trusted the stored one).
+	ErrTrainableRequired = errors.New("the trainable must be given: the state comes from a file in storage")
+)
+
 // CheckTrainable refuses another trainable than the experiment's (Ray's
-// "Invalid `trainable` input" error, naming both).
+// "Invalid `trainable` input" error, naming both); the error wraps
+// ErrTrainableMismatch.
 func CheckTrainable(saved, got events.Trainable) error {
-	if identifier(saved) == identifier(got) {
+	if Identifier(saved) == Identifier(got) {
 		return nil
 	}
-	return fmt.Errorf("Invalid `trainable` input to `Tuner.restore()`. To fix this error, pass in the same trainable that was used to initialize the Tuner. Got a trainable with identifier '%s' but expected '%s'.", identifier(got), identifier(saved))
+	return &mismatchError{msg: fmt.Sprintf("Invalid `trainable` input to `Tuner.restore()`. To fix this error, pass in the same trainable that was used to initialize the Tuner. Got a trainable with identifier '%s' but expected '%s'.", Identifier(got), Identifier(saved))}
 }
 
-func identifier(t events.Trainable) string {
+// mismatchError is Ray's message, unchanged, matching ErrTrainableMismatch.
+type mismatchError struct{ msg string }
+
+func (e *mismatchError) Error() string        { return e.msg }
+func (e *mismatchError) Is(target error) bool { return target == ErrTrainableMismatch }
+
+// Identifier is what tells trainables apart: a command trainable's
+// command line, else the name.
+func Identifier(t events.Trainable) string {
 	if len(t.Command) > 0 {
 		return strings.Join(t.Command, " ")
 	}
@@ -186,17 +208,9 @@ var ErrStateGone = errors.New("restored state missing")
 
 // Load reads the restored state an experiment.restored event names.
 func Load(ctx context.Context, js jetstream.JetStream, exp string, r *events.ExperimentRestored) (*state.Experiment, error) {
-	obs, err := ckpt.Store(ctx, js, exp)
+	data, err := staged(ctx, js, exp, r)
 	if err != nil {
 		return nil, err
-	}
-	data, err := obs.GetBytes(ctx, r.Object)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s of %s: %w", ErrStateGone, r.Object, exp, err)
-	}
-	sum := sha256.Sum256(data)
-	if got := "sha256:" + hex.EncodeToString(sum[:]); got != r.Digest {
-		return nil, fmt.Errorf("%w: %s of %s: digest %s, the event says %s", ErrStateGone, r.Object, exp, got, r.Digest)
 	}
 	st, err := state.Load(data)
 	if err != nil {
@@ -222,4 +236,69 @@ func Fold(ctx context.Context, js jetstream.JetStream, st *state.Experiment, ev 
 	}
 	loaded.LastSeq, loaded.LastEventID, loaded.RestoredSeq = ev.Seq, ev.ID, ev.Seq
 	return loaded, true, nil
+}
+
+// staged reads the bytes of the restored state an experiment.restored
+// event names, checked against its digest.
+func staged(ctx context.Context, js jetstream.JetStream, exp string, r *events.ExperimentRestored) ([]byte, error) {
+	obs, err := ckpt.Store(ctx, js, exp)
+	if err != nil {
+		return nil, err
+	}
+	data, err := obs.GetBytes(ctx, r.Object)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s of %s: %w", ErrStateGone, r.Object, exp, err)
+	}
+	sum := sha256.Sum256(data)
+	if got := "sha256:" + hex.EncodeToString(sum[:]); got != r.Digest {
+		return nil, fmt.Errorf("%w: %s of %s: digest %s, the event says %s", ErrStateGone, r.Object, exp, got, r.Digest)
+	}
+	return data, nil
+}
+
+// LoadSpec reads only the experiment spec of the restored state an
+// experiment.restored event names (the digest still covers all of it):
+// the spec comes first, so the trials, most of the state, are not
+// decoded.
+func LoadSpec(ctx context.Context, js jetstream.JetStream, exp string, r *events.ExperimentRestored) (*events.ExperimentSpec, error) {
+	data, err := staged(ctx, js, exp, r)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var spec *events.ExperimentSpec
+	err = field(dec, "state", func() error {
+		return field(dec, "spec", func() error { return dec.Decode(&spec) })
+	})
+	if err == nil && spec == nil {
+		err = errors.New("no spec")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s of %s: %w", r.Object, exp, err)
+	}
+	return spec, nil
+}
+
+// field reads the JSON object dec is at up to the value of key, and calls
+// value to decode it; it stops there.
+func field(dec *json.Decoder, key string, value func() error) error {
+	if tok, err := dec.Token(); err != nil {
+		return err
+	} else if tok != json.Delim('{') {
+		return fmt.Errorf("want an object, got %v", tok)
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		if tok == key {
+			return value()
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("no field %q", key)
 }

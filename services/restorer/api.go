@@ -16,8 +16,17 @@ type Request struct {
 	Path string `json:"path"`
 	// Resume is what happens to each group of trials.
 	Resume events.ResumeConfig `json:"resume"`
-	// Trainable, when set, must be the experiment's trainable.
+	// Trainable, when set, must be the experiment's trainable (the same
+	// command, or name). When the state comes from a file in storage (the
+	// log does not hold the experiment), the restore runs this trainable,
+	// and without it the restore is refused (CodeTrainableRequired): code
+	// to run is never taken from a file in storage. When the state comes
+	// from the log, the restore runs the log's trainable.
 	Trainable *events.Trainable `json:"trainable,omitempty"`
+	// TrustStoredTrainable, with no Trainable, runs the trainable the
+	// state file names when the state comes from storage: the caller has
+	// seen it (Reply.Trainable of can_restore) and trusts the file.
+	TrustStoredTrainable bool `json:"trust_stored_trainable,omitempty"`
 	// ParamSpace, when set, re-specifies the param space (same keys).
 	ParamSpace map[string]any `json:"param_space,omitempty"`
 }
@@ -26,6 +35,9 @@ type Request struct {
 type Reply struct {
 	OK    bool   `json:"ok"`
 	Error string `json:"error,omitempty"`
+	// Code classifies a refusal the client may act on (one of the Code*
+	// constants); empty for other errors.
+	Code string `json:"code,omitempty"`
 	// Experiment is the experiment's name.
 	Experiment string `json:"experiment,omitempty"`
 	// Source is "log" or "snapshot"; Snapshot names the state file.
@@ -42,6 +54,12 @@ type Reply struct {
 	Folded   int    `json:"folded,omitempty"`
 	// Counts are the trials by status before the restore.
 	Counts map[string]int `json:"counts,omitempty"`
+	// Trainable is what the restored run runs, and TrainableFrom where it
+	// comes from (one of the TrainableFrom* constants). On a refusal of the
+	// trainable, and from can_restore, it is the trainable the state holds:
+	// from storage, the one the state file names.
+	Trainable     *events.Trainable `json:"trainable,omitempty"`
+	TrainableFrom string            `json:"trainable_from,omitempty"`
 	// Seq is the log sequence of experiment.restored.
 	Seq uint64 `json:"seq,omitempty"`
 }
@@ -59,4 +77,27 @@ const (
 	// ReadSnapshot: the newest stored snapshot alone (the log lost the
 	// experiment).
 	ReadSnapshot = "snapshot"
+)
+
+// Codes of a refused restore (Reply.Code).
+const (
+	// CodeTrainableRequired: the state comes from a file in storage and
+	// the request names no trainable, nor trusts the stored one
+	// (restore.ErrTrainableRequired).
+	CodeTrainableRequired = "trainable_required"
+	// CodeTrainableMismatch: the request's trainable is another than the
+	// experiment's (restore.ErrTrainableMismatch).
+	CodeTrainableMismatch = "trainable_mismatch"
+)
+
+// Where the trainable of a restore comes from (Reply.TrainableFrom).
+const (
+	// TrainableFromLog: the event log (its experiment.submitted, or the
+	// state its last experiment.restored staged).
+	TrainableFromLog = "log"
+	// TrainableFromCaller: the request, checked against the stored one.
+	TrainableFromCaller = "caller"
+	// TrainableFromStorage: the state file in storage; run only when the
+	// request trusts it.
+	TrainableFromStorage = "storage"
 )

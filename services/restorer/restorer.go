@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -95,8 +96,8 @@ func (s *Service) handler(ctx context.Context, dry bool) micro.HandlerFunc {
 func (s *Service) Handle(ctx context.Context, r Request, dry bool) Reply {
 	rep, err := s.handle(ctx, r, dry)
 	if err != nil {
-		rep.OK, rep.Error = false, err.Error()
-		s.log.Info().Str("path", r.Path).Err(err).Bool("dry", dry).Msg("cannot restore")
+		rep.OK, rep.Error, rep.Code = false, err.Error(), code(err)
+		s.log.Info().Str("path", r.Path).Err(err).Str("code", rep.Code).Bool("dry", dry).Msg("cannot restore")
 		return rep
 	}
 	rep.OK = true
@@ -120,7 +121,7 @@ func (s *Service) handle(ctx context.Context, r Request, dry bool) (Reply, error
 	if dry {
 		return rep, nil
 	}
-	if err := validate(st, r); err != nil {
+	if err := s.validate(st, r, &rep); err != nil {
 		return rep, err
 	}
 	st.Spec.RunConfig.StoragePath, st.StoragePath = storagePath, storagePath
@@ -147,8 +148,20 @@ func (s *Service) handle(ctx context.Context, r Request, dry bool) (Reply, error
 		return rep, err
 	}
 	s.log.Info().Str("experiment", name).Str("source", rep.Source).Str("read", rep.Read).Uint64("seq", rep.Seq).
+		Str("trainable", restore.Describe(st.Spec.Trainable)).Str("trainable_from", rep.TrainableFrom).
 		Dur("read_took", readTook).Dur("stage_took", time.Since(staging)).Dur("took", time.Since(start)).Msg("restored")
 	return rep, nil
+}
+
+// code is the Reply.Code of err, "" when the client has nothing to match.
+func code(err error) string {
+	switch {
+	case errors.Is(err, restore.ErrTrainableRequired):
+		return CodeTrainableRequired
+	case errors.Is(err, restore.ErrTrainableMismatch):
+		return CodeTrainableMismatch
+	}
+	return ""
 }
 
 // prometheusTimer observes a restore's duration when the returned func runs.
@@ -191,10 +204,10 @@ func (s *Service) read(ctx context.Context, expPath, name string) (*state.Experi
 	}
 	var st *state.Experiment
 	if last > 0 {
-		rep.Source = "log"
+		rep.Source, rep.TrainableFrom = "log", TrainableFromLog
 		st, err = s.fromLog(ctx, expPath, name, last, &rep)
 	} else {
-		rep.Source, rep.Read = "snapshot", ReadSnapshot
+		rep.Source, rep.Read, rep.TrainableFrom = "snapshot", ReadSnapshot, TrainableFromStorage
 		st, rep.Snapshot, err = s.snapshot(ctx, expPath)
 		if errors.Is(err, fs.ErrNotExist) {
 			err = fmt.Errorf("no experiment to restore at %s: the event log does not hold it and there is no experiment_state-*.json (this is expected if you are launching a new experiment)", expPath)
@@ -210,6 +223,8 @@ func (s *Service) read(ctx context.Context, expPath, name string) (*state.Experi
 		return nil, rep, fmt.Errorf("restore %s: the state holds no experiment spec", expPath)
 	}
 	rep.Counts = st.Counts()
+	tr := st.Spec.Trainable
+	rep.Trainable = &tr
 	return st, rep, nil
 }
 
@@ -231,6 +246,12 @@ func (s *Service) fromLog(ctx context.Context, expPath, name string, last uint64
 	if snap != nil && restored > 0 && snap.LastSeq > restored && snap.RestoredSeq != restored {
 		// Its writer could not load the last restore's state and folded on.
 		snap, why = nil, fmt.Sprintf("the stored snapshot %s did not fold the restore at sequence %d", key, restored)
+	}
+	if snap != nil && snap.LastSeq >= restored {
+		// The snapshot only shortens the fold: the code to run is the log's.
+		if err := s.sameTrainable(ctx, snap, key, restored); err != nil {
+			snap, why = nil, err.Error()
+		}
 	}
 	switch {
 	case snap != nil && snap.LastSeq >= restored:
@@ -264,6 +285,74 @@ func (s *Service) fromLog(ctx context.Context, expPath, name string, last uint64
 	rep.Folded = n
 	log.Info().Str("read", rep.Read).Str("from", rep.ReadFrom).Uint64("from_seq", rep.ReadSeq).Int("events", n).Uint64("log_seq", last).Msg("read the experiment")
 	return st, nil
+}
+
+// sameTrainable says why a stored snapshot of this log is not used when
+// its trainable is not the log's — the state the last restore (at
+// sequence restored) staged, or before any restore the first
+// experiment.submitted — or the log's cannot be read. The file may have
+// been edited, its checksum recomputed: what it names is never run.
+func (s *Service) sameTrainable(ctx context.Context, snap *state.Experiment, key string, restored uint64) error {
+	if snap.Spec == nil {
+		return fmt.Errorf("the stored snapshot %s holds no experiment spec", key)
+	}
+	var tr *events.Trainable
+	var err error
+	if restored > 0 {
+		tr, err = s.restoredTrainable(ctx, snap.Name, restored)
+	} else {
+		tr, err = s.submittedTrainable(ctx, snap.Name)
+	}
+	if err != nil {
+		return fmt.Errorf("cannot read the log's trainable to check the stored snapshot %s against: %w", key, err)
+	}
+	got := snap.Spec.Trainable
+	if got.Name != tr.Name || got.Dir != tr.Dir || !slices.Equal(got.Command, tr.Command) {
+		s.log.Warn().Str("experiment", snap.Name).Str("snapshot", key).Str("stored", restore.Describe(got)).Str("log", restore.Describe(*tr)).
+			Msg("the stored snapshot names another trainable than the log: it was edited, or is not of this log")
+		return fmt.Errorf("the stored snapshot %s names another trainable than the log (%s, the log %s)", key, restore.Describe(got), restore.Describe(*tr))
+	}
+	return nil
+}
+
+// restoredTrainable is the trainable of the state the experiment.restored
+// at sequence seq staged.
+func (s *Service) restoredTrainable(ctx context.Context, exp string, seq uint64) (*events.Trainable, error) {
+	m, err := s.bus.RawEvent(ctx, seq)
+	if err != nil {
+		return nil, err
+	}
+	ev, err := events.Decode(m.Subject, m.Header, m.Data)
+	if err != nil {
+		return nil, fmt.Errorf("event %d: %w", seq, err)
+	}
+	r, ok := ev.Data.(*events.ExperimentRestored)
+	if !ok || ev.Experiment != exp {
+		return nil, fmt.Errorf("event %d is not the experiment.restored of %s", seq, exp)
+	}
+	spec, err := restore.LoadSpec(ctx, s.bus.JS, exp, r)
+	if err != nil {
+		return nil, err
+	}
+	return &spec.Trainable, nil
+}
+
+// submittedTrainable is the trainable of the experiment's first
+// experiment.submitted, the one a fold keeps.
+func (s *Service) submittedTrainable(ctx context.Context, exp string) (*events.Trainable, error) {
+	var tr *events.Trainable
+	err := s.bus.ReplayFrom(ctx, events.TypeSubjects(exp, events.WriterClient, events.TypeExperimentSubmitted), 0, func(ev *events.Event) {
+		if p, ok := ev.Data.(*events.ExperimentSubmitted); ok && tr == nil {
+			tr = &p.Spec.Trainable
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if tr == nil {
+		return nil, fmt.Errorf("the log holds no experiment.submitted of %s", exp)
+	}
+	return tr, nil
 }
 
 // snapshotLookup bounds reading a snapshot that would only shorten a
@@ -323,12 +412,29 @@ func (s *Service) snapshot(ctx context.Context, expPath string) (*state.Experime
 	return st, key, nil
 }
 
-func validate(st *state.Experiment, r Request) error {
+// validate checks the request against the state and decides what the
+// restore runs. From the log, it is the log's trainable; the request's
+// must be the same. From a file in storage, it is the request's, checked
+// against the stored one; with none, the stored one only when the request
+// trusts it — otherwise the restore is refused, naming it (rep.Trainable).
+func (s *Service) validate(st *state.Experiment, r Request, rep *Reply) error {
 	if r.Trainable != nil {
 		if err := restore.CheckTrainable(st.Spec.Trainable, *r.Trainable); err != nil {
 			return err
 		}
+		if rep.TrainableFrom == TrainableFromStorage {
+			st.Spec.Trainable, rep.TrainableFrom = *r.Trainable, TrainableFromCaller
+		}
+	} else if rep.TrainableFrom == TrainableFromStorage {
+		if !r.TrustStoredTrainable {
+			return fmt.Errorf("%w (%s, as the event log does not hold the experiment), and a restore never runs code named by a file in storage: pass the experiment's trainable (tunejet restore %s EXPERIMENT_FILE, or tune.Restore(ctx, path, trainable)), or, if you trust the file, run the one it names with --trust-stored-trainable (tune.WithTrustStoredTrainable): %s",
+				restore.ErrTrainableRequired, rep.Snapshot, r.Path, restore.Describe(st.Spec.Trainable))
+		}
+		s.log.Warn().Str("path", r.Path).Str("snapshot", rep.Snapshot).Str("trainable", restore.Describe(st.Spec.Trainable)).
+			Msg("running the trainable the state file names, as the request trusts it")
 	}
+	tr := st.Spec.Trainable
+	rep.Trainable = &tr
 	if r.ParamSpace != nil {
 		return restore.CheckParamSpace(st.Spec.ParamSpace, r.ParamSpace)
 	}
