@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 )
 
 // SchemaVersion is the version of the snapshot format this code writes and
@@ -55,6 +56,9 @@ func Load(data []byte) (*Experiment, error) {
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("%w: not valid JSON: %v", ErrCorrupt, err)
 	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("%w: data after the snapshot's JSON object (at byte %d): two files run together, or a partial overwrite", ErrCorrupt, dec.InputOffset())
+	}
 	if f.Format != snapshotFormat {
 		return nil, fmt.Errorf("%w: field \"format\" is %q, want %q", ErrCorrupt, f.Format, snapshotFormat)
 	}
@@ -75,10 +79,38 @@ func Load(data []byte) (*Experiment, error) {
 	if e.Trials == nil {
 		e.Trials = map[string]*Trial{}
 	}
-	for _, id := range e.Order {
-		if e.Trials[id] == nil {
-			return nil, fmt.Errorf("%w: trial %q is listed in \"order\" but missing from \"trials\"", ErrCorrupt, id)
-		}
+	if err := e.checkTrials(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
 	return e, nil
+}
+
+// checkTrials checks what the fold guarantees and the services rely on:
+// "order" lists each trial of "trials" once, each under its own id, and
+// no trial or metric is null.
+func (e *Experiment) checkTrials() error {
+	listed := make(map[string]bool, len(e.Order))
+	for _, id := range e.Order {
+		if listed[id] {
+			return fmt.Errorf("trial %q is listed twice in \"order\"", id)
+		}
+		listed[id] = true
+		if e.Trials[id] == nil {
+			return fmt.Errorf("trial %q is listed in \"order\" but missing from \"trials\"", id)
+		}
+	}
+	for id, t := range e.Trials {
+		if !listed[id] {
+			return fmt.Errorf("trial %q is in \"trials\" but not listed in \"order\"", id)
+		}
+		if t.ID != id {
+			return fmt.Errorf("trial %q has trial_id %q", id, t.ID)
+		}
+		for name, m := range t.Metrics {
+			if m == nil {
+				return fmt.Errorf("trial %q: metric_analysis %q is null", id, name)
+			}
+		}
+	}
+	return nil
 }
