@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -117,6 +118,12 @@ func (e *Event) validateAttrs() error {
 	if strings.TrimSpace(e.ID) == "" {
 		return fmt.Errorf("%w: %s: attribute \"id\" must not be empty", ErrInvalid, e.Type())
 	}
+	if !utf8.ValidString(e.ID) {
+		return fmt.Errorf("%w: %s: attribute \"id\" is not valid UTF-8: %q", ErrInvalid, e.Type(), e.ID)
+	}
+	if !utf8.ValidString(e.Source) {
+		return fmt.Errorf("%w: %s: attribute \"source\" is not valid UTF-8: %q", ErrInvalid, e.Type(), e.Source)
+	}
 	if strings.TrimSpace(e.Source) == "" {
 		return fmt.Errorf("%w: %s: attribute \"source\" must not be empty", ErrInvalid, e.Type())
 	}
@@ -210,6 +217,14 @@ func decodeSDK(subject string, addr Address, header map[string][]string, data []
 		}
 		_ = json.Unmarshal(data, &raw) // cannot fail: the same bytes just parsed
 		source = raw.Source
+		// Binary mode's SetID trims the id; so does structured mode, so
+		// that both give the same event and it encodes back to itself.
+		if id := strings.TrimSpace(ev.ID()); id != ev.ID() {
+			if id == "" {
+				return nil, fmt.Errorf("%w: subject %q: structured event: attribute \"id\" must not be empty", ErrInvalid, subject)
+			}
+			ev.SetID(id)
+		}
 	} else {
 		ev, source, err = readBinary(subject, header, data)
 		if err != nil {
@@ -217,6 +232,9 @@ func decodeSDK(subject string, addr Address, header map[string][]string, data []
 		}
 	}
 	if err := ev.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: subject %q: %v", ErrInvalid, subject, err)
+	}
+	if err := checkUTF8(ev, source); err != nil {
 		return nil, fmt.Errorf("%w: subject %q: %v", ErrInvalid, subject, err)
 	}
 	if ev.Type() != addr.Type {
@@ -241,6 +259,28 @@ func decodeSDK(subject string, addr Address, header map[string][]string, data []
 		Writer: addr.Writer, Data: p,
 	}
 	return finishDecode(addr, out, p)
+}
+
+// checkUTF8 rejects attributes that are not valid UTF-8, as percentDecode
+// does for binary mode: structured mode's JSON reader lets such bytes
+// through, and an event holding them could not be encoded and read back.
+func checkUTF8(ev ce.Event, source string) error {
+	attrs := [][2]string{{"id", ev.ID()}, {"source", source}, {"subject", ev.Subject()}, {"dataschema", ev.DataSchema()}}
+	exts := ev.Extensions()
+	names := make([]string, 0, len(exts))
+	for name := range exts {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		attrs = append(attrs, [2]string{name, fmt.Sprint(exts[name])})
+	}
+	for _, a := range attrs {
+		if !utf8.ValidString(a[1]) {
+			return fmt.Errorf("attribute %q is not valid UTF-8: %q", a[0], a[1])
+		}
+	}
+	return nil
 }
 
 // finishDecode checks what both decoders check the same way: the time, the

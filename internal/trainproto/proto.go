@@ -46,7 +46,13 @@ const MaxLineSize = 1 << 20
 // ErrRejected is wrapped by the Client's errors for ok:false replies.
 var ErrRejected = errors.New("rejected by the runner")
 
-var errLineTooLong = fmt.Errorf("line exceeds %d bytes", MaxLineSize)
+// errLineTooLong is readLine's error for a line over MaxLineSize.
+var errLineTooLong error = lineTooLongError{MaxLineSize}
+
+// lineTooLongError says a line is longer than the limit.
+type lineTooLongError struct{ max int }
+
+func (e lineTooLongError) Error() string { return fmt.Sprintf("line exceeds %d bytes", e.max) }
 
 // Request is one request line from the trainable.
 type Request struct {
@@ -194,7 +200,10 @@ func checkDir(dir string) error {
 // without its "\n" (or "\r\n"). It returns errLineTooLong as soon as the line
 // grows past the limit, leaving the rest of it unread. A last line without a
 // newline is returned as is; io.EOF means there is no more input.
-func readLine(r *bufio.Reader) ([]byte, error) {
+func readLine(r *bufio.Reader) ([]byte, error) { return readLineMax(r, MaxLineSize) }
+
+// readLineMax is readLine with a limit of max bytes.
+func readLineMax(r *bufio.Reader, max int) ([]byte, error) {
 	var line []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
@@ -203,8 +212,8 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 		if err == nil {
 			n-- // the newline
 		}
-		if n > MaxLineSize {
-			return nil, errLineTooLong
+		if n > max {
+			return nil, lineTooLongError{max}
 		}
 		switch {
 		case errors.Is(err, bufio.ErrBufferFull):
