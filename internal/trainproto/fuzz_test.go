@@ -20,9 +20,9 @@ func FuzzReadLine(f *testing.F) {
 	f.Add([]byte("a\r\nbb\n\nccc"), uint8(1), uint16(2))
 	f.Add([]byte("\r"), uint8(0), uint16(0))
 	f.Add(bytes.Repeat([]byte("x"), 100), uint8(3), uint16(40))
-	f.Fuzz(func(t *testing.T, data []byte, bufExtra uint8, max uint16) {
+	f.Fuzz(func(t *testing.T, data []byte, bufExtra uint8, max16 uint16) {
 		r := bufio.NewReaderSize(bytes.NewReader(data), 16+int(bufExtra))
-		limit := int(max)
+		limit := int(max16)
 		rest := data
 		for i := 0; ; i++ {
 			got, err := readLineMax(r, limit)

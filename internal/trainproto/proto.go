@@ -50,9 +50,9 @@ var ErrRejected = errors.New("rejected by the runner")
 var errLineTooLong error = lineTooLongError{MaxLineSize}
 
 // lineTooLongError says a line is longer than the limit.
-type lineTooLongError struct{ max int }
+type lineTooLongError struct{ limit int }
 
-func (e lineTooLongError) Error() string { return fmt.Sprintf("line exceeds %d bytes", e.max) }
+func (e lineTooLongError) Error() string { return fmt.Sprintf("line exceeds %d bytes", e.limit) }
 
 // Request is one request line from the trainable.
 type Request struct {
@@ -202,8 +202,8 @@ func checkDir(dir string) error {
 // newline is returned as is; io.EOF means there is no more input.
 func readLine(r *bufio.Reader) ([]byte, error) { return readLineMax(r, MaxLineSize) }
 
-// readLineMax is readLine with a limit of max bytes.
-func readLineMax(r *bufio.Reader, max int) ([]byte, error) {
+// readLineMax is readLine with a limit of limit bytes.
+func readLineMax(r *bufio.Reader, limit int) ([]byte, error) {
 	var line []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
@@ -212,8 +212,8 @@ func readLineMax(r *bufio.Reader, max int) ([]byte, error) {
 		if err == nil {
 			n-- // the newline
 		}
-		if n > max {
-			return nil, lineTooLongError{max}
+		if n > limit {
+			return nil, lineTooLongError{limit}
 		}
 		switch {
 		case errors.Is(err, bufio.ErrBufferFull):
