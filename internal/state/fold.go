@@ -45,7 +45,7 @@ func (e *Experiment) Apply(ev *events.Event) bool {
 	case *events.TrialReported:
 		return t.reported(ev, p)
 	case *events.TrialCheckpointed:
-		return t.checkpointed(p, e.checkpointConfig())
+		return t.checkpointed(ev, p, e.checkpointConfig())
 	case *events.TrialArtifacts:
 		return t.artifacts(p)
 	case *events.CheckpointPersisted:
@@ -206,9 +206,18 @@ func (e *Experiment) checkpointConfig() events.CheckpointConfig {
 	return e.Spec.RunConfig.CheckpointConfig
 }
 
-func (t *Trial) checkpointed(p *events.TrialCheckpointed, cfg events.CheckpointConfig) bool {
+// checkpointed takes a checkpoint of the current attempt together with
+// the result it was reported with (its metrics): in Ray a result and its
+// checkpoint are one report, so neither may count without the other. The
+// trial.reported event that follows with the same result is then a
+// repeat; a runner that dies between the two loses nothing, and the next
+// attempt resumes after that result.
+func (t *Trial) checkpointed(ev *events.Event, p *events.TrialCheckpointed, cfg events.CheckpointConfig) bool {
 	if !t.current(p.Attempt) || p.Checkpoint.Index < t.NextCheckpoint {
 		return false
+	}
+	if r := p.Checkpoint.Metrics; r != nil {
+		t.result(ev, r)
 	}
 	t.NextCheckpoint = p.Checkpoint.Index + 1
 	t.registerCheckpoint(p.Checkpoint, cfg)

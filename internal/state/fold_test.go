@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -374,5 +375,47 @@ func TestLoadRejectsDamage(t *testing.T) {
 	}
 	if _, err := Load(good); err != nil {
 		t.Fatalf("Load(good): %v", err)
+	}
+}
+
+// A checkpoint and its result are one report: a runner that dies after
+// trial.checkpointed and before the trial.reported of the same iteration
+// loses neither. The checkpoint's result counts, and the result event that
+// follows it, when it comes, is the same result once.
+func TestCheckpointCarriesItsResult(t *testing.T) {
+	checkpointed := func(l *log, attempt, it, index int) {
+		l.add(events.WriterRunner, &events.TrialCheckpointed{TrialID: "a", Attempt: attempt, Checkpoint: events.CheckpointRef{
+			Name: fmt.Sprintf("checkpoint_%06d", index), Index: index, Iteration: it, Size: 1, Digest: "sha256:" + strings.Repeat("0", 64),
+			Metrics: map[string]any{"training_iteration": it, "loss": float64(it), "checkpoint_dir_name": fmt.Sprintf("checkpoint_%06d", index)},
+		}})
+	}
+	tests := []struct {
+		name        string
+		then        func(l *log)
+		wantResults int
+	}{
+		{"the runner died before the result", func(*log) {}, 2},
+		{"the result followed", func(l *log) { l.report("a", 1, 2, 2) }, 2},
+		{"the next attempt resumes after it", func(l *log) { l.start("a", 2); l.report("a", 2, 3, 3) }, 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLog(t)
+			l.create("a", 0)
+			l.start("a", 1)
+			l.report("a", 1, 1, 1)
+			checkpointed(l, 1, 2, 0)
+			tc.then(l)
+			tr := fold(l.evs).Trials["a"]
+			if tr.NumResults != tc.wantResults || tr.Iteration != tc.wantResults {
+				t.Fatalf("%d results up to iteration %d, want %d", tr.NumResults, tr.Iteration, tc.wantResults)
+			}
+			if c := tr.LatestCheckpoint(); c == nil || c.Iteration != 2 {
+				t.Fatalf("latest checkpoint %+v, want the one at iteration 2", c)
+			}
+			if got := tr.LastResult["checkpoint_dir_name"]; tc.wantResults == 2 && got != "checkpoint_000000" {
+				t.Fatalf("last result %v, want the checkpoint's", tr.LastResult)
+			}
+		})
 	}
 }

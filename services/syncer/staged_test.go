@@ -263,3 +263,36 @@ func TestSyncerMarksAGoneCheckpoint(t *testing.T) {
 		return errors.Is(err, ckpt.ErrGone)
 	})
 }
+
+// TestSyncerWritesTheResultACheckpointCarries: the runner died after its
+// trial.checkpointed and before the trial.reported of that iteration. The
+// checkpoint's result is the iteration's row, written once, and the next
+// attempt resumes after it: result.json reads 1, 2, 3.
+func TestSyncerWritesTheResultACheckpointCarries(t *testing.T) {
+	srv := bustest.Start(t)
+	s := begin(t, srv)
+	obs, err := ckpt.Store(t.Context(), s.b.JS, exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	object := ckpt.AttemptObjectName(trial, 1, ckpt.Name(1))
+	staged, err := ckpt.Stage(t.Context(), obs, object, folder(t, "2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.start(1)
+	s.report(1, 1)
+	s.add(events.WriterRunner, &events.TrialCheckpointed{TrialID: trial, Attempt: 1, Checkpoint: events.CheckpointRef{
+		Name: ckpt.Name(1), Index: 1, Object: object, Size: staged.Size, Digest: staged.Digest, Iteration: 2,
+		Metrics: map[string]any{"training_iteration": 2, "loss": 0.5, "checkpoint_dir_name": ckpt.Name(1)},
+	}})
+	s.start(2)
+	s.report(2, 3)
+	s.end(2)
+	runSyncer(t, srv)
+	s.finalState()
+	if its := s.iterations(); !cmp.Equal(its, []int{1, 2, 3}) {
+		t.Fatalf("result.json iterations %v, want [1 2 3]", its)
+	}
+	s.announced("checkpoint_000001 persisted", persistedEvent(ckpt.Name(1)))
+}

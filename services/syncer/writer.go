@@ -390,6 +390,11 @@ func (w *writer) effects(ctx context.Context, ev *events.Event, before *state.Tr
 			return err
 		}
 	case *events.TrialCheckpointed:
+		// A checkpoint carries the result it was reported with (the fold
+		// takes both at once), so its row is written here.
+		if err := w.appendResult(ctx, w.st.Trials[p.TrialID]); err != nil {
+			return err
+		}
 		w.noteLatest(w.st.Trials[p.TrialID])
 		w.submitCheckpoint(ctx, w.st.Trials[p.TrialID], p.Checkpoint)
 	case *events.TrialArtifacts:
