@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -463,7 +464,13 @@ func (s *Service) reachCheckpoints(ctx context.Context, st *state.Experiment, ex
 	}
 	for _, t := range st.TrialList() {
 		c := t.LatestCheckpoint()
-		if !t.NeedsSchedule() || c == nil {
+		if !t.NeedsSchedule() {
+			continue
+		}
+		if err := checkNames(t, c); err != nil {
+			return err
+		}
+		if c == nil {
 			continue
 		}
 		object := c.Object
@@ -487,6 +494,24 @@ func (s *Service) reachCheckpoints(ctx context.Context, st *state.Experiment, ex
 			return fmt.Errorf("restore trial %s: its latest checkpoint %s is gone from the Object Store and could not be read from storage: %w", t.ID, c.Name, err)
 		}
 		c.Object, c.Size, c.Digest = object, staged.Size, staged.Digest
+	}
+	return nil
+}
+
+// checkpointName is what every checkpoint is named (the events check the
+// same).
+var checkpointName = regexp.MustCompile(`^checkpoint_[0-9]{6,}$`)
+
+// checkNames refuses a trial that will run again whose folder or latest
+// checkpoint is named like a path: they become local paths (here, on
+// runners, in the syncer's stage), and a state file from storage may name
+// anything.
+func checkNames(t *state.Trial, c *events.CheckpointRef) error {
+	if d := t.DirName; d == "" || d == "." || d == ".." || strings.ContainsAny(d, "/\\\x00") {
+		return fmt.Errorf("restore trial %s: its folder %q is not a directory name: the state was edited", t.ID, d)
+	}
+	if c != nil && !checkpointName.MatchString(c.Name) {
+		return fmt.Errorf("restore trial %s: its latest checkpoint %q is not named checkpoint_NNNNNN: the state was edited", t.ID, c.Name)
 	}
 	return nil
 }
