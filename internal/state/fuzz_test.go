@@ -43,7 +43,6 @@ func checkRoundTrip(t *testing.T, data []byte, e *Experiment) {
 	if !json.Valid(data) {
 		t.Fatalf("Load accepted a file that is not one JSON value: %q", data)
 	}
-	use(t, e)
 	snap, err := e.Snapshot()
 	if err != nil {
 		t.Fatalf("Load accepted a state that Snapshot refuses: %v\n%s", err, data)
@@ -59,6 +58,7 @@ func checkRoundTrip(t *testing.T, data []byte, e *Experiment) {
 	if err != nil || !bytes.Equal(snap, snap2) {
 		t.Fatalf("the second snapshot differs (%v):\n%s\n%s", err, snap, snap2)
 	}
+	use(t, again)
 }
 
 func FuzzLoad(f *testing.F) {
@@ -113,7 +113,7 @@ func FuzzLoadState(f *testing.F) {
 }
 
 // use calls what the services call on a loaded state, and folds a report
-// into it, as a restore does with the log's tail.
+// into it, as a restore does with the log's tail; e is changed.
 func use(t *testing.T, e *Experiment) {
 	t.Helper()
 	e.Counts()
@@ -129,29 +129,21 @@ func use(t *testing.T, e *Experiment) {
 			m.LastNAvg(5)
 		}
 	}
-	for _, id := range e.Order {
-		tr := e.Trials[id]
-		ev := events.New(e.Name, events.WriterRunner, "fuzz", &events.TrialReported{
-			TrialID: id, Attempt: tr.Attempt, Result: map[string]any{"training_iteration": float64(tr.Iteration + 1), "loss": 0.5},
-		})
-		m, err := events.Encode(ev)
-		if err != nil {
-			return // not an event the log could hold
-		}
-		d, err := events.Decode(m.Subject, m.Header, m.Data)
-		if err != nil {
-			t.Fatalf("decode: %v", err)
-		}
-		d.Seq = e.LastSeq + 1
-		cp, err := e.Snapshot()
-		if err != nil {
-			return
-		}
-		e2, err := Load(cp)
-		if err != nil {
-			return
-		}
-		e2.Apply(d)
+	if len(e.Order) == 0 {
 		return
 	}
+	id := e.Order[0]
+	ev := events.New(e.Name, events.WriterRunner, "fuzz", &events.TrialReported{
+		TrialID: id, Attempt: e.Trials[id].Attempt, Result: map[string]any{"training_iteration": float64(e.Trials[id].Iteration + 1), "loss": 0.5},
+	})
+	m, err := events.Encode(ev)
+	if err != nil {
+		return // not an event the log could hold
+	}
+	d, err := events.Decode(m.Subject, m.Header, m.Data)
+	if err != nil {
+		t.Fatalf("decode: %v", err)
+	}
+	d.Seq = e.LastSeq + 1
+	e.Apply(d)
 }
