@@ -100,3 +100,19 @@ func TestKeyProblemLeavesOrdinaryKeysAlone(t *testing.T) {
 		}
 	}
 }
+
+// The space itself is the config's mapping: a key named like a keyword is
+// a config key there (it panicked as a domain: found by FuzzParseYAML).
+func TestTopLevelKeysAreConfigKeys(t *testing.T) {
+	for _, space := range []map[string]any{
+		{"choice": []any{map[string]any{}}},
+		{"log_uniform": []any{1, 2}},
+		{"literal": 3},
+	} {
+		s := mustParse(t, space)
+		config, tag := s.Trial(0, 1)
+		if diff := cmp.Diff(space, config); diff != "" || tag != "0" {
+			t.Errorf("config (-want +got):\n%s\ntag %q", diff, tag)
+		}
+	}
+}

@@ -31,18 +31,19 @@ type param struct {
 
 // ParseSpace validates a param_space as decoded from JSON or YAML (nested
 // map[string]any, []any and scalars) or built in Go. A nil or empty space is
-// valid: every trial gets an empty config. Errors are *KeyError.
+// valid: every trial gets an empty config. The space itself is the config's
+// mapping, never a domain: its keys are config keys, even one named like a
+// domain keyword ({choice: [1, 2]} is a config with a list under "choice").
+// Errors are *KeyError.
 func ParseSpace(space map[string]any) (*Space, error) {
 	norm, err := normalizeMap(nil, space)
 	if err != nil {
 		return nil, err
 	}
 	s := &Space{gridSize: 1}
-	tree, err := s.walk(nil, norm)
-	if err != nil {
+	if s.tree, err = s.walkObject(nil, norm); err != nil {
 		return nil, err
 	}
-	s.tree = tree.(map[string]any)
 	if err := s.index(); err != nil {
 		return nil, err
 	}
@@ -63,15 +64,7 @@ func (s *Space) walk(path []string, v any) (any, error) {
 		if v, ok, err := unwrap(path, x); ok || err != nil {
 			return v, err
 		}
-		out := make(map[string]any, len(x))
-		for _, k := range sortedKeys(x) {
-			w, err := s.walk(child(path, k), x[k])
-			if err != nil {
-				return nil, err
-			}
-			out[k] = w
-		}
-		return out, nil
+		return s.walkObject(path, x)
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
@@ -84,6 +77,19 @@ func (s *Space) walk(path []string, v any) (any, error) {
 		return out, nil
 	}
 	return v, nil
+}
+
+// walkObject walks each entry of the nested object m at path, in key order.
+func (s *Space) walkObject(path []string, m map[string]any) (map[string]any, error) {
+	out := make(map[string]any, len(m))
+	for _, k := range sortedKeys(m) {
+		w, err := s.walk(child(path, k), m[k])
+		if err != nil {
+			return nil, err
+		}
+		out[k] = w
+	}
+	return out, nil
 }
 
 // domain parses the domain kw at path.

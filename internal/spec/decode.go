@@ -1,8 +1,10 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -326,6 +328,11 @@ func (d *decoder) collection(key string, n *yaml.Node) any {
 
 func (d *decoder) scalarValue(key string, n *yaml.Node) any {
 	switch n.ShortTag() {
+	case "!!str":
+		if n.Style == 0 && outOfRange(n.Value) {
+			d.fail(key, "number %s is out of range", n.Value)
+			return nil
+		}
 	case "!!null":
 		return nil
 	case "!!bool":
@@ -336,6 +343,17 @@ func (d *decoder) scalarValue(key string, n *yaml.Node) any {
 		return decodeAs[float64](d, key, n)
 	}
 	return n.Value
+}
+
+// yamlFloat is the syntax of a YAML float, which the YAML parser reads as
+// a string when the value is beyond float64 (1e400).
+var yamlFloat = regexp.MustCompile(`^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`)
+
+// outOfRange reports whether an unquoted, untagged string is a number
+// beyond float64.
+func outOfRange(s string) bool {
+	_, err := strconv.ParseFloat(s, 64)
+	return errors.Is(err, strconv.ErrRange) && yamlFloat.MatchString(s)
 }
 
 // decodeAs decodes the scalar n as a T, or returns nil after reporting why

@@ -5,9 +5,11 @@
 //
 // ParseFile and Parse decode an experiment file, check every field, apply
 // the defaults, and return the spec that the client submits. YAML and JSON
-// share one schema and one parser (JSON is YAML), so both report errors with
-// line numbers. Validate applies the same checks to a spec built in Go, and
-// ApplyDefaults fills in the defaults.
+// share one schema and one decoder, and both report errors with line
+// numbers. A file that is valid JSON is read as encoding/json reads it
+// (the YAML parser refuses surrogate pair escapes and keys over 1024
+// characters); any other file is YAML. Validate applies the same checks to
+// a spec built in Go, and ApplyDefaults fills in the defaults.
 //
 // # Schema
 //

@@ -94,6 +94,8 @@ func TestParseErrors(t *testing.T) {
 			`exp.yaml:7: param_space.opt.choice.1.grid-search: unknown distribution, did you mean "grid_search"? (for a constant mapping, write {literal: {grid-search: ...}})`},
 		{"NaN in param_space", head + "param_space:\n  a: [1, .nan]\n",
 			"exp.yaml:4: param_space.a.1: expected a finite number, got NaN; JSON cannot hold it"},
+		{"number out of range", head + "param_space:\n  a: -1.5e999\n",
+			"exp.yaml:4: param_space.a: number -1.5e999 is out of range"},
 		{"param_space not a mapping", head + "param_space: [1]\n",
 			"exp.yaml:3: param_space: expected a mapping, got a list"},
 		{"bad fail_fast", head + "run_config:\n  failure_config:\n    fail_fast: maybe\n",
@@ -184,7 +186,14 @@ func TestParseJSONErrors(t *testing.T) {
 		{"sample_from", `{"trainable": "fn",
  "param_space": {"wd": {"sample_from": "f"}}}`,
 			"exp.json:2: param_space.wd.sample_from: sample_from is not supported: it calls a Python function; compute the value in the trainable instead (for a constant mapping, write {literal: {sample_from: ...}})"},
-		// The YAML parser reports the line where the enclosing context starts.
+		{"number out of range", "{\"trainable\": \"fn\",\n \"param_space\": {\"big\": 1e400}}",
+			"exp.json:2: param_space.big: number 1e400 is out of range"},
+		{"integer out of range", "{\"trainable\": \"fn\",\n \"param_space\": {\"big\": [0,\n 123456789012345678901234567890]}}",
+			"exp.json:3: param_space.big.1: integer 123456789012345678901234567890 is out of range"},
+		{"duplicate key", "{\"trainable\": \"fn\",\n \"name\": \"a\",\n \"name\": \"b\"}",
+			"exp.json:3: name: duplicate key (first given on line 2)"},
+		// Invalid JSON goes to the YAML parser, which reports the line where
+		// the enclosing context starts.
 		{"syntax error", "{\n  \"trainable\": \"fn\",\n  \"name\" \"x\"\n}\n",
 			"exp.json:2: syntax error: did not find expected ',' or '}'"},
 	}
@@ -195,6 +204,22 @@ func TestParseJSONErrors(t *testing.T) {
 				t.Errorf("error:\n got %v\nwant %s", err, tt.want)
 			}
 		})
+	}
+}
+
+// The YAML parser refuses some valid JSON; Parse reads JSON as
+// encoding/json does (reproducers in testdata/fuzz/FuzzParseJSON).
+func TestParseJSONTheYAMLParserRefuses(t *testing.T) {
+	long := strings.Repeat("k", 1100)
+	file := `{"name": "x", "trainable": "fn", "param_space": {
+  "smile": "\ud83d\ude00", "lone": "\ud800x", "` + long + `": 1}}`
+	s, err := Parse("exp.json", []byte(file))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	want := map[string]any{"smile": "\U0001F600", "lone": "\ufffdx", long: 1}
+	if diff := cmp.Diff(want, s.ParamSpace); diff != "" {
+		t.Errorf("param_space (-want +got):\n%s", diff)
 	}
 }
 

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -78,7 +79,7 @@ func ParseFile(path string) (*events.ExperimentSpec, error) {
 // run in (ParseFile does). Every problem found is reported, sorted by line:
 // a single *Error, or several joined with errors.Join.
 func Parse(filename string, data []byte) (*events.ExperimentSpec, error) {
-	root, err := parseYAML(filename, data)
+	root, err := parseDocument(filename, data)
 	if err != nil {
 		return nil, err
 	}
@@ -90,6 +91,19 @@ func Parse(filename string, data []byte) (*events.ExperimentSpec, error) {
 	}
 	ApplyDefaults(s)
 	return s, nil
+}
+
+// parseDocument returns the root node of the file: read by jsonNode if it
+// is valid JSON, else by the YAML parser.
+func parseDocument(filename string, data []byte) (*yaml.Node, error) {
+	if !json.Valid(data) {
+		return parseYAML(filename, data)
+	}
+	root, err := jsonNode(data)
+	if err != nil {
+		return nil, &Error{File: filename, Msg: "syntax error: " + err.Error()}
+	}
+	return root, nil
 }
 
 // parseYAML returns the root node of the file's only document.
