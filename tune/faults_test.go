@@ -204,3 +204,44 @@ func TestFailFastWithRetriesIsRefusedAsRay(t *testing.T) {
 		t.Fatalf("Fit: got %v, want Ray's error", err)
 	}
 }
+
+// TestTimeTotalGoesOnAcrossRetries: time_total_s is the trial's, as in
+// Ray: a retry resumed from a checkpoint goes on from the time total
+// saved with it, and time_since_restore is the attempt's own.
+func TestTimeTotalGoesOnAcrossRetries(t *testing.T) {
+	inner := counting(8, 4, func(a int) bool { return a == 1 })
+	slowFirst := func(ctx context.Context, config map[string]any) error {
+		info, err := tune.GetTrialInfo(ctx)
+		if err != nil {
+			return err
+		}
+		if info.Attempt == 1 {
+			time.Sleep(time.Second) // the first attempt's work before its first report
+		}
+		return inner(ctx, config)
+	}
+	d := startDeployment(t, 1, map[string]tune.Trainable{"slow": slowFirst})
+	rc := storage(t)
+	rc.FailureConfig.MaxFailures = 1
+	d.fit(t, "slow", tune.WithName("time_total"), tune.WithRunConfig(rc), tune.WithParamSpace(tune.ParamSpace{"x": 1}))
+	byIteration := map[float64]map[string]any{}
+	for _, ev := range d.events(t, "time_total") {
+		if p, ok := ev.Data.(*events.TrialReported); ok {
+			for _, r := range p.Results() {
+				byIteration[r["training_iteration"].(float64)] = r
+			}
+		}
+	}
+	before, after := byIteration[4], byIteration[5] // attempt 1's checkpointed last, attempt 2's first
+	if before == nil || after == nil {
+		t.Fatalf("results of iterations 4 and 5 missing: %v", byIteration)
+	}
+	total4, total5 := before["time_total_s"].(float64), after["time_total_s"].(float64)
+	since5 := after["time_since_restore"].(float64)
+	if total5 < total4 {
+		t.Errorf("time_total_s went from %v (iteration 4) back to %v (iteration 5, the retry); want it to go on", total4, total5)
+	}
+	if since5 >= total5 {
+		t.Errorf("iteration 5: time_since_restore %v, time_total_s %v; want the attempt's time below the trial's", since5, total5)
+	}
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/internal/ckpt"
 	"github.com/tunejet/tunejet/internal/metrics"
 	"github.com/tunejet/tunejet/internal/session"
 )
@@ -49,6 +50,7 @@ type attempt struct {
 	warnedKeys     map[string]bool
 	iteration      int
 	sinceRestore   int
+	timeBefore     time.Duration // time_total_s of the checkpoint resumed from
 	nextCheckpoint int
 	start, last    time.Time
 	art            artifactLog
@@ -115,21 +117,9 @@ func (a *attempt) run(ctx context.Context) {
 		_ = a.msg.Ack()
 		return
 	}
-	ref, err := a.latestCheckpoint(ctx)
+	ref, err := a.begin(ctx)
 	if err != nil {
-		a.log.WithLevel(handBackLevel(ctx)).Err(err).Msg("cannot read the trial's checkpoints; handing the trial back")
-		_ = a.msg.Nak()
-		return
-	}
-	// Started comes first, so every later failure is the attempt's.
-	started := &events.TrialStarted{
-		TrialID: a.work.TrialID, Attempt: a.num, Runner: a.s.cfg.Name, Hostname: a.s.hostname, PID: os.Getpid(),
-	}
-	if ref != nil {
-		started.RestoredFrom = ref.Name
-	}
-	if _, err := a.s.bus.Publish(ctx, a.s.bus.Event(a.exp, events.WriterRunner, started)); err != nil {
-		a.log.WithLevel(handBackLevel(ctx)).Err(err).Msg("publish trial.started; handing the trial back")
+		a.log.WithLevel(handBackLevel(ctx)).Err(err).Msg("cannot start the trial; handing it back")
 		_ = a.msg.Nak()
 		return
 	}
@@ -155,6 +145,45 @@ func (a *attempt) run(ctx context.Context) {
 		err = ferr
 	}
 	a.finish(ctx, err)
+}
+
+// startTries bounds how often trial.started is refused because an attempt
+// presumed lost added a checkpoint meanwhile; the last try is not fenced.
+const startTries = 5
+
+// begin publishes trial.started, which fences every earlier attempt off
+// the trial, and returns the checkpoint this attempt resumes from: the
+// latest the log accepted before the start. An earlier attempt that is
+// cut off but not dead may add checkpoints until the start is in the log,
+// so the start is published only if the trial's last checkpoint is still
+// the one read, else it reads again.
+func (a *attempt) begin(ctx context.Context) (*events.CheckpointRef, error) {
+	for try := 1; ; try++ {
+		ref, fence, err := a.latestCheckpoint(ctx)
+		if err != nil {
+			return nil, err
+		}
+		started := &events.TrialStarted{
+			TrialID: a.work.TrialID, Attempt: a.num, Runner: a.s.cfg.Name, Hostname: a.s.hostname, PID: os.Getpid(),
+		}
+		if ref != nil {
+			started.RestoredFrom = ref.Name
+		}
+		var opts []jetstream.PublishOpt
+		if try < startTries && (a.num > 1 || a.work.AttemptBase > 0) {
+			subject := events.Subject(a.exp, events.WriterRunner, events.TypeTrialCheckpointed, a.work.TrialID)
+			opts = append(opts, jetstream.WithExpectLastSequenceForSubject(fence, subject))
+		}
+		_, err = a.s.bus.Publish(ctx, a.s.bus.Event(a.exp, events.WriterRunner, started), opts...)
+		if bus.Fenced(err) {
+			a.log.Info().Int("try", try).Msg("an earlier attempt added a checkpoint while this one started; reading again")
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("publish trial.started: %w", err)
+		}
+		return ref, nil
+	}
 }
 
 // watchStop subscribes to the controller's stop requests for this trial.
@@ -315,7 +344,8 @@ func (a *attempt) finish(ctx context.Context, runErr error) {
 		}
 		return
 	}
-	final := a.work.MaxFailures >= 0 && a.tries >= a.work.MaxFailures+1
+	// A checkpoint gone everywhere cannot be resumed from by any retry.
+	final := a.work.MaxFailures >= 0 && a.tries >= a.work.MaxFailures+1 || errors.Is(runErr, ckpt.ErrGone)
 	a.log.Info().Err(runErr).Bool("final", final).Msg("trial attempt failed")
 	metrics.Failures.WithLabelValues(a.exp, events.CauseError).Inc()
 	a.publishOutcome(pctx, &events.TrialFailed{
@@ -326,7 +356,9 @@ func (a *attempt) finish(ctx context.Context, runErr error) {
 		_ = a.msg.TermWithReason("max_failures")
 		return
 	}
-	_ = a.msg.NakWithDelay(backoff(a.tries))
+	// The attempt number, not the deliveries of this work message, so that
+	// a trial's retries back off across reschedulings too.
+	_ = a.msg.NakWithDelay(backoff(a.num))
 }
 
 // handBack returns the trial of a runner that is shutting down (SIGTERM,
@@ -361,8 +393,11 @@ func backoff(n int) time.Duration {
 // errorType classifies an error for trial.failed.
 func errorType(err error) string {
 	var ee *exitError
-	if errors.As(err, &ee) {
+	switch {
+	case errors.As(err, &ee):
 		return "ExitError"
+	case errors.Is(err, ckpt.ErrGone):
+		return "CheckpointGone"
 	}
 	return "Error"
 }

@@ -37,10 +37,14 @@ func (s *Service) store(ctx context.Context, exp string) (jetstream.ObjectStore,
 
 // latestCheckpoint folds the trial's lifecycle events (everything but its
 // reports) and returns the latest checkpoint the fold accepted: a zombie
-// attempt's checkpoint is never resumed from.
-func (a *attempt) latestCheckpoint(ctx context.Context) (*events.CheckpointRef, error) {
+// attempt's checkpoint is never resumed from. fence is the log sequence
+// of the trial's last trial.checkpointed event (0 if none): trial.started
+// is published only if no checkpoint came after it, so a checkpoint an
+// attempt presumed lost adds between this read and the start is not
+// passed over.
+func (a *attempt) latestCheckpoint(ctx context.Context) (ref *events.CheckpointRef, fence uint64, err error) {
 	if a.num == 1 && a.work.AttemptBase == 0 {
-		return a.work.Checkpoint, nil // a first attempt has made no checkpoint yet
+		return a.work.Checkpoint, 0, nil // a first attempt has made no checkpoint yet
 	}
 	id := a.work.TrialID
 	filters := []string{events.TrialSubjects(a.exp, events.WriterController, id)}
@@ -50,9 +54,14 @@ func (a *attempt) latestCheckpoint(ctx context.Context) (*events.CheckpointRef, 
 	st := state.New(a.exp)
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	err := a.s.bus.WatchSubjects(rctx, filters, 0, bus.Handler{Event: func(ev *events.Event) { st.Apply(ev) }, CaughtUp: cancel})
+	err = a.s.bus.WatchSubjects(rctx, filters, 0, bus.Handler{Event: func(ev *events.Event) {
+		if _, ok := ev.Data.(*events.TrialCheckpointed); ok {
+			fence = max(fence, ev.Seq)
+		}
+		st.Apply(ev)
+	}, CaughtUp: cancel})
 	if err != nil && !errors.Is(err, context.Canceled) {
-		return nil, fmt.Errorf("read checkpoints of %s: %w", id, err)
+		return nil, 0, fmt.Errorf("read checkpoints of %s: %w", id, err)
 	}
 	folded := (*events.CheckpointRef)(nil)
 	if t := st.Trials[id]; t != nil {
@@ -61,9 +70,9 @@ func (a *attempt) latestCheckpoint(ctx context.Context) (*events.CheckpointRef, 
 	// The work's own reference wins when it is as new: after a restore it
 	// may point at a copy the restorer staged again.
 	if w := a.work.Checkpoint; w != nil && (folded == nil || w.Index >= folded.Index) {
-		return w, nil
+		return w, fence, nil
 	}
-	return folded, nil
+	return folded, fence, nil
 }
 
 // restore fetches the checkpoint to resume from into a local directory, so
@@ -90,6 +99,10 @@ func (a *attempt) restore(ctx context.Context, ref *events.CheckpointRef) error 
 	}
 	a.restored, a.restoredName = dir, ref.Name
 	a.iteration, a.nextCheckpoint = ref.Iteration, ref.Index+1
+	// time_total_s goes on from the checkpoint's, as in Ray.
+	if v, ok := toFloat(ref.Metrics["time_total_s"]); ok && v > 0 {
+		a.timeBefore = time.Duration(v * float64(time.Second))
+	}
 	return nil
 }
 
@@ -115,7 +128,7 @@ func (a *attempt) stage(ctx context.Context, dir string, result map[string]any) 
 	a.nextCheckpoint++
 	a.mu.Unlock()
 	name := ckpt.Name(index)
-	object := ckpt.ObjectName(a.work.TrialID, name)
+	object := ckpt.AttemptObjectName(a.work.TrialID, a.num, name)
 	// While the bucket is between leaders (a NATS node lost), the put is
 	// tried again, whole, for as long as a publish would be.
 	var staged ckpt.Staged

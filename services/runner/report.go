@@ -103,7 +103,7 @@ func (a *attempt) result(metrics map[string]any, now time.Time) map[string]any {
 	r["training_iteration"] = a.iteration
 	r["iterations_since_restore"] = a.sinceRestore
 	r["time_this_iter_s"] = now.Sub(a.last).Seconds()
-	r["time_total_s"] = now.Sub(a.start).Seconds()
+	r["time_total_s"] = (a.timeBefore + now.Sub(a.start)).Seconds()
 	r["time_since_restore"] = now.Sub(a.start).Seconds()
 	r["timestamp"] = now.Unix()
 	r["date"] = now.Format("2006-01-02_15-04-05")
