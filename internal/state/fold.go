@@ -19,6 +19,9 @@ func (e *Experiment) Apply(ev *events.Event) bool {
 	if ev.Seq > e.LastSeq {
 		e.LastSeq, e.LastEventID = ev.Seq, ev.ID
 	}
+	if _, start := ev.Data.(*events.ExperimentStarted); !start && ev.Time.After(e.LastEventTime) {
+		e.LastEventTime = ev.Time
+	}
 	switch p := ev.Data.(type) {
 	case *events.ExperimentSubmitted:
 		return e.submitted(p)
@@ -76,9 +79,12 @@ func (e *Experiment) started(ev *events.Event, p *events.ExperimentStarted) bool
 	if p.Run <= e.Run || e.Status != ExperimentPending {
 		return false
 	}
+	if !e.StartTime.IsZero() && e.LastEventTime.After(e.StartTime) {
+		e.RanBefore += e.LastEventTime.Sub(e.StartTime) // the previous run, to its last event
+	}
 	e.Run, e.Session, e.Seed = p.Run, p.Session, p.Seed
 	e.TrialIDPrefix, e.NumTrials, e.StoragePath = p.TrialIDPrefix, p.NumTrials, p.StoragePath
-	e.StartTime = ev.Time
+	e.StartTime, e.LastEventTime = ev.Time, ev.Time
 	e.Status = ExperimentRunning
 	e.StopRequested, e.StopReason = false, ""
 	return true

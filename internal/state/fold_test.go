@@ -419,3 +419,26 @@ func TestCheckpointCarriesItsResult(t *testing.T) {
 		})
 	}
 }
+
+// A restored run's time budget is what the earlier runs left: each run
+// counts from its start to its last event, and the time between runs
+// does not count.
+func TestRunsAddUpTheirTime(t *testing.T) {
+	l := newLog(t) // run 1 starts at +2 s
+	l.create("a", 0)
+	l.start("a", 1)
+	l.report("a", 1, 1, 0.5) // the run's last event, at +6 s
+	e := fold(l.evs)
+	if got := e.Elapsed(e.StartTime.Add(4 * time.Second)); got != 4*time.Second {
+		t.Fatalf("run 1 elapsed %v, want 4s", got)
+	}
+	e.Status = ExperimentPending // as a restore leaves it
+	l.when = l.when.Add(time.Hour)
+	e.Apply(l.add(events.WriterController, &events.ExperimentStarted{Run: 2, Session: "2026-01-02_04-04-11", Seed: 1, TrialIDPrefix: "abcde", NumTrials: 2, StoragePath: "/tmp/x"}))
+	if e.RanBefore != 4*time.Second {
+		t.Fatalf("RanBefore %v after run 1 ran from +2s to +6s, want 4s", e.RanBefore)
+	}
+	if got := e.Elapsed(e.StartTime.Add(10 * time.Second)); got != 14*time.Second {
+		t.Fatalf("10s into run 2: elapsed %v, want 14s", got)
+	}
+}

@@ -29,6 +29,11 @@ type Experiment struct {
 	NumTrials     int       `json:"num_trials"`
 	StoragePath   string    `json:"storage_path,omitempty"`
 	StartTime     time.Time `json:"start_time"`
+	// RanBefore is how long the earlier runs ran (from each one's start
+	// to its last event): a restored run's time budget is what they left.
+	RanBefore time.Duration `json:"ran_before,omitempty"`
+	// LastEventTime is the time of the newest event folded.
+	LastEventTime time.Time `json:"last_event_time"`
 
 	StopRequested bool      `json:"stop_requested,omitempty"`
 	StopReason    string    `json:"stop_reason,omitempty"`
@@ -187,6 +192,13 @@ func (e *Experiment) Unfinished() int {
 		}
 	}
 	return n
+}
+
+// Elapsed is how long the experiment has run at now, over all its runs:
+// what its time budget is spent on (Ray's TimeoutStopper is saved with
+// the experiment, so a restore goes on with the budget that is left).
+func (e *Experiment) Elapsed(now time.Time) time.Duration {
+	return e.RanBefore + now.Sub(e.StartTime)
 }
 
 // Done reports whether the experiment has completed.

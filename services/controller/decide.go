@@ -92,7 +92,7 @@ func stopReason(st *state.Experiment, now time.Time) (reason, errText string) {
 			}
 		}
 	}
-	if b := st.Spec.TuneConfig.TimeBudgetS; b > 0 && !now.Before(st.StartTime.Add(seconds(b))) {
+	if b := st.Spec.TuneConfig.TimeBudgetS; b > 0 && st.Elapsed(now) >= seconds(b) {
 		return "time_budget", ""
 	}
 	return "", ""
