@@ -733,13 +733,21 @@ func (c *chaosCheck) stateInvariants(st *state.Experiment, trials int) {
 	if len(st.Trials) != trials {
 		c.fail("(all)", fmt.Sprintf("the stored state has %d trials, want %d", len(st.Trials), trials))
 	}
-	var expected, lines, lost, dup int
+	// A trial missing from storage lost all its reports.
+	absent := max(0, trials-len(st.Trials))
+	expected, lines, lost, dup := absent*c.steps, 0, absent*c.steps, 0
 	for _, tr := range st.TrialList() {
 		expected += c.steps
 		if tr.Status != events.StatusTerminated || tr.Iteration != c.steps {
 			c.fail(tr.ID, fmt.Sprintf("ended %s at iteration %d, want TERMINATED at %d (last error %q)", tr.Status, tr.Iteration, c.steps, tail(tr.LastError, 300)))
 		}
-		rows := resultLines(t, filepath.Join(c.expDir, tr.DirName, "result.json"))
+		file := filepath.Join(c.expDir, tr.DirName, "result.json")
+		if _, err := os.Stat(file); err != nil {
+			lost += c.steps
+			c.fail(tr.ID, fmt.Sprintf("has no result.json: %v", err))
+			continue
+		}
+		rows := resultLines(t, file)
 		lines += len(rows)
 		seen := map[int]int{}
 		var its []int
@@ -771,7 +779,7 @@ func (c *chaosCheck) stateInvariants(st *state.Experiment, trials int) {
 		c.newestCheckpoint(tr)
 	}
 	c.fig.add(func(f *chaosFigures) {
-		f.trials += len(st.Trials)
+		f.trials += len(st.Trials) + absent
 		f.expected += expected
 		f.stored += lines
 		f.lost += lost
