@@ -425,24 +425,22 @@ func (w *writer) restored(prev *state.Experiment) {
 }
 
 // final syncs everything at the end of the experiment or of the syncer:
-// what is already in the log and the state first, so that no checkpoint
-// holds the final state back; then the persistence queue (whose
-// announcements come back through the log) and the state again. At the
-// end of the experiment it goes on until storage has taken all of it but
-// the checkpoints given up on; on shutdown it tries once (the next syncer
+// what is already in the log, the persistence queue (whose announcements
+// then come back through the log), then the state, which clients take for
+// "storage holds the experiment". A checkpoint that fails only holds it
+// back until the syncer gives that checkpoint up. At the end of the
+// experiment it goes on until storage has taken all of it but the
+// checkpoints given up on; on shutdown it tries once (the next syncer
 // resumes).
 func (w *writer) final(ctx context.Context, msgs <-chan message) {
 	for {
 		w.catchUp(ctx, msgs)
-		err := w.syncUp(context.WithoutCancel(ctx))
 		w.resubmit(ctx)
 		if err := w.ops.Flush(context.WithoutCancel(ctx)); err != nil {
 			w.log.Error().Err(err).Msg("persisting checkpoints and artifacts")
 		}
 		w.catchUp(ctx, msgs)
-		if w.dirty || err != nil {
-			err = w.syncUp(context.WithoutCancel(ctx))
-		}
+		err := w.syncUp(context.WithoutCancel(ctx))
 		if (err == nil && w.complete()) || ctx.Err() != nil {
 			break
 		}
