@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -98,11 +97,26 @@ func eventData[T events.Payload](ev *events.Event, err error) (T, bool) {
 }
 
 func (a *attempt) run(ctx context.Context) {
+	started, ended, err := a.live(ctx)
+	if ended {
+		a.log.Debug().Msg("trial already ended by the controller; skipping")
+	}
+	o := decide(situation{
+		Trial: a.work.TrialID, Runner: a.s.cfg.Name, Attempt: a.num, Tries: a.tries, MaxFailures: a.work.MaxFailures,
+		Started: started, Ended: ended, Superseded: a.superseded.Load(), ShuttingDown: ctx.Err() != nil,
+		StopReason: a.stopped(), Err: err, CountPreemption: a.s.cfg.CountPreemption,
+	})
+	a.logOutcome(o, err)
+	a.settle(ctx, o)
+}
+
+// live runs the attempt: it reports whether trial.started is stored,
+// whether the controller had already ended the trial (the work is stale),
+// and the error the attempt ended with.
+func (a *attempt) live(ctx context.Context) (started, ended bool, err error) {
 	sub, err := a.watchStop()
 	if err != nil {
-		a.log.Error().Err(err).Msg("cannot watch for stop requests; handing the trial back")
-		_ = a.msg.Nak()
-		return
+		return false, false, fmt.Errorf("watch for stop requests: %w", err)
 	}
 	defer sub.Unsubscribe()
 	switch ended, stopReason := a.endedByController(ctx); {
@@ -110,28 +124,21 @@ func (a *attempt) run(ctx context.Context) {
 		// A stop was requested; the runner that ran the trial may have died
 		// before ending it, so this attempt records the outcome itself.
 		a.stop(stopReason)
-		a.finishStopped(ctx)
-		return
+		return false, false, nil
 	case ended:
-		a.log.Debug().Msg("trial already ended by the controller; skipping")
-		_ = a.msg.Ack()
-		return
+		return false, true, nil
 	}
 	ref, err := a.begin(ctx)
 	if err != nil {
-		a.log.WithLevel(handBackLevel(ctx)).Err(err).Msg("cannot start the trial; handing it back")
-		_ = a.msg.Nak()
-		return
+		return false, false, fmt.Errorf("start the trial: %w", err)
 	}
 	a.start, a.last = time.Now(), time.Now()
 	if err := os.MkdirAll(a.dir, 0o755); err != nil {
-		a.finish(ctx, fmt.Errorf("create trial dir: %w", err))
-		return
+		return true, false, fmt.Errorf("create trial dir: %w", err)
 	}
 	defer a.cleanupRestore()
 	if err := a.restore(ctx, ref); err != nil {
-		a.finish(ctx, err)
-		return
+		return true, false, err
 	}
 	hbDone := a.heartbeat()
 	err = a.execute()
@@ -144,39 +151,66 @@ func (a *attempt) run(ctx context.Context) {
 	if ferr := a.reports.flush(); err == nil {
 		err = ferr
 	}
-	a.finish(ctx, err)
+	return true, false, err
 }
 
-// startTries bounds how often trial.started is refused because an attempt
-// presumed lost added a checkpoint meanwhile; the last try is not fenced.
+// logOutcome logs how the attempt ended, at the level it deserves.
+func (a *attempt) logOutcome(o outcome, err error) {
+	switch {
+	case a.superseded.Load():
+		a.log.Warn().Msg("a newer attempt owns this trial; abandoned this one without a word")
+	case o.Settle == ack && len(o.Publish) > 0:
+		if f, ok := o.Publish[len(o.Publish)-1].(*events.TrialFailed); ok && f.Cause == events.CausePreempted {
+			a.log.Info().Bool("counted", f.Counted).Msg("runner stopping; handing the trial back")
+		}
+	case o.Settle == nak && len(o.Publish) == 0:
+		a.log.Error().Err(err).Msg("cannot start the trial; handing it back")
+	case o.Settle == nak || o.Settle == term:
+		a.log.Info().Err(err).Bool("final", o.Settle == term).Msg("trial attempt failed")
+	}
+}
+
+// startTries bounds how often trial.started is refused because another
+// attempt wrote about the trial meanwhile; the last try is not fenced.
 const startTries = 5
+
+// errSuperseded ends an attempt that finds a newer one already started.
+var errSuperseded = errors.New("a newer attempt of the trial has started")
 
 // begin publishes trial.started, which fences every earlier attempt off
 // the trial, and returns the checkpoint this attempt resumes from: the
-// latest the log accepted before the start. An earlier attempt that is
-// cut off but not dead may add checkpoints until the start is in the log,
-// so the start is published only if the trial's last checkpoint is still
-// the one read, else it reads again.
+// latest the log accepted before the start. An earlier attempt that is cut
+// off but not dead may still write (checkpoints, reports, a late start)
+// until this start is in the log, so the start is published only if no
+// runner event of the trial came after the ones read; else it reads again.
 func (a *attempt) begin(ctx context.Context) (*events.CheckpointRef, error) {
+	subject := events.TrialSubjects(a.exp, events.WriterRunner, a.work.TrialID)
 	for try := 1; ; try++ {
-		ref, fence, err := a.latestCheckpoint(ctx)
+		fence, err := a.s.bus.LastSeq(ctx, subject) // read first: what follows covers it
 		if err != nil {
 			return nil, err
 		}
+		ref, current, err := a.latestCheckpoint(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if current >= a.num {
+			a.superseded.Store(true)
+			return nil, fmt.Errorf("attempt %d: %w (attempt %d)", a.num, errSuperseded, current)
+		}
 		started := &events.TrialStarted{
-			TrialID: a.work.TrialID, Attempt: a.num, Runner: a.s.cfg.Name, Hostname: a.s.hostname, PID: os.Getpid(),
+			TrialID: a.work.TrialID, Attempt: a.num, Runner: a.s.cfg.Name, Hostname: a.s.hostname, PID: pid,
 		}
 		if ref != nil {
 			started.RestoredFrom = ref.Name
 		}
 		var opts []jetstream.PublishOpt
-		if try < startTries && (a.num > 1 || a.work.AttemptBase > 0) {
-			subject := events.Subject(a.exp, events.WriterRunner, events.TypeTrialCheckpointed, a.work.TrialID)
+		if try < startTries {
 			opts = append(opts, jetstream.WithExpectLastSequenceForSubject(fence, subject))
 		}
 		_, err = a.s.bus.Publish(ctx, a.s.bus.Event(a.exp, events.WriterRunner, started), opts...)
 		if bus.Fenced(err) {
-			a.log.Info().Int("try", try).Msg("an earlier attempt added a checkpoint while this one started; reading again")
+			a.log.Info().Int("try", try).Msg("another attempt wrote about the trial while this one started; reading again")
 			continue
 		}
 		if err != nil {
@@ -221,18 +255,6 @@ func (a *attempt) endedByController(ctx context.Context) (ended bool, stopReason
 	return false, ""
 }
 
-// finishStopped ends a trial that was asked to stop before this attempt
-// ran: started, then completed TERMINATED, so the fold sees it end.
-func (a *attempt) finishStopped(ctx context.Context) {
-	started := &events.TrialStarted{TrialID: a.work.TrialID, Attempt: a.num, Runner: a.s.cfg.Name, Hostname: a.s.hostname, PID: os.Getpid()}
-	if _, err := a.s.bus.Publish(ctx, a.s.bus.Event(a.exp, events.WriterRunner, started)); err != nil {
-		a.log.WithLevel(handBackLevel(ctx)).Err(err).Msg("publish trial.started; handing the trial back")
-		_ = a.msg.Nak()
-		return
-	}
-	a.finish(ctx, nil)
-}
-
 // execute runs the trainable with the right executor.
 func (a *attempt) execute() error {
 	if len(a.work.Trainable.Command) > 0 {
@@ -274,15 +296,6 @@ func (a *attempt) heartbeat() func() {
 	return func() { close(done); wg.Wait() }
 }
 
-// handBackLevel is the level of a trial handed back before it started:
-// an error, unless the runner is shutting down and that is why.
-func handBackLevel(ctx context.Context) zerolog.Level {
-	if ctx.Err() != nil {
-		return zerolog.InfoLevel
-	}
-	return zerolog.ErrorLevel
-}
-
 // ErrSuperseded is the cause of an attempt's context when a newer attempt
 // of the trial has started elsewhere (this runner was presumed dead).
 var ErrSuperseded = errors.New("a newer attempt of the trial has started elsewhere")
@@ -320,74 +333,6 @@ func (a *attempt) stopped() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.stopReason
-}
-
-// finish publishes the attempt's outcome and settles the work message.
-func (a *attempt) finish(ctx context.Context, runErr error) {
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if a.superseded.Load() {
-		a.log.Warn().Msg("a newer attempt owns this trial; abandoned this one without a word")
-		return
-	}
-	if ctx.Err() != nil && a.stopped() == "" {
-		a.handBack(pctx)
-		return
-	}
-	if reason := a.stopped(); reason != "" || runErr == nil {
-		if reason == "" {
-			reason = "finished"
-		}
-		a.publishOutcome(pctx, &events.TrialCompleted{TrialID: a.work.TrialID, Attempt: a.num, Status: events.StatusTerminated, Reason: reason})
-		if err := a.msg.DoubleAck(pctx); err != nil {
-			a.log.Warn().Err(err).Msg("ack trial work")
-		}
-		return
-	}
-	// A checkpoint gone everywhere cannot be resumed from by any retry.
-	final := a.work.MaxFailures >= 0 && a.tries >= a.work.MaxFailures+1 || errors.Is(runErr, ckpt.ErrGone)
-	a.log.Info().Err(runErr).Bool("final", final).Msg("trial attempt failed")
-	metrics.Failures.WithLabelValues(a.exp, events.CauseError).Inc()
-	a.publishOutcome(pctx, &events.TrialFailed{
-		TrialID: a.work.TrialID, Attempt: a.num, Cause: events.CauseError, ErrorType: errorType(runErr),
-		Error: runErr.Error(), Final: final, Counted: true,
-	})
-	if final {
-		_ = a.msg.TermWithReason("max_failures")
-		return
-	}
-	// The attempt number, not the deliveries of this work message, so that
-	// a trial's retries back off across reschedulings too.
-	_ = a.msg.NakWithDelay(backoff(a.num))
-}
-
-// handBack returns the trial of a runner that is shutting down (SIGTERM,
-// preemption): the attempt is recorded as preempted — not counted against
-// max_failures unless the runner is configured to — and the work is acked,
-// so the controller schedules it again with a fresh delivery budget rather
-// than waiting for the heartbeat timeout.
-func (a *attempt) handBack(ctx context.Context) {
-	a.log.Info().Bool("counted", a.s.cfg.CountPreemption).Msg("runner stopping; handing the trial back")
-	metrics.Failures.WithLabelValues(a.exp, events.CausePreempted).Inc()
-	a.publishOutcome(ctx, &events.TrialFailed{
-		TrialID: a.work.TrialID, Attempt: a.num, Cause: events.CausePreempted,
-		Error: "runner " + a.s.cfg.Name + " was stopped (preempted)", Counted: a.s.cfg.CountPreemption,
-	})
-	if err := a.msg.DoubleAck(ctx); err != nil {
-		a.log.Warn().Err(err).Msg("ack handed-back work; it will be redelivered after the heartbeat timeout")
-	}
-}
-
-func (a *attempt) publishOutcome(ctx context.Context, p events.Payload) {
-	if _, err := a.s.bus.Publish(ctx, a.s.bus.Event(a.exp, events.WriterRunner, p)); err != nil {
-		a.log.Error().Err(err).Str("type", p.Type()).Msg("publish trial outcome")
-	}
-}
-
-// backoff is the delay before retrying after the n-th failed delivery.
-func backoff(n int) time.Duration {
-	d := 100 * time.Millisecond * time.Duration(math.Pow(2, float64(n-1)))
-	return min(d, 5*time.Second)
 }
 
 // errorType classifies an error for trial.failed.

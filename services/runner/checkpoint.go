@@ -36,13 +36,10 @@ func (s *Service) store(ctx context.Context, exp string) (jetstream.ObjectStore,
 }
 
 // latestCheckpoint folds the trial's lifecycle events (everything but its
-// reports) and returns the latest checkpoint the fold accepted: a zombie
-// attempt's checkpoint is never resumed from. fence is the log sequence
-// of the trial's last trial.checkpointed event (0 if none): trial.started
-// is published only if no checkpoint came after it, so a checkpoint an
-// attempt presumed lost adds between this read and the start is not
-// passed over.
-func (a *attempt) latestCheckpoint(ctx context.Context) (ref *events.CheckpointRef, fence uint64, err error) {
+// reports) and returns the latest checkpoint the fold accepted (a zombie
+// attempt's checkpoint is never resumed from) and the trial's current
+// attempt.
+func (a *attempt) latestCheckpoint(ctx context.Context) (ref *events.CheckpointRef, current int, err error) {
 	if a.num == 1 && a.work.AttemptBase == 0 {
 		return a.work.Checkpoint, 0, nil // a first attempt has made no checkpoint yet
 	}
@@ -54,25 +51,20 @@ func (a *attempt) latestCheckpoint(ctx context.Context) (ref *events.CheckpointR
 	st := state.New(a.exp)
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	err = a.s.bus.WatchSubjects(rctx, filters, 0, bus.Handler{Event: func(ev *events.Event) {
-		if _, ok := ev.Data.(*events.TrialCheckpointed); ok {
-			fence = max(fence, ev.Seq)
-		}
-		st.Apply(ev)
-	}, CaughtUp: cancel})
+	err = a.s.bus.WatchSubjects(rctx, filters, 0, bus.Handler{Event: func(ev *events.Event) { st.Apply(ev) }, CaughtUp: cancel})
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return nil, 0, fmt.Errorf("read checkpoints of %s: %w", id, err)
 	}
 	folded := (*events.CheckpointRef)(nil)
 	if t := st.Trials[id]; t != nil {
-		folded = t.LatestCheckpoint()
+		folded, current = t.LatestCheckpoint(), t.Attempt
 	}
 	// The work's own reference wins when it is as new: after a restore it
 	// may point at a copy the restorer staged again.
 	if w := a.work.Checkpoint; w != nil && (folded == nil || w.Index >= folded.Index) {
-		return w, fence, nil
+		return w, current, nil
 	}
-	return folded, fence, nil
+	return folded, current, nil
 }
 
 // restore fetches the checkpoint to resume from into a local directory, so

@@ -1,0 +1,166 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/ckpt"
+	"github.com/tunejet/tunejet/internal/metrics"
+)
+
+// settlement is what is done with a work message once its outcome is
+// stored.
+type settlement int
+
+const (
+	// leave settles nothing: the message is redelivered after the
+	// heartbeat timeout, as if this runner had died.
+	leave settlement = iota
+	// ack ends the work: the trial ended, or went back to the controller.
+	ack
+	// nak asks for a redelivery after a delay: the trial is retried.
+	nak
+	// term ends the work for good: the trial ran out of attempts.
+	term
+)
+
+func (s settlement) String() string {
+	return [...]string{"leave", "ack", "nak", "term"}[s]
+}
+
+// situation is what an attempt knows when it ends.
+type situation struct {
+	Trial, Runner   string
+	Attempt         int    // this attempt's number
+	Tries           int    // deliveries of this work message
+	MaxFailures     int    // -1: unlimited
+	Started         bool   // trial.started of this attempt is stored
+	Ended           bool   // the controller had ended the trial: the work is stale
+	Superseded      bool   // a newer attempt has started elsewhere
+	ShuttingDown    bool   // the runner is stopping (SIGTERM, preemption)
+	StopReason      string // the controller or a stop criterion stopped it
+	Err             error  // the trainable's error, or why it could not run
+	CountPreemption bool
+}
+
+// outcome is what to publish, in order, and then how to settle the work.
+// The work is settled only once every event is stored: work whose outcome
+// the log does not hold is left to be redelivered.
+type outcome struct {
+	Publish []events.Payload
+	Settle  settlement
+	Delay   time.Duration // with nak
+}
+
+// decide is the outcome of an attempt. It is pure: every rule for how an
+// attempt ends lives here.
+func decide(s situation) outcome {
+	switch {
+	case s.Ended:
+		return outcome{Settle: ack}
+	case s.Superseded:
+		// The work went to a newer attempt; this one says nothing and must
+		// not settle a delivery that is no longer its own.
+		return outcome{Settle: leave}
+	case s.ShuttingDown && s.StopReason == "":
+		// Handed back, not counted unless configured: the controller
+		// schedules the trial again with a fresh delivery budget. An
+		// attempt that had not started records its start first, so the
+		// fold sees it end; a redelivery would spend one of the trial's
+		// max_failures + 1 deliveries.
+		p := []events.Payload{&events.TrialFailed{
+			TrialID: s.Trial, Attempt: s.Attempt, Cause: events.CausePreempted,
+			Error: "runner " + s.Runner + " was stopped (preempted)", Counted: s.CountPreemption,
+		}}
+		if !s.Started {
+			p = append([]events.Payload{started(s)}, p...)
+		}
+		return outcome{Publish: p, Settle: ack}
+	case !s.Started && s.StopReason == "":
+		// It could not start (the log or the bucket did not answer):
+		// another delivery tries again.
+		return outcome{Settle: nak, Delay: backoff(s.Attempt)}
+	case s.StopReason != "" || s.Err == nil:
+		reason := s.StopReason
+		if reason == "" {
+			reason = "finished"
+		}
+		p := []events.Payload{&events.TrialCompleted{TrialID: s.Trial, Attempt: s.Attempt, Status: events.StatusTerminated, Reason: reason}}
+		if !s.Started { // stopped before it ran: the fold sees it start, then end
+			p = append([]events.Payload{started(s)}, p...)
+		}
+		return outcome{Publish: p, Settle: ack}
+	}
+	// A checkpoint gone everywhere cannot be resumed from by any retry.
+	final := s.MaxFailures >= 0 && s.Tries >= s.MaxFailures+1 || errors.Is(s.Err, ckpt.ErrGone)
+	o := outcome{Publish: []events.Payload{&events.TrialFailed{
+		TrialID: s.Trial, Attempt: s.Attempt, Cause: events.CauseError, ErrorType: errorType(s.Err),
+		Error: s.Err.Error(), Final: final, Counted: true,
+	}}}
+	if final {
+		o.Settle = term
+		return o
+	}
+	// The attempt number, not the deliveries of this work message, so that
+	// a trial's retries back off across reschedulings too.
+	o.Settle, o.Delay = nak, backoff(s.Attempt)
+	return o
+}
+
+func started(s situation) *events.TrialStarted {
+	return &events.TrialStarted{TrialID: s.Trial, Attempt: s.Attempt, Runner: s.Runner}
+}
+
+// settle publishes the outcome's events and then settles the work
+// message. It is the only place work is settled once an attempt exists.
+func (a *attempt) settle(ctx context.Context, o outcome) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	for _, p := range o.Publish {
+		if sp, ok := p.(*events.TrialStarted); ok {
+			sp.Hostname, sp.PID = a.s.hostname, pid
+		}
+		if _, err := a.s.bus.Publish(ctx, a.s.bus.Event(a.exp, events.WriterRunner, p)); err != nil {
+			// Acking would lose the outcome: the work is redelivered after
+			// the heartbeat timeout instead, as if this runner had died.
+			a.log.Error().Err(err).Str("type", p.Type()).Msg("publish trial outcome; leaving the work to be redelivered")
+			return
+		}
+		countFailure(a.exp, p)
+	}
+	var err error
+	switch o.Settle {
+	case ack:
+		err = a.msg.DoubleAck(ctx)
+	case nak:
+		err = a.msg.NakWithDelay(o.Delay)
+	case term:
+		err = a.msg.TermWithReason("max_failures")
+	case leave:
+		return
+	}
+	if err != nil {
+		a.log.Warn().Err(err).Stringer("settle", o.Settle).Msg("settle trial work; it is redelivered after the heartbeat timeout")
+	}
+}
+
+func countFailure(exp string, p events.Payload) {
+	if f, ok := p.(*events.TrialFailed); ok {
+		metrics.Failures.WithLabelValues(exp, f.Cause).Inc()
+	}
+}
+
+// backoff is the delay before retrying after the n-th failed attempt:
+// 100 ms doubling up to 5 s. (Computed as a power of two for every n, it
+// overflowed past n = 47 into a negative delay, so a trial retried without
+// limit was redelivered at once, forever.)
+func backoff(n int) time.Duration {
+	const first, most = 100 * time.Millisecond, 5 * time.Second
+	d := first
+	for i := 1; i < n && d < most; i++ {
+		d *= 2
+	}
+	return min(d, most)
+}
