@@ -194,12 +194,17 @@ func Stage(ctx context.Context, js jetstream.JetStream, st *state.Experiment, ru
 	if err != nil {
 		return "", "", err
 	}
-	object = fmt.Sprintf("%srun-%d", objectPrefix, run)
+	// Named by its content too: a restore killed before its run started
+	// leaves an event naming its state, and the next restore of the same
+	// run must not replace that state (readers of the log would then meet
+	// an event whose state is gone).
+	sum := sha256.Sum256(data)
+	digest = hex.EncodeToString(sum[:])
+	object = fmt.Sprintf("%srun-%d-%s", objectPrefix, run, digest[:16])
 	if _, err := obs.PutBytes(ctx, object, data); err != nil {
 		return "", "", fmt.Errorf("stage the restored state of %s: %w", st.Name, err)
 	}
-	sum := sha256.Sum256(data)
-	return object, "sha256:" + hex.EncodeToString(sum[:]), nil
+	return object, "sha256:" + digest, nil
 }
 
 // ErrStateGone is wrapped when the restored state an event names cannot be
