@@ -258,7 +258,15 @@ func decodeSDK(subject string, addr Address, header map[string][]string, data []
 		ID: ev.ID(), Source: source, Time: ev.Time(), Experiment: addr.Experiment,
 		Writer: addr.Writer, Data: p,
 	}
-	return finishDecode(addr, out, p)
+	if _, err := finishDecode(addr, out, p); err != nil {
+		return nil, err
+	}
+	// What Encode requires of the attributes, beyond the SDK's checks (a
+	// source of white space passes those): an accepted event encodes.
+	if err := out.validateAttrs(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // checkUTF8 rejects attributes that are not valid UTF-8, as percentDecode
