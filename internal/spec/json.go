@@ -16,7 +16,8 @@ import (
 // escapes ("\ud83d\ude00", which Python's json.dump writes for any
 // character beyond the BMP) and keys longer than 1024 characters; and it
 // reads a number beyond float64 as a string. Strings are decoded as
-// encoding/json decodes them.
+// encoding/json decodes them, and an integer beyond int64 is a float, as
+// JSON encoders write large floats (1.1e19 as 11000000000000000000).
 func jsonNode(data []byte) (*yaml.Node, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -60,17 +61,28 @@ func (r *jsonReader) node() (*yaml.Node, error) {
 	case string:
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: x, Style: yaml.DoubleQuotedStyle, Line: line}, nil
 	case json.Number:
-		tag := "!!int"
-		if strings.ContainsAny(string(x), ".eE") {
-			tag = "!!float"
-		}
-		return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: string(x), Line: line}, nil
+		return numberNode(x, line), nil
 	case bool:
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(x), Line: line}, nil
 	case nil:
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null", Line: line}, nil
 	}
 	return nil, fmt.Errorf("unexpected JSON token %v", tok)
+}
+
+// numberNode is an !!int node for an integer that int64 holds, else a
+// !!float node. An integer beyond int64 is written in the float syntax
+// the YAML decoder reads; beyond float64, it stays out of range.
+func numberNode(x json.Number, line int) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: string(x), Line: line}
+	if _, err := x.Int64(); err == nil {
+		return n
+	}
+	n.Tag = "!!float"
+	if f, err := x.Float64(); err == nil && !strings.ContainsAny(n.Value, ".eE") {
+		n.Value = strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	return n
 }
 
 // content reads the entries of an object (keys and values in turn) or the
