@@ -34,6 +34,10 @@ type RunnerTrial struct {
 	Experiment string `json:"experiment"`
 	TrialID    string `json:"trial_id"`
 	Attempt    int    `json:"attempt"`
+	// Ack is the reply subject of the attempt's work message: a controller
+	// that finds the runner gone naks the work through it, so it is
+	// redelivered at once instead of after the heartbeat timeout.
+	Ack string `json:"ack,omitempty"`
 }
 
 // Runners opens (creating if needed) the runner registry.

@@ -65,6 +65,15 @@ func (s *Service) Run(ctx context.Context) error {
 	if err := s.bus.ProvisionBuckets(ctx); err != nil {
 		return err
 	}
+	lctx, stopLiveness := context.WithCancel(ctx)
+	livenessDone := make(chan struct{})
+	go func() {
+		defer close(livenessDone)
+		if err := newLivenessWatcher(s).run(lctx); err != nil && !errors.Is(err, context.Canceled) {
+			s.log.Error().Err(err).Msg("liveness watch ended; dead runners are noticed by the heartbeat timeout only")
+		}
+	}()
+	defer func() { stopLiveness(); <-livenessDone }()
 	filters := []string{
 		events.TypeSubjects("*", events.WriterClient, events.TypeExperimentSubmitted),
 		events.TypeSubjects("*", events.WriterRestorer, events.TypeExperimentRestored),

@@ -12,10 +12,20 @@ import (
 )
 
 // register keeps this runner's entry in the registry alive until ctx ends,
-// then removes it.
+// then removes it. The entry is rewritten at once when an attempt starts or
+// ends, so it names the work of every running attempt.
 // The registry is the controller's to create: a runner that starts first
 // waits for it.
+//
+// While it is registered the runner answers liveness requests: a
+// controller that finds nobody answering (the connection closed: the
+// process died) hands the entry's work to other runners at once.
 func (s *Service) register(ctx context.Context) {
+	if alive, err := bus.AnswerLiveness(s.bus.NC, s.cfg.Name); err != nil {
+		s.log.Warn().Err(err).Msg("cannot answer liveness requests; only the heartbeat timeout will notice this runner's death")
+	} else {
+		defer alive.Unsubscribe() // after the entry is gone: nobody looks for its work then
+	}
 	started := time.Now().UTC()
 	var kv jetstream.KeyValue
 	put := func(ctx context.Context) {
@@ -38,6 +48,8 @@ func (s *Service) register(ctx context.Context) {
 		select {
 		case <-t.C:
 			put(ctx)
+		case <-s.changed:
+			put(ctx)
 		case <-ctx.Done():
 			if kv != nil {
 				dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -49,15 +61,27 @@ func (s *Service) register(ctx context.Context) {
 	}
 }
 
+// track lists a starting attempt, with its work's ack subject, in the
+// registry entry; the returned func takes it off.
 func (s *Service) track(a *attempt) func() {
 	key := a.exp + "/" + a.work.TrialID
 	s.mu.Lock()
-	s.active[key] = bus.RunnerTrial{Experiment: a.exp, TrialID: a.work.TrialID, Attempt: a.num}
+	s.active[key] = bus.RunnerTrial{Experiment: a.exp, TrialID: a.work.TrialID, Attempt: a.num, Ack: a.msg.Reply()}
 	s.mu.Unlock()
+	s.entryChanged()
 	return func() {
 		s.mu.Lock()
 		delete(s.active, key)
 		s.mu.Unlock()
+		s.entryChanged()
+	}
+}
+
+// entryChanged asks register to rewrite the registry entry now.
+func (s *Service) entryChanged() {
+	select {
+	case s.changed <- struct{}{}:
+	default: // a rewrite is pending; it will read the latest attempts
 	}
 }
 

@@ -68,6 +68,7 @@ type Service struct {
 	log      zerolog.Logger
 	hostname string
 	slots    chan struct{}
+	changed  chan struct{} // the running attempts changed: rewrite the registry entry
 
 	mu     sync.Mutex
 	pulls  map[string]context.CancelFunc    // experiment → its pull loop
@@ -85,7 +86,7 @@ func New(b *bus.Bus, cfg Config) *Service {
 		bus: b, cfg: cfg, hostname: host, slots: make(chan struct{}, cfg.Slots),
 		log:   b.Log.With().Str("service", "runner").Str("runner", cfg.Name).Logger(),
 		pulls: map[string]context.CancelFunc{}, runs: map[string]int{}, stores: map[string]jetstream.ObjectStore{},
-		active: map[string]bus.RunnerTrial{},
+		active: map[string]bus.RunnerTrial{}, changed: make(chan struct{}, 1),
 	}
 }
 

@@ -1,0 +1,75 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+)
+
+// livenessPrefix starts the subjects runners answer on while their
+// connection lives. It is outside tunejet.> on purpose: a subscriber to
+// every event (an observer) would otherwise be a responder too, and a
+// request would never learn that the runner has gone.
+const livenessPrefix = "tunejet-alive"
+
+// LivenessSubject is the core NATS subject runner answers on while its
+// connection is up. The name becomes one token: characters a token cannot
+// hold (dots, wildcards, spaces) become '_'. Two names that map to the same
+// subject only hide each other's death (the survivor answers for both); they
+// never make a live runner look gone.
+func LivenessSubject(runner string) string {
+	tok := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+			return r
+		}
+		return '_'
+	}, runner)
+	if tok == "" {
+		tok = "_"
+	}
+	return livenessPrefix + "." + tok
+}
+
+// AnswerLiveness answers requests on runner's liveness subject until the
+// returned subscription is unsubscribed or the connection closes. The reply
+// comes from the client library's own goroutine, so a runner busy with
+// its trainables still answers.
+func AnswerLiveness(nc *nats.Conn, runner string) (*nats.Subscription, error) {
+	sub, err := nc.Subscribe(LivenessSubject(runner), func(m *nats.Msg) { _ = m.Respond(nil) })
+	if err != nil {
+		return nil, err
+	}
+	// The server knows of the interest before the runner says it exists.
+	if err := nc.Flush(); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, err
+	}
+	return sub, nil
+}
+
+// Liveness is what a liveness request learned about a runner.
+type Liveness int
+
+const (
+	// Present: the runner answered, or its subscription is still known to
+	// the server but did not answer in time (busy, or frozen: the heartbeat
+	// timeout deals with a frozen runner), or the request could not tell.
+	Present Liveness = iota
+	// Gone: the server knows no subscriber on the runner's subject — its
+	// connection has closed (the process died) or is being re-established.
+	Gone
+)
+
+// ProbeRunner asks whether runner's connection is still up. Only
+// nats.ErrNoResponders, which the server sends at once when nobody is
+// subscribed, says Gone; a timeout or any other failure says Present.
+func ProbeRunner(ctx context.Context, nc *nats.Conn, runner string) Liveness {
+	_, err := nc.RequestWithContext(ctx, LivenessSubject(runner), nil)
+	if errors.Is(err, nats.ErrNoResponders) {
+		return Gone
+	}
+	return Present
+}

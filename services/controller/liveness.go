@@ -1,0 +1,288 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/bus"
+)
+
+// The liveness watch notices a runner process that died well before the
+// heartbeat timeout does. A dead process's connection closes at once, and
+// with it the runner's subscription to its liveness subject: a request
+// there then fails with no responders. The watcher asks every registered
+// runner every livenessEvery; a runner it had found present since its own
+// connection last (re)connected, and that has had no subscriber for
+// livenessGrace (long enough to reconnect to another server of a cluster),
+// is gone: the watcher naks the work of its attempts in the experiments
+// this controller leads, and JetStream redelivers it at once. A nak spends
+// a delivery, as the heartbeat timeout's redelivery does; the next attempt
+// fences the old one by its attempt number, as always.
+//
+// A frozen or busy runner keeps its connection and its subscription: a
+// request to it times out, which counts as present. Only the heartbeat
+// timeout redelivers a frozen runner's work, as before.
+const (
+	livenessEvery   = 250 * time.Millisecond
+	livenessGrace   = 500 * time.Millisecond
+	livenessTimeout = 200 * time.Millisecond
+	livenessProbes  = 64 // requests in flight at once
+)
+
+// livenessWatcher is the state of one controller's liveness watch.
+type livenessWatcher struct {
+	bus        *bus.Bus
+	log        zerolog.Logger
+	every      time.Duration
+	grace      time.Duration
+	runners    map[string]*watchedRunner
+	handled    map[string]time.Time // ack subjects already decided on, and when
+	reconnects uint64
+	leases     jetstream.KeyValue // opened on first use
+}
+
+// watchedRunner is one registry entry and what the watch learned of it.
+type watchedRunner struct {
+	info    bus.RunnerInfo
+	updated time.Time // when this process last received the entry
+	// seen: found present since the watcher's connection last connected.
+	// Only such a runner can be declared gone: a subscription that has not
+	// reached this server yet, or a view from before a reconnect, proves
+	// nothing.
+	seen      bool
+	goneSince time.Time // first probe of the current run of Gone; zero if present
+}
+
+func newLivenessWatcher(s *Service) *livenessWatcher {
+	return &livenessWatcher{
+		bus: s.bus, log: s.log.With().Str("part", "liveness").Logger(), every: livenessEvery, grace: livenessGrace,
+		runners: map[string]*watchedRunner{}, handled: map[string]time.Time{},
+	}
+}
+
+// run follows the runner registry and probes the runners until ctx ends.
+func (w *livenessWatcher) run(ctx context.Context) error {
+	kv, err := w.bus.Runners(ctx)
+	if err != nil {
+		return err
+	}
+	tick := time.NewTicker(w.every)
+	defer tick.Stop()
+	for {
+		watch, err := kv.WatchAll(ctx)
+		if err != nil {
+			return err
+		}
+		err = w.follow(ctx, watch, tick.C)
+		_ = watch.Stop()
+		if err != nil {
+			return err
+		}
+		w.log.Warn().Msg("runner registry watch ended; watching again")
+	}
+}
+
+// follow applies registry updates and probes on every tick; it returns nil
+// if the watch ends by itself.
+func (w *livenessWatcher) follow(ctx context.Context, watch jetstream.KeyWatcher, tick <-chan time.Time) error {
+	for {
+		select {
+		case e, ok := <-watch.Updates():
+			if !ok {
+				return ctx.Err()
+			}
+			if e != nil { // nil: the initial values are in
+				w.update(e)
+			}
+		case <-tick:
+			w.poll(ctx)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// update records a registry entry, or its removal.
+func (w *livenessWatcher) update(e jetstream.KeyValueEntry) {
+	if e.Operation() != jetstream.KeyValuePut {
+		delete(w.runners, e.Key())
+		return
+	}
+	var info bus.RunnerInfo
+	if err := json.Unmarshal(e.Value(), &info); err != nil {
+		return
+	}
+	r := w.runners[e.Key()]
+	if r == nil {
+		r = &watchedRunner{}
+		w.runners[e.Key()] = r
+	}
+	r.info, r.updated = info, time.Now()
+}
+
+// poll probes every registered runner once and hands on the work of those
+// found gone.
+func (w *livenessWatcher) poll(ctx context.Context) {
+	now := time.Now()
+	if !w.connectionSteady() {
+		return
+	}
+	for name, r := range w.runners {
+		// Expired entries are not announced to a watch: forget an entry
+		// not renewed for the registry's TTL.
+		if now.Sub(r.updated) > bus.RunnerTTL {
+			delete(w.runners, name)
+		}
+	}
+	for ack, at := range w.handled {
+		if now.Sub(at) > 2*bus.RunnerTTL { // no live entry can still list it
+			delete(w.handled, ack)
+		}
+	}
+	names, found := w.probe(ctx)
+	for i, name := range names {
+		r := w.runners[name]
+		if found[i] == bus.Present {
+			r.seen, r.goneSince = true, time.Time{}
+			continue
+		}
+		if !r.seen {
+			continue
+		}
+		if r.goneSince.IsZero() {
+			r.goneSince = now
+		}
+		if now.Sub(r.goneSince) >= w.grace {
+			w.handOn(ctx, r)
+		}
+	}
+}
+
+// connectionSteady reports whether this controller's own connection has
+// been up since the last poll. After a reconnect every runner must be found
+// present again before it can be declared gone: the server reached now may
+// not know every subscription yet.
+func (w *livenessWatcher) connectionSteady() bool {
+	rc := w.bus.NC.Stats().Reconnects
+	up := w.bus.NC.IsConnected()
+	if rc == w.reconnects && up {
+		return true
+	}
+	if up {
+		w.reconnects = rc
+	}
+	for _, r := range w.runners {
+		r.seen, r.goneSince = false, time.Time{}
+	}
+	return false
+}
+
+// probe asks every runner at once (at most livenessProbes in flight).
+func (w *livenessWatcher) probe(ctx context.Context) ([]string, []bus.Liveness) {
+	names := make([]string, 0, len(w.runners))
+	for name := range w.runners {
+		names = append(names, name)
+	}
+	found := make([]bus.Liveness, len(names))
+	sem := make(chan struct{}, livenessProbes)
+	var wg sync.WaitGroup
+	for i, name := range names {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			pctx, cancel := context.WithTimeout(ctx, livenessTimeout)
+			defer cancel()
+			found[i] = bus.ProbeRunner(pctx, w.bus.NC, name)
+		}()
+	}
+	wg.Wait()
+	return names, found
+}
+
+// handOn naks, once, the work of each attempt a gone runner was running in
+// an experiment this controller leads, unless a newer attempt of the trial
+// has started since: a nak for a delivery that is no longer current would
+// still be taken (nats-server's processNak checks only that the message is
+// pending), and would pull the trial from the runner now running it.
+func (w *livenessWatcher) handOn(ctx context.Context, r *watchedRunner) {
+	nakked := false
+	for _, t := range r.info.Trials {
+		if t.Ack == "" {
+			continue // a runner that does not say where its work is
+		}
+		if _, done := w.handled[t.Ack]; done {
+			continue
+		}
+		w.handled[t.Ack] = time.Now()
+		log := w.log.With().Str("runner", r.info.Name).Str("experiment", t.Experiment).Str("trial", t.TrialID).Int("attempt", t.Attempt).Logger()
+		if !w.leads(ctx, t.Experiment) {
+			continue // its leader's watch decides
+		}
+		newer, err := w.newerAttempt(ctx, t)
+		if err != nil || newer {
+			log.Debug().Err(err).Bool("newer_attempt", newer).Msg("runner gone; leaving its attempt to the heartbeat timeout")
+			continue
+		}
+		if err := w.bus.NC.Publish(t.Ack, []byte("-NAK")); err != nil {
+			log.Warn().Err(err).Msg("runner gone; could not hand its trial on")
+			continue
+		}
+		log.Warn().Msg("runner gone (its connection closed); handing its trial to another runner")
+		nakked = true
+	}
+	if !nakked {
+		return
+	}
+	fctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := w.bus.NC.FlushWithContext(fctx); err != nil && ctx.Err() == nil {
+		w.log.Warn().Err(err).Msg("flush the naks")
+	}
+}
+
+// leads reports whether this controller holds the experiment's lease.
+func (w *livenessWatcher) leads(ctx context.Context, exp string) bool {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if w.leases == nil {
+		kv, err := w.bus.Leases(ctx)
+		if err != nil {
+			return false
+		}
+		w.leases = kv
+	}
+	e, err := w.leases.Get(ctx, exp)
+	return err == nil && string(e.Value()) == w.bus.Source
+}
+
+// newerAttempt reports whether an attempt of t's trial newer than t has
+// started: then t's work has been redelivered already.
+func (w *livenessWatcher) newerAttempt(ctx context.Context, t bus.RunnerTrial) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	st, err := w.bus.Stream(ctx)
+	if err != nil {
+		return false, err
+	}
+	m, err := st.GetLastMsgForSubject(ctx, events.Subject(t.Experiment, events.WriterRunner, events.TypeTrialStarted, t.TrialID))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	ev, err := events.Decode(m.Subject, m.Header, m.Data)
+	if err != nil {
+		return false, err
+	}
+	p, ok := ev.Data.(*events.TrialStarted)
+	return ok && p.Attempt > t.Attempt, nil
+}
