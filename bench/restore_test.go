@@ -239,7 +239,7 @@ func restoreRun(b *testing.B, n int, source string) {
 		}
 		if fold && seq <= cut {
 			ev.Seq = seq
-			st.Apply(ev)
+			st, _, _ = state.Fold(context.Background(), st, ev, nil)
 			if seq == cut {
 				if snap, err = st.Snapshot(); err != nil {
 					b.Fatal(err)

@@ -244,7 +244,7 @@ func (d *deployment) diagnose(exp string) {
 	st := state.New(exp)
 	types := map[string]int{}
 	for _, ev := range evs {
-		st.Apply(ev)
+		st, _, _ = state.Fold(context.Background(), st, ev, nil)
 		types[ev.Type()]++
 	}
 	d.b.Logf("log of %s: %d events; by type %v", exp, len(evs), types)

@@ -177,7 +177,7 @@ func watchFrom(ctx context.Context, b *bus.Bus, name string, from uint64, w prog
 	err := b.Watch(wctx, events.ExperimentSubjects(name), from, bus.Handler{Event: func(ev *events.Event) {
 		mu.Lock()
 		defer mu.Unlock()
-		next, _, ferr := restore.Fold(wctx, b.JS, st, ev)
+		next, _, ferr := state.Fold(wctx, st, ev, restore.Loader(b.JS, st.Name))
 		if ferr != nil {
 			foldErr = ferr
 			cancel()

@@ -680,7 +680,10 @@ func (c *chaosCheck) logInvariants() *state.Experiment {
 	resumedAt := map[string]map[int]int{}   // trial → attempt → iteration it resumed after
 	for _, ev := range c.evs {
 		for _, one := range events.Split(ev) {
-			changed := fold.Apply(one)
+			// The check folds the whole history across restores: an
+			// experiment.restored (no loader here) changes nothing.
+			var changed bool
+			fold, changed, _ = state.Fold(c.t.Context(), fold, one, nil)
 			switch p := one.Data.(type) {
 			case *events.TrialCheckpointed:
 				if ckptIter[p.TrialID] == nil {

@@ -277,7 +277,8 @@ func checkClusterRun(t *testing.T, evs []*events.Event, exp, storage string, sta
 		each = append(each, events.Split(ev)...)
 	}
 	for _, ev := range each {
-		changed := fold.Apply(ev)
+		var changed bool
+		fold, changed, _ = state.Fold(t.Context(), fold, ev, nil)
 		switch p := ev.Data.(type) {
 		case *events.ExperimentCompleted:
 			ended = ev

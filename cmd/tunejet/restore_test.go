@@ -410,7 +410,7 @@ func foldEvents(t *testing.T, evs []*events.Event, exp string) *state.Experiment
 		if _, ok := ev.Data.(*events.ExperimentRestored); ok {
 			t.Fatalf("foldEvents: seq %d is an experiment.restored", ev.Seq)
 		}
-		st.Apply(ev)
+		st, _, _ = state.Fold(t.Context(), st, ev, nil)
 	}
 	return st
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/internal/restore"
 	"github.com/tunejet/tunejet/internal/state"
 )
 
@@ -63,9 +64,15 @@ func printStatus(ctx context.Context, b *bus.Bus, w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "EXPERIMENT\tSTATUS\tTRIALS")
 	for _, name := range names {
-		st := state.New(name)
-		if err := b.Replay(ctx, events.ExperimentSubjects(name), func(ev *events.Event) { st.Apply(ev) }); err != nil {
-			return err
+		st, load := state.New(name), restore.Loader(b.JS, name)
+		var ferr error
+		err := b.Replay(ctx, events.ExperimentSubjects(name), func(ev *events.Event) {
+			if ferr == nil {
+				st, _, ferr = state.Fold(ctx, st, ev, load)
+			}
+		})
+		if err = errors.Join(err, ferr); err != nil {
+			return fmt.Errorf("status of %s: %w", name, err)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", name, st.Status, trialCounts(st))
 	}

@@ -20,9 +20,10 @@
 //
 // The restorer computes the restored state once (from the log, or from the
 // newest snapshot when the log is gone), stages it in the Object Store and
-// publishes experiment.restored naming it. Fold is how every reader of the
-// log applies an event: it loads that state when it meets the event, so
-// the controller, the syncer and clients agree without storage access.
+// publishes experiment.restored naming it. state.Fold, given Loader, is
+// how every reader of the log applies an event: it loads that state when
+// it meets the event, so the controller, the syncer, runners and clients
+// agree without storage access.
 package restore
 
 import (
@@ -224,23 +225,13 @@ func Load(ctx context.Context, js jetstream.JetStream, exp string, r *events.Exp
 	return st, nil
 }
 
-// Fold applies one event to st and returns the state after it: for
-// experiment.restored, the restored state it names. changed says whether
-// anything changed.
-func Fold(ctx context.Context, js jetstream.JetStream, st *state.Experiment, ev *events.Event) (*state.Experiment, bool, error) {
-	r, ok := ev.Data.(*events.ExperimentRestored)
-	if !ok || ev.Experiment != st.Name {
-		return st, st.Apply(ev), nil
+// Loader is the state.Loader of experiment exp: it reads the restored
+// state an experiment.restored event names from the experiment's Object
+// Store.
+func Loader(js jetstream.JetStream, exp string) state.Loader {
+	return func(ctx context.Context, r *events.ExperimentRestored) (*state.Experiment, error) {
+		return Load(ctx, js, exp, r)
 	}
-	if ev.Seq != 0 && ev.Seq <= st.RestoredSeq {
-		return st, false, nil // folded already
-	}
-	loaded, err := Load(ctx, js, st.Name, r)
-	if err != nil {
-		return st, false, err
-	}
-	loaded.LastSeq, loaded.LastEventID, loaded.RestoredSeq = ev.Seq, ev.ID, ev.Seq
-	return loaded, true, nil
 }
 
 // staged reads the bytes of the restored state an experiment.restored

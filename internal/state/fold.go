@@ -9,10 +9,11 @@ import (
 	"github.com/tunejet/tunejet/events"
 )
 
-// Apply folds one event into the state and reports whether it changed
-// anything. Events of other experiments, duplicates and fenced-off events
-// change nothing. Apply never fails: the events were validated on decode.
-func (e *Experiment) Apply(ev *events.Event) bool {
+// apply folds one event, any but experiment.restored (Fold's), into the
+// state and reports whether it changed anything. Events of other
+// experiments, duplicates and fenced-off events change nothing. It never
+// fails: the events were validated on decode.
+func (e *Experiment) apply(ev *events.Event) bool {
 	if ev.Experiment != e.Name {
 		return false
 	}

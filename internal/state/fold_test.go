@@ -2,6 +2,8 @@ package state
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -31,10 +33,11 @@ func wire(t testing.TB, seq uint64, e *events.Event) *events.Event {
 
 // log builds a sequence of wire events for experiment "exp".
 type log struct {
-	t    testing.TB
-	seq  uint64
-	evs  []*events.Event
-	when time.Time
+	t      testing.TB
+	seq    uint64
+	evs    []*events.Event
+	when   time.Time
+	staged map[string][]byte // restored states by object, for load
 }
 
 func (l *log) add(w events.Writer, p events.Payload) *events.Event {
@@ -69,12 +72,51 @@ func (l *log) report(id string, attempt, it int, loss float64) {
 	l.add(events.WriterRunner, &events.TrialReported{TrialID: id, Attempt: attempt, Result: map[string]any{"training_iteration": it, "loss": loss}})
 }
 
-func fold(evs []*events.Event) *Experiment {
+func fold(evs []*events.Event) *Experiment { return foldWith(evs, nil) }
+
+// foldWith folds evs with Fold, as every reader does.
+func foldWith(evs []*events.Event, load Loader) *Experiment {
 	e := New("exp")
 	for _, ev := range evs {
-		e.Apply(ev)
+		e, _, _ = Fold(context.Background(), e, ev, load)
 	}
 	return e
+}
+
+// load is the log's Loader: the restored states it staged.
+func (l *log) load(_ context.Context, r *events.ExperimentRestored) (*Experiment, error) {
+	data, ok := l.staged[r.Object]
+	if !ok {
+		return nil, fmt.Errorf("no staged state %s", r.Object)
+	}
+	return Load(data)
+}
+
+// restore does what a restore from the log does: it stages the state
+// folded so far with every unfinished trial back to PENDING, publishes
+// experiment.restored naming it, and starts the next run.
+func (l *log) restore(run int) {
+	e := foldWith(l.evs, l.load)
+	for _, t := range e.Trials {
+		if !t.Finished() {
+			t.Status, t.Scheduled = events.StatusPending, false
+		}
+	}
+	e.Status = ExperimentPending
+	data, err := e.Snapshot()
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	object := fmt.Sprintf("restored/run-%d", run)
+	if l.staged == nil {
+		l.staged = map[string][]byte{}
+	}
+	l.staged[object] = data
+	l.add(events.WriterRestorer, &events.ExperimentRestored{
+		Resume: events.ResumeConfig{Finished: "skip", Unfinished: "resume", Errored: "skip"}, Source: "log",
+		Object: object, Digest: "sha256:" + strings.Repeat("ab", 32),
+	})
+	l.add(events.WriterController, &events.ExperimentStarted{Run: run, Session: fmt.Sprintf("2026-01-02_03-04-%02d", run), Seed: 1, TrialIDPrefix: "abcde", NumTrials: 7, StoragePath: "/tmp/x"})
 }
 
 func TestFoldTrialLifecycle(t *testing.T) {
@@ -229,18 +271,23 @@ func TestFoldIgnoresOtherExperiments(t *testing.T) {
 	l := newLog(t)
 	e := New("other")
 	for _, ev := range l.evs {
-		if e.Apply(ev) {
+		if e.apply(ev) {
 			t.Fatalf("event %s of exp changed experiment other", ev.Type())
 		}
 	}
 }
 
 // randomLog produces a plausible, messy history: several trials, attempts
-// that fail and are superseded, duplicates, stale runner events.
-func randomLog(t testing.TB, r *rand.Rand) []*events.Event {
+// that fail and are superseded, duplicates, stale runner events, restores.
+func randomLog(t testing.TB, r *rand.Rand) ([]*events.Event, Loader) {
 	l := newLog(t)
 	n := 1 + r.IntN(6)
+	run := 1
 	for i := 0; i < n; i++ {
+		if i > 0 && r.IntN(4) == 0 { // the run was interrupted and restored
+			run++
+			l.restore(run)
+		}
 		id := fmt.Sprintf("abcde_%05d", i)
 		l.create(id, i)
 		attempts := 1 + r.IntN(3)
@@ -296,23 +343,24 @@ func randomLog(t testing.TB, r *rand.Rand) []*events.Event {
 		cp.Seq = uint64(i + 1)
 		l.evs[i] = &cp
 	}
-	return l.evs
+	return l.evs, l.load
 }
 
 func TestSnapshotPrefixEquivalence(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
+	restores := 0
 	for run := 0; run < 50; run++ {
-		evs := randomLog(t, r)
-		whole, err := fold(evs).Snapshot()
+		evs, load := randomLog(t, r)
+		whole, err := foldWith(evs, load).Snapshot()
 		if err != nil {
 			t.Fatal(err)
 		}
-		again, _ := fold(evs).Snapshot()
+		again, _ := foldWith(evs, load).Snapshot()
 		if !bytes.Equal(whole, again) {
 			t.Fatalf("run %d: fold is not deterministic", run)
 		}
 		for cut := 0; cut <= len(evs); cut++ {
-			snap, err := fold(evs[:cut]).Snapshot()
+			snap, err := foldWith(evs[:cut], load).Snapshot()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -321,29 +369,60 @@ func TestSnapshotPrefixEquivalence(t *testing.T) {
 				t.Fatalf("run %d cut %d: load: %v", run, cut, err)
 			}
 			for _, ev := range evs[cut:] {
-				e.Apply(ev)
+				if e, _, err = Fold(t.Context(), e, ev, load); err != nil {
+					t.Fatalf("run %d cut %d: %v", run, cut, err)
+				}
 			}
 			got, _ := e.Snapshot()
 			if !bytes.Equal(got, whole) {
 				t.Fatalf("run %d cut %d/%d: snapshot+tail differs from the whole fold:\n got %s\nwant %s", run, cut, len(evs), got, whole)
 			}
 		}
+		for _, ev := range evs {
+			if _, ok := ev.Data.(*events.ExperimentRestored); ok {
+				restores++
+			}
+		}
+	}
+	if restores == 0 {
+		t.Fatal("no history held a restore")
 	}
 }
 
 func TestFoldIdempotentOnRedelivery(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for run := 0; run < 50; run++ {
-		evs := randomLog(t, r)
-		once, _ := fold(evs).Snapshot()
-		e := fold(evs)
+		evs, load := randomLog(t, r)
+		once, _ := foldWith(evs, load).Snapshot()
+		e := foldWith(evs, load)
 		for _, ev := range evs { // the whole log delivered a second time
-			e.Apply(ev)
+			e, _, _ = Fold(t.Context(), e, ev, load)
 		}
 		twice, _ := e.Snapshot()
 		if !bytes.Equal(once, twice) {
 			t.Fatalf("run %d: folding the log twice changed the state", run)
 		}
+	}
+}
+
+// Without a loader, a restore cannot be folded: Fold says so rather than
+// going on with the state from before it (what made a restored experiment
+// show as INTERRUPTED).
+func TestFoldNeedsALoaderForARestore(t *testing.T) {
+	l := newLog(t)
+	l.restore(2)
+	e := New("exp")
+	var err error
+	for _, ev := range l.evs {
+		if e, _, err = Fold(t.Context(), e, ev, nil); err != nil {
+			break
+		}
+	}
+	if !errors.Is(err, ErrNoLoader) {
+		t.Fatalf("folding a restore without a loader: %v, want ErrNoLoader", err)
+	}
+	if e = foldWith(l.evs, l.load); e.Status != ExperimentRunning || e.Run != 2 {
+		t.Fatalf("with the loader: %s run %d, want RUNNING run 2", e.Status, e.Run)
 	}
 }
 
@@ -434,7 +513,7 @@ func TestRunsAddUpTheirTime(t *testing.T) {
 	}
 	e.Status = ExperimentPending // as a restore leaves it
 	l.when = l.when.Add(time.Hour)
-	e.Apply(l.add(events.WriterController, &events.ExperimentStarted{Run: 2, Session: "2026-01-02_04-04-11", Seed: 1, TrialIDPrefix: "abcde", NumTrials: 2, StoragePath: "/tmp/x"}))
+	e.apply(l.add(events.WriterController, &events.ExperimentStarted{Run: 2, Session: "2026-01-02_04-04-11", Seed: 1, TrialIDPrefix: "abcde", NumTrials: 2, StoragePath: "/tmp/x"}))
 	if e.RanBefore != 4*time.Second {
 		t.Fatalf("RanBefore %v after run 1 ran from +2s to +6s, want 4s", e.RanBefore)
 	}

@@ -177,7 +177,7 @@ func checkTrials(t *testing.T, evs []*events.Event, n int) {
 	indexes := map[int]bool{}
 	st := state.New(evs[0].Experiment)
 	for _, ev := range evs {
-		st.Apply(ev)
+		st, _, _ = state.Fold(t.Context(), st, ev, nil)
 		if p, ok := ev.Data.(*events.TrialCreated); ok {
 			created[p.TrialID]++
 			indexes[p.Index] = true
@@ -350,7 +350,7 @@ func TestRestartedControllerContinues(t *testing.T) {
 	checkTrials(t, evs, n)
 	st := state.New("resume")
 	for _, ev := range evs {
-		st.Apply(ev)
+		st, _, _ = state.Fold(t.Context(), st, ev, nil)
 		if st.InFlight() > 2 {
 			t.Fatalf("after %s at seq %d, %d trials in flight; max_concurrent_trials is 2", ev.Type(), ev.Seq, st.InFlight())
 		}

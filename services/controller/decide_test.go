@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -67,7 +68,7 @@ func (h *history) add(w events.Writer, p events.Payload) {
 		h.t.Fatalf("decode %s: %v", ev.Type(), err)
 	}
 	d.Seq = h.seq
-	h.st.Apply(d)
+	h.st, _, _ = state.Fold(context.Background(), h.st, d, nil)
 }
 
 func (h *history) inputs() Inputs {

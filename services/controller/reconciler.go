@@ -163,7 +163,7 @@ func (r *reconciler) apply(ctx context.Context, ev *events.Event) {
 	if ev.Writer == events.WriterController && ev.Seq > r.lastCtlSeq {
 		r.lastCtlSeq = ev.Seq
 	}
-	st, _, err := restore.Fold(ctx, r.s.bus.JS, r.st, ev)
+	st, _, err := state.Fold(ctx, r.st, ev, restore.Loader(r.s.bus.JS, r.exp))
 	if err != nil && ctx.Err() != nil {
 		return // stopping
 	}

@@ -51,7 +51,7 @@ func TestControllerStartedAfterARestoreFoldsFromIt(t *testing.T) {
 	st := state.New("again")
 	created := map[string]bool{}
 	for _, ev := range evs {
-		if st, _, _ = restore.Fold(t.Context(), client.JS, st, ev); ev.Seq > restoredSeq && ev.Writer == events.WriterController {
+		if st, _, _ = state.Fold(t.Context(), st, ev, restore.Loader(client.JS, "again")); ev.Seq > restoredSeq && ev.Writer == events.WriterController {
 			if p, ok := ev.Data.(*events.TrialCreated); ok {
 				created[p.TrialID] = true
 			}
@@ -73,7 +73,7 @@ func restoreFromLog(t *testing.T, b *bus.Bus, exp string) uint64 {
 	st := state.New(exp)
 	for _, ev := range logOf(t, b, exp) {
 		var err error
-		if st, _, err = restore.Fold(t.Context(), b.JS, st, ev); err != nil {
+		if st, _, err = state.Fold(t.Context(), st, ev, restore.Loader(b.JS, exp)); err != nil {
 			t.Fatal(err)
 		}
 	}

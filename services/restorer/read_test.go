@@ -90,7 +90,7 @@ func foldLog(t *testing.T, b *bus.Bus, upTo uint64) *state.Experiment {
 	var ferr error
 	err := b.Replay(t.Context(), events.ExperimentSubjects(exp), func(ev *events.Event) {
 		if ferr == nil && (upTo == 0 || ev.Seq <= upTo) {
-			st, _, ferr = restore.Fold(t.Context(), b.JS, st, ev)
+			st, _, ferr = state.Fold(t.Context(), st, ev, restore.Loader(b.JS, st.Name))
 		}
 	})
 	if err == nil {
@@ -230,7 +230,7 @@ func TestReadFoldsOnlyTheTailOfThisLog(t *testing.T) {
 		st := state.New(exp)
 		err := s.bus.Replay(t.Context(), events.ExperimentSubjects(exp), func(ev *events.Event) {
 			if ev.Seq <= restored+3 {
-				st.Apply(ev)
+				st, _, _ = state.Fold(t.Context(), st, ev, nil)
 			}
 		})
 		if err != nil {

@@ -275,7 +275,7 @@ func (s *Service) fromLog(ctx context.Context, expPath, name string, last uint64
 			return
 		}
 		n++
-		st, _, ferr = restore.Fold(ctx, s.bus.JS, st, ev)
+		st, _, ferr = state.Fold(ctx, st, ev, restore.Loader(s.bus.JS, st.Name))
 	})
 	if err == nil {
 		err = ferr

@@ -30,7 +30,7 @@ func stagedState(t *testing.T, s *Service, seq uint64) *state.Experiment {
 	var ferr error
 	err := s.bus.ReplayFrom(t.Context(), events.ExperimentSubjects(exp), seq, func(ev *events.Event) {
 		if ev.Seq == seq {
-			st, _, ferr = restore.Fold(t.Context(), s.bus.JS, state.New(exp), ev)
+			st, _, ferr = state.Fold(t.Context(), state.New(exp), ev, restore.Loader(s.bus.JS, exp))
 		}
 	})
 	if err == nil {

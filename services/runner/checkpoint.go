@@ -14,6 +14,7 @@ import (
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/ckpt"
+	"github.com/tunejet/tunejet/internal/restore"
 	"github.com/tunejet/tunejet/internal/state"
 )
 
@@ -48,12 +49,25 @@ func (a *attempt) latestCheckpoint(ctx context.Context) (ref *events.CheckpointR
 	for _, t := range []string{events.TypeTrialStarted, events.TypeTrialCheckpointed, events.TypeTrialFailed, events.TypeTrialCompleted} {
 		filters = append(filters, events.Subject(a.exp, events.WriterRunner, t, id))
 	}
-	st := state.New(a.exp)
+	// From the newest restore, whose state replaces the history before it
+	// (the one fold every reader uses).
+	restored := events.TypeSubjects(a.exp, events.WriterRestorer, events.TypeExperimentRestored)
+	from, err := a.s.bus.LastSeq(ctx, restored)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read checkpoints of %s: %w", id, err)
+	}
+	filters = append(filters, restored)
+	st, load := state.New(a.exp), restore.Loader(a.s.bus.JS, a.exp)
+	var ferr error
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	err = a.s.bus.WatchSubjects(rctx, filters, 0, bus.Handler{Event: func(ev *events.Event) { st.Apply(ev) }, CaughtUp: cancel})
-	if err != nil && !errors.Is(err, context.Canceled) {
-		return nil, 0, fmt.Errorf("read checkpoints of %s: %w", id, err)
+	err = a.s.bus.WatchSubjects(rctx, filters, from, bus.Handler{Event: func(ev *events.Event) {
+		if ferr == nil {
+			st, _, ferr = state.Fold(ctx, st, ev, load)
+		}
+	}, CaughtUp: cancel})
+	if err != nil && !errors.Is(err, context.Canceled) || ferr != nil {
+		return nil, 0, fmt.Errorf("read checkpoints of %s: %w", id, errors.Join(err, ferr))
 	}
 	folded := (*events.CheckpointRef)(nil)
 	if t := st.Trials[id]; t != nil {

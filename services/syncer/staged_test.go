@@ -173,7 +173,7 @@ func TestSyncerWritesParamsOfTrialsARestoreCreated(t *testing.T) {
 
 	st := state.New(exp)
 	for _, ev := range logOf(t, s.b) {
-		st.Apply(ev)
+		st, _, _ = state.Fold(t.Context(), st, ev, nil)
 	}
 	const newID, newDir = "fghij_00000", "fn_fghij_00000_0_x=1_2026-01-03_03-04-05"
 	cfg := restore.FromFlags(true, false, true)

@@ -190,7 +190,7 @@ func TestSyncerWritesRayLayout(t *testing.T) {
 	prefix := state.New(exp)
 	for _, ev := range logOf(t, s.b) {
 		if ev.Seq <= st.LastSeq {
-			prefix.Apply(ev)
+			prefix, _, _ = state.Fold(t.Context(), prefix, ev, nil)
 		}
 	}
 	if want, err := prefix.Snapshot(); err != nil || !bytes.Equal(raw, want) {

@@ -187,7 +187,7 @@ func (w *writer) readStart(ctx context.Context) error {
 			w.storagePath = p.StoragePath
 		}
 		if ferr == nil {
-			st, _, ferr = restore.Fold(ctx, w.s.bus.JS, st, ev)
+			st, _, ferr = state.Fold(ctx, st, ev, restore.Loader(w.s.bus.JS, w.exp))
 		}
 	})
 	if err == nil {
@@ -358,7 +358,7 @@ func (w *writer) fold(ctx context.Context, ev *events.Event) {
 		before = &cp
 	}
 	prev := w.st
-	st, changed, err := restore.Fold(ctx, w.s.bus.JS, w.st, ev)
+	st, changed, err := state.Fold(ctx, w.st, ev, restore.Loader(w.s.bus.JS, w.exp))
 	if err != nil {
 		w.log.Error().Err(err).Msg("cannot load the restored state")
 		return
