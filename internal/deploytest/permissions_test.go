@@ -326,29 +326,31 @@ func TestUsersCannotReachPastTheirRole(t *testing.T) {
 			"$JS.API.STREAM.UPDATE.TUNEJET", "$JS.API.STREAM.DELETE.TUNEJET", "$JS.API.STREAM.PURGE.TUNEJET",
 			"$JS.API.STREAM.MSG.DELETE.TUNEJET", "$JS.API.STREAM.UPDATE.TUNEJET_ADVISORIES",
 			"$KV.tunejet_leases.e1", "$JS.API.STREAM.UPDATE.KV_tunejet_leases",
-			"tunejet-dlq.tunejet.e1.controller.trial.scheduled.t1", "tunejet.api.restore",
+			"tunejet-dlq.tunejet.e1.controller.trial.scheduled.t1", "tunejet.api.restore", "tunejet-alive.r1",
 		}},
 		{"runner", "Subscription", []string{"tunejet.api.restore", "tunejet.>", "tunejet.*.controller.trial.scheduled.*"}},
 		{"syncer", "Publish", []string{
 			"$O.ckpt_e1.C.x", "$JS.API.STREAM.CREATE.OBJ_ckpt_e1", "$JS.API.STREAM.UPDATE.TUNEJET",
-			"$JS.API.STREAM.MSG.DELETE.TUNEJET", "$JS.API.STREAM.PURGE.TUNEJET", "$KV.tunejet_runners.r1",
+			"$JS.API.STREAM.MSG.DELETE.TUNEJET", "$JS.API.STREAM.PURGE.TUNEJET", "$KV.tunejet_runners.r1", "tunejet-alive.r1",
 		}},
 		{"restorer", "Publish", []string{
 			"$JS.API.STREAM.UPDATE.TUNEJET", "$JS.API.STREAM.MSG.DELETE.TUNEJET", "$JS.API.STREAM.PURGE.TUNEJET",
-			"$KV.tunejet_runners.r1", "$KV.tunejet_leases.e1",
+			"$KV.tunejet_runners.r1", "$KV.tunejet_leases.e1", "tunejet-alive.r1",
 		}},
 		{"client", "Publish", []string{
 			"$JS.API.STREAM.UPDATE.TUNEJET", "$JS.API.STREAM.DELETE.TUNEJET", "$JS.API.STREAM.MSG.DELETE.TUNEJET",
 			"$KV.tunejet_runners.r1", "$KV.tunejet_leases.e1", "$O.ckpt_e1.M.x", "$JS.ACK.TUNEJET.work_e1.1.1.1.1.0",
+			"tunejet-alive.r1",
 		}},
-		{"client", "Subscription", []string{"tunejet.api.restore", "tunejet.>"}},
+		{"client", "Subscription", []string{"tunejet.api.restore", "tunejet.>", "tunejet-alive.r1"}},
 		{"controller", "Publish", []string{"$KV.tunejet_runners.r1", "$O.ckpt_e1.C.x", "tunejet.api.restore", "$JS.API.STREAM.DELETE.TUNEJET"}},
-		{"controller", "Subscription", []string{"tunejet.api.restore"}},
+		// A controller answering for a runner would hide its death.
+		{"controller", "Subscription", []string{"tunejet.api.restore", "tunejet-alive.r1"}},
 		{"observer", "Publish", []string{
 			"$JS.API.CONSUMER.CREATE.TUNEJET.x", "$JS.API.STREAM.MSG.DELETE.TUNEJET", "$KV.tunejet_runners.r1",
-			"tunejet.api.can_restore", "tunejet-dlq.x",
+			"tunejet.api.can_restore", "tunejet-dlq.x", "tunejet-alive.r1",
 		}},
-		{"observer", "Subscription", []string{"tunejet.api.restore"}},
+		{"observer", "Subscription", []string{"tunejet.api.restore", "tunejet-alive.r1"}},
 	}
 	for _, r := range refused {
 		t.Run(r.user+" "+r.verb, func(t *testing.T) {
@@ -443,6 +445,21 @@ func TestServicesCanDoTheirWork(t *testing.T) {
 		if err := w.Stop(); err != nil {
 			t.Fatal(err)
 		}
+		// The liveness watch follows the runner registry.
+		runners, err := b.Runners(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rw, err := runners.WatchAll(ctx)
+		if err != nil {
+			t.Fatalf("watch the runner registry: %v", err)
+		}
+		if e := <-rw.Updates(); e != nil {
+			t.Fatalf("runner registry watch: first update %v, want the end of the (empty) initial values", e)
+		}
+		if err := rw.Stop(); err != nil {
+			t.Fatal(err)
+		}
 		c.noViolations(t)
 	})
 
@@ -460,6 +477,15 @@ func TestServicesCanDoTheirWork(t *testing.T) {
 		const name = "gpu-host.example.com-42-ab12" // host names have dots
 		if err := bus.PutRunner(ctx, kv, bus.RunnerInfo{Name: name, Hostname: "gpu-host.example.com", PID: 42, Slots: 2}); err != nil {
 			t.Fatal(err)
+		}
+		// It answers the controller's liveness requests while it lives.
+		alive, err := bus.AnswerLiveness(c.Conn, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctl := connect(t, s, "controller")
+		if _, err := ctl.Request(bus.LivenessSubject(name), nil, wait); err != nil {
+			t.Fatalf("liveness request: %v", err)
 		}
 
 		// The controller's stop request reaches a running trial (core subscription).
@@ -486,6 +512,24 @@ func TestServicesCanDoTheirWork(t *testing.T) {
 		msg, err := cons.Next(jetstream.FetchMaxWait(wait))
 		if err != nil {
 			t.Fatalf("fetch trial work: %v", err)
+		}
+		// Gone (no subscriber), the runner's work is nakked by the controller
+		// and comes back at once (AckWait is 30 s).
+		if err := alive.Unsubscribe(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if got := bus.ProbeRunner(ctx, ctl.Conn, name); got != bus.Gone {
+			t.Fatalf("liveness of a runner without a subscription: %v, want Gone", got)
+		}
+		if err := ctl.Publish(msg.Reply(), []byte("-NAK")); err != nil {
+			t.Fatal(err)
+		}
+		ctl.noViolations(t)
+		if msg, err = cons.Next(jetstream.FetchMaxWait(wait)); err != nil {
+			t.Fatalf("fetch the nakked trial work again: %v", err)
 		}
 		if err := msg.InProgress(); err != nil {
 			t.Fatal(err)
