@@ -259,14 +259,18 @@ func (r *reconciler) deadWork(ctx context.Context, seq uint64) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	// A notice naming anything but this experiment's trial work is not
+	// JetStream's (the work consumer hands out nothing else): removing
+	// what it names would take an event out of the log.
+	if a, err := events.ParseSubject(m.Subject); err != nil || a.Experiment != r.exp || a.Type != events.TypeTrialScheduled {
+		r.log.Warn().Uint64("work_seq", seq).Str("subject", m.Subject).Msg("max-deliveries notice about a message that is not trial work; ignoring it")
+		return false, nil
+	}
 	ev, err := events.Decode(m.Subject, m.Header, m.Data)
 	if err != nil {
 		return false, r.s.bus.DeleteEvent(ctx, seq)
 	}
-	p, ok := ev.Data.(*events.TrialScheduled)
-	if !ok {
-		return false, r.s.bus.DeleteEvent(ctx, seq)
-	}
+	p := ev.Data.(*events.TrialScheduled)
 	// Only the trial's current work speaks for it. A notice about the work
 	// of an earlier run or scheduling (a process killed before a restore)
 	// is stale: the attempt it would end is not that work's, so the notice
