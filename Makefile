@@ -42,6 +42,7 @@ SOAK_TIMEOUT ?= 45m
 
 .PHONY: soak
 soak: ## chaos soak, SOAK=10m: kill -9 services, NATS nodes, tunejet run; figures
+	TUNEJET_SOAK=$(SOAK) $(GO) test -run TestStagedBytesAreTheEventsWhenTheLeaderDies -count=1 -timeout 10m ./internal/ckpt
 	TUNEJET_SOAK=$(SOAK) $(GO) test -run TestChaos -count=1 -v -timeout $(SOAK_TIMEOUT) ./cmd/tunejet
 
 .PHONY: bench

@@ -2,6 +2,7 @@ package ckpt_test
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -22,8 +23,8 @@ const wait = 60 * time.Second
 // exactly those bytes under the name: Fetch with that digest succeeds
 // once the cluster has a leader again.
 func TestStagedBytesAreTheEventsWhenTheLeaderDies(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a 3-node cluster and a lost leader: skipped with -short")
+	if os.Getenv("TUNEJET_SOAK") == "" {
+		t.Skip("a 3-node cluster losing its leader mid-put takes minutes on a loaded machine: runs with make soak")
 	}
 	c := bustest.StartCluster(t, 3)
 	b := c.Bus("test")
