@@ -38,6 +38,10 @@ type RunnerTrial struct {
 	// that finds the runner gone naks the work through it, so it is
 	// redelivered at once instead of after the heartbeat timeout.
 	Ack string `json:"ack,omitempty"`
+	// Delivery is which delivery of the work message the attempt runs
+	// (JetStream's NumDelivered): the last one allowed is left to the
+	// heartbeat timeout, whose expiry reports the work exhausted.
+	Delivery int `json:"delivery,omitempty"`
 }
 
 // Runners opens (creating if needed) the runner registry.

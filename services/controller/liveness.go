@@ -86,6 +86,11 @@ func (w *livenessWatcher) run(ctx context.Context) error {
 			return err
 		}
 		w.log.Warn().Msg("runner registry watch ended; watching again")
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }
 
@@ -231,6 +236,10 @@ func (w *livenessWatcher) handOn(ctx context.Context, r *watchedRunner) {
 			log.Debug().Err(err).Bool("newer_attempt", newer).Msg("runner gone; leaving its attempt to the heartbeat timeout")
 			continue
 		}
+		if last, err := w.lastDelivery(ctx, t); err != nil || last {
+			log.Debug().Err(err).Msg("runner gone with its work's last delivery; leaving it to the heartbeat timeout")
+			continue
+		}
 		if err := w.bus.NC.Publish(t.Ack, []byte("-NAK")); err != nil {
 			log.Warn().Err(err).Msg("runner gone; could not hand its trial on")
 			continue
@@ -261,6 +270,25 @@ func (w *livenessWatcher) leads(ctx context.Context, exp string) bool {
 	}
 	e, err := w.leases.Get(ctx, exp)
 	return err == nil && string(e.Value()) == w.bus.Source
+}
+
+// lastDelivery reports whether t runs the last delivery its work consumer
+// allows (or says nothing of its delivery). Such work is left to expire:
+// nats-server finds a nakked message out of deliveries only when a runner
+// pulls again (consumer.go getNextMsg), while an expired one is reported at
+// once (checkPending), and with no runner left the trial must still end.
+func (w *livenessWatcher) lastDelivery(ctx context.Context, t bus.RunnerTrial) (bool, error) {
+	if t.Delivery <= 0 {
+		return true, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	cons, err := w.bus.WorkConsumer(ctx, t.Experiment)
+	if err != nil {
+		return false, err
+	}
+	maxDeliver := cons.CachedInfo().Config.MaxDeliver
+	return maxDeliver > 0 && t.Delivery >= maxDeliver, nil
 }
 
 // newerAttempt reports whether an attempt of t's trial newer than t has

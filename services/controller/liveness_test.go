@@ -92,7 +92,7 @@ func newLivenessFixture(t *testing.T, answer bool) *livenessFixture {
 	f.w = newLivenessWatcher(New(ctl, Config{}))
 	f.w.grace = 0
 	f.lead("controller-1")
-	f.register(1)
+	f.register(1, 1)
 	return f
 }
 
@@ -108,9 +108,10 @@ func (f *livenessFixture) lead(holder string) {
 	}
 }
 
-// register writes the runner's registry entry, running attempt, and hands
+// register writes the runner's registry entry, running attempt on the
+// work's delivery, and hands
 // it to the watcher as its registry watch would.
-func (f *livenessFixture) register(attempt int) {
+func (f *livenessFixture) register(attempt, delivery int) {
 	f.t.Helper()
 	ctx := f.t.Context()
 	kv, err := f.ctl.Runners(ctx)
@@ -118,7 +119,7 @@ func (f *livenessFixture) register(attempt int) {
 		f.t.Fatal(err)
 	}
 	info := bus.RunnerInfo{Name: lvRunner, Slots: 1, Trials: []bus.RunnerTrial{
-		{Experiment: lvExp, TrialID: lvTrial, Attempt: attempt, Ack: f.work.Reply()},
+		{Experiment: lvExp, TrialID: lvTrial, Attempt: attempt, Ack: f.work.Reply(), Delivery: delivery},
 	}}
 	if err := bus.PutRunner(ctx, kv, info); err != nil {
 		f.t.Fatal(err)
@@ -222,7 +223,8 @@ func TestLiveRunnersWorkIsNeverNakked(t *testing.T) {
 // be sure is the current delivery of work it decides about. nats-server
 // takes a nak for an earlier delivery of a message that is pending again
 // (processNak checks only that the message is pending), so naking stale
-// work would pull the trial from the runner now running it.
+// work would pull the trial from the runner now running it. Nor does it
+// nak a last delivery, which only its expiry reports exhausted.
 func TestGoneRunnersStaleWorkIsLeftAlone(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -235,6 +237,10 @@ func TestGoneRunnersStaleWorkIsLeftAlone(t *testing.T) {
 			}
 		}},
 		{"another controller leads the experiment", func(f *livenessFixture) { f.lead("controller-2") }},
+		// A nakked message is found out of deliveries only when a runner
+		// pulls again; an expired one at once, even with no runner left.
+		{"it is the work's last delivery", func(f *livenessFixture) { f.register(1, 4) }},
+		{"the runner does not say which delivery it runs", func(f *livenessFixture) { f.register(1, 0) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -66,7 +66,7 @@ func (s *Service) register(ctx context.Context) {
 func (s *Service) track(a *attempt) func() {
 	key := a.exp + "/" + a.work.TrialID
 	s.mu.Lock()
-	s.active[key] = bus.RunnerTrial{Experiment: a.exp, TrialID: a.work.TrialID, Attempt: a.num, Ack: a.msg.Reply()}
+	s.active[key] = bus.RunnerTrial{Experiment: a.exp, TrialID: a.work.TrialID, Attempt: a.num, Ack: a.msg.Reply(), Delivery: a.tries}
 	s.mu.Unlock()
 	s.entryChanged()
 	return func() {
