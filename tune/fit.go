@@ -2,6 +2,7 @@ package tune
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -133,6 +134,9 @@ func submitAndWatch(ctx context.Context, b *bus.Bus, s Spec, w progressWriter) (
 	} else if last != 0 {
 		return nil, fmt.Errorf("%w: the event log already holds an experiment named %q: resume it with `tunejet run --resume auto FILE` or `tunejet restore %s`, or choose another name", ErrExists, s.Name, storage.Join(s.RunConfig.StoragePath, s.Name))
 	}
+	if err := checkShared(ctx, b, s); err != nil {
+		return nil, err
+	}
 	if err := uploadObjects(ctx, b, s.Name, s.ParamSpace); err != nil {
 		return nil, err
 	}
@@ -145,6 +149,63 @@ func submitAndWatch(ctx context.Context, b *bus.Bus, s Spec, w progressWriter) (
 }
 
 type progressWriter = interface{ Write([]byte) (int, error) }
+
+// sharedCheckWait bounds how long a client waits for a syncer to answer its
+// storage check before it submits without one.
+const sharedCheckWait = 10 * time.Second
+
+// checkShared refuses, before anything is submitted, a storage path on a
+// file system that the syncer does not see (Ray's "Unable to set up
+// cluster storage"): the client writes the experiment's marker with a
+// token, and a syncer says whether it reads the same token at the same
+// path. Buckets are shared by construction. With no syncer answering, the
+// experiment is submitted and the first sync checks the marker again.
+func checkShared(ctx context.Context, b *bus.Bus, s Spec) error {
+	path := s.RunConfig.StoragePath
+	if path == "" {
+		return nil // the controller's default; its deployment decides where that is
+	}
+	token, err := storage.WriteToken(path, s.Name)
+	if err != nil || token == "" {
+		return err
+	}
+	req, err := json.Marshal(storage.SharedCheck{StoragePath: path, Experiment: s.Name, Token: token})
+	if err != nil {
+		return err
+	}
+	for giveUp := time.Now().Add(sharedCheckWait); ; {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		msg, err := b.NC.RequestWithContext(rctx, storage.SharedCheckSubject, req)
+		cancel()
+		if err == nil {
+			var r storage.SharedCheckReply
+			if err := json.Unmarshal(msg.Data, &r); err != nil {
+				return fmt.Errorf("the syncer's storage check answer: %w", err)
+			}
+			if r.NotShared {
+				return fmt.Errorf("%w: %s", storage.ErrNotShared, r.Error)
+			}
+			if r.Error != "" {
+				return fmt.Errorf("storage check: %s", r.Error)
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if time.Now().After(giveUp) {
+			b.Log.Warn().Err(err).Str("storage_path", path).Msg("no syncer answered the storage check; submitting, and the first sync checks the storage")
+			return nil
+		}
+		t := time.NewTimer(200 * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
+}
 
 // SyncWait bounds how long Watch waits, once the experiment has ended, for
 // the syncer to announce that storage holds the final state.

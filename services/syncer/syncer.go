@@ -2,17 +2,21 @@ package syncer
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/blobsync"
 	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/internal/storage"
 )
 
 // Config configures a syncer. The zero value is usable.
@@ -63,8 +67,15 @@ func (s *Service) Run(ctx context.Context) error {
 	if err := s.bus.Provision(ctx); err != nil {
 		return err
 	}
+	// Clients ask, before they submit, whether this syncer sees the
+	// storage they write to (a queue group: one syncer answers).
+	sub, err := s.bus.NC.QueueSubscribe(storage.SharedCheckSubject, "syncer", s.answerSharedCheck)
+	if err != nil {
+		return fmt.Errorf("syncer: answer storage checks: %w", err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
 	filter := events.TypeSubjects("*", events.WriterController, events.TypeExperimentStarted)
-	err := s.bus.Watch(ctx, filter, 0, bus.Handler{Event: func(ev *events.Event) { s.follow(ctx, ev.Experiment) }})
+	err = s.bus.Watch(ctx, filter, 0, bus.Handler{Event: func(ev *events.Event) { s.follow(ctx, ev.Experiment) }})
 	s.loops.Wait()
 	if errors.Is(err, context.Canceled) {
 		return nil
@@ -92,3 +103,21 @@ func (s *Service) syncConfig(sc events.SyncConfig) blobsync.Config {
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// answerSharedCheck tells a client whether this syncer sees the marker it
+// wrote under a storage path on a file system.
+func (s *Service) answerSharedCheck(m *nats.Msg) {
+	var req storage.SharedCheck
+	var reply storage.SharedCheckReply
+	if err := json.Unmarshal(m.Data, &req); err != nil || req.Experiment == "" || req.Token == "" {
+		reply.Error = fmt.Sprintf("malformed storage check: want {storage_path, experiment, token}: %v", err)
+	} else if err := storage.CheckToken(req.StoragePath, req.Experiment, req.Token); err != nil {
+		reply.NotShared = true
+		reply.Error = strings.TrimPrefix(err.Error(), storage.ErrNotShared.Error()+": ")
+		s.log.Warn().Err(err).Str("experiment", req.Experiment).Msg("a client's storage is not visible here; it will not submit")
+	}
+	data, _ := json.Marshal(reply)
+	if err := m.Respond(data); err != nil {
+		s.log.Warn().Err(err).Msg("answer a storage check")
+	}
+}
