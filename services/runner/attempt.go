@@ -280,13 +280,17 @@ func (a *attempt) heartbeat() func() {
 		for {
 			select {
 			case <-t.C:
+				// The heartbeat first: the check below may wait up to 2 s
+				// for the log, and a heartbeat sent after it could come
+				// past the ack timeout, so the work went to another runner
+				// while this one still ran it.
+				if err := a.msg.InProgress(); err != nil {
+					a.log.Warn().Err(err).Msg("heartbeat")
+				}
 				if a.overtaken() {
 					a.superseded.Store(true)
 					a.cancel(ErrSuperseded)
 					return
-				}
-				if err := a.msg.InProgress(); err != nil {
-					a.log.Warn().Err(err).Msg("heartbeat")
 				}
 			case <-done:
 				return
