@@ -132,6 +132,10 @@ func (a *attempt) live(ctx context.Context) (started, ended bool, err error) {
 	if err != nil {
 		return false, false, fmt.Errorf("start the trial: %w", err)
 	}
+	// Heartbeats from the start on: fetching a large checkpoint, or one a
+	// lagging replica has not applied yet, may take longer than the ack
+	// timeout, and the work must not go to another runner meanwhile.
+	defer a.heartbeat()()
 	a.start, a.last = time.Now(), time.Now()
 	if err := os.MkdirAll(a.dir, 0o755); err != nil {
 		return true, false, fmt.Errorf("create trial dir: %w", err)
@@ -140,14 +144,12 @@ func (a *attempt) live(ctx context.Context) (started, ended bool, err error) {
 	if err := a.restore(ctx, ref); err != nil {
 		return true, false, err
 	}
-	hbDone := a.heartbeat()
 	err = a.execute()
 	if !a.superseded.Load() {
 		if aerr := a.syncArtifacts(context.WithoutCancel(ctx), true); aerr != nil {
 			a.log.Warn().Err(aerr).Msg("final artifact sync")
 		}
 	}
-	hbDone()
 	if ferr := a.reports.flush(); err == nil {
 		err = ferr
 	}
