@@ -114,6 +114,12 @@ func (a *attempt) run(ctx context.Context) {
 // whether the controller had already ended the trial (the work is stale),
 // and the error the attempt ended with.
 func (a *attempt) live(ctx context.Context) (started, ended bool, err error) {
+	// Heartbeats from the delivery on: reading the trial's history (a
+	// restored state may be large), fetching a large checkpoint, or one a
+	// lagging replica has not applied yet, may each take longer than the
+	// ack timeout under load, and the work must not run out of deliveries
+	// meanwhile.
+	defer a.heartbeat()()
 	sub, err := a.watchStop()
 	if err != nil {
 		return false, false, fmt.Errorf("watch for stop requests: %w", err)
@@ -132,10 +138,6 @@ func (a *attempt) live(ctx context.Context) (started, ended bool, err error) {
 	if err != nil {
 		return false, false, fmt.Errorf("start the trial: %w", err)
 	}
-	// Heartbeats from the start on: fetching a large checkpoint, or one a
-	// lagging replica has not applied yet, may take longer than the ack
-	// timeout, and the work must not go to another runner meanwhile.
-	defer a.heartbeat()()
 	a.start, a.last = time.Now(), time.Now()
 	if err := os.MkdirAll(a.dir, 0o755); err != nil {
 		return true, false, fmt.Errorf("create trial dir: %w", err)
