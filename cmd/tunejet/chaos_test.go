@@ -26,7 +26,7 @@ package main_test
 //
 // Environment:
 //
-//	TUNEJET_CHAOS_SHORT=1      run TestChaosShort (about a minute)
+//	(nothing)                  TestChaosShort runs in make test (about a minute; -short skips it)
 //	TUNEJET_SOAK=10m           run TestChaosSoak for that long (make soak)
 //	TUNEJET_CHAOS_SEED=N       replay a run's choices (the seed is logged)
 //	TUNEJET_CHAOS_INTERVAL=0.3s-1.1s  the soak's time between two faults
@@ -144,8 +144,8 @@ func TestChaosShort(t *testing.T) {
 	if os.Getenv("TUNEJET_SOAK") != "" {
 		t.Skip("TUNEJET_SOAK is set: TestChaosSoak runs instead")
 	}
-	if os.Getenv("TUNEJET_CHAOS_SHORT") != "1" {
-		t.Skip("set TUNEJET_CHAOS_SHORT=1 to run the short chaos soak")
+	if testing.Short() {
+		t.Skip("about a minute of faults: skipped with -short")
 	}
 	plan := []string{killRunner, killController, killSyncer, killRestorer, killNATS, stopRunner,
 		killRunner, killController, killSyncer, killRestorer}
