@@ -19,9 +19,9 @@ import (
 // with it the runner's subscription to its liveness subject: a request
 // there then fails with no responders. The watcher asks every registered
 // runner every livenessEvery; a runner it had found present since its own
-// connection last (re)connected, and that has had no subscriber for
-// livenessGrace (long enough to reconnect to another server of a cluster),
-// is gone: the watcher naks the work of its attempts in the experiments
+// connection last (re)connected, and that then has no subscriber on
+// polls spanning livenessGrace (three in a row: long enough to reconnect to
+// another server of a cluster), is gone: the watcher naks the work of its attempts in the experiments
 // this controller leads, and JetStream redelivers it at once. A nak spends
 // a delivery, as the heartbeat timeout's redelivery does; the next attempt
 // fences the old one by its attempt number, as always.
@@ -31,7 +31,7 @@ import (
 // timeout redelivers a frozen runner's work, as before.
 const (
 	livenessEvery   = 250 * time.Millisecond
-	livenessGrace   = 500 * time.Millisecond
+	livenessGrace   = 400 * time.Millisecond // polls at 0, 250 and 500 ms: the third declares
 	livenessTimeout = 200 * time.Millisecond
 	livenessProbes  = 64 // requests in flight at once
 )
