@@ -130,6 +130,11 @@ func TestParseErrors(t *testing.T) {
 			`exp.yaml:1: name: experiment name "my exp": must be 1-128 characters of letters, digits, '_' and '-', starting with a letter or digit`},
 		{"invalid run_config.name", "trainable: fn\nrun_config:\n  name: a.b\n",
 			`exp.yaml:3: name: experiment name "a.b": must be 1-128 characters of letters, digits, '_' and '-', starting with a letter or digit`},
+		{"empty name with run_config.name", "name: \"\"\ntrainable: fn\nrun_config:\n  name: x\n",
+			"exp.yaml:1: name: experiment name \"\": must be 1-128 characters of letters, digits, '_' and '-', starting with a letter or digit\n" +
+				`exp.yaml:4: run_config.name: must equal name ("") when both are given, got "x"`},
+		{"empty run_config.name", "trainable: fn\nrun_config:\n  name: \"\"\n",
+			`exp.yaml:3: name: experiment name "": must be 1-128 characters of letters, digits, '_' and '-', starting with a letter or digit`},
 		{"conflicting names", head + "run_config:\n  name: other\n",
 			`exp.yaml:4: run_config.name: must equal name ("exp") when both are given, got "other"`},
 		{"duplicate key", head + "tune_config:\n  metric: a\n  metric: b\n",

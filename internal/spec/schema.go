@@ -26,12 +26,15 @@ func (d *decoder) experiment(root *yaml.Node) *events.ExperimentSpec {
 }
 
 // mergeName reconciles the top-level name with run_config.name.
+// A name given empty is given all the same: it is checked, not replaced.
 func (d *decoder) mergeName(s *events.ExperimentSpec, runName string) {
+	runLine, runGiven := d.lines["run_config.name"]
+	_, nameGiven := d.lines["name"]
 	switch {
-	case runName == "":
-	case s.Name == "" && !d.bad["name"]:
+	case !runGiven || d.bad["run_config.name"] || d.bad["name"]:
+	case !nameGiven:
 		s.Name = runName
-		d.lines["name"] = d.lines["run_config.name"]
+		d.lines["name"] = runLine
 	case s.Name != runName:
 		d.fail("run_config.name", "must equal name (%q) when both are given, got %q", s.Name, runName)
 	}
