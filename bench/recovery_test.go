@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -38,20 +39,38 @@ done
 `
 
 // BenchmarkFailureRecovery measures how long a trial takes to run again
-// after its runner process is killed with SIGKILL: from the kill to the
+// after its runner process dies or freezes: from the signal to the
 // trial.started of its next attempt on another runner process, with the
 // default heartbeat timeout (3 s). Everything runs as real processes
 // (`tunejet controller|syncer|runner --nats URL`) against a nats-server in
-// the benchmark process; one trial (max_failures -1) is killed
+// the benchmark process; one trial (max_failures -1) loses its runner
 // TUNEJET_BENCH_KILLS times (20), each time on whichever runner holds it,
-// while a spare runner waits for work. Ray Tune needs ~20-55 s to notice a
-// lost node; the target is under 5 s.
+// while a spare runner waits for work.
+//
+//   - kill: SIGKILL of the runner process. Its connection closes at once;
+//     the controller's liveness watcher notices and naks the work. Target
+//     median < 1 s (Ray Tune needs ~20-55 s to notice a lost node).
+//   - stop: SIGSTOP of the runner process (a frozen host: the connection
+//     stays up, nothing answers). Only the heartbeat timeout notices.
+//     Target < heartbeat timeout + 1 s. The frozen process is killed once
+//     the trial runs elsewhere, which must not disturb the new attempt.
 func BenchmarkFailureRecovery(b *testing.B) {
 	kills := envInt(b, "TUNEJET_BENCH_KILLS", 20)
-	var r recovery
-	for i := 0; i < b.N; i++ {
-		r = failureRecovery(b, kills)
+	for _, v := range []struct {
+		name string
+		sig  syscall.Signal
+	}{{"kill", syscall.SIGKILL}, {"stop", syscall.SIGSTOP}} {
+		b.Run(v.name, func(b *testing.B) {
+			var r recovery
+			for i := 0; i < b.N; i++ {
+				r = failureRecovery(b, kills, v.sig)
+			}
+			r.report(b, v.sig)
+		})
 	}
+}
+
+func (r recovery) report(b *testing.B, sig syscall.Signal) {
 	total := newDistribution(r.total)
 	detect := newDistribution(r.detect)
 	start := newDistribution(r.start)
@@ -59,17 +78,55 @@ func BenchmarkFailureRecovery(b *testing.B) {
 	b.ReportMetric(detect.median().Seconds(), "redeliver_median_s")
 	b.ReportMetric(start.median().Seconds()*1000, "start_median_ms")
 	b.Logf("heartbeat timeout (work consumer AckWait) %v; runners heartbeat every third of it", r.ackWait)
-	b.Logf("SIGKILL of the runner → the trial's next trial.started on another runner, over %d kills: %s (target < 5s; Ray ~20-55s); distribution %s",
-		len(r.total), total, total.histogram(250*time.Millisecond))
-	b.Logf("  of which SIGKILL → JetStream redelivers the work (heartbeat timeout since the last heartbeat): %s", detect)
+	b.Logf("%s of the runner → the trial's next trial.started on another runner, over %d signals: %s; distribution %s",
+		sigName(sig), len(r.total), total, total.histogram(250*time.Millisecond))
+	b.Logf("  of which %s → JetStream redelivers the work (a nak from the liveness watcher, or the heartbeat timeout): %s", sigName(sig), detect)
 	b.Logf("  and redelivery → trial.started (the new runner fetches the work, checks it, replays the trial's checkpoints, publishes): %s", start)
-	b.Logf("each kill landed %v–%v after the attempt started (random, so the heartbeat phase varies)", r.minUp.Round(time.Millisecond), r.maxUp.Round(time.Millisecond))
+	b.Logf("the controller's liveness watch nakked the work of %d killed runners, and of %d others (never right)", r.naks, r.wrongNaks)
+	b.Logf("each signal landed %v–%v after the attempt started (random, so the heartbeat phase varies)", r.minUp.Round(time.Millisecond), r.maxUp.Round(time.Millisecond))
+}
+
+// livenessNaks counts the controller's log lines that say it nakked a gone
+// runner's trial: those of runners killed while running the trial, and the
+// others.
+func livenessNaks(b *testing.B, controller *proc, killed map[string]bool) (ok, wrong int) {
+	b.Helper()
+	data, err := os.ReadFile(controller.logPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		var l struct {
+			Message string `json:"message"`
+			Runner  string `json:"runner"`
+		}
+		if json.Unmarshal([]byte(line), &l) != nil || !strings.HasPrefix(l.Message, "runner gone") || !strings.Contains(l.Message, "handing") {
+			continue
+		}
+		if killed[l.Runner] {
+			ok++
+		} else {
+			wrong++
+			b.Logf("controller: %s", line)
+		}
+	}
+	return ok, wrong
+}
+
+func sigName(sig syscall.Signal) string {
+	if sig == syscall.SIGSTOP {
+		return "SIGSTOP"
+	}
+	return "SIGKILL"
 }
 
 type recovery struct {
 	ackWait              time.Duration
 	total, detect, start []time.Duration
 	minUp, maxUp         time.Duration
+	// naks counts the controller's liveness naks: of killed runners'
+	// current work (the fast path), and of anything else (never right).
+	naks, wrongNaks int
 }
 
 // startedAt is a trial.started event and when the benchmark received it.
@@ -78,7 +135,7 @@ type startedAt struct {
 	at time.Time
 }
 
-func failureRecovery(b *testing.B, kills int) recovery {
+func failureRecovery(b *testing.B, kills int, sig syscall.Signal) recovery {
 	b.Helper()
 	const exp = "recovery"
 	bin := buildTunejet(b)
@@ -196,6 +253,7 @@ func failureRecovery(b *testing.B, kills int) recovery {
 		b.Fatal(err)
 	}
 	r := recovery{ackWait: info.Config.AckWait, minUp: time.Hour}
+	killedRunners := map[string]bool{} // SIGKILLed while running the trial
 	for k := 0; k < kills; k++ {
 		// Kill at a random point of the heartbeat cycle, once the attempt
 		// has been running for a while.
@@ -220,12 +278,20 @@ func failureRecovery(b *testing.B, kills int) recovery {
 			b.Fatalf("kill %d: attempt %d runs on %q, which this benchmark did not start", k+1, cur.p.Attempt, cur.p.Runner)
 		}
 		killed := time.Now()
-		victim.kill()
+		if sig == syscall.SIGKILL {
+			victim.kill()
+		} else if err := victim.cmd.Process.Signal(sig); err != nil {
+			b.Fatalf("kill %d: %v", k+1, err)
+		}
 		delete(runners, cur.p.Runner)
+		if sig == syscall.SIGKILL {
+			killedRunners[victim.name] = true
+		}
 		next := waitStart(cur.p.Attempt, time.Minute)
 		if next.p.Runner == victim.name {
-			b.Fatalf("kill %d: attempt %d started on the killed runner %s", k+1, next.p.Attempt, victim.name)
+			b.Fatalf("kill %d: attempt %d started on the signalled runner %s", k+1, next.p.Attempt, victim.name)
 		}
+		victim.kill() // a frozen runner goes now; its death must not disturb the new attempt
 		r.total = append(r.total, next.at.Sub(killed))
 		// The work consumer's last delivery is the redelivery of the killed
 		// attempt's work (the only work there is), by the server's clock.
@@ -258,6 +324,10 @@ func failureRecovery(b *testing.B, kills int) recovery {
 		b.Fatal("Fit did not return within 2 minutes of the stop")
 	}
 	reapTrainable(marks, kills+1)
+	r.naks, r.wrongNaks = livenessNaks(b, services[0], killedRunners)
+	if r.wrongNaks > 0 {
+		b.Errorf("the controller nakked the work of %d runners it should have left alone (live, or frozen with their work redelivered)", r.wrongNaks)
+	}
 	return r
 }
 
