@@ -18,7 +18,7 @@ run: ## run the quickstart experiment on the embedded stack
 
 .PHONY: test
 test: ## run every test with the race detector
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
 
 .PHONY: test-short
 test-short: ## run the fast tests only
