@@ -277,8 +277,17 @@ func checkClusterRun(t *testing.T, evs []*events.Event, exp, storage string, sta
 		each = append(each, events.Split(ev)...)
 	}
 	for _, ev := range each {
+		results := 0
+		if tr := fold.Trials[ev.Trial()]; tr != nil {
+			results = tr.NumResults
+		}
 		var changed bool
 		fold, changed, _ = state.Fold(t.Context(), fold, ev, nil)
+		// A result counts when the fold takes it: from trial.reported, or
+		// from the trial.checkpointed it was reported with.
+		if tr := fold.Trials[ev.Trial()]; tr != nil && tr.NumResults > results {
+			accepted[tr.ID] = append(accepted[tr.ID], tr.Iteration)
+		}
 		switch p := ev.Data.(type) {
 		case *events.ExperimentCompleted:
 			ended = ev
@@ -300,9 +309,6 @@ func checkClusterRun(t *testing.T, evs []*events.Event, exp, storage string, sta
 				inLog[p.TrialID] = map[int][]int{}
 			}
 			inLog[p.TrialID][p.Attempt] = append(inLog[p.TrialID][p.Attempt], it)
-			if changed {
-				accepted[p.TrialID] = append(accepted[p.TrialID], it)
-			}
 		}
 	}
 	if len(created) != 6 {
