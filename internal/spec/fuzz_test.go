@@ -136,16 +136,18 @@ func checkWhole(t *testing.T, s *events.ExperimentSpec) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	asYAML, err := yaml.Marshal(file)
-	if err != nil {
+	again := map[string][]byte{"again.json": asJSON}
+	if asYAML, err := yaml.Marshal(file); err != nil {
 		t.Fatal(err)
+	} else if yamlReadsBack(asYAML) {
+		again["again.yaml"] = asYAML
 	}
-	for name, data := range map[string][]byte{"again.json": asJSON, "again.yaml": asYAML} {
-		again, err := Parse(name, data)
+	for name, data := range again {
+		back, err := Parse(name, data)
 		if err != nil {
 			t.Fatalf("the spec written out as %s does not parse: %v\n%s", name, err, data)
 		}
-		wire2, err := json.Marshal(again)
+		wire2, err := json.Marshal(back)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,6 +155,16 @@ func checkWhole(t *testing.T, s *events.ExperimentSpec) {
 			t.Fatalf("the spec written out as %s parses to another spec:\n%s\n%s\nfrom\n%s", name, wire, wire2, data)
 		}
 	}
+}
+
+// yamlReadsBack reports whether go-yaml reads what it wrote. It does not
+// always: a multi-line string with leading spaces and blank lines is
+// written with a block indentation indicator that does not match its
+// lines (yaml/go-yaml#76). That is no fault of Parse, so the YAML leg of
+// the round trip is skipped then.
+func yamlReadsBack(data []byte) bool {
+	var v any
+	return yaml.Unmarshal(data, &v) == nil
 }
 
 // fileForm turns the JSON of a parsed spec back into an experiment file's
