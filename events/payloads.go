@@ -6,6 +6,7 @@ import (
 	"math"
 	"regexp"
 	"sort"
+	"strconv"
 )
 
 // ErrInvalid is wrapped by every error about a malformed event.
@@ -138,6 +139,24 @@ type CheckpointRef struct {
 	// checkpoints by its checkpoint_score_attribute.
 	Metrics map[string]any `json:"metrics,omitempty"`
 }
+
+// CheckpointName is the name of a trial's checkpoint number index, as
+// Ray names it: checkpoint_NNNNNN.
+func CheckpointName(index int) string { return fmt.Sprintf("checkpoint_%06d", index) }
+
+// CheckpointObject is the Object Store name of the staged copy of one
+// checkpoint of one attempt of a trial. Attempts of a trial may number
+// their checkpoints alike (a retry resumes from the last checkpoint it
+// knew of while an attempt presumed lost goes on), so each attempt stages
+// its own object.
+func CheckpointObject(trialID string, attempt int, name string) string {
+	return trialID + "/" + name + "/attempt_" + strconv.Itoa(attempt)
+}
+
+// LegacyCheckpointObject is the object a checkpoint was staged as before
+// objects were named per attempt, and as a restore stages again a
+// checkpoint of a state that names no object.
+func LegacyCheckpointObject(trialID, name string) string { return trialID + "/" + name }
 
 // TrialScheduled is trial work: a runner that pulls it runs the trial. It
 // carries everything a stateless runner needs.
@@ -593,7 +612,20 @@ func (p *TrialCheckpointed) Validate() error {
 	if err := checkAttempt(p.Attempt); err != nil {
 		return err
 	}
-	return p.Checkpoint.validate("checkpoint.")
+	c := p.Checkpoint
+	if err := c.validate("checkpoint."); err != nil {
+		return err
+	}
+	// A runner stages checkpoint_<index> as its attempt's own object; an
+	// event naming another lies about where its bytes are.
+	if c.Name != CheckpointName(c.Index) {
+		return fieldErr("checkpoint.name", "checkpoint %d is %s, got %q", c.Index, CheckpointName(c.Index), c.Name)
+	}
+	switch c.Object {
+	case "", CheckpointObject(p.TrialID, p.Attempt, c.Name), LegacyCheckpointObject(p.TrialID, c.Name):
+		return nil
+	}
+	return fieldErr("checkpoint.object", "attempt %d stages %s as %q, got %q", p.Attempt, c.Name, CheckpointObject(p.TrialID, p.Attempt, c.Name), c.Object)
 }
 
 func (p *TrialFailed) Validate() error {

@@ -31,6 +31,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tunejet/tunejet/events"
 )
 
 // ErrDigestMismatch is wrapped when a fetched checkpoint is not the one
@@ -43,11 +45,14 @@ var ErrUnsafeEntry = errors.New("checkpoint entry escapes its directory")
 // Bucket is the Object Store bucket of an experiment's staged checkpoints.
 func Bucket(exp string) string { return "ckpt_" + exp }
 
-// ObjectName is the object of one checkpoint of a trial.
-func ObjectName(trialID, checkpoint string) string { return trialID + "/" + checkpoint }
+// ObjectName is the object of one checkpoint of a trial in a state that
+// names no object (events.LegacyCheckpointObject).
+func ObjectName(trialID, checkpoint string) string {
+	return events.LegacyCheckpointObject(trialID, checkpoint)
+}
 
-// Name is checkpoint_NNNNNN for index.
-func Name(index int) string { return fmt.Sprintf("checkpoint_%06d", index) }
+// Name is checkpoint_NNNNNN for index (events.CheckpointName).
+func Name(index int) string { return events.CheckpointName(index) }
 
 // Store opens (creating if needed) the experiment's checkpoint bucket.
 func Store(ctx context.Context, js jetstream.JetStream, exp string) (jetstream.ObjectStore, error) {

@@ -5,9 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tunejet/tunejet/events"
 )
 
 // ErrGone is wrapped by Fetch (and Walk) when the checkpoint is gone
@@ -27,15 +28,13 @@ const (
 )
 
 // AttemptObjectName is the object of one checkpoint of one attempt of a
-// trial. Attempts of a trial may number their checkpoints alike: a retry
-// resumes from the last checkpoint it knew of while an attempt presumed
-// lost goes on, so checkpoint_000024 of attempt 1 and of attempt 2 are
-// other bytes. Under ObjectName (one object per checkpoint name) the later
-// staging replaced the copy the accepted event names, and that checkpoint
-// could be neither persisted nor resumed from ("checkpoint digest
-// mismatch"); under a name per attempt each event names its own bytes.
+// trial (events.CheckpointObject). Under ObjectName (one object per
+// checkpoint name) a retry's staging replaced the copy of an attempt
+// presumed lost that goes on, and the accepted event's checkpoint could be
+// neither persisted nor resumed from ("checkpoint digest mismatch"); under
+// a name per attempt each event names its own bytes.
 func AttemptObjectName(trialID string, attempt int, checkpoint string) string {
-	return trialID + "/" + checkpoint + "/attempt_" + strconv.Itoa(attempt)
+	return events.CheckpointObject(trialID, attempt, checkpoint)
 }
 
 // Restage stages dir, a checkpoint restored from storage, as object name
