@@ -60,6 +60,18 @@ func startLoggedDeployment(t *testing.T, slots int, fns map[string]tune.Trainabl
 	srv := bustest.Start(t)
 	d := &deployment{srv: srv, bus: srv.Bus("test")}
 	logs := map[string]*capture{}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for name, c := range logs { // what the services warned of, to tell why
+			for _, l := range c.all() {
+				if l["level"] == "warn" || l["level"] == "error" {
+					t.Logf("%s: %v", name, l)
+				}
+			}
+		}
+	})
 	busOf := func(name string) *bus.Bus {
 		c := &capture{}
 		logs[name] = c
@@ -211,6 +223,26 @@ func (g *garbageBus) lie(name string, w events.Writer, p events.Payload) uint64 
 	return seq
 }
 
+// forged stores an event by w that edit makes invalid: decoding refuses
+// it, so every reader logs and skips it.
+func (g *garbageBus) forged(name string, w events.Writer, p events.Payload, edit func(map[string]any)) uint64 {
+	g.t.Helper()
+	msg, err := bus.ToNATS(g.b.Event(g.exp, w, p))
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(msg.Data, &m); err != nil {
+		g.t.Fatal(err)
+	}
+	edit(m)
+	data, err := json.Marshal(m)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	return g.raw(name, msg.Subject, msg.Header, data)
+}
+
 // envelope is the headers and data of a valid event by w.
 func (g *garbageBus) envelope(w events.Writer, p events.Payload) (nats.Header, []byte) {
 	g.t.Helper()
@@ -279,23 +311,13 @@ func (g *garbageBus) malformed(subject, typ string, w events.Writer, other event
 // skipped, and the experiment completes as if there had been none.
 func TestGarbageOnTheBus(t *testing.T) { runGarbage(t, true, false) }
 
-// TestGarbageCheckpointLies has a runner event of a trial's current
-// attempt name a checkpoint whose staged bytes do not match its digest,
-// and another one naming an object that does not exist, before the
-// attempt fails: the retry resumes from the last true checkpoint, and
-// storage never holds a lie as the trial's latest checkpoint.
-func TestGarbageCheckpointLies(t *testing.T) {
-	// Known defect, kept as the test that shows it: a well-formed
-	// trial.checkpointed whose digest or object is a lie becomes the
-	// trial's latest checkpoint in the fold, so the retry fails to fetch it
-	// and the trial ends ERROR. The runner must fall back to the newest
-	// accepted checkpoint it can fetch (and name that one in trial.started),
-	// and the syncer must not mark the real copy gone on the lie's account.
-	if os.Getenv("TUNEJET_KNOWN_DEFECTS") == "" {
-		t.Skip("a lying trial.checkpointed still ends its trial ERROR; TUNEJET_KNOWN_DEFECTS=1 runs it")
-	}
-	runGarbage(t, false, true)
-}
+// TestGarbageCheckpointLies has runner events of a trial's current attempt
+// lie about its checkpoints before the attempt fails: ones naming another
+// checkpoint's object (refused on decoding), and a newer checkpoint whose
+// own object holds other bytes or does not exist. The retry resumes from
+// the last true checkpoint, and storage never holds a lie as the trial's
+// latest checkpoint.
+func TestGarbageCheckpointLies(t *testing.T) { runGarbage(t, false, true) }
 
 // runGarbage runs three trials that report 4 iterations with a checkpoint
 // each; two of them crash once after iteration 2. While all three wait
@@ -339,8 +361,8 @@ func runGarbage(t *testing.T, malformed, checkpointLies bool) {
 			t.Fatalf("only %d trials reached iteration 2", len(trials))
 		}
 	}
-	// Each trial's checkpoint_000001 is in the log before anything lies
-	// about it.
+	// Each trial's checkpoint_000001 (of iteration 2, its last) is in the
+	// log before anything lies about it.
 	firsts := map[string]events.CheckpointRef{}
 	bustest.Eventually(t, time.Minute, "checkpoint_000001 of every trial in the log", func() bool {
 		for _, ev := range d.events(t, exp) {
@@ -399,22 +421,44 @@ func runGarbage(t *testing.T, malformed, checkpointLies bool) {
 		&events.TrialReported{TrialID: steady.trial, Attempt: 99, Result: map[string]any{"training_iteration": 3, "step": -1}})
 	future := firsts[steady.trial]
 	future.Name, future.Index = ckpt.Name(7), 7
+	future.Object = ckpt.AttemptObjectName(steady.trial, 99, future.Name)
 	g.lie("a checkpoint from a future attempt", events.WriterRunner,
 		&events.TrialCheckpointed{TrialID: steady.trial, Attempt: 99, Checkpoint: future})
 	g.lie("a completion from a future attempt", events.WriterRunner,
 		&events.TrialCompleted{TrialID: steady.trial, Attempt: 99, Status: events.StatusError, Reason: "lies"})
 	if checkpointLies {
+		// Lies decoding refuses: a checkpoint naming another one's object.
 		sum := sha256.Sum256([]byte("not these bytes"))
-		wrong := firsts[digest.trial]
-		wrong.Name, wrong.Index, wrong.Iteration, wrong.Metrics = ckpt.Name(2), 2, 2, nil
-		wrong.Digest = "sha256:" + hex.EncodeToString(sum[:])
-		g.lie("a checkpoint whose digest does not match its bytes", events.WriterRunner,
-			&events.TrialCheckpointed{TrialID: digest.trial, Attempt: digest.attempt, Checkpoint: wrong})
-		gone := firsts[missing.trial]
-		gone.Name, gone.Index, gone.Iteration, gone.Metrics = ckpt.Name(2), 2, 2, nil
-		gone.Object = missing.trial + "/no_such_object"
-		g.lie("a checkpoint naming an object that does not exist", events.WriterRunner,
-			&events.TrialCheckpointed{TrialID: missing.trial, Attempt: missing.attempt, Checkpoint: gone})
+		for _, r := range []reached{digest, missing} {
+			lie := firsts[r.trial]
+			lie.Name, lie.Index, lie.Iteration, lie.Metrics = ckpt.Name(2), 2, 3, nil
+			lie.Object = ckpt.AttemptObjectName(r.trial, r.attempt, ckpt.Name(2))
+			g.forged("a checkpoint naming another checkpoint's object", events.WriterRunner,
+				&events.TrialCheckpointed{TrialID: r.trial, Attempt: r.attempt, Checkpoint: lie},
+				func(m map[string]any) { m["checkpoint"].(map[string]any)["object"] = firsts[r.trial].Object })
+		}
+
+		// Well-formed lies the fold takes: checkpoint_000002 of the
+		// current attempt, whose own object holds other bytes than the
+		// event names, or is not there.
+		other := t.TempDir()
+		if err := os.WriteFile(filepath.Join(other, "state.json"), []byte("3"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		obs, err := ckpt.Store(t.Context(), d.bus.JS, exp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ckpt.Stage(t.Context(), obs, ckpt.AttemptObjectName(digest.trial, digest.attempt, ckpt.Name(2)), other); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range []reached{digest, missing} {
+			lie := firsts[r.trial]
+			lie.Name, lie.Index, lie.Iteration, lie.Metrics = ckpt.Name(2), 2, 3, nil
+			lie.Object, lie.Digest = ckpt.AttemptObjectName(r.trial, r.attempt, lie.Name), "sha256:"+hex.EncodeToString(sum[:])
+			g.lie("a newer checkpoint whose own object is not its bytes", events.WriterRunner,
+				&events.TrialCheckpointed{TrialID: r.trial, Attempt: r.attempt, Checkpoint: lie})
+		}
 	}
 
 	submitted, err := d.bus.LastSeq(t.Context(), events.TypeSubjects(exp, events.WriterClient, events.TypeExperimentSubmitted))
@@ -471,7 +515,6 @@ func checkGarbageOutcome(t *testing.T, d *deployment, g *tune.ResultGrid, exp st
 	if g.Len() != 3 {
 		t.Fatalf("%d trials, want 3", g.Len())
 	}
-	lie := ckpt.Name(2)
 	for _, r := range g.Results() {
 		if r.Status != events.StatusTerminated || r.Metrics["training_iteration"] != float64(iterations) {
 			t.Errorf("trial %s (%v) ended %s at iteration %v (%v); want TERMINATED at %d", r.TrialID, r.Config["role"], r.Status, r.Metrics["training_iteration"], r.Error, iterations)
@@ -501,13 +544,13 @@ func checkGarbageOutcome(t *testing.T, d *deployment, g *tune.ResultGrid, exp st
 		t.Fatal(err)
 	}
 	for _, r := range stored.Results() {
-		if r.Checkpoint == nil || r.Checkpoint.Name == lie && contains(liedAbout, r.TrialID) {
+		if r.Checkpoint == nil || r.Checkpoint.Name != ckpt.Name(iterations-1) {
 			t.Errorf("trial %s: storage holds %v as its latest checkpoint", r.TrialID, r.Checkpoint)
 		}
 	}
 	for _, ev := range d.events(t, exp) {
-		if p, ok := ev.Data.(*events.TrialStarted); ok && p.RestoredFrom == lie && contains(liedAbout, p.TrialID) {
-			t.Errorf("trial %s: attempt %d resumed from the checkpoint lied about", p.TrialID, p.Attempt)
+		if p, ok := ev.Data.(*events.TrialStarted); ok && p.Attempt > 1 && contains(liedAbout, p.TrialID) && p.RestoredFrom != ckpt.Name(1) {
+			t.Errorf("trial %s: attempt %d resumed from %q, want the last true checkpoint %s", p.TrialID, p.Attempt, p.RestoredFrom, ckpt.Name(1))
 		}
 	}
 }

@@ -152,7 +152,34 @@ func (t *Trial) started(ev *events.Event, p *events.TrialStarted) bool {
 	if t.StartTime.IsZero() {
 		t.StartTime = ev.Time
 	}
+	t.resumedFrom(p.RestoredFrom)
 	return true
+}
+
+// resumedFrom takes the trial back to the kept checkpoint an attempt
+// resumed from when it is not the latest: the runner could not fetch the
+// newer ones (their staged bytes lost, or lied about), so they are no
+// longer the trial's. The attempt numbers its checkpoints on from the one
+// it resumed from, and those count; a checkpoint of the same name that
+// retention dropped is not deleted from storage, where the new one goes.
+func (t *Trial) resumedFrom(name string) {
+	i := slices.IndexFunc(t.Checkpoints, func(c events.CheckpointRef) bool { return c.Name == name })
+	if i < 0 || i == len(t.Checkpoints)-1 {
+		return
+	}
+	from := t.Checkpoints[i].Index
+	newer := func(c events.CheckpointRef) bool { return c.Index > from }
+	for _, c := range t.Checkpoints[i+1:] {
+		delete(t.Persisted, c.Name)
+	}
+	for _, c := range t.Dropped {
+		if newer(c) {
+			delete(t.Persisted, c.Name)
+		}
+	}
+	t.Checkpoints = slices.Clone(t.Checkpoints[:i+1])
+	t.Dropped = slices.DeleteFunc(slices.Clone(t.Dropped), newer)
+	t.NextCheckpoint = from + 1
 }
 
 // current reports whether a runner event belongs to the trial's live attempt.

@@ -521,3 +521,49 @@ func TestRunsAddUpTheirTime(t *testing.T) {
 		t.Fatalf("10s into run 2: elapsed %v, want 14s", got)
 	}
 }
+
+// A retry that could not fetch the trial's newest checkpoints (their
+// staged bytes lost, or lied about) resumes from an older one and says so
+// in trial.started: the newer ones are no longer the trial's, and its own
+// checkpoints, numbered on from the one it resumed from, count.
+func TestStartFromAnOlderCheckpointDropsTheNewerOnes(t *testing.T) {
+	checkpointed := func(l *log, attempt, index int) {
+		name := events.CheckpointName(index)
+		l.add(events.WriterRunner, &events.TrialCheckpointed{TrialID: "a", Attempt: attempt, Checkpoint: events.CheckpointRef{
+			Name: name, Index: index, Iteration: index, Size: 1, Digest: "sha256:" + strings.Repeat("0", 64),
+			Object:  events.CheckpointObject("a", attempt, name),
+			Metrics: map[string]any{"training_iteration": index, "checkpoint_dir_name": name},
+		}})
+	}
+	l := newLog(t)
+	l.create("a", 0)
+	l.start("a", 1)
+	for i := 1; i <= 3; i++ {
+		checkpointed(l, 1, i)
+	}
+	l.add(events.WriterRunner, &events.TrialFailed{TrialID: "a", Attempt: 1, Cause: events.CauseError, Error: "boom", Counted: true})
+	l.add(events.WriterRunner, &events.TrialStarted{TrialID: "a", Attempt: 2, Runner: "r1", RestoredFrom: events.CheckpointName(1)})
+	tr := fold(l.evs).Trials["a"]
+	if c := tr.LatestCheckpoint(); c == nil || c.Name != events.CheckpointName(1) {
+		t.Fatalf("latest checkpoint %+v after a start from checkpoint_000001, want checkpoint_000001", c)
+	}
+	checkpointed(l, 2, 2)
+	tr = fold(l.evs).Trials["a"]
+	if c := tr.LatestCheckpoint(); c == nil || c.Name != events.CheckpointName(2) || c.Object != events.CheckpointObject("a", 2, c.Name) {
+		t.Fatalf("latest checkpoint %+v, want attempt 2's checkpoint_000002", c)
+	}
+	if len(tr.Dropped) != 0 {
+		t.Fatalf("dropped %v: a checkpoint of the same name is the trial's, storage must keep it", tr.Dropped)
+	}
+
+	// A start from the latest checkpoint, or from one the trial no longer
+	// keeps, changes nothing.
+	l.add(events.WriterRunner, &events.TrialFailed{TrialID: "a", Attempt: 2, Cause: events.CauseError, Error: "boom", Counted: true})
+	l.add(events.WriterRunner, &events.TrialStarted{TrialID: "a", Attempt: 3, Runner: "r1", RestoredFrom: events.CheckpointName(2)})
+	l.add(events.WriterRunner, &events.TrialFailed{TrialID: "a", Attempt: 3, Cause: events.CauseError, Error: "boom", Counted: true})
+	l.add(events.WriterRunner, &events.TrialStarted{TrialID: "a", Attempt: 4, Runner: "r1", RestoredFrom: events.CheckpointName(9)})
+	tr = fold(l.evs).Trials["a"]
+	if c := tr.LatestCheckpoint(); c == nil || c.Name != events.CheckpointName(2) || tr.NextCheckpoint != 3 {
+		t.Fatalf("latest checkpoint %+v, next %d; want checkpoint_000002, next 3", c, tr.NextCheckpoint)
+	}
+}

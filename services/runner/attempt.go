@@ -183,7 +183,7 @@ var errSuperseded = errors.New("a newer attempt of the trial has started")
 
 // begin publishes trial.started, which fences every earlier attempt off
 // the trial, and returns the checkpoint this attempt resumes from: the
-// latest the log accepted before the start. An earlier attempt that is cut
+// newest the log keeps whose staged copy is usable (resumePoint). An earlier attempt that is cut
 // off but not dead may still write (checkpoints, reports, a late start)
 // until this start is in the log, so the start is published only if no
 // runner event of the trial came after the ones read; else it reads again.
@@ -194,13 +194,17 @@ func (a *attempt) begin(ctx context.Context) (*events.CheckpointRef, error) {
 		if err != nil {
 			return nil, err
 		}
-		ref, current, err := a.latestCheckpoint(ctx)
+		refs, current, err := a.checkpoints(ctx)
 		if err != nil {
 			return nil, err
 		}
 		if current >= a.num {
 			a.superseded.Store(true)
 			return nil, fmt.Errorf("attempt %d: %w (attempt %d)", a.num, errSuperseded, current)
+		}
+		ref, err := a.resumePoint(ctx, refs)
+		if err != nil {
+			return nil, err
 		}
 		started := &events.TrialStarted{
 			TrialID: a.work.TrialID, Attempt: a.num, Runner: a.s.cfg.Name, Hostname: a.s.hostname, PID: pid,

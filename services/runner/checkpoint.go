@@ -36,13 +36,16 @@ func (s *Service) store(ctx context.Context, exp string) (jetstream.ObjectStore,
 	return obs, nil
 }
 
-// latestCheckpoint folds the trial's lifecycle events (everything but its
-// reports) and returns the latest checkpoint the fold accepted (a zombie
-// attempt's checkpoint is never resumed from) and the trial's current
-// attempt.
-func (a *attempt) latestCheckpoint(ctx context.Context) (ref *events.CheckpointRef, current int, err error) {
+// checkpoints folds the trial's lifecycle events (everything but its
+// reports) and returns the checkpoints the fold keeps for it, newest first
+// (a zombie attempt's checkpoint is never among them), and the trial's
+// current attempt.
+func (a *attempt) checkpoints(ctx context.Context) (refs []events.CheckpointRef, current int, err error) {
 	if a.num == 1 && a.work.AttemptBase == 0 {
-		return a.work.Checkpoint, 0, nil // a first attempt has made no checkpoint yet
+		if w := a.work.Checkpoint; w != nil {
+			return []events.CheckpointRef{*w}, 0, nil
+		}
+		return nil, 0, nil // a first attempt has made no checkpoint yet
 	}
 	id := a.work.TrialID
 	filters := []string{events.TrialSubjects(a.exp, events.WriterController, id)}
@@ -69,16 +72,88 @@ func (a *attempt) latestCheckpoint(ctx context.Context) (ref *events.CheckpointR
 	if err != nil && !errors.Is(err, context.Canceled) || ferr != nil {
 		return nil, 0, fmt.Errorf("read checkpoints of %s: %w", id, errors.Join(err, ferr))
 	}
-	folded := (*events.CheckpointRef)(nil)
+	var kept []events.CheckpointRef
 	if t := st.Trials[id]; t != nil {
-		folded, current = t.LatestCheckpoint(), t.Attempt
+		kept, current = t.Checkpoints, t.Attempt
 	}
-	// The work's own reference wins when it is as new: after a restore it
-	// may point at a copy the restorer staged again.
-	if w := a.work.Checkpoint; w != nil && (folded == nil || w.Index >= folded.Index) {
-		return w, current, nil
+	// The work's own reference comes first when it is as new: after a
+	// restore it may point at a copy the restorer staged again.
+	if w := a.work.Checkpoint; w != nil && (len(kept) == 0 || w.Index >= kept[len(kept)-1].Index) {
+		refs = append(refs, *w)
 	}
-	return folded, current, nil
+	for i := len(kept) - 1; i >= 0; i-- {
+		if len(refs) == 0 || kept[i].Name != refs[0].Name {
+			refs = append(refs, kept[i])
+		}
+	}
+	return refs, current, nil
+}
+
+// resumePoint picks, from refs (newest first), the checkpoint this attempt
+// resumes from: the newest whose staged copy is there and holds the bytes
+// its event names. One whose copy is not found, holds other bytes or was
+// marked gone everywhere is skipped, with a warning: a lie on the bus or a
+// copy lost must cost the trial the iterations since the one before, not
+// the trial. A copy removed after it was persisted is not skipped: the
+// syncer stages it again, and the attempt fails and is retried until then.
+// When every copy is unusable the newest is returned, and fetching it
+// fails with the reason.
+func (a *attempt) resumePoint(ctx context.Context, refs []events.CheckpointRef) (*events.CheckpointRef, error) {
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	obs, err := a.s.store(ctx, a.exp)
+	if err != nil {
+		return nil, err
+	}
+	for i := range refs {
+		ref := &refs[i]
+		info, err := a.restaged(ctx, obs, a.objectOf(ref))
+		var why string
+		switch {
+		case err == nil && ckpt.Holds(info, ref.Digest):
+			return ref, nil
+		case err == nil && ckpt.IsGone(info):
+			why = "it is gone everywhere"
+		case err == nil:
+			why = "its staged copy holds other bytes than its event names"
+		case errors.Is(err, jetstream.ErrObjectNotFound) && !errors.Is(err, ckpt.ErrRemoved):
+			why = "its staged copy is not found"
+		default:
+			return ref, nil // fetching it tells what is wrong
+		}
+		a.log.Warn().Str("checkpoint", ref.Name).Str("reason", why).Msg("cannot resume from the checkpoint; trying the one before")
+	}
+	return &refs[0], nil
+}
+
+// restageWait bounds the wait for the syncer to stage a persisted
+// checkpoint again whose staged copy it removed.
+const restageWait = 30 * time.Second
+
+// restaged returns the staged copy's info, waiting while it is removed:
+// only the syncer removes a copy, once storage holds it, and after a
+// failed attempt it stages the one a retry resumes from again
+// (services/syncer, submitLatestCheck). The work's heartbeats run
+// meanwhile, so the wait spends no delivery.
+func (a *attempt) restaged(ctx context.Context, obs jetstream.ObjectStore, object string) (*jetstream.ObjectInfo, error) {
+	info, err := ckpt.Info(ctx, obs, object)
+	for wait, giveUp := 100*time.Millisecond, time.Now().Add(restageWait); errors.Is(err, ckpt.ErrRemoved) && time.Now().Before(giveUp); wait = min(2*wait, 2*time.Second) {
+		a.log.Info().Str("object", object).Msg("the checkpoint's staged copy was removed; waiting for the syncer to stage it again")
+		if !sleep(ctx, wait) {
+			return nil, ctx.Err()
+		}
+		info, err = ckpt.Info(ctx, obs, object)
+	}
+	return info, err
+}
+
+// objectOf is the staged copy of ref.
+func (a *attempt) objectOf(ref *events.CheckpointRef) string {
+	if ref.Object != "" {
+		return ref.Object
+	}
+	return ckpt.ObjectName(a.work.TrialID, ref.Name)
 }
 
 // restore fetches the checkpoint to resume from into a local directory, so
@@ -96,11 +171,7 @@ func (a *attempt) restore(ctx context.Context, ref *events.CheckpointRef) error 
 	if err := os.RemoveAll(filepath.Dir(dir)); err != nil {
 		return err
 	}
-	object := ref.Object
-	if object == "" {
-		object = ckpt.ObjectName(a.work.TrialID, ref.Name)
-	}
-	if err := ckpt.Fetch(ctx, obs, object, ref.Digest, dir); err != nil {
+	if err := ckpt.Fetch(ctx, obs, a.objectOf(ref), ref.Digest, dir); err != nil {
 		return fmt.Errorf("resume trial %s: %w", a.work.TrialID, err)
 	}
 	a.restored, a.restoredName = dir, ref.Name

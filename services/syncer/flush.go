@@ -109,7 +109,7 @@ func (w *writer) uploadsOf(params, changed map[string]bool) map[string]func() ([
 func (w *writer) deleteDropped(ctx context.Context) {
 	for _, t := range w.st.TrialList() {
 		for _, c := range t.Dropped {
-			if !t.Persisted[c.Name] || w.busy("checkpoint/"+t.ID+"/"+c.Name) {
+			if !t.Persisted[c.Name] || w.busy(persistKey(t, c)) {
 				continue // persisted (or its copy finished) later, deleted by a later sync
 			}
 			err := w.sync.Run(ctx, "delete "+c.Name, func(ctx context.Context) error {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -28,7 +29,7 @@ func (w *writer) submitCheckpoint(ctx context.Context, t *state.Trial, c events.
 	}
 	object := objectOf(t, c)
 	trial, dir, path := t.ID, t.DirName, w.checkpointPath(t, c.Name)
-	key := "checkpoint/" + trial + "/" + c.Name
+	key := persistKey(t, c)
 	w.mu.Lock()
 	if !slices.Contains(w.staged[trial], object) {
 		w.staged[trial] = append(w.staged[trial], object) // kept until known persisted
@@ -67,7 +68,9 @@ func (w *writer) submitCheckpoint(ctx context.Context, t *state.Trial, c events.
 		}
 		// The staged copy may go only once the log says storage holds it.
 		ev := &events.CheckpointPersisted{TrialID: trial, Name: c.Name, Path: path, Size: c.Size, Digest: c.Digest}
-		if err := w.announceOnce(ctx, trial+"."+c.Name+".persisted", ev); err != nil {
+		id := strings.TrimPrefix(c.Digest, "sha256:")
+		id = trial + "." + c.Name + ".persisted." + id[:min(16, len(id))]
+		if err := w.announceOnce(ctx, id, ev); err != nil {
 			return err
 		}
 		w.mu.Lock()
@@ -79,6 +82,13 @@ func (w *writer) submitCheckpoint(ctx context.Context, t *state.Trial, c events.
 }
 
 // objectOf is the staged object of a trial's checkpoint.
+// persistKey names the persistence of one checkpoint's staged copy: two
+// attempts' checkpoints of one name are other bytes (a retry that resumed
+// from an older checkpoint makes the names again).
+func persistKey(t *state.Trial, c events.CheckpointRef) string {
+	return "checkpoint/" + objectOf(t, c)
+}
+
 func objectOf(t *state.Trial, c events.CheckpointRef) string {
 	if c.Object != "" {
 		return c.Object
@@ -212,7 +222,7 @@ func (w *writer) complete() bool {
 	defer w.mu.Unlock()
 	for _, t := range w.st.TrialList() {
 		for _, c := range t.Checkpoints {
-			if !t.Persisted[c.Name] && w.unpersistable["checkpoint/"+t.ID+"/"+c.Name] == "" {
+			if !t.Persisted[c.Name] && w.unpersistable[persistKey(t, c)] == "" {
 				return false
 			}
 		}

@@ -9,78 +9,104 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/blobsync"
 	"github.com/tunejet/tunejet/internal/ckpt"
 	"github.com/tunejet/tunejet/internal/state"
 )
 
 // submitLatestCheck queues, after a failed attempt of a trial that will
-// be retried, a check that the retry finds the checkpoint it resumes from
-// (the trial's latest) in the Object Store. Runners cannot read storage,
-// so the syncer mends what it can:
+// be retried, a check that the retry finds a checkpoint to resume from in
+// the Object Store. Runners cannot read storage, so the syncer mends what
+// it can, going from the trial's latest kept checkpoint to older ones
+// until one is usable (a runner resumes from the newest usable one):
 //
-//   - a staged copy that is missing or holds other bytes is staged again
+//   - a staged copy that was removed (only a syncer removes one, once
+//     storage holds it), is missing or holds other bytes is staged again
 //     from storage when the checkpoint was persisted (ckpt.Restage: the
 //     runner's digest check accepts it for the original);
-//   - one that was removed, or holds other bytes, and was never persisted
-//     is gone everywhere: it is marked so (ckpt.MarkGone), and the runner
-//     resuming from it fails with ckpt.ErrGone and the reason.
+//   - one that holds other bytes and was never persisted is gone
+//     everywhere: it is marked so (ckpt.MarkGone), and a runner
+//     skips it, or, when no older one is usable, fails with ckpt.ErrGone
+//     and the reason.
 //
-// A copy merely not found (a replica lagging, a bucket not answering) is
-// left alone: it may be there.
+// A copy merely not found (a replica lagging, a bucket not answering, or
+// an event that lied about it) is left alone: it may be there, and the
+// older ones are checked too.
 func (w *writer) submitLatestCheck(ctx context.Context, t *state.Trial) {
-	c := t.LatestCheckpoint()
-	if c == nil {
+	if len(t.Checkpoints) == 0 {
 		return
 	}
-	ref, object, persisted := *c, objectOf(t, *c), t.Persisted[c.Name]
-	trial, prefix := t.ID, t.DirName+"/"+c.Name+"/"
-	key := "latest/" + trial + "/" + c.Name
+	type check struct {
+		ref       events.CheckpointRef
+		object    string
+		persisted bool
+	}
+	var checks []check
+	for i := len(t.Checkpoints) - 1; i >= 0; i-- {
+		c := t.Checkpoints[i]
+		checks = append(checks, check{c, objectOf(t, c), t.Persisted[c.Name]})
+	}
+	trial, dir := t.ID, t.DirName
+	key := "latest/" + trial + "/" + checks[0].ref.Name
 	if !w.claim(key) {
 		return
 	}
 	w.ops.Submit(key, func(ctx context.Context) error {
 		defer w.release(key)
-		err := w.sync.Run(ctx, "check the staged copy of "+trial+"/"+ref.Name, func(ctx context.Context) error {
-			return w.mendStaged(ctx, object, ref.Digest, prefix, persisted)
-		})
-		if err != nil {
-			w.log.Error().Err(err).Str("trial", trial).Str("checkpoint", ref.Name).Msg("the checkpoint a retry resumes from may be missing")
+		for _, c := range checks {
+			var usable bool
+			err := w.sync.Run(ctx, "check the staged copy of "+trial+"/"+c.ref.Name, func(ctx context.Context) (err error) {
+				usable, err = w.mendStaged(ctx, c.object, c.ref.Digest, dir+"/"+c.ref.Name+"/", c.persisted)
+				return err
+			})
+			if err != nil {
+				w.log.Error().Err(err).Str("trial", trial).Str("checkpoint", c.ref.Name).Msg("the checkpoint a retry resumes from may be missing")
+				return err
+			}
+			if usable {
+				return nil
+			}
 		}
-		return err
+		return nil
 	})
 }
 
 // mendStaged makes object a usable copy of the checkpoint with digest
-// want, or marks it gone (see submitLatestCheck).
-func (w *writer) mendStaged(ctx context.Context, object, want, prefix string, persisted bool) error {
+// want, or marks it gone (see submitLatestCheck); it reports whether a
+// usable copy is there now.
+func (w *writer) mendStaged(ctx context.Context, object, want, prefix string, persisted bool) (bool, error) {
 	obs, err := ckpt.Store(ctx, w.s.bus.JS, w.exp)
 	if err != nil {
-		return err
+		return false, err
 	}
 	info, err := ckpt.Info(ctx, obs, object)
 	var why string
 	switch {
-	case err == nil && (ckpt.Holds(info, want) || ckpt.IsGone(info)):
-		return nil
+	case err == nil && ckpt.Holds(info, want):
+		return true, nil
+	case err == nil && ckpt.IsGone(info):
+		return false, nil
 	case err == nil:
 		why = "its staged copy holds other bytes"
 	case errors.Is(err, ckpt.ErrRemoved):
-		why = "its staged copy was removed"
+		// Only a syncer removes a staged copy, once storage holds it; the
+		// log may not have told this one yet.
+		why, persisted = "its staged copy was removed", true
 	case errors.Is(err, jetstream.ErrObjectNotFound):
 		if !persisted {
-			return nil // perhaps a replica lagging: not proof that it is gone
+			return false, nil // perhaps a replica lagging: not proof that it is gone
 		}
 		why = "its staged copy is not found"
 	default:
-		return err
+		return false, err
 	}
 	if !persisted {
-		w.log.Error().Str("object", object).Str("reason", why).Msg("a checkpoint a retry resumes from is gone everywhere")
-		return ckpt.MarkGone(ctx, obs, object, why+" and it was never persisted to storage")
+		w.log.Error().Str("object", object).Str("reason", why).Msg("a checkpoint a retry may resume from is gone everywhere")
+		return false, ckpt.MarkGone(ctx, obs, object, why+" and it was never persisted to storage")
 	}
 	w.log.Warn().Str("object", object).Str("reason", why).Msg("staging the checkpoint again from storage")
-	return w.restage(ctx, obs, object, want, prefix)
+	return true, w.restage(ctx, obs, object, want, prefix)
 }
 
 // restage stages the checkpoint persisted under prefix again as object.

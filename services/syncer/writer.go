@@ -397,6 +397,9 @@ func (w *writer) effects(ctx context.Context, ev *events.Event, before *state.Tr
 		}
 		w.noteLatest(w.st.Trials[p.TrialID])
 		w.submitCheckpoint(ctx, w.st.Trials[p.TrialID], p.Checkpoint)
+	case *events.TrialStarted:
+		// A retry may have resumed from an older checkpoint than the latest.
+		w.noteLatest(w.st.Trials[p.TrialID])
 	case *events.TrialArtifacts:
 		w.submitArtifacts(ctx, w.st.Trials[p.TrialID], p)
 	case *events.ExperimentInterrupted:
