@@ -263,16 +263,13 @@ func (a *attempt) endedByController(ctx context.Context) (ended bool, stopReason
 	return false, ""
 }
 
-// execute runs the trainable with the right executor.
+// execute runs the trainable with its executor.
 func (a *attempt) execute() error {
-	if len(a.work.Trainable.Command) > 0 {
-		return runCommand(a)
+	ex, err := a.s.executor(a.work.Trainable, a.log)
+	if err != nil {
+		return err
 	}
-	fn, ok := a.s.cfg.Trainables[a.work.Trainable.Name]
-	if !ok {
-		return fmt.Errorf("invalid trainable: %q is not registered on runner %s", a.work.Trainable.Name, a.s.cfg.Name)
-	}
-	return runFunc(a, fn)
+	return ex.Execute(a.ctx, a, a.work.Config)
 }
 
 // heartbeat keeps the work message alive; the returned func stops it.

@@ -15,6 +15,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rs/zerolog"
+
+	"github.com/tunejet/tunejet/internal/session"
 	"github.com/tunejet/tunejet/internal/trainproto"
 )
 
@@ -35,12 +38,26 @@ func (e *exitError) Error() string {
 // stderrTailLines is how many stderr lines a failure keeps.
 const stderrTailLines = 20
 
-// runCommand runs a command trainable in the trial directory, serving the
-// trainable protocol on a Unix socket while it runs.
-func runCommand(a *attempt) error {
-	// The socket lives beside the trial directory, not in it: the trial
-	// directory holds the trainable's artifacts.
-	sockDir := filepath.Join(a.s.cfg.WorkDir, ".sockets", fmt.Sprintf("%s-%d", a.work.TrialID, a.num))
+// commandExecutor runs a command trainable in the trial directory, serving
+// the trainable protocol on a Unix socket while it runs. A stopped command
+// gets SIGTERM, and SIGKILL after Grace.
+type commandExecutor struct {
+	// Command is the program and its arguments; Dir the experiment file's
+	// folder, which relative paths in Command resolve against.
+	Command []string
+	Dir     string
+	// Sockets holds each attempt's socket directory. The socket lives
+	// beside the trial directory, not in it: the trial directory holds the
+	// trainable's artifacts.
+	Sockets string
+	Grace   time.Duration
+	Log     zerolog.Logger
+}
+
+// Execute implements Executor.
+func (e *commandExecutor) Execute(ctx context.Context, s session.Session, config map[string]any) error {
+	info := s.Info()
+	sockDir := filepath.Join(e.Sockets, fmt.Sprintf("%s-%d", info.TrialID, info.Attempt))
 	if err := os.MkdirAll(sockDir, 0o700); err != nil {
 		return fmt.Errorf("trainable socket: %w", err)
 	}
@@ -49,17 +66,17 @@ func runCommand(a *attempt) error {
 	if err != nil {
 		return fmt.Errorf("trainable socket: %w", err)
 	}
-	sctx, stopServe := context.WithCancel(context.WithoutCancel(a.ctx))
+	sctx, stopServe := context.WithCancel(context.WithoutCancel(ctx))
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
-		if err := trainproto.Serve(sctx, ln, handler{a}); err != nil && !errors.Is(err, context.Canceled) {
-			a.log.Warn().Err(err).Msg("trainable socket")
+		if err := trainproto.Serve(sctx, ln, handler{s}); err != nil && !errors.Is(err, context.Canceled) {
+			e.Log.Warn().Err(err).Msg("trainable socket")
 		}
 	}()
 	defer func() { stopServe(); <-served }()
 
-	cmd, tail, closeFiles, err := a.command(sock)
+	cmd, tail, closeFiles, err := e.command(s, config, sock)
 	if err != nil {
 		return err
 	}
@@ -71,8 +88,8 @@ func runCommand(a *attempt) error {
 	go func() { waited <- cmd.Wait() }()
 	select {
 	case err = <-waited:
-	case <-a.ctx.Done():
-		err = a.terminate(cmd, waited)
+	case <-ctx.Done():
+		err = e.terminate(ctx, cmd, waited)
 	}
 	return exitResult(err, tail)
 }
@@ -80,28 +97,28 @@ func runCommand(a *attempt) error {
 // command builds the process: program and arguments resolved against the
 // experiment file's folder, the trial directory as working directory, the
 // protocol's environment, stdout and stderr into the trial directory.
-func (a *attempt) command(sock string) (*exec.Cmd, *tailBuffer, func(), error) {
-	t := a.work.Trainable
-	args := make([]string, len(t.Command))
-	for i, arg := range t.Command {
-		args[i] = resolveArg(t.Dir, arg, i == 0)
+func (e *commandExecutor) command(s session.Session, config map[string]any, sock string) (*exec.Cmd, *tailBuffer, func(), error) {
+	args := make([]string, len(e.Command))
+	for i, arg := range e.Command {
+		args[i] = resolveArg(e.Dir, arg, i == 0)
 	}
-	config, err := json.Marshal(a.work.Config)
+	encoded, err := json.Marshal(config)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("encode trial config: %w", err)
 	}
+	info := s.Info()
 	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Dir = a.dir
+	cmd.Dir = info.TrialDir
 	cmd.Env = append(os.Environ(), trainproto.Env{
-		Config: config, TrialID: a.work.TrialID, TrialName: a.work.TrialName, Experiment: a.exp,
-		TrialDir: a.dir, Attempt: a.num, Socket: sock, CheckpointDir: a.Checkpoint(),
+		Config: encoded, TrialID: info.TrialID, TrialName: info.TrialName, Experiment: info.Experiment,
+		TrialDir: info.TrialDir, Attempt: info.Attempt, Socket: sock, CheckpointDir: s.Checkpoint(),
 	}.Environ()...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdout, err := os.OpenFile(filepath.Join(a.dir, "stdout"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	stdout, err := os.OpenFile(filepath.Join(info.TrialDir, "stdout"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("trial stdout: %w", err)
 	}
-	stderr, err := os.OpenFile(filepath.Join(a.dir, "stderr"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	stderr, err := os.OpenFile(filepath.Join(info.TrialDir, "stderr"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		stdout.Close()
 		return nil, nil, nil, fmt.Errorf("trial stderr: %w", err)
@@ -132,20 +149,20 @@ func resolveArg(dir, arg string, program bool) string {
 
 // terminate ends a stopped command: SIGTERM to its process group, then
 // SIGKILL after the grace period.
-func (a *attempt) terminate(cmd *exec.Cmd, waited chan error) error {
+func (e *commandExecutor) terminate(ctx context.Context, cmd *exec.Cmd, waited chan error) error {
 	pgid := -cmd.Process.Pid
-	if errors.Is(context.Cause(a.ctx), ErrSuperseded) { // another runner owns the trial now
+	if errors.Is(context.Cause(ctx), ErrSuperseded) { // another runner owns the trial now
 		_ = syscall.Kill(pgid, syscall.SIGKILL)
 		return <-waited
 	}
 	_ = syscall.Kill(pgid, syscall.SIGTERM)
-	t := time.NewTimer(a.s.cfg.StopGrace)
+	t := time.NewTimer(e.Grace)
 	defer t.Stop()
 	select {
 	case err := <-waited:
 		return err
 	case <-t.C:
-		a.log.Warn().Msg("trainable ignored SIGTERM; killing it")
+		e.Log.Warn().Msg("trainable ignored SIGTERM; killing it")
 		_ = syscall.Kill(pgid, syscall.SIGKILL)
 		return <-waited
 	}
@@ -159,18 +176,18 @@ func exitResult(err error, tail *tailBuffer) error {
 	return err
 }
 
-// handler serves the trainable protocol for one attempt.
-type handler struct{ a *attempt }
+// handler serves the trainable protocol for one attempt's session.
+type handler struct{ s session.Session }
 
 func (h handler) Report(ctx context.Context, metrics map[string]any, checkpointDir string) (bool, error) {
-	stop, err := h.a.Report(ctx, metrics, checkpointDir)
+	stop, err := h.s.Report(ctx, metrics, checkpointDir)
 	if stop {
 		return true, nil
 	}
 	return false, err
 }
 
-func (h handler) GetCheckpoint(context.Context) (string, error) { return h.a.Checkpoint(), nil }
+func (h handler) GetCheckpoint(context.Context) (string, error) { return h.s.Checkpoint(), nil }
 
 // tailBuffer keeps the last lines written to it.
 type tailBuffer struct {

@@ -7,13 +7,22 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/tunejet/tunejet/internal/session"
 )
 
-// runFunc runs a Go trainable in this process. A panic is a failure with
-// its stack. After a stop, the function has StopGrace to return; one that
-// does not is abandoned (Go cannot kill a goroutine) and logged.
-func runFunc(a *attempt, fn session.Func) error {
+// funcExecutor runs a Go trainable in this process. A panic is a failure
+// with its stack. After ctx is done, the function has Grace to return;
+// one that does not is abandoned (Go cannot kill a goroutine) and logged.
+type funcExecutor struct {
+	Func  session.Func
+	Grace time.Duration
+	Log   zerolog.Logger
+}
+
+// Execute implements Executor.
+func (e *funcExecutor) Execute(ctx context.Context, s session.Session, config map[string]any) error {
 	done := make(chan error, 1)
 	go func() {
 		defer func() {
@@ -21,26 +30,26 @@ func runFunc(a *attempt, fn session.Func) error {
 				done <- fmt.Errorf("trainable panicked: %v\n%s", r, debug.Stack())
 			}
 		}()
-		done <- fn(session.With(a.ctx, a), cloneConfig(a.work.Config))
+		done <- e.Func(session.With(ctx, s), cloneConfig(config))
 	}()
 	select {
 	case err := <-done:
 		return funcErr(err)
-	case <-a.ctx.Done():
+	case <-ctx.Done():
 	}
-	t := time.NewTimer(a.s.cfg.StopGrace)
+	t := time.NewTimer(e.Grace)
 	defer t.Stop()
 	select {
 	case err := <-done:
 		return funcErr(err)
 	case <-t.C:
-		a.log.Warn().Dur("grace", a.s.cfg.StopGrace).Msg("trainable did not return after its context was cancelled; abandoning it")
-		return context.Cause(a.ctx)
+		e.Log.Warn().Dur("grace", e.Grace).Msg("trainable did not return after its context was cancelled; abandoning it")
+		return context.Cause(ctx)
 	}
 }
 
-// funcErr treats a trainable that returns the stop error (or its context's
-// error) like one that returned nil: the stop decides the outcome.
+// funcErr treats a trainable that returns the stop error like one that
+// returned nil: the stop decides the outcome.
 func funcErr(err error) error {
 	if errors.Is(err, session.ErrStopped) {
 		return nil
