@@ -1,6 +1,6 @@
 // Package storage is where an experiment's results live: path resolution,
-// Ray Tune's directory layout, and safe file writes under the experiment
-// directory.
+// Ray Tune's directory layout and file formats, and safe file writes under
+// the experiment directory.
 //
 // # Layout
 //
@@ -8,6 +8,15 @@
 //	    .validate_storage_marker
 //	    experiment_state-<YYYY-MM-DD_HH-MM-SS>.json   one per controller run
 //	    <trial_dir>/params.json, result.json, progress.csv, error.txt
+//
+// # Formats
+//
+// A trial's files are in Ray Tune's formats (results.go): result.json
+// holds one JSON object per result, progress.csv one row per result with
+// the first result's flattened keys as columns, error.txt one "Failure #
+// N" entry per failure, and params.json the trial's config. params.pkl is
+// not written: nothing but Python reads a pickle. testdata/ray holds the
+// files Ray writes, and the tests read tunejet's files against them.
 //
 // # Safety
 //

@@ -2,7 +2,6 @@ package syncer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -86,14 +85,11 @@ func (w *writer) uploadsOf(params, changed map[string]bool) map[string]func() ([
 	out := map[string]func() ([]byte, error){}
 	for id := range params {
 		t := w.st.Trials[id]
-		out[t.DirName+"/params.json"] = func() ([]byte, error) {
-			b, err := json.MarshalIndent(t.Config, "", "  ")
-			return append(b, '\n'), err
-		}
+		out[t.DirName+"/"+storage.ParamsFile] = func() ([]byte, error) { return storage.Params(t.Config) }
 	}
 	for id := range changed {
 		t, f := w.st.Trials[id], w.files[id]
-		for _, name := range resultFiles {
+		for _, name := range storage.ResultFiles {
 			path := filepath.Join(f.dir, name)
 			if info, err := os.Stat(path); err != nil || info.Size() == 0 {
 				continue

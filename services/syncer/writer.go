@@ -46,8 +46,8 @@ type writer struct {
 	lastMsg jetstream.Msg          // the last message folded, acked by a sync
 	// finished are trials that ended since the last upload of their files.
 	finished []string
-	// line, row and scratch are reused for every result written.
-	line, row, scratch []byte
+	// line and row are reused for every result written.
+	line, row []byte
 
 	mu        sync.Mutex             // guards what follows, shared with the ops queue
 	artifacts map[string]artifactJob // staged artifacts not yet in storage
