@@ -47,11 +47,8 @@ type attempt struct {
 	mu             sync.Mutex
 	stopReason     string
 	warnedKeys     map[string]bool
-	iteration      int
-	sinceRestore   int
-	timeBefore     time.Duration // time_total_s of the checkpoint resumed from
+	results        resultBuilder
 	nextCheckpoint int
-	start, last    time.Time
 	art            artifactLog
 }
 
@@ -73,7 +70,7 @@ func (s *Service) runAttempt(ctx context.Context, exp string, msg jetstream.Msg)
 	a := &attempt{
 		s: s, exp: exp, msg: msg, work: work, tries: int(md.NumDelivered),
 		num: work.AttemptBase + int(md.NumDelivered), dir: filepath.Join(s.cfg.WorkDir, exp, work.DirName),
-		warnedKeys: map[string]bool{},
+		warnedKeys: map[string]bool{}, results: resultBuilder{TrialID: work.TrialID, Hostname: s.hostname, PID: pid},
 	}
 	a.reports.a = a
 	a.log = s.log.With().Str("experiment", exp).Str("trial", work.TrialID).Int("attempt", a.num).Logger()
@@ -138,7 +135,7 @@ func (a *attempt) live(ctx context.Context) (started, ended bool, err error) {
 	if err != nil {
 		return false, false, fmt.Errorf("start the trial: %w", err)
 	}
-	a.start, a.last = time.Now(), time.Now()
+	a.results.Start = time.Now()
 	if err := os.MkdirAll(a.dir, 0o755); err != nil {
 		return true, false, fmt.Errorf("create trial dir: %w", err)
 	}

@@ -175,11 +175,8 @@ func (a *attempt) restore(ctx context.Context, ref *events.CheckpointRef) error 
 		return fmt.Errorf("resume trial %s: %w", a.work.TrialID, err)
 	}
 	a.restored, a.restoredName = dir, ref.Name
-	a.iteration, a.nextCheckpoint = ref.Iteration, ref.Index+1
-	// time_total_s goes on from the checkpoint's, as in Ray.
-	if v, ok := toFloat(ref.Metrics["time_total_s"]); ok && v > 0 {
-		a.timeBefore = time.Duration(v * float64(time.Second))
-	}
+	a.results.resumeFrom(ref)
+	a.nextCheckpoint = ref.Index + 1
 	return nil
 }
 
