@@ -103,23 +103,19 @@ func (w *writer) uploadsOf(params, changed map[string]bool) map[string]func() ([
 // deleteDropped removes from storage the persisted checkpoints retention
 // dropped, now that the snapshot just written no longer refers to them.
 func (w *writer) deleteDropped(ctx context.Context) {
-	for _, t := range w.st.TrialList() {
-		for _, c := range t.Dropped {
-			if !t.Persisted[c.Name] || w.busy(persistKey(t, c)) {
-				continue // persisted (or its copy finished) later, deleted by a later sync
+	for _, j := range deletions(w.st, w.busy) {
+		t, c := w.st.Trials[j.trial], j.ckpt
+		err := w.sync.Run(ctx, "delete "+c.Name, func(ctx context.Context) error {
+			if err := blobsync.Delete(ctx, w.bucket, t.DirName+"/"+c.Name+"/"); err != nil {
+				return err
 			}
-			err := w.sync.Run(ctx, "delete "+c.Name, func(ctx context.Context) error {
-				if err := blobsync.Delete(ctx, w.bucket, t.DirName+"/"+c.Name+"/"); err != nil {
-					return err
-				}
-				return w.removeLocalDir(t.DirName + "/" + c.Name)
-			})
-			if err != nil {
-				w.log.Error().Err(err).Str("trial", t.ID).Str("checkpoint", c.Name).Msg("delete a dropped checkpoint; will retry")
-				continue
-			}
-			_ = w.announceOnce(ctx, t.ID+"."+c.Name+".deleted", &events.CheckpointDeleted{TrialID: t.ID, Name: c.Name, Reason: "num_to_keep"})
+			return w.removeLocalDir(t.DirName + "/" + c.Name)
+		})
+		if err != nil {
+			w.log.Error().Err(err).Str("trial", t.ID).Str("checkpoint", c.Name).Msg("delete a dropped checkpoint; will retry")
+			continue
 		}
+		_ = w.announceOnce(ctx, t.ID+"."+c.Name+".deleted", &events.CheckpointDeleted{TrialID: t.ID, Name: c.Name, Reason: "num_to_keep"})
 	}
 }
 

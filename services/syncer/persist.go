@@ -24,9 +24,6 @@ import (
 // then announced; the trial's staged copies that storage holds are then
 // removed, except its latest (see removeStagedOf).
 func (w *writer) submitCheckpoint(ctx context.Context, t *state.Trial, c events.CheckpointRef) {
-	if t.Persisted[c.Name] {
-		return
-	}
 	object := objectOf(t, c)
 	trial, dir, path := t.ID, t.DirName, w.checkpointPath(t, c.Name)
 	key := persistKey(t, c)
@@ -81,21 +78,6 @@ func (w *writer) submitCheckpoint(ctx context.Context, t *state.Trial, c events.
 	})
 }
 
-// objectOf is the staged object of a trial's checkpoint.
-// persistKey names the persistence of one checkpoint's staged copy: two
-// attempts' checkpoints of one name are other bytes (a retry that resumed
-// from an older checkpoint makes the names again).
-func persistKey(t *state.Trial, c events.CheckpointRef) string {
-	return "checkpoint/" + objectOf(t, c)
-}
-
-func objectOf(t *state.Trial, c events.CheckpointRef) string {
-	if c.Object != "" {
-		return c.Object
-	}
-	return ckpt.ObjectName(t.ID, c.Name)
-}
-
 // giveUpAfter is how many times the persistence of a checkpoint may fail
 // in a way trying again at once cannot mend (its staged copy is other
 // bytes than its event names, or marked gone) before the syncer stops
@@ -127,16 +109,12 @@ func (w *writer) persistFailed(ctx context.Context, key, op string, err error, l
 	w.announce(ctx, &events.SyncFailed{Operation: op, Error: fmt.Sprintf("gave up after %d tries, the checkpoint is not persisted: %v", giveUpAfter, err), Attempt: giveUpAfter})
 }
 
-// noteLatest records the trials' latest staged checkpoints, which
-// removeStagedOf spares.
-func (w *writer) noteLatest(trials ...*state.Trial) {
+// spare records object as the trial's latest staged checkpoint, which
+// removeStagedOf keeps.
+func (w *writer) spare(trial, object string) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, t := range trials {
-		if c := t.LatestCheckpoint(); c != nil {
-			w.latest[t.ID] = objectOf(t, *c)
-		}
-	}
+	w.latest[trial] = object
+	w.mu.Unlock()
 }
 
 // removeStagedOf removes the trial's staged copies that this syncer put

@@ -9,7 +9,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/blobsync"
 	"github.com/tunejet/tunejet/internal/ckpt"
 	"github.com/tunejet/tunejet/internal/state"
@@ -33,19 +32,9 @@ import (
 // A copy merely not found (a replica lagging, a bucket not answering, or
 // an event that lied about it) is left alone: it may be there, and the
 // older ones are checked too.
-func (w *writer) submitLatestCheck(ctx context.Context, t *state.Trial) {
-	if len(t.Checkpoints) == 0 {
+func (w *writer) submitLatestCheck(ctx context.Context, t *state.Trial, checks []stagedCopy) {
+	if len(checks) == 0 {
 		return
-	}
-	type check struct {
-		ref       events.CheckpointRef
-		object    string
-		persisted bool
-	}
-	var checks []check
-	for i := len(t.Checkpoints) - 1; i >= 0; i-- {
-		c := t.Checkpoints[i]
-		checks = append(checks, check{c, objectOf(t, c), t.Persisted[c.Name]})
 	}
 	trial, dir := t.ID, t.DirName
 	key := "latest/" + trial + "/" + checks[0].ref.Name

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"reflect"
 	"sync"
 	"time"
 
@@ -230,7 +229,7 @@ func (w *writer) loadSnapshot(ctx context.Context) error {
 		return nil
 	}
 	w.st = st
-	w.noteLatest(st.TrialList()...)
+	w.do(ctx, spareAll(st))
 	w.log.Info().Str("snapshot", key).Uint64("seq", st.LastSeq).Msg("resuming from the stored snapshot")
 	return nil
 }
@@ -351,6 +350,7 @@ func (w *writer) handle(ctx context.Context, msg message) {
 	}
 }
 
+// fold applies one event and runs the jobs plan finds it requires.
 func (w *writer) fold(ctx context.Context, ev *events.Event) {
 	var before *state.Trial
 	if t := w.st.Trials[ev.Trial()]; t != nil {
@@ -364,67 +364,46 @@ func (w *writer) fold(ctx context.Context, ev *events.Event) {
 		return
 	}
 	w.st = st
-	if !changed {
-		return
-	}
-	if _, ok := ev.Data.(*events.ExperimentRestored); ok {
-		w.restored(prev)
-	}
-	if _, ok := ev.Data.(*events.SyncCompleted); !ok {
-		w.dirty = true
-	}
-	if err := w.effects(ctx, ev, before); err != nil {
-		w.log.Error().Err(err).Str("event", ev.Type()).Msg("stage for storage")
-	}
-	if t := w.st.Trials[ev.Trial()]; t != nil && t.Finished() && (before == nil || !before.Finished()) {
-		w.finished = append(w.finished, t.ID)
+	if changed {
+		w.do(ctx, plan(prev, st, before, ev))
 	}
 }
 
-func (w *writer) effects(ctx context.Context, ev *events.Event, before *state.Trial) error {
-	switch p := ev.Data.(type) {
-	case *events.TrialCreated:
-		w.params[p.TrialID] = true
-	case *events.TrialReported:
-		if err := w.appendResult(ctx, w.st.Trials[p.TrialID]); err != nil {
-			return err
+// do runs an event's jobs in order. A job that fails is logged; the
+// others still run.
+func (w *writer) do(ctx context.Context, jobs []job) {
+	for _, j := range jobs {
+		if err := w.runJob(ctx, j); err != nil {
+			w.log.Error().Err(err).Str("trial", j.trial).Msg("stage for storage")
 		}
-	case *events.TrialCheckpointed:
-		// A checkpoint carries the result it was reported with (the fold
-		// takes both at once), so its row is written here.
-		if err := w.appendResult(ctx, w.st.Trials[p.TrialID]); err != nil {
-			return err
-		}
-		w.noteLatest(w.st.Trials[p.TrialID])
-		w.submitCheckpoint(ctx, w.st.Trials[p.TrialID], p.Checkpoint)
-	case *events.TrialStarted:
-		// A retry may have resumed from an older checkpoint than the latest.
-		w.noteLatest(w.st.Trials[p.TrialID])
-	case *events.TrialArtifacts:
-		w.submitArtifacts(ctx, w.st.Trials[p.TrialID], p)
-	case *events.ExperimentInterrupted:
-		_ = w.syncUp(ctx)
 	}
-	if t := w.st.Trials[ev.Trial()]; t != nil && before != nil && t.NumFailures > before.NumFailures {
-		if !t.Finished() {
-			w.submitLatestCheck(ctx, t)
-		}
-		return w.appendFailure(ctx, t, ev.Time)
+}
+
+func (w *writer) runJob(ctx context.Context, j job) error {
+	t := w.st.Trials[j.trial]
+	switch j.kind {
+	case snapshot:
+		w.dirty = true
+	case syncNow:
+		_ = w.syncUp(ctx)
+	case writeParams:
+		w.params[j.trial] = true
+	case appendResult:
+		return w.appendResult(ctx, t)
+	case appendFailure:
+		return w.appendFailure(ctx, t, j.at)
+	case persist:
+		w.submitCheckpoint(ctx, t, j.ckpt)
+	case spare:
+		w.spare(j.trial, j.object)
+	case checkResumable:
+		w.submitLatestCheck(ctx, t, j.copies)
+	case copyArtifacts:
+		w.submitArtifacts(ctx, t, j.artifacts)
+	case uploadTrial:
+		w.finished = append(w.finished, j.trial)
 	}
 	return nil
-}
-
-// restored takes in a restored state, which replaced prev: trials it
-// created (restart_errored's new trials, which no trial.created event
-// announces) or gave another config (re-specified object references) get
-// their params.json, and every trial's latest checkpoint is spared.
-func (w *writer) restored(prev *state.Experiment) {
-	for _, t := range w.st.TrialList() {
-		if old := prev.Trials[t.ID]; old == nil || old.DirName != t.DirName || !reflect.DeepEqual(old.Config, t.Config) {
-			w.params[t.ID] = true
-		}
-	}
-	w.noteLatest(w.st.TrialList()...)
 }
 
 // final syncs everything at the end of the experiment or of the syncer:

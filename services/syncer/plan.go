@@ -1,0 +1,188 @@
+package syncer
+
+import (
+	"reflect"
+	"time"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/ckpt"
+	"github.com/tunejet/tunejet/internal/state"
+)
+
+// job is one thing storage needs because of an event. plan decides the
+// jobs; the writer runs them (see do).
+type job struct {
+	kind  jobKind
+	trial string // the trial's id, for a trial's job
+
+	at        time.Time              // appendFailure: when the failure happened
+	ckpt      events.CheckpointRef   // persist: the checkpoint
+	object    string                 // spare: the staged copy to keep
+	copies    []stagedCopy           // checkResumable: the kept checkpoints, newest first
+	artifacts *events.TrialArtifacts // copyArtifacts: the staged archive
+}
+
+// jobKind is what a job does.
+type jobKind int
+
+const (
+	// snapshot: the fold changed, so the next sync writes a snapshot (and
+	// acks the log up to it: nothing is acked before a durable snapshot
+	// covers it).
+	snapshot jobKind = iota + 1
+	// syncNow: sync at once, not on the next period.
+	syncNow
+	// writeParams: the trial's params.json goes with the next sync.
+	writeParams
+	// appendResult: stage the trial's newest result as a result.json line
+	// and a progress.csv row.
+	appendResult
+	// appendFailure: stage the trial's newest failure in error.txt.
+	appendFailure
+	// persist: copy a checkpoint from the Object Store into storage.
+	persist
+	// spare: the trial's latest checkpoint is object; its staged copy is
+	// kept after it is persisted, since retries resume from it.
+	spare
+	// checkResumable: make sure a retry finds a staged checkpoint to resume
+	// from (see submitLatestCheck).
+	checkResumable
+	// copyArtifacts: copy a staged artifact archive into the trial folder.
+	copyArtifacts
+	// uploadTrial: the trial ended; upload its files without waiting for
+	// the next sync.
+	uploadTrial
+	// deleteCheckpoint: delete a dropped checkpoint from storage, now that
+	// a durable snapshot no longer refers to it (see deletions).
+	deleteCheckpoint
+)
+
+// stagedCopy is a kept checkpoint's staged copy in the Object Store.
+type stagedCopy struct {
+	ref       events.CheckpointRef
+	object    string
+	persisted bool // storage holds the checkpoint
+}
+
+// plan decides what ev requires of storage, given the state before it
+// (prev, and before, the event's trial as it was: the fold changes trials
+// in place) and after it (st). It is called only for an event that
+// changed the fold, reads nothing but its arguments, and changes nothing.
+func plan(prev, st *state.Experiment, before *state.Trial, ev *events.Event) []job {
+	var jobs []job
+	if _, ok := ev.Data.(*events.ExperimentRestored); ok {
+		jobs = restoredJobs(prev, st)
+	}
+	if _, ok := ev.Data.(*events.SyncCompleted); !ok {
+		jobs = append(jobs, job{kind: snapshot})
+	}
+	t := st.Trials[ev.Trial()]
+	switch p := ev.Data.(type) {
+	case *events.TrialCreated:
+		jobs = append(jobs, job{kind: writeParams, trial: p.TrialID})
+	case *events.TrialReported:
+		jobs = append(jobs, job{kind: appendResult, trial: p.TrialID})
+	case *events.TrialCheckpointed:
+		// A checkpoint carries the result it was reported with (the fold
+		// takes both at once), so its row is written here.
+		jobs = append(jobs, job{kind: appendResult, trial: p.TrialID})
+		jobs = append(jobs, spareLatest(t)...)
+		if !t.Persisted[p.Checkpoint.Name] {
+			jobs = append(jobs, job{kind: persist, trial: p.TrialID, ckpt: p.Checkpoint})
+		}
+	case *events.TrialStarted:
+		// A retry may have resumed from an older checkpoint than the latest.
+		jobs = append(jobs, spareLatest(t)...)
+	case *events.TrialArtifacts:
+		jobs = append(jobs, job{kind: copyArtifacts, trial: p.TrialID, artifacts: p})
+	case *events.ExperimentInterrupted:
+		jobs = append(jobs, job{kind: syncNow})
+	}
+	if t == nil {
+		return jobs
+	}
+	if before != nil && t.NumFailures > before.NumFailures {
+		if !t.Finished() && len(t.Checkpoints) > 0 {
+			jobs = append(jobs, job{kind: checkResumable, trial: t.ID, copies: keptNewestFirst(t)})
+		}
+		jobs = append(jobs, job{kind: appendFailure, trial: t.ID, at: ev.Time})
+	}
+	if t.Finished() && (before == nil || !before.Finished()) {
+		jobs = append(jobs, job{kind: uploadTrial, trial: t.ID})
+	}
+	return jobs
+}
+
+// restoredJobs are what a restored state, which replaced prev, requires:
+// trials it created (restart_errored's new trials, which no trial.created
+// event announces) or gave another config (re-specified object
+// references) get their params.json, and every trial's latest checkpoint
+// is spared.
+func restoredJobs(prev, st *state.Experiment) []job {
+	var jobs []job
+	for _, t := range st.TrialList() {
+		if old := prev.Trials[t.ID]; old == nil || old.DirName != t.DirName || !reflect.DeepEqual(old.Config, t.Config) {
+			jobs = append(jobs, job{kind: writeParams, trial: t.ID})
+		}
+	}
+	return append(jobs, spareAll(st)...)
+}
+
+// spareAll spares every trial's latest checkpoint.
+func spareAll(st *state.Experiment) []job {
+	var jobs []job
+	for _, t := range st.TrialList() {
+		jobs = append(jobs, spareLatest(t)...)
+	}
+	return jobs
+}
+
+// spareLatest spares the trial's latest checkpoint, if it has one.
+func spareLatest(t *state.Trial) []job {
+	c := t.LatestCheckpoint()
+	if c == nil {
+		return nil
+	}
+	return []job{{kind: spare, trial: t.ID, object: objectOf(t, *c)}}
+}
+
+// keptNewestFirst are the trial's kept checkpoints, newest first: the
+// order a runner tries them in to resume.
+func keptNewestFirst(t *state.Trial) []stagedCopy {
+	copies := make([]stagedCopy, 0, len(t.Checkpoints))
+	for i := len(t.Checkpoints) - 1; i >= 0; i-- {
+		c := t.Checkpoints[i]
+		copies = append(copies, stagedCopy{c, objectOf(t, c), t.Persisted[c.Name]})
+	}
+	return copies
+}
+
+// objectOf is the staged object of a trial's checkpoint.
+func objectOf(t *state.Trial, c events.CheckpointRef) string {
+	if c.Object != "" {
+		return c.Object
+	}
+	return ckpt.ObjectName(t.ID, c.Name)
+}
+
+// persistKey names the persistence of one checkpoint's staged copy: two
+// attempts' checkpoints of one name are other bytes (a retry that resumed
+// from an older checkpoint makes the names again).
+func persistKey(t *state.Trial, c events.CheckpointRef) string {
+	return "checkpoint/" + objectOf(t, c)
+}
+
+// deletions are the dropped checkpoints a durable snapshot lets go, by
+// trial: pushed out by retention and persisted, unless busy says their
+// persistence is queued or running (a later sync deletes them).
+func deletions(st *state.Experiment, busy func(key string) bool) []job {
+	var jobs []job
+	for _, t := range st.TrialList() {
+		for _, c := range t.Dropped {
+			if t.Persisted[c.Name] && !busy(persistKey(t, c)) {
+				jobs = append(jobs, job{kind: deleteCheckpoint, trial: t.ID, ckpt: c})
+			}
+		}
+	}
+	return jobs
+}
