@@ -20,6 +20,20 @@
 //
 // The experiment's end and an interrupt force a final sync.
 //
+// # Plan and executors
+//
+// Each event is folded, then plan (pure) says what it requires of
+// storage, as jobs: stage a result row or an error.txt entry, write
+// params.json, persist a checkpoint, spare a trial's latest staged copy,
+// check the copies a retry resumes from, copy artifacts, upload an ended
+// trial's files, snapshot. The writer runs the jobs on its executors:
+// staging (the result files in a local directory, in Ray's formats from
+// internal/storage), persister (a queue that copies staged checkpoints and
+// artifacts from the Object Store and removes the staged copies), and the
+// sync (syncUp), which uploads the staged files, then the snapshot, then
+// deletes the checkpoints retention dropped (deletions decides which) and
+// acks the log.
+//
 // # Durability and exactly once
 //
 // The syncer reads each experiment through a durable consumer (sync_<name>)

@@ -1,81 +1,125 @@
 package syncer
 
 import (
-	"archive/tar"
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"sync"
 
-	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+	"gocloud.dev/blob"
 
 	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/blobsync"
+	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/ckpt"
-	"github.com/tunejet/tunejet/internal/metrics"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
 )
 
-// submitCheckpoint queues the persistence of a checkpoint: copied from the
-// Object Store into <trial_dir>/<name>/ and checked against its digest,
-// then announced; the trial's staged copies that storage holds are then
-// removed, except its latest (see removeStagedOf).
-func (w *writer) submitCheckpoint(ctx context.Context, t *state.Trial, c events.CheckpointRef) {
-	object := objectOf(t, c)
-	trial, dir, path := t.ID, t.DirName, w.checkpointPath(t, c.Name)
-	key := persistKey(t, c)
-	w.mu.Lock()
-	if !slices.Contains(w.staged[trial], object) {
-		w.staged[trial] = append(w.staged[trial], object) // kept until known persisted
+// persister copies what runners stage in the experiment's Object Store —
+// checkpoints and artifact archives — into storage, one job at a time on
+// its queue (blobsync.Queue), and removes the staged copies storage holds.
+// Its methods are called from the writer's goroutine; its jobs run on the
+// queue's, and share the bookkeeping below under mu.
+type persister struct {
+	exp     string
+	log     zerolog.Logger
+	bus     *bus.Bus
+	bucket  *blob.Bucket // the experiment's part of storage
+	sync    *blobsync.Syncer
+	ops     *blobsync.Queue
+	tell    announcer
+	workDir string // where checkpoints are downloaded to be staged again
+
+	mu        sync.Mutex
+	artifacts map[string]artifactJob // staged artifacts not yet in storage, by object
+	inflight  map[string]bool        // jobs queued or running, by key
+	// persisted are staged copies this syncer put into storage.
+	persisted map[string]bool
+	staged    map[string][]string // staged checkpoint objects by trial, not removed yet
+	latest    map[string]string   // each trial's latest checkpoint object, never removed
+	// failures counts lasting failures by persistence key; unpersistable
+	// holds why the syncer gave a checkpoint up.
+	failures      map[string]int
+	unpersistable map[string]string
+}
+
+func newPersister(w *writer, ops *blobsync.Queue) *persister {
+	return &persister{
+		exp: w.exp, log: w.log, bus: w.s.bus, bucket: w.bucket, sync: w.sync, ops: ops, tell: w.tell, workDir: w.s.cfg.WorkDir,
+		artifacts: map[string]artifactJob{}, inflight: map[string]bool{}, persisted: map[string]bool{},
+		staged: map[string][]string{}, latest: map[string]string{}, failures: map[string]int{}, unpersistable: map[string]string{},
 	}
-	copied, abandoned := w.persistedObjects[object], w.unpersistable[key] != ""
-	w.mu.Unlock()
-	if copied || abandoned || !w.claim(key) {
+}
+
+// checkpoint queues the persistence of a checkpoint of a storage path:
+// copied from the Object Store into <trial_dir>/<name>/ and checked
+// against its digest, then announced; the trial's staged copies that
+// storage holds are then removed, except its latest (see removeStagedOf).
+func (p *persister) checkpoint(ctx context.Context, storagePath string, t *state.Trial, c events.CheckpointRef) {
+	object := objectOf(t, c)
+	trial, dir := t.ID, t.DirName
+	path := storage.Join(storagePath, p.exp, dir, c.Name)
+	key := persistKey(t, c)
+	p.mu.Lock()
+	if !slices.Contains(p.staged[trial], object) {
+		p.staged[trial] = append(p.staged[trial], object) // kept until known persisted
+	}
+	copied, abandoned := p.persisted[object], p.unpersistable[key] != ""
+	p.mu.Unlock()
+	if copied || abandoned || !p.claim(key) {
 		return // copied already (its announcement is on its way), given up on, or queued
 	}
 	op := "persist " + trial + "/" + c.Name
-	w.ops.Submit(key, func(ctx context.Context) error {
-		defer w.release(key)
-		var lasting error // a failure trying again at once cannot mend
-		err := w.sync.Run(ctx, op, func(ctx context.Context) error {
-			lasting = nil
-			err := w.copyArchive(ctx, object, c.Digest, dir+"/"+c.Name+"/")
-			if errors.Is(err, ckpt.ErrRemoved) {
-				// Only a syncer removes a staged copy, after persisting it:
-				// an earlier syncer did, and this one had not seen it yet.
-				// A copy merely not found (a lagging replica, after
-				// ckpt.Open looked again) is an error, and tried again.
-				return nil
-			}
-			if errors.Is(err, ckpt.ErrDigestMismatch) || errors.Is(err, ckpt.ErrGone) {
-				lasting = err
-				return nil
-			}
-			return err
-		})
-		if err == nil {
-			err = lasting
-		}
-		if err != nil {
-			w.persistFailed(ctx, key, op, err, lasting != nil)
+	p.ops.Submit(key, func(ctx context.Context) error {
+		defer p.release(key)
+		if err := p.copyCheckpoint(ctx, key, op, object, c.Digest, dir+"/"+c.Name+"/"); err != nil {
 			return err
 		}
 		// The staged copy may go only once the log says storage holds it.
 		ev := &events.CheckpointPersisted{TrialID: trial, Name: c.Name, Path: path, Size: c.Size, Digest: c.Digest}
 		id := strings.TrimPrefix(c.Digest, "sha256:")
 		id = trial + "." + c.Name + ".persisted." + id[:min(16, len(id))]
-		if err := w.announceOnce(ctx, id, ev); err != nil {
+		if err := p.tell.once(ctx, id, ev); err != nil {
 			return err
 		}
-		w.mu.Lock()
-		w.persistedObjects[object] = true
-		w.mu.Unlock()
-		w.removeStagedOf(ctx, trial)
+		p.mu.Lock()
+		p.persisted[object] = true
+		p.mu.Unlock()
+		p.removeStagedOf(ctx, trial)
 		return nil
 	})
+}
+
+// copyCheckpoint copies a staged checkpoint into storage under prefix,
+// retried by the syncer's policy; a failure is announced (see failed).
+func (p *persister) copyCheckpoint(ctx context.Context, key, op, object, digest, prefix string) error {
+	var lasting error // a failure trying again at once cannot mend
+	err := p.sync.Run(ctx, op, func(ctx context.Context) error {
+		lasting = nil
+		err := p.copyArchive(ctx, object, digest, prefix)
+		if errors.Is(err, ckpt.ErrRemoved) {
+			// Only a syncer removes a staged copy, after persisting it:
+			// an earlier syncer did, and this one had not seen it yet.
+			// A copy merely not found (a lagging replica, after
+			// ckpt.Open looked again) is an error, and tried again.
+			return nil
+		}
+		if errors.Is(err, ckpt.ErrDigestMismatch) || errors.Is(err, ckpt.ErrGone) {
+			lasting = err
+			return nil
+		}
+		return err
+	})
+	if err == nil {
+		err = lasting
+	}
+	if err != nil {
+		p.failed(ctx, key, op, err, lasting != nil)
+	}
+	return err
 }
 
 // giveUpAfter is how many times the persistence of a checkpoint may fail
@@ -86,259 +130,150 @@ func (w *writer) submitCheckpoint(ctx context.Context, t *state.Trial, c events.
 // answering) are tried again as long as the experiment runs.
 const giveUpAfter = 3
 
-// persistFailed announces a failed persistence and, once it has failed
-// for good giveUpAfter times, gives the checkpoint up: it is not
-// persisted, the syncer stops trying (until it restarts), and the final
-// state no longer waits for it.
-func (w *writer) persistFailed(ctx context.Context, key, op string, err error, lasting bool) {
-	w.mu.Lock()
+// failed announces a failed persistence and, once it has failed for good
+// giveUpAfter times, gives the checkpoint up: it is not persisted, the
+// syncer stops trying (until it restarts), and the final state no longer
+// waits for it.
+func (p *persister) failed(ctx context.Context, key, op string, err error, lasting bool) {
+	p.mu.Lock()
 	if lasting {
-		w.persistFailures[key]++
+		p.failures[key]++
 	}
-	gaveUp := lasting && w.persistFailures[key] >= giveUpAfter
+	gaveUp := lasting && p.failures[key] >= giveUpAfter
 	if gaveUp {
-		w.unpersistable[key] = err.Error()
+		p.unpersistable[key] = err.Error()
 	}
-	w.mu.Unlock()
-	if !gaveUp {
-		w.announceFailure(ctx, op, err, w.sync.Config().MaxRetries+1)
+	p.mu.Unlock()
+	if gaveUp {
+		p.tell.gaveUp(ctx, op, err, giveUpAfter)
 		return
 	}
-	metrics.SyncFailures.WithLabelValues(w.exp).Inc()
-	w.log.Error().Err(err).Str("operation", op).Msg("the checkpoint cannot be persisted; gave up on it")
-	w.announce(ctx, &events.SyncFailed{Operation: op, Error: fmt.Sprintf("gave up after %d tries, the checkpoint is not persisted: %v", giveUpAfter, err), Attempt: giveUpAfter})
+	p.tell.failure(ctx, op, err, p.sync.Config().MaxRetries+1)
 }
 
 // spare records object as the trial's latest staged checkpoint, which
 // removeStagedOf keeps.
-func (w *writer) spare(trial, object string) {
-	w.mu.Lock()
-	w.latest[trial] = object
-	w.mu.Unlock()
+func (p *persister) spare(trial, object string) {
+	p.mu.Lock()
+	p.latest[trial] = object
+	p.mu.Unlock()
 }
 
 // removeStagedOf removes the trial's staged copies that this syncer put
 // into storage, except the trial's latest checkpoint, whatever order the
 // copies were persisted in: an older checkpoint persisted again after a
 // newer one must not take the newer one's copy with it.
-func (w *writer) removeStagedOf(ctx context.Context, trial string) {
-	w.mu.Lock()
+func (p *persister) removeStagedOf(ctx context.Context, trial string) {
+	p.mu.Lock()
 	var done, keep []string
-	for _, o := range w.staged[trial] {
-		if w.persistedObjects[o] && o != w.latest[trial] {
+	for _, o := range p.staged[trial] {
+		if p.persisted[o] && o != p.latest[trial] {
 			done = append(done, o)
 		} else {
 			keep = append(keep, o)
 		}
 	}
-	w.staged[trial] = keep
-	w.mu.Unlock()
-	w.removeStaged(ctx, done)
+	p.staged[trial] = keep
+	p.mu.Unlock()
+	p.removeStaged(ctx, done)
 }
 
-// submitArtifacts queues the copy of staged artifacts into the trial dir;
-// until it succeeds the archive stays in w.artifacts and each sync
-// submits it again.
-func (w *writer) submitArtifacts(ctx context.Context, t *state.Trial, p *events.TrialArtifacts) {
-	dir := t.DirName
-	w.mu.Lock()
-	w.artifacts[p.Object] = artifactJob{trial: t, p: p}
-	w.mu.Unlock()
-	key := "artifacts/" + p.Object
-	if !w.claim(key) {
+// artifactJob is a staged artifact archive not yet in storage, and the
+// trial folder it goes to.
+type artifactJob struct {
+	dir string
+	a   *events.TrialArtifacts
+}
+
+// copyArtifacts queues the copy of staged artifacts into the trial folder
+// dir; until it succeeds the archive stays in p.artifacts and each sync
+// submits it again (resubmit).
+func (p *persister) copyArtifacts(ctx context.Context, dir string, a *events.TrialArtifacts) {
+	p.mu.Lock()
+	p.artifacts[a.Object] = artifactJob{dir: dir, a: a}
+	p.mu.Unlock()
+	key := "artifacts/" + a.Object
+	if !p.claim(key) {
 		return
 	}
-	w.ops.Submit(key, func(ctx context.Context) error {
-		defer w.release(key)
-		err := w.sync.Run(ctx, "sync artifacts of "+p.TrialID, func(ctx context.Context) error {
-			return w.copyArchive(ctx, p.Object, p.Digest, dir+"/")
+	op := "sync artifacts of " + a.TrialID
+	p.ops.Submit(key, func(ctx context.Context) error {
+		defer p.release(key)
+		err := p.sync.Run(ctx, op, func(ctx context.Context) error {
+			return p.copyArchive(ctx, a.Object, a.Digest, dir+"/")
 		})
 		if err != nil {
-			w.announceFailure(ctx, "sync artifacts of "+p.TrialID, err, w.sync.Config().MaxRetries+1)
+			p.tell.failure(ctx, op, err, p.sync.Config().MaxRetries+1)
 			return err
 		}
-		w.mu.Lock()
-		delete(w.artifacts, p.Object)
-		w.mu.Unlock()
-		w.removeStaged(ctx, []string{p.Object})
+		p.mu.Lock()
+		delete(p.artifacts, a.Object)
+		p.mu.Unlock()
+		p.removeStaged(ctx, []string{a.Object})
 		return nil
 	})
-}
-
-// artifactJob is a staged artifact archive not yet in storage.
-type artifactJob struct {
-	trial *state.Trial
-	p     *events.TrialArtifacts
 }
 
 // resubmit queues again what earlier attempts failed to persist: kept
 // checkpoints the fold does not know as persisted, and artifact archives
 // not copied yet.
-func (w *writer) resubmit(ctx context.Context) {
-	for _, t := range w.st.TrialList() {
+func (p *persister) resubmit(ctx context.Context, st *state.Experiment) {
+	for _, t := range st.TrialList() {
 		for _, c := range t.Checkpoints {
 			if !t.Persisted[c.Name] {
-				w.submitCheckpoint(ctx, t, c)
+				p.checkpoint(ctx, st.StoragePath, t, c)
 			}
 		}
 	}
-	w.mu.Lock()
-	jobs := make([]artifactJob, 0, len(w.artifacts))
-	for _, j := range w.artifacts {
+	p.mu.Lock()
+	jobs := make([]artifactJob, 0, len(p.artifacts))
+	for _, j := range p.artifacts {
 		jobs = append(jobs, j)
 	}
-	w.mu.Unlock()
+	p.mu.Unlock()
 	for _, j := range jobs {
-		w.submitArtifacts(ctx, j.trial, j.p)
+		p.copyArtifacts(ctx, j.dir, j.a)
 	}
 }
 
-// complete reports whether storage holds every kept checkpoint (but those
-// given up on) and every staged artifact archive.
-func (w *writer) complete() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, t := range w.st.TrialList() {
+// complete reports whether storage holds every kept checkpoint of st (but
+// those given up on) and every staged artifact archive.
+func (p *persister) complete(st *state.Experiment) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, t := range st.TrialList() {
 		for _, c := range t.Checkpoints {
-			if !t.Persisted[c.Name] && w.unpersistable[persistKey(t, c)] == "" {
+			if !t.Persisted[c.Name] && p.unpersistable[persistKey(t, c)] == "" {
 				return false
 			}
 		}
 	}
-	return len(w.artifacts) == 0
+	return len(p.artifacts) == 0
 }
 
-// copyArchive streams a staged archive into storage under prefix,
-// verifying its digest. Symlinks and folders have no place in a bucket and
-// are skipped; an empty checkpoint stores nothing (its name is in the
-// state).
-//
-// The bytes go from the Object Store straight into the storage writers,
-// hashed once (by nats.go's Get, see ckpt.Walk). A file's writer is closed
-// (on a bucket: its last part uploaded) while the next file streams, up to
-// parallelCloses at once; copyArchive returns when every one is closed.
-func (w *writer) copyArchive(ctx context.Context, object, digest, prefix string) error {
-	obs, err := ckpt.Store(ctx, w.s.bus.JS, w.exp)
-	if err != nil {
-		return err
-	}
-	r, err := ckpt.Open(ctx, obs, object)
-	if err != nil {
-		return fmt.Errorf("read staged %s: %w", object, err)
-	}
-	defer r.Close()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	closes := newCloser(parallelCloses)
-	err = ckpt.Walk(r, digest, func(hdr *tar.Header, rel string, body io.Reader) error {
-		if hdr.Typeflag != tar.TypeReg {
-			return nil
-		}
-		if err := closes.failed(); err != nil {
-			return err
-		}
-		bw, err := w.bucket.NewWriter(ctx, prefix+rel, nil)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(bw, body); err != nil {
-			bw.Close()
-			return err
-		}
-		closes.close(bw)
-		return nil
-	})
-	if err != nil {
-		cancel() // a writer still closing publishes nothing
-		closes.wait()
-		return err
-	}
-	return closes.wait()
-}
+// flush waits for every job queued so far and returns their failures.
+func (p *persister) flush(ctx context.Context) error { return p.ops.Flush(ctx) }
 
-// parallelCloses bounds the storage writers of one archive closing at once.
-const parallelCloses = 4
-
-// closer closes writers in the background, a bounded number at once, and
-// keeps the first error.
-type closer struct {
-	slots chan struct{}
-	wg    sync.WaitGroup
-	mu    sync.Mutex
-	err   error
-}
-
-func newCloser(n int) *closer { return &closer{slots: make(chan struct{}, n)} }
-
-// close closes c in the background, waiting first for a free slot.
-func (c *closer) close(wc io.Closer) {
-	c.slots <- struct{}{}
-	c.wg.Go(func() {
-		defer func() { <-c.slots }()
-		if err := wc.Close(); err != nil {
-			c.mu.Lock()
-			if c.err == nil {
-				c.err = err
-			}
-			c.mu.Unlock()
-		}
-	})
-}
-
-// failed is the first error of a close so far.
-func (c *closer) failed() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
-}
-
-// wait waits for every close and returns the first error.
-func (c *closer) wait() error {
-	c.wg.Wait()
-	return c.failed()
-}
-
-// removeStaged deletes staged Object Store copies that storage now holds.
-func (w *writer) removeStaged(ctx context.Context, objects []string) {
-	if len(objects) == 0 {
-		return
-	}
-	obs, err := ckpt.Store(ctx, w.s.bus.JS, w.exp)
-	if err != nil {
-		return
-	}
-	for _, o := range objects {
-		if err := obs.Delete(ctx, o); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
-			w.log.Warn().Err(err).Str("object", o).Msg("remove a staged copy")
-		}
-	}
-}
-
-// checkpointPath is where a checkpoint lives in storage, as users see it.
-func (w *writer) checkpointPath(t *state.Trial, name string) string {
-	return storage.Join(w.st.StoragePath, w.exp, t.DirName, name)
-}
-
-// claim marks a persistence job as queued; false if it already is.
-func (w *writer) claim(key string) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.inflight[key] {
+// claim marks a job as queued; false if it already is.
+func (p *persister) claim(key string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.inflight[key] {
 		return false
 	}
-	w.inflight[key] = true
+	p.inflight[key] = true
 	return true
 }
 
-func (w *writer) release(key string) {
-	w.mu.Lock()
-	delete(w.inflight, key)
-	w.mu.Unlock()
+func (p *persister) release(key string) {
+	p.mu.Lock()
+	delete(p.inflight, key)
+	p.mu.Unlock()
 }
 
-// busy reports whether a persistence job is queued or running.
-func (w *writer) busy(key string) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.inflight[key]
+// busy reports whether a job is queued or running.
+func (p *persister) busy(key string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.inflight[key]
 }

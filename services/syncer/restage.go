@@ -11,14 +11,14 @@ import (
 
 	"github.com/tunejet/tunejet/internal/blobsync"
 	"github.com/tunejet/tunejet/internal/ckpt"
-	"github.com/tunejet/tunejet/internal/state"
 )
 
-// submitLatestCheck queues, after a failed attempt of a trial that will
+// checkResumable queues, after a failed attempt of a trial that will
 // be retried, a check that the retry finds a checkpoint to resume from in
 // the Object Store. Runners cannot read storage, so the syncer mends what
-// it can, going from the trial's latest kept checkpoint to older ones
-// until one is usable (a runner resumes from the newest usable one):
+// it can, going through checks — the trial's kept checkpoints, newest
+// first — until one is usable (a runner resumes from the newest usable
+// one):
 //
 //   - a staged copy that was removed (only a syncer removes one, once
 //     storage holds it), is missing or holds other bytes is staged again
@@ -32,25 +32,24 @@ import (
 // A copy merely not found (a replica lagging, a bucket not answering, or
 // an event that lied about it) is left alone: it may be there, and the
 // older ones are checked too.
-func (w *writer) submitLatestCheck(ctx context.Context, t *state.Trial, checks []stagedCopy) {
+func (p *persister) checkResumable(ctx context.Context, dir, trial string, checks []stagedCopy) {
 	if len(checks) == 0 {
 		return
 	}
-	trial, dir := t.ID, t.DirName
 	key := "latest/" + trial + "/" + checks[0].ref.Name
-	if !w.claim(key) {
+	if !p.claim(key) {
 		return
 	}
-	w.ops.Submit(key, func(ctx context.Context) error {
-		defer w.release(key)
+	p.ops.Submit(key, func(ctx context.Context) error {
+		defer p.release(key)
 		for _, c := range checks {
 			var usable bool
-			err := w.sync.Run(ctx, "check the staged copy of "+trial+"/"+c.ref.Name, func(ctx context.Context) (err error) {
-				usable, err = w.mendStaged(ctx, c.object, c.ref.Digest, dir+"/"+c.ref.Name+"/", c.persisted)
+			err := p.sync.Run(ctx, "check the staged copy of "+trial+"/"+c.ref.Name, func(ctx context.Context) (err error) {
+				usable, err = p.mendStaged(ctx, c.object, c.ref.Digest, dir+"/"+c.ref.Name+"/", c.persisted)
 				return err
 			})
 			if err != nil {
-				w.log.Error().Err(err).Str("trial", trial).Str("checkpoint", c.ref.Name).Msg("the checkpoint a retry resumes from may be missing")
+				p.log.Error().Err(err).Str("trial", trial).Str("checkpoint", c.ref.Name).Msg("the checkpoint a retry resumes from may be missing")
 				return err
 			}
 			if usable {
@@ -62,10 +61,10 @@ func (w *writer) submitLatestCheck(ctx context.Context, t *state.Trial, checks [
 }
 
 // mendStaged makes object a usable copy of the checkpoint with digest
-// want, or marks it gone (see submitLatestCheck); it reports whether a
+// want, or marks it gone (see checkResumable); it reports whether a
 // usable copy is there now.
-func (w *writer) mendStaged(ctx context.Context, object, want, prefix string, persisted bool) (bool, error) {
-	obs, err := ckpt.Store(ctx, w.s.bus.JS, w.exp)
+func (p *persister) mendStaged(ctx context.Context, object, want, prefix string, persisted bool) (bool, error) {
+	obs, err := p.objectStore(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -91,16 +90,16 @@ func (w *writer) mendStaged(ctx context.Context, object, want, prefix string, pe
 		return false, err
 	}
 	if !persisted {
-		w.log.Error().Str("object", object).Str("reason", why).Msg("a checkpoint a retry may resume from is gone everywhere")
+		p.log.Error().Str("object", object).Str("reason", why).Msg("a checkpoint a retry may resume from is gone everywhere")
 		return false, ckpt.MarkGone(ctx, obs, object, why+" and it was never persisted to storage")
 	}
-	w.log.Warn().Str("object", object).Str("reason", why).Msg("staging the checkpoint again from storage")
-	return true, w.restage(ctx, obs, object, want, prefix)
+	p.log.Warn().Str("object", object).Str("reason", why).Msg("staging the checkpoint again from storage")
+	return true, p.restage(ctx, obs, object, want, prefix)
 }
 
 // restage stages the checkpoint persisted under prefix again as object.
-func (w *writer) restage(ctx context.Context, obs jetstream.ObjectStore, object, want, prefix string) error {
-	tmp, err := os.MkdirTemp(w.s.cfg.WorkDir, "restage-")
+func (p *persister) restage(ctx context.Context, obs jetstream.ObjectStore, object, want, prefix string) error {
+	tmp, err := os.MkdirTemp(p.workDir, "restage-")
 	if err != nil {
 		return fmt.Errorf("restage %s: %w", object, err)
 	}
@@ -109,7 +108,7 @@ func (w *writer) restage(ctx context.Context, obs jetstream.ObjectStore, object,
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("restage %s: %w", object, err)
 	}
-	if err := blobsync.SyncDown(ctx, w.bucket, prefix, dir, nil); err != nil {
+	if err := blobsync.SyncDown(ctx, p.bucket, prefix, dir, nil); err != nil {
 		return fmt.Errorf("restage %s from storage: %w", object, err)
 	}
 	if _, err := ckpt.Restage(ctx, obs, object, dir, want); err != nil {

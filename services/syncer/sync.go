@@ -31,79 +31,106 @@ func (w *writer) syncUp(ctx context.Context) error {
 		w.log.Error().Err(err).Msg("snapshot")
 		return err
 	}
-	for id := range w.changed {
-		if err := w.files[id].flush(); err != nil {
-			return err
-		}
+	uploads, err := w.files.uploads(w.st, w.files.params, w.files.changed)
+	if err != nil {
+		return err
 	}
-	uploads := w.uploads()
 	var bytes atomic.Int64
 	err = w.sync.Run(ctx, "sync up experiment "+w.exp, func(ctx context.Context) error {
-		bytes.Store(0)
-		if err := parallel(ctx, uploadConcurrency, uploads, func(ctx context.Context, key string, data func() ([]byte, error)) error {
-			b, err := data()
-			if err != nil {
-				return err
-			}
-			bytes.Add(int64(len(b)))
-			return storage.WriteAtomic(ctx, w.bucket, key, b)
-		}); err != nil {
+		n, err := w.upload(ctx, uploads)
+		bytes.Store(n)
+		if err != nil {
 			return err // the snapshot is written only after everything it counts
 		}
 		bytes.Add(int64(len(snap)))
 		return storage.WriteAtomic(ctx, w.bucket, name, snap)
 	})
 	if err != nil {
-		w.announceFailure(ctx, "sync up experiment "+w.exp, err, w.sync.Config().MaxRetries+1)
+		w.tell.failure(ctx, "sync up experiment "+w.exp, err, w.sync.Config().MaxRetries+1)
 		return err
 	}
 	seq := w.st.LastSeq
-	w.params, w.changed, w.dirty = map[string]bool{}, map[string]bool{}, false
+	w.files.synced()
+	w.dirty = false
 	w.deleteDropped(ctx)
 	if w.lastMsg != nil {
 		if err := w.lastMsg.Ack(); err != nil {
 			w.log.Warn().Err(err).Msg("ack synced events")
 		}
 	}
-	w.announce(ctx, &events.SyncCompleted{Seq: seq, Snapshot: name, Files: len(uploads) + 1, Bytes: bytes.Load(), DurationS: time.Since(start).Seconds()})
-	w.forgetFinished()
+	w.tell.announce(ctx, &events.SyncCompleted{Seq: seq, Snapshot: name, Files: len(uploads) + 1, Bytes: bytes.Load(), DurationS: time.Since(start).Seconds()})
+	w.files.forgetFinished(w.st)
 	if last, err := w.s.bus.LastSeq(ctx, events.ExperimentSubjects(w.exp)); err == nil && last >= seq {
 		metrics.SyncLag.WithLabelValues(w.exp).Set(float64(last - seq))
 	}
 	return nil
 }
 
-// uploads lists what this sync writes besides the snapshot, by key; the
-// content is read when the upload runs, so a retry reads it again.
-func (w *writer) uploads() map[string]func() ([]byte, error) {
-	return w.uploadsOf(w.params, w.changed)
-}
-
-// uploadsOf is uploads for the trials in params (params.json) and changed
-// (result files).
-func (w *writer) uploadsOf(params, changed map[string]bool) map[string]func() ([]byte, error) {
-	out := map[string]func() ([]byte, error){}
-	for id := range params {
-		t := w.st.Trials[id]
-		out[t.DirName+"/"+storage.ParamsFile] = func() ([]byte, error) { return storage.Params(t.Config) }
-	}
-	for id := range changed {
-		t, f := w.st.Trials[id], w.files[id]
-		for _, name := range storage.ResultFiles {
-			path := filepath.Join(f.dir, name)
-			if info, err := os.Stat(path); err != nil || info.Size() == 0 {
-				continue
-			}
-			out[t.DirName+"/"+name] = func() ([]byte, error) { return os.ReadFile(path) }
+// uploadFinished uploads the result files (and params.json, if still
+// pending) of the trials that ended, and drops their staging: their files
+// are final, so storage need not wait for the next sync, and the final
+// sync at the end of the experiment has only the last trials left to
+// write. One attempt, bounded by the sync timeout: what fails stays
+// staged and goes with the next sync. The snapshot is left to the sync;
+// files ahead of it are cut back to it if a syncer resumes from it (see
+// staging.filesOf).
+func (w *writer) uploadFinished(ctx context.Context) {
+	ids := w.files.finished
+	w.files.finished = nil
+	params, changed := map[string]bool{}, map[string]bool{}
+	for _, id := range ids {
+		if t := w.st.Trials[id]; t == nil || !t.Finished() {
+			continue // brought back by a restore
+		}
+		if w.files.params[id] {
+			params[id] = true
+		}
+		if w.files.changed[id] && w.files.trials[id] != nil {
+			changed[id] = true
 		}
 	}
-	return out
+	if len(params)+len(changed) == 0 {
+		return
+	}
+	uploads, err := w.files.uploads(w.st, params, changed)
+	if err != nil {
+		w.log.Warn().Err(err).Msg("stage the files of a finished trial; the next sync writes them")
+		return
+	}
+	uctx, cancel := context.WithTimeout(ctx, w.sync.Config().SyncTimeout)
+	defer cancel()
+	if _, err := w.upload(uctx, uploads); err != nil {
+		w.log.Warn().Err(err).Msg("upload the files of finished trials; the next sync writes them")
+		return
+	}
+	for id := range params {
+		delete(w.files.params, id)
+	}
+	for id := range changed {
+		delete(w.files.changed, id)
+		w.files.drop(id)
+	}
+}
+
+// upload writes every upload's content to storage under its key,
+// uploadConcurrency at once, and returns how many bytes it wrote.
+func (w *writer) upload(ctx context.Context, uploads map[string]func() ([]byte, error)) (int64, error) {
+	var bytes atomic.Int64
+	err := parallel(ctx, uploadConcurrency, uploads, func(ctx context.Context, key string, data func() ([]byte, error)) error {
+		b, err := data()
+		if err != nil {
+			return err
+		}
+		bytes.Add(int64(len(b)))
+		return storage.WriteAtomic(ctx, w.bucket, key, b)
+	})
+	return bytes.Load(), err
 }
 
 // deleteDropped removes from storage the persisted checkpoints retention
 // dropped, now that the snapshot just written no longer refers to them.
 func (w *writer) deleteDropped(ctx context.Context) {
-	for _, j := range deletions(w.st, w.busy) {
+	for _, j := range deletions(w.st, w.store.busy) {
 		t, c := w.st.Trials[j.trial], j.ckpt
 		err := w.sync.Run(ctx, "delete "+c.Name, func(ctx context.Context) error {
 			if err := blobsync.Delete(ctx, w.bucket, t.DirName+"/"+c.Name+"/"); err != nil {
@@ -115,7 +142,7 @@ func (w *writer) deleteDropped(ctx context.Context) {
 			w.log.Error().Err(err).Str("trial", t.ID).Str("checkpoint", c.Name).Msg("delete a dropped checkpoint; will retry")
 			continue
 		}
-		_ = w.announceOnce(ctx, t.ID+"."+c.Name+".deleted", &events.CheckpointDeleted{TrialID: t.ID, Name: c.Name, Reason: "num_to_keep"})
+		_ = w.tell.once(ctx, t.ID+"."+c.Name+".deleted", &events.CheckpointDeleted{TrialID: t.ID, Name: c.Name, Reason: "num_to_keep"})
 	}
 }
 
@@ -132,17 +159,6 @@ func (w *writer) removeLocalDir(rel string) error {
 		return err
 	}
 	return os.RemoveAll(p)
-}
-
-// forgetFinished drops the staging of trials that have ended and are synced.
-func (w *writer) forgetFinished() {
-	for id, f := range w.files {
-		if t := w.st.Trials[id]; t != nil && t.Finished() {
-			_ = f.close()
-			_ = os.RemoveAll(f.dir)
-			delete(w.files, id)
-		}
-	}
 }
 
 // uploadConcurrency is how many files a sync uploads at once.
@@ -177,30 +193,4 @@ func parallel[T any](ctx context.Context, n int, items map[string]T, fn func(con
 		return err
 	}
 	return ctx.Err()
-}
-
-// announce publishes what the syncer did.
-func (w *writer) announce(ctx context.Context, p events.Payload) { _ = w.announceOnce(ctx, "", p) }
-
-// announceOnce publishes with a deterministic id (when not empty), so
-// announcing the same thing twice stores it once. It returns the failure
-// it logs, for callers that must not go on unless the log has the event.
-func (w *writer) announceOnce(ctx context.Context, id string, p events.Payload) error {
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	ev := w.s.bus.Event(w.exp, events.WriterSyncer, p)
-	if id != "" {
-		ev.ID = w.exp + "." + id
-	}
-	if _, err := w.s.bus.Publish(actx, ev); err != nil {
-		w.log.Warn().Err(err).Str("type", p.Type()).Msg("announce")
-		return err
-	}
-	return nil
-}
-
-func (w *writer) announceFailure(ctx context.Context, op string, err error, attempt int) {
-	metrics.SyncFailures.WithLabelValues(w.exp).Inc()
-	w.log.Error().Err(err).Str("operation", op).Msg("sync failed; it will be tried again")
-	w.announce(ctx, &events.SyncFailed{Operation: op, Error: err.Error(), Attempt: attempt})
 }

@@ -1,0 +1,142 @@
+package syncer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/blobsync"
+	"github.com/tunejet/tunejet/internal/restore"
+	"github.com/tunejet/tunejet/internal/state"
+	"github.com/tunejet/tunejet/internal/storage"
+)
+
+// openRetrying opens the experiment's storage (see open), announcing each
+// failure and trying again until it succeeds or ctx is done.
+func (w *writer) openRetrying(ctx context.Context) error {
+	for attempt := 1; ; attempt++ {
+		err := w.open(ctx)
+		if err == nil {
+			return nil
+		}
+		w.tell.failure(ctx, "open storage", err, attempt)
+		if w.root != nil {
+			w.root.Close()
+			w.root = nil
+		}
+		t := time.NewTimer(openBackoff(attempt, w.s.syncConfig(w.syncSpec()).SyncPeriod))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		}
+	}
+}
+
+// openBackoff is the wait before the next attempt: 1 s, doubling, at
+// most limit, so a transient failure costs seconds and a lasting one is
+// not retried faster than the sync period.
+func openBackoff(attempt int, limit time.Duration) time.Duration {
+	return min(time.Second<<min(attempt-1, 10), limit)
+}
+
+// open finds the experiment's storage, its newest durable snapshot, and
+// writes the storage marker.
+func (w *writer) open(ctx context.Context) error {
+	if err := w.readStart(ctx); err != nil {
+		return err
+	}
+	var err error
+	if w.root, err = storage.OpenBucket(ctx, w.storagePath); err != nil {
+		return err
+	}
+	w.bucket = storage.ExperimentBucket(w.root, w.exp)
+	if err := w.loadSnapshot(ctx); err != nil {
+		return err
+	}
+	w.sync, err = blobsync.New(w.s.syncConfig(w.syncSpec()), w.log)
+	if err != nil {
+		return err
+	}
+	if storage.CheckMarker(ctx, w.bucket) != nil {
+		if err := w.sync.Run(ctx, "write "+storage.MarkerFile, func(ctx context.Context) error {
+			return storage.WriteMarker(ctx, w.bucket)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readStart reads the experiment's spec and its storage (from its latest
+// start) from the log.
+func (w *writer) readStart(ctx context.Context) error {
+	st := state.New(w.exp)
+	var ferr error
+	filter := events.Prefix + "." + w.exp + ".*.experiment.*"
+	err := w.s.bus.Replay(ctx, filter, func(ev *events.Event) {
+		if p, ok := ev.Data.(*events.ExperimentStarted); ok {
+			w.storagePath = p.StoragePath
+		}
+		if ferr == nil {
+			st, _, ferr = state.Fold(ctx, st, ev, restore.Loader(w.s.bus.JS, w.exp))
+		}
+	})
+	if err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return err
+	}
+	if st.Spec == nil || w.storagePath == "" {
+		return fmt.Errorf("syncer: experiment %q has not started", w.exp)
+	}
+	w.spec = *st.Spec
+	return nil
+}
+
+// loadSnapshot resumes from the newest snapshot in storage, unless it is
+// ahead of the log (the log was lost and the experiment submitted anew).
+func (w *writer) loadSnapshot(ctx context.Context) error {
+	key, err := storage.NewestStateKey(ctx, w.bucket)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	data, err := storage.ReadAll(ctx, w.bucket, key)
+	if err != nil {
+		return err
+	}
+	st, err := state.Load(data)
+	if err != nil {
+		return fmt.Errorf("syncer: %s: %w", key, err)
+	}
+	last, err := w.s.bus.LastSeq(ctx, events.ExperimentSubjects(w.exp))
+	if err != nil {
+		return err
+	}
+	if !w.fromThisLog(ctx, st, last) {
+		w.log.Warn().Str("snapshot", key).Uint64("snapshot_seq", st.LastSeq).Uint64("log_seq", last).Msg("the snapshot is not of this log; syncing from the start of the log")
+		return nil
+	}
+	w.st = st
+	w.log.Info().Str("snapshot", key).Uint64("seq", st.LastSeq).Msg("resuming from the stored snapshot")
+	return nil
+}
+
+// fromThisLog reports whether a snapshot reflects this log: the event at
+// its sequence is the one it folded last (a new log after a lost one
+// reuses sequences).
+func (w *writer) fromThisLog(ctx context.Context, st *state.Experiment, last uint64) bool {
+	if st.LastSeq == 0 || st.LastSeq > last {
+		return false
+	}
+	m, err := w.s.bus.RawEvent(ctx, st.LastSeq)
+	return err == nil && m.Header.Get(events.HeaderMsgID) == st.LastEventID
+}
