@@ -5,14 +5,22 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/ckpt"
 )
 
-// artifactLog remembers what was staged of the trial directory.
-type artifactLog struct {
+// artifactSyncer stages the files the trainable writes in its trial
+// directory (SyncConfig.sync_artifacts) as archives in the bucket, and
+// publishes trial.artifacts for each.
+type artifactSyncer struct {
+	attemptRef
+	dir    string
+	policy *events.ArtifactSync // nil: artifacts are not synced
+
+	mu    sync.Mutex
 	last  time.Time            // when files were last staged
 	seen  map[string]fileStamp // what each file looked like then
 	count int                  // archives staged by this attempt
@@ -23,62 +31,64 @@ type fileStamp struct {
 	mtime time.Time
 }
 
-// syncArtifacts stages the files the trainable wrote or changed in its
-// trial directory since the last staging (SyncConfig.sync_artifacts):
-// throttled by sync_period unless forced (on a checkpoint with
-// sync_artifacts_on_checkpoint, and at the end of the attempt).
-func (a *attempt) syncArtifacts(ctx context.Context, force bool) error {
-	pol := a.work.Artifacts
-	if pol == nil {
+// onCheckpoint reports whether a checkpoint forces a sync
+// (sync_artifacts_on_checkpoint).
+func (y *artifactSyncer) onCheckpoint() bool { return y.policy != nil && y.policy.OnCheckpoint }
+
+// sync stages the files written or changed in the trial directory since
+// the last staging: throttled by sync_period unless forced (on a
+// checkpoint with sync_artifacts_on_checkpoint, and at the end of the
+// attempt).
+func (y *artifactSyncer) sync(ctx context.Context, force bool) error {
+	if y.policy == nil {
 		return nil
 	}
-	a.mu.Lock()
+	y.mu.Lock()
 	now := time.Now()
-	due := force || a.art.last.IsZero() || now.Sub(a.art.last) >= time.Duration(pol.PeriodS*float64(time.Second))
+	due := force || y.last.IsZero() || now.Sub(y.last) >= time.Duration(y.policy.PeriodS*float64(time.Second))
 	if !due {
-		a.mu.Unlock()
+		y.mu.Unlock()
 		return nil
 	}
-	a.art.last = now
-	files, stamps := a.changedFiles()
-	a.art.count++
-	n := a.art.count
-	a.mu.Unlock()
+	y.last = now
+	files, stamps := y.changedFiles()
+	y.count++
+	n := y.count
+	y.mu.Unlock()
 	if len(files) == 0 {
 		return nil
 	}
-	obs, err := a.s.store(ctx, a.exp)
+	obs, err := y.s.store(ctx, y.exp)
 	if err != nil {
 		return err
 	}
-	object := fmt.Sprintf("%s/artifacts_%d_%06d", a.work.TrialID, a.num, n)
-	staged, err := ckpt.StageFiles(ctx, obs, object, a.dir, files)
+	object := fmt.Sprintf("%s/artifacts_%d_%06d", y.trial, y.num, n)
+	staged, err := ckpt.StageFiles(ctx, obs, object, y.dir, files)
 	if err != nil {
 		return fmt.Errorf("stage artifacts: %w", err)
 	}
-	ev := a.s.bus.Event(a.exp, events.WriterRunner, &events.TrialArtifacts{
-		TrialID: a.work.TrialID, Attempt: a.num, Object: object, Files: len(files), Size: staged.Size, Digest: staged.Digest,
-	})
-	if _, err := a.s.bus.Publish(ctx, ev); err != nil {
+	if err := y.publish(ctx, &events.TrialArtifacts{
+		TrialID: y.trial, Attempt: y.num, Object: object, Files: len(files), Size: staged.Size, Digest: staged.Digest,
+	}); err != nil {
 		return err
 	}
-	a.mu.Lock()
+	y.mu.Lock()
 	for k, v := range stamps {
-		a.art.seen[k] = v
+		y.seen[k] = v
 	}
-	a.mu.Unlock()
+	y.mu.Unlock()
 	return nil
 }
 
 // changedFiles lists the regular files under the trial directory that are
-// new or changed since the last staging. Caller holds a.mu.
-func (a *attempt) changedFiles() ([]string, map[string]fileStamp) {
-	if a.art.seen == nil {
-		a.art.seen = map[string]fileStamp{}
+// new or changed since the last staging. Caller holds y.mu.
+func (y *artifactSyncer) changedFiles() ([]string, map[string]fileStamp) {
+	if y.seen == nil {
+		y.seen = map[string]fileStamp{}
 	}
 	var files []string
 	stamps := map[string]fileStamp{}
-	_ = filepath.WalkDir(a.dir, func(p string, d fs.DirEntry, err error) error {
+	_ = filepath.WalkDir(y.dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() {
 			return nil
 		}
@@ -86,13 +96,13 @@ func (a *attempt) changedFiles() ([]string, map[string]fileStamp) {
 		if err != nil {
 			return nil
 		}
-		rel, err := filepath.Rel(a.dir, p)
+		rel, err := filepath.Rel(y.dir, p)
 		if err != nil {
 			return nil
 		}
 		rel = filepath.ToSlash(rel)
 		st := fileStamp{size: info.Size(), mtime: info.ModTime()}
-		if a.art.seen[rel] != st {
+		if y.seen[rel] != st {
 			files = append(files, rel)
 			stamps[rel] = st
 		}

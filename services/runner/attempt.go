@@ -21,35 +21,36 @@ import (
 	"github.com/tunejet/tunejet/internal/session"
 )
 
-// attempt is one run of one trial on this runner. It is the trial's
-// session: trainables report through it.
-type attempt struct {
+// attemptRef is one attempt of one trial: what the attempt's parts name
+// in their events and logs, and the runner they publish through.
+type attemptRef struct {
 	s     *Service
 	exp   string
+	trial string
+	num   int // attempt number
+	log   zerolog.Logger
+}
+
+// publish stores an event about the attempt's trial.
+func (r attemptRef) publish(ctx context.Context, p events.Payload, opts ...jetstream.PublishOpt) error {
+	_, err := r.s.bus.Publish(ctx, r.s.bus.Event(r.exp, events.WriterRunner, p), opts...)
+	return err
+}
+
+// attempt is one run of one trial on this runner, from the delivery of
+// its work to the settling of it. The trainable runs in an Executor and
+// reports through the attempt's session.
+type attempt struct {
+	attemptRef
 	msg   jetstream.Msg
 	work  *events.TrialScheduled
-	num   int // attempt number
 	tries int // deliveries of this work message
 	dir   string
-	log   zerolog.Logger
 
-	ctx    context.Context // cancelled with session.ErrStopped on stop
-	cancel context.CancelCauseFunc
-
-	// restored is the local copy of the checkpoint this attempt resumes
-	// from, restoredName its name.
-	restored, restoredName string
-
+	ctx        context.Context // the trainable's: cancelled with session.ErrStopped on a stop, ErrSuperseded when overtaken
+	cancel     context.CancelCauseFunc
+	stopper    *stopper
 	superseded atomic.Bool // a newer attempt owns the trial
-
-	reports reporter // the attempt's results on their way to the log
-
-	mu             sync.Mutex
-	stopReason     string
-	warnedKeys     map[string]bool
-	results        resultBuilder
-	nextCheckpoint int
-	art            artifactLog
 }
 
 // runAttempt runs one delivery of trial work to its end and settles the
@@ -67,18 +68,20 @@ func (s *Service) runAttempt(ctx context.Context, exp string, msg jetstream.Msg)
 		s.log.Error().Err(err).Msg("trial work without metadata")
 		return
 	}
+	num := work.AttemptBase + int(md.NumDelivered)
 	a := &attempt{
-		s: s, exp: exp, msg: msg, work: work, tries: int(md.NumDelivered),
-		num: work.AttemptBase + int(md.NumDelivered), dir: filepath.Join(s.cfg.WorkDir, exp, work.DirName),
-		warnedKeys: map[string]bool{}, results: resultBuilder{TrialID: work.TrialID, Hostname: s.hostname, PID: pid},
+		attemptRef: attemptRef{
+			s: s, exp: exp, trial: work.TrialID, num: num,
+			log: s.log.With().Str("experiment", exp).Str("trial", work.TrialID).Int("attempt", num).Logger(),
+		},
+		msg: msg, work: work, tries: int(md.NumDelivered), dir: filepath.Join(s.cfg.WorkDir, exp, work.DirName),
 	}
-	a.reports.a = a
-	a.log = s.log.With().Str("experiment", exp).Str("trial", work.TrialID).Int("attempt", a.num).Logger()
 	if md.NumDelivered > 1 {
 		metrics.Redeliveries.WithLabelValues(exp).Inc()
 	}
 	a.ctx, a.cancel = context.WithCancelCause(ctx)
 	defer a.cancel(nil)
+	a.stopper = &stopper{cancel: a.cancel}
 	defer s.track(a)()
 	a.run(ctx)
 }
@@ -101,7 +104,7 @@ func (a *attempt) run(ctx context.Context) {
 	o := decide(situation{
 		Trial: a.work.TrialID, Runner: a.s.cfg.Name, Attempt: a.num, Tries: a.tries, MaxFailures: a.work.MaxFailures,
 		Started: started, Ended: ended, Superseded: a.superseded.Load(), ShuttingDown: ctx.Err() != nil,
-		StopReason: a.stopped(), Err: err, CountPreemption: a.s.cfg.CountPreemption,
+		StopReason: a.stopper.Reason(), Err: err, CountPreemption: a.s.cfg.CountPreemption,
 	})
 	a.logOutcome(o, err)
 	a.settle(ctx, o)
@@ -116,7 +119,10 @@ func (a *attempt) live(ctx context.Context) (started, ended bool, err error) {
 	// lagging replica has not applied yet, may each take longer than the
 	// ack timeout under load, and the work must not run out of deliveries
 	// meanwhile.
-	defer a.heartbeat()()
+	defer heartbeat(a.msg, a.work.HeartbeatTimeoutS, a.log, a.overtaken, func() {
+		a.superseded.Store(true)
+		a.cancel(ErrSuperseded)
+	})()
 	sub, err := a.watchStop()
 	if err != nil {
 		return false, false, fmt.Errorf("watch for stop requests: %w", err)
@@ -126,7 +132,7 @@ func (a *attempt) live(ctx context.Context) (started, ended bool, err error) {
 	case stopReason != "":
 		// A stop was requested; the runner that ran the trial may have died
 		// before ending it, so this attempt records the outcome itself.
-		a.stop(stopReason)
+		a.stopper.Stop(stopReason)
 		return false, false, nil
 	case ended:
 		return false, true, nil
@@ -135,21 +141,25 @@ func (a *attempt) live(ctx context.Context) (started, ended bool, err error) {
 	if err != nil {
 		return false, false, fmt.Errorf("start the trial: %w", err)
 	}
-	a.results.Start = time.Now()
+	sess := a.newSession(time.Now())
 	if err := os.MkdirAll(a.dir, 0o755); err != nil {
 		return true, false, fmt.Errorf("create trial dir: %w", err)
 	}
-	defer a.cleanupRestore()
-	if err := a.restore(ctx, ref); err != nil {
+	restored, err := a.restore(ctx, ref)
+	if err != nil {
 		return true, false, err
 	}
-	err = a.execute()
+	if restored != "" {
+		defer os.RemoveAll(filepath.Dir(restored))
+		sess.resumeFrom(ref, restored)
+	}
+	err = a.execute(sess)
 	if !a.superseded.Load() {
-		if aerr := a.syncArtifacts(context.WithoutCancel(ctx), true); aerr != nil {
+		if aerr := sess.artifacts.sync(context.WithoutCancel(ctx), true); aerr != nil {
 			a.log.Warn().Err(aerr).Msg("final artifact sync")
 		}
 	}
-	if ferr := a.reports.flush(); err == nil {
+	if ferr := sess.reports.flush(); err == nil {
 		err = ferr
 	}
 	return true, false, err
@@ -213,7 +223,7 @@ func (a *attempt) begin(ctx context.Context) (*events.CheckpointRef, error) {
 		if try < startTries {
 			opts = append(opts, jetstream.WithExpectLastSequenceForSubject(fence, subject))
 		}
-		_, err = a.s.bus.Publish(ctx, a.s.bus.Event(a.exp, events.WriterRunner, started), opts...)
+		err = a.publish(ctx, started, opts...)
 		if bus.Fenced(err) {
 			a.log.Info().Int("try", try).Msg("another attempt wrote about the trial while this one started; reading again")
 			continue
@@ -231,7 +241,7 @@ func (a *attempt) watchStop() (*nats.Subscription, error) {
 	return a.s.bus.NC.Subscribe(subj, func(m *nats.Msg) {
 		ev, err := events.Decode(m.Subject, m.Header, m.Data)
 		if p, ok := eventData[*events.TrialStopRequested](ev, err); ok {
-			a.stop(p.Reason)
+			a.stopper.Stop(p.Reason)
 		}
 	})
 }
@@ -260,46 +270,13 @@ func (a *attempt) endedByController(ctx context.Context) (ended bool, stopReason
 	return false, ""
 }
 
-// execute runs the trainable with its executor.
-func (a *attempt) execute() error {
+// execute runs the trainable with its executor, reporting through sess.
+func (a *attempt) execute(sess *trialSession) error {
 	ex, err := a.s.executor(a.work.Trainable, a.log)
 	if err != nil {
 		return err
 	}
-	return ex.Execute(a.ctx, a, a.work.Config)
-}
-
-// heartbeat keeps the work message alive; the returned func stops it.
-func (a *attempt) heartbeat() func() {
-	every := time.Duration(a.work.HeartbeatTimeoutS * float64(time.Second) / 3)
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				// The heartbeat first: the check below may wait up to 2 s
-				// for the log, and a heartbeat sent after it could come
-				// past the ack timeout, so the work went to another runner
-				// while this one still ran it.
-				if err := a.msg.InProgress(); err != nil {
-					a.log.Warn().Err(err).Msg("heartbeat")
-				}
-				if a.overtaken() {
-					a.superseded.Store(true)
-					a.cancel(ErrSuperseded)
-					return
-				}
-			case <-done:
-				return
-			}
-		}
-	}()
-	return func() { close(done); wg.Wait() }
+	return ex.Execute(a.ctx, sess, a.work.Config)
 }
 
 // ErrSuperseded is the cause of an attempt's context when a newer attempt
@@ -325,20 +302,31 @@ func (a *attempt) overtaken() bool {
 	return ok && p.Attempt > a.num
 }
 
-// stop ends the trial as TERMINATED for reason (first reason wins).
-func (a *attempt) stop(reason string) {
-	a.mu.Lock()
-	if a.stopReason == "" {
-		a.stopReason = reason
-	}
-	a.mu.Unlock()
-	a.cancel(session.ErrStopped)
+// stopper ends an attempt as TERMINATED: the controller asked, or a stop
+// criterion was met. The first reason wins; the attempt's context is
+// cancelled with session.ErrStopped.
+type stopper struct {
+	cancel context.CancelCauseFunc
+
+	mu     sync.Mutex
+	reason string
 }
 
-func (a *attempt) stopped() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.stopReason
+// Stop stops the attempt for reason.
+func (s *stopper) Stop(reason string) {
+	s.mu.Lock()
+	if s.reason == "" {
+		s.reason = reason
+	}
+	s.mu.Unlock()
+	s.cancel(session.ErrStopped)
+}
+
+// Reason is why the attempt was stopped, or "".
+func (s *stopper) Reason() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reason
 }
 
 // errorType classifies an error for trial.failed.

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -156,58 +157,59 @@ func (a *attempt) objectOf(ref *events.CheckpointRef) string {
 	return ckpt.ObjectName(a.work.TrialID, ref.Name)
 }
 
-// restore fetches the checkpoint to resume from into a local directory, so
-// the attempt resumes from it: training_iteration continues from the
-// checkpoint's and checkpoint numbering after it.
-func (a *attempt) restore(ctx context.Context, ref *events.CheckpointRef) error {
+// restore fetches the checkpoint to resume from into a local directory
+// and returns it, or "" when the attempt starts fresh.
+func (a *attempt) restore(ctx context.Context, ref *events.CheckpointRef) (string, error) {
 	if ref == nil {
-		return nil
+		return "", nil
 	}
 	obs, err := a.s.store(ctx, a.exp)
 	if err != nil {
-		return err
+		return "", err
 	}
 	dir := filepath.Join(a.s.cfg.WorkDir, a.exp, ".restore", fmt.Sprintf("%s-%d", a.work.TrialID, a.num), ref.Name)
 	if err := os.RemoveAll(filepath.Dir(dir)); err != nil {
-		return err
+		return "", err
 	}
 	if err := ckpt.Fetch(ctx, obs, a.objectOf(ref), ref.Digest, dir); err != nil {
-		return fmt.Errorf("resume trial %s: %w", a.work.TrialID, err)
+		return "", fmt.Errorf("resume trial %s: %w", a.work.TrialID, err)
 	}
-	a.restored, a.restoredName = dir, ref.Name
-	a.results.resumeFrom(ref)
-	a.nextCheckpoint = ref.Index + 1
-	return nil
+	return dir, nil
 }
 
-// cleanupRestore removes the local copy of the checkpoint resumed from.
-func (a *attempt) cleanupRestore() {
-	if a.restored != "" {
-		_ = os.RemoveAll(filepath.Dir(a.restored))
-	}
+// stager stores an attempt's reported checkpoints in the bucket, each
+// under a name of its own, and publishes trial.checkpointed for each.
+type stager struct {
+	attemptRef
+	// scoreAttr is checkpoint_score_attribute: a checkpoint whose result
+	// holds a value of it that is not a number is refused.
+	scoreAttr string
+
+	mu   sync.Mutex
+	next int // index of the next checkpoint
 }
 
 // stage stores a reported checkpoint directory and publishes
 // trial.checkpointed; it returns once both are durable.
-func (a *attempt) stage(ctx context.Context, dir string, result map[string]any) (string, error) {
-	if attr := a.work.CheckpointScoreAttribute; attr != "" {
+func (st *stager) stage(ctx context.Context, dir string, result map[string]any) (string, error) {
+	if attr := st.scoreAttr; attr != "" {
 		if v := state.Lookup(result, attr); v != nil {
 			if _, ok := toFloat(v); !ok {
 				return "", fmt.Errorf("Unable to persist checkpoint for checkpoint_score_attribute: %s. This attribute must be numerical, got %T %v", attr, v, v)
 			}
 		}
 	}
-	a.mu.Lock()
-	index := a.nextCheckpoint
-	a.nextCheckpoint++
-	a.mu.Unlock()
+	st.mu.Lock()
+	index := st.next
+	st.next++
+	st.mu.Unlock()
 	name := ckpt.Name(index)
-	object := ckpt.AttemptObjectName(a.work.TrialID, a.num, name)
+	object := ckpt.AttemptObjectName(st.trial, st.num, name)
 	// While the bucket is between leaders (a NATS node lost), the put is
 	// tried again, whole, for as long as a publish would be.
 	var staged ckpt.Staged
 	for giveUp := time.Now().Add(bus.PublishRetryFor); ; {
-		obs, err := a.s.store(ctx, a.exp)
+		obs, err := st.s.store(ctx, st.exp)
 		if err == nil {
 			staged, err = ckpt.Stage(ctx, obs, object, dir)
 		}
@@ -217,14 +219,14 @@ func (a *attempt) stage(ctx context.Context, dir string, result map[string]any) 
 		if !bus.Retryable(err) || time.Now().After(giveUp) || !sleep(ctx, 200*time.Millisecond) {
 			return "", err
 		}
-		a.log.Info().Err(err).Str("checkpoint", name).Msg("the checkpoint bucket did not answer; staging again")
+		st.log.Info().Err(err).Str("checkpoint", name).Msg("the checkpoint bucket did not answer; staging again")
 	}
 	metrics := maps.Clone(result)
 	metrics["checkpoint_dir_name"] = name
+	iteration, _ := result["training_iteration"].(int)
 	ref := events.CheckpointRef{Name: name, Index: index, Object: object, Size: staged.Size, Digest: staged.Digest,
-		Iteration: a.iterationOf(result), Metrics: metrics}
-	ev := a.s.bus.Event(a.exp, events.WriterRunner, &events.TrialCheckpointed{TrialID: a.work.TrialID, Attempt: a.num, Checkpoint: ref})
-	if _, err := a.s.bus.Publish(ctx, ev); err != nil {
+		Iteration: iteration, Metrics: metrics}
+	if err := st.publish(ctx, &events.TrialCheckpointed{TrialID: st.trial, Attempt: st.num, Checkpoint: ref}); err != nil {
 		return "", err
 	}
 	return name, nil

@@ -11,6 +11,20 @@
 // trial.reported events with Ray Tune's automatic fields, then
 // trial.completed or trial.failed.
 //
+// # Inside an attempt
+//
+// An attempt (attempt.go) takes the work from delivery to settlement:
+// heartbeats (heartbeat.go), the fenced trial.started (begin), the
+// checkpoint to resume from (checkpoint.go), and one pure decision of how
+// it ended (decide in outcome.go), which settle carries out. The trainable
+// runs in an Executor: funcExecutor for a registered Go function,
+// commandExecutor for an executable speaking the trainable protocol; both
+// pass one conformance suite (executor_test.go). It reports through the
+// attempt's session (session.go), which builds each result with Ray's
+// automatic fields (resultBuilder), checks the stop criteria
+// (stopCriteria), stages checkpoints (stager) and artifacts
+// (artifactSyncer), and sends the results to the log in order (reporter).
+//
 // # Heartbeats and acks
 //
 // While a trial runs the runner sends InProgress on its work message every

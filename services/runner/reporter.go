@@ -25,7 +25,7 @@ const flushTimeout = 60 * time.Second
 // slower than the log answers sends one result per event; one reporting
 // faster sends fewer, larger events instead of falling behind.
 type reporter struct {
-	a *attempt
+	attemptRef
 
 	mu     sync.Mutex
 	queued []map[string]any
@@ -57,7 +57,7 @@ func (r *reporter) add(result map[string]any) error {
 	// older result after a newer one anyway.
 	it, _ := result["training_iteration"].(int)
 	if it <= r.last {
-		r.a.log.Warn().Int("training_iteration", it).Int("after", r.last).Msg("a report reached the log after a newer one; dropping it")
+		r.log.Warn().Int("training_iteration", it).Int("after", r.last).Msg("a report reached the log after a newer one; dropping it")
 		return nil
 	}
 	r.last = it
@@ -86,7 +86,7 @@ func (r *reporter) send(done chan struct{}) {
 			return
 		}
 		r.mu.Unlock()
-		if err := r.publish(batch); err != nil {
+		if err := r.publishResults(batch); err != nil {
 			r.mu.Lock()
 			r.err = fmt.Errorf("publish report: %w", err)
 			r.mu.Unlock()
@@ -94,27 +94,26 @@ func (r *reporter) send(done chan struct{}) {
 	}
 }
 
-// publish stores results as one trial.reported event, or as several when
+// publishResults stores results as one trial.reported event, or as several when
 // one would exceed the server's message size.
-func (r *reporter) publish(results []map[string]any) error {
-	a := r.a
+func (r *reporter) publishResults(results []map[string]any) error {
 	n := len(results)
-	ev := a.s.bus.Event(a.exp, events.WriterRunner, &events.TrialReported{
-		TrialID: a.work.TrialID, Attempt: a.num, Earlier: results[: n-1 : n-1], Result: results[n-1],
+	ev := r.s.bus.Event(r.exp, events.WriterRunner, &events.TrialReported{
+		TrialID: r.trial, Attempt: r.num, Earlier: results[: n-1 : n-1], Result: results[n-1],
 	})
 	msg, err := bus.ToNATS(ev)
 	if err != nil {
 		return err
 	}
-	if n > 1 && int64(msg.Size()) > a.s.bus.NC.MaxPayload()/2 {
-		if err := r.publish(results[:n/2]); err != nil {
+	if n > 1 && int64(msg.Size()) > r.s.bus.NC.MaxPayload()/2 {
+		if err := r.publishResults(results[:n/2]); err != nil {
 			return err
 		}
-		return r.publish(results[n/2:])
+		return r.publishResults(results[n/2:])
 	}
 	// The trial's context may already be cancelled: its results must
 	// still be stored.
-	_, err = a.s.bus.PublishMsg(context.Background(), msg)
+	_, err = r.s.bus.PublishMsg(context.Background(), msg)
 	return err
 }
 
