@@ -1,0 +1,85 @@
+package syncer
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"gocloud.dev/blob/memblob"
+
+	"github.com/tunejet/tunejet/internal/state"
+	"github.com/tunejet/tunejet/internal/storage"
+)
+
+// TestStagingResumesFromTheSnapshot: files stored ahead of the snapshot a
+// syncer resumes from (it died after uploading them, before the snapshot)
+// are cut back to what the snapshot counted, so the results and failures
+// folded again are written once, and the upload holds each once.
+func TestStagingResumesFromTheSnapshot(t *testing.T) {
+	ctx := t.Context()
+	bucket := memblob.OpenBucket(nil)
+	defer bucket.Close()
+	dir := "fn_t1"
+	stored := map[string]string{
+		storage.ResultFile:   "{\"training_iteration\":1}\n{\"training_iteration\":2}\n{\"training_iteration\":3}\n",
+		storage.ProgressFile: "training_iteration\n1\n2\n3\n",
+		storage.ErrorFile:    "Failure # 1 (occurred at 2026-01-02_03-04-05)\nfirst\nFailure # 2 (occurred at 2026-01-02_03-04-06)\nsecond\n",
+	}
+	for name, content := range stored {
+		if err := storage.WriteAtomic(ctx, bucket, dir+"/"+name, []byte(content)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := newStaging(t.TempDir(), bucket)
+	defer s.close()
+
+	// The snapshot counted 1 result and 1 failure; the log then brings the
+	// second result again, and the second failure.
+	tr := &state.Trial{ID: "t1", DirName: dir, Config: map[string]any{"x": 1.0}, NumResults: 2, NumFailures: 1,
+		LastResult: map[string]any{"training_iteration": 2.0}}
+	if err := s.appendResult(ctx, tr); err != nil {
+		t.Fatal(err)
+	}
+	tr.NumFailures, tr.LastError = 2, "second"
+	if err := s.appendFailure(ctx, tr, time.Date(2026, 1, 2, 3, 4, 6, 0, time.Local)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.appendResult(ctx, tr); err != nil { // met again: written once
+		t.Fatal(err)
+	}
+
+	st := experiment(tr)
+	uploads, err := s.uploads(st, map[string]bool{"t1": true}, s.changed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		dir + "/" + storage.ResultFile:   "{\"training_iteration\":1}\n{\"config\":{\"x\":1},\"training_iteration\":2}\n",
+		dir + "/" + storage.ProgressFile: "training_iteration\n1\n2\n",
+		dir + "/" + storage.ErrorFile:    stored[storage.ErrorFile],
+		dir + "/" + storage.ParamsFile:   "{\n  \"x\": 1\n}\n",
+	}
+	if len(uploads) != len(want) {
+		t.Errorf("uploads %d files, want %d", len(uploads), len(want))
+	}
+	for key, content := range want {
+		read := uploads[key]
+		if read == nil {
+			t.Errorf("%s is not uploaded", key)
+			continue
+		}
+		got, err := read()
+		if err != nil || string(got) != content {
+			t.Errorf("%s:\n%s(%v)\nwant\n%s", key, got, err, content)
+		}
+	}
+
+	s.drop("t1")
+	if _, err := os.Stat(filepath.Join(s.dir, dir)); !os.IsNotExist(err) {
+		t.Errorf("a dropped trial's staging is still there: %v", err)
+	}
+	if s.trials["t1"] != nil {
+		t.Error("a dropped trial's files are still open")
+	}
+}
