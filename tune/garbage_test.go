@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
+	"github.com/tunejet/tunejet/api"
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/bus/bustest"
@@ -473,17 +474,18 @@ func runGarbage(t *testing.T, malformed, checkpointLies bool) {
 		g.raw("an advisory naming no message", advisory, nil, []byte(`{"stream_seq":999999999,"deliveries":2}`))
 		g.raw("an advisory naming an event that is not trial work", advisory, nil, []byte(fmt.Sprintf(`{"stream_seq":%d,"deliveries":2}`, submitted)))
 
-		// Garbage requests to the restorer: each gets an error reply.
-		for _, subject := range []string{restorer.RestoreSubject, restorer.CanRestoreSubject} {
+		// Garbage requests to the restorer: each gets an error reply, with
+		// a code.
+		for _, subject := range []string{api.RestoreSubject, api.CanRestoreSubject} {
 			for _, body := range []string{"", "\x00\xff", `{"path":`, `{"path":5}`, `[]`, `{}`, `{"path":"../../etc"}`} {
 				m, err := g.b.NC.RequestWithContext(t.Context(), subject, []byte(body))
 				if err != nil {
 					t.Errorf("request %q on %s: %v", body, subject, err)
 					continue
 				}
-				var rep restorer.Reply
-				if m.Header.Get("Nats-Service-Error") == "" && (json.Unmarshal(m.Data, &rep) != nil || rep.OK) {
-					t.Errorf("request %q on %s: reply %q %v, want an error", body, subject, m.Data, m.Header)
+				var rep api.RestoreReply
+				if m.Header.Get("Nats-Service-Error") == "" && (json.Unmarshal(m.Data, &rep) != nil || rep.OK || rep.Code == "") {
+					t.Errorf("request %q on %s: reply %q %v, want an error with a code", body, subject, m.Data, m.Header)
 				}
 			}
 		}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/tunejet/tunejet/api"
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/restore"
@@ -28,21 +30,39 @@ const (
 	Skip    = restore.Skip
 )
 
-// ErrCannotRestore is wrapped when there is nothing to restore at a path,
-// or the restore request is refused.
+// ErrCannotRestore is matched by the error of every restore that finds
+// nothing to restore or is refused, alongside the reason below.
 var ErrCannotRestore = errors.New("cannot restore")
 
-// The refusals of a restore's trainable, each wrapped in a
-// *TrainableError (with ErrCannotRestore).
+// Why a restore is refused. errors.Is matches one of them, and
+// ErrCannotRestore, on the error of Restore or Fit and on Restorable.Err;
+// the error's message is the restorer's.
 var (
-	// ErrTrainableMismatch: the trainable given is another than the
-	// experiment's (Ray's "Invalid `trainable` input" error).
-	ErrTrainableMismatch = restore.ErrTrainableMismatch
+	// ErrBadRequest: the request is malformed: a path that does not end in
+	// the experiment's directory, an unknown resume type, a param space
+	// that does not parse.
+	ErrBadRequest = api.ErrBadRequest
+	// ErrNoState: there is nothing to restore at the path: the event log
+	// does not hold the experiment and there is no experiment_state-*.json.
+	ErrNoState = api.ErrNoState
+	// ErrTrainableDiffers: the trainable given is another than the
+	// experiment's (Ray's "Invalid `trainable` input" error); the error is
+	// a *TrainableError.
+	ErrTrainableDiffers = api.ErrTrainableDiffers
 	// ErrTrainableRequired: the event log does not hold the experiment, so
 	// its state comes from a file in storage, and no trainable was given:
 	// a restore never runs code named by a file in storage, unless
-	// WithTrustStoredTrainable says to.
-	ErrTrainableRequired = restore.ErrTrainableRequired
+	// WithTrustStoredTrainable says to. The error is a *TrainableError.
+	ErrTrainableRequired = api.ErrTrainableRequired
+	// ErrParamSpaceDiffers: the param space given has other keys than the
+	// experiment's (Ray's "Invalid `param_space` input" error).
+	ErrParamSpaceDiffers = api.ErrParamSpaceDiffers
+	// ErrStateInvalid: the stored state does not decode, holds no
+	// experiment spec, or was edited.
+	ErrStateInvalid = api.ErrStateInvalid
+	// ErrCheckpointLost: a trial to resume lost its latest checkpoint, in
+	// the Object Store and in storage.
+	ErrCheckpointLost = api.ErrCheckpointLost
 )
 
 // TrainableSpec names a trainable as an experiment file does: a command
@@ -51,7 +71,7 @@ var (
 type TrainableSpec = events.Trainable
 
 // TrainableError is a restore refused for its trainable. errors.Is
-// matches ErrCannotRestore and ErrTrainableMismatch or
+// matches ErrCannotRestore and ErrTrainableDiffers or
 // ErrTrainableRequired.
 type TrainableError struct {
 	// Path is the experiment directory.
@@ -61,7 +81,7 @@ type TrainableError struct {
 	Snapshot string
 	// Stored is the trainable the experiment's state names.
 	Stored TrainableSpec
-	// Err says why, wrapping ErrTrainableMismatch or ErrTrainableRequired.
+	// Err says why, matching ErrTrainableDiffers or ErrTrainableRequired.
 	Err error
 }
 
@@ -71,36 +91,26 @@ func (e *TrainableError) Error() string {
 
 func (e *TrainableError) Unwrap() []error { return []error{ErrCannotRestore, e.Err} }
 
-// remoteError is an error the restorer sent, matching the sentinel its
-// code names.
-type remoteError struct {
-	msg  string
-	code error
-}
-
-func (e *remoteError) Error() string        { return e.msg }
-func (e *remoteError) Is(target error) bool { return target == e.code }
-
-// replyError is the error of a refused restore: a *TrainableError when
-// the reply's code says the trainable was refused.
-func replyError(path string, rep restorer.Reply) error {
-	var code error
-	switch rep.Code {
-	case restorer.CodeTrainableRequired:
-		code = ErrTrainableRequired
-	case restorer.CodeTrainableMismatch:
-		code = ErrTrainableMismatch
-	default:
-		return fmt.Errorf("%w %s: %s", ErrCannotRestore, path, rep.Error)
+// refusal is the error of a restore of path refused with err: a
+// *TrainableError when err is about the trainable.
+func refusal(path string, err error, snapshot string, stored *TrainableSpec) error {
+	if !errors.Is(err, ErrTrainableDiffers) && !errors.Is(err, ErrTrainableRequired) {
+		return fmt.Errorf("%w %s: %w", ErrCannotRestore, path, err)
 	}
-	te := &TrainableError{Path: path, Err: &remoteError{msg: rep.Error, code: code}}
-	if rep.Source == "snapshot" {
-		te.Snapshot = rep.Snapshot
-	}
-	if rep.Trainable != nil {
-		te.Stored = *rep.Trainable
+	te := &TrainableError{Path: path, Snapshot: snapshot, Err: err}
+	if stored != nil {
+		te.Stored = *stored
 	}
 	return te
+}
+
+// replyError is the error of a refused restore.
+func replyError(path string, rep api.RestoreReply) error {
+	snapshot := ""
+	if rep.Source == api.SourceSnapshot {
+		snapshot = rep.Snapshot
+	}
+	return refusal(path, rep.Err(), snapshot, rep.Trainable)
 }
 
 // restoreOptions are the resume flags of Tuner.restore.
@@ -167,7 +177,7 @@ func (t *Tuner) restoreOpts() *restoreOptions {
 // from the event log when it still holds it, else from its newest stored
 // snapshot. trainable must be the one the experiment ran (a Go function of
 // the same name, the same Command, the registered name, or a
-// TrainableSpec); another is refused (ErrTrainableMismatch). Options may
+// TrainableSpec); another is refused (ErrTrainableDiffers). Options may
 // re-specify param_space (same keys) and set the resume flags; the NATS
 // options say where to run. Fit continues the experiment; GetResults reads
 // the stored results before that.
@@ -208,16 +218,18 @@ func (t *Tuner) checkStored(ctx context.Context) error {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
+	if errors.Is(err, ErrStateInvalid) {
+		return refusal(t.restore.path, err, key, nil)
+	}
 	if err != nil {
 		return err
 	}
+	var trainable *TrainableSpec
 	if t.hasTrainable() {
-		if err := restore.CheckTrainable(st.Spec.Trainable, t.spec.Trainable); err != nil {
-			return &TrainableError{Path: t.restore.path, Snapshot: key, Stored: st.Spec.Trainable, Err: err}
-		}
+		trainable = &t.spec.Trainable
 	}
-	if t.spec.ParamSpace != nil {
-		return restore.CheckParamSpace(st.Spec.ParamSpace, t.spec.ParamSpace)
+	if err := restorer.Check(st.Spec, trainable, t.spec.ParamSpace); err != nil {
+		return refusal(t.restore.path, err, key, &st.Spec.Trainable)
 	}
 	return nil
 }
@@ -238,10 +250,10 @@ func loadStored(ctx context.Context, path string) (*state.Experiment, string, er
 	}
 	st, err := state.Load(data)
 	if err != nil {
-		return nil, key, fmt.Errorf("%s: %w", storage.Join(path, key), err)
+		return nil, key, api.WithCode(api.CodeStateInvalid, fmt.Errorf("%s: %w", storage.Join(path, key), err))
 	}
 	if st.Spec == nil {
-		return nil, key, fmt.Errorf("%s: the state holds no experiment spec", storage.Join(path, key))
+		return nil, key, api.WithCode(api.CodeStateInvalid, fmt.Errorf("%s: the state holds no experiment spec", storage.Join(path, key)))
 	}
 	return st, key, nil
 }
@@ -278,8 +290,10 @@ type Restorable struct {
 	// this one (see Restore).
 	Trainable     *TrainableSpec
 	TrainableFrom string
-	// Reason says why not, when not OK.
+	// Reason says why not, when not OK, and Err is that refusal as an
+	// error that errors.Is matches (ErrNoState, ...); nil when OK.
 	Reason string
+	Err    error
 }
 
 // CanRestore reports whether the experiment at path can be restored: there
@@ -299,22 +313,26 @@ func CanRestore(ctx context.Context, path string, opts ...Option) (Restorable, e
 		return Restorable{}, err
 	}
 	defer closeFn()
-	rep, err := request(ctx, b, restorer.CanRestoreSubject, restorer.Request{Path: p})
+	rep, err := request(ctx, b, api.CanRestoreSubject, api.RestoreRequest{Path: p})
 	if err != nil {
 		return Restorable{}, err
 	}
-	return Restorable{OK: rep.OK, Source: rep.Source, Snapshot: rep.Snapshot, Counts: rep.Counts,
-		Trainable: rep.Trainable, TrainableFrom: rep.TrainableFrom, Reason: rep.Error}, nil
+	r := Restorable{OK: rep.OK, Source: rep.Source, Snapshot: rep.Snapshot, Counts: rep.Counts,
+		Trainable: rep.Trainable, TrainableFrom: rep.TrainableFrom, Reason: rep.Error}
+	if !rep.OK {
+		r.Err = replyError(p, rep)
+	}
+	return r, nil
 }
 
 // restorerWait is how long a request waits for a restorer to appear.
 const restorerWait = 15 * time.Second
 
 // request asks the restorer.
-func request(ctx context.Context, b *bus.Bus, subject string, r restorer.Request) (restorer.Reply, error) {
+func request(ctx context.Context, b *bus.Bus, subject string, r api.RestoreRequest) (api.RestoreReply, error) {
 	data, err := json.Marshal(r)
 	if err != nil {
-		return restorer.Reply{}, err
+		return api.RestoreReply{}, err
 	}
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
@@ -332,14 +350,14 @@ func request(ctx context.Context, b *bus.Bus, subject string, r restorer.Request
 		m, err = b.NC.RequestWithContext(rctx, subject, data)
 	}
 	if errors.Is(err, nats.ErrNoResponders) {
-		return restorer.Reply{}, fmt.Errorf("ask the restorer (%s): no restorer is running on this deployment (start tunejet restorer): %w", subject, err)
+		return api.RestoreReply{}, fmt.Errorf("ask the restorer (%s): no restorer is running on this deployment (start tunejet restorer): %w", subject, err)
 	}
 	if err != nil {
-		return restorer.Reply{}, fmt.Errorf("ask the restorer (%s): %w", subject, err)
+		return api.RestoreReply{}, fmt.Errorf("ask the restorer (%s): %w", subject, err)
 	}
-	var rep restorer.Reply
+	var rep api.RestoreReply
 	if err := json.Unmarshal(m.Data, &rep); err != nil {
-		return restorer.Reply{}, fmt.Errorf("restorer reply: %w", err)
+		return api.RestoreReply{}, fmt.Errorf("restorer reply: %w", err)
 	}
 	return rep, nil
 }
@@ -364,7 +382,7 @@ func (t *Tuner) fitRestored(ctx context.Context) (*ResultGrid, error) {
 // and runner (stack nil on a deployment): the controller folds from the
 // restored state, and the runner takes only the restored run's work.
 func (t *Tuner) restoreAndWatch(ctx context.Context, b *bus.Bus, stack *Stack) (*state.Experiment, error) {
-	req := restorer.Request{Path: t.restore.path, Resume: t.restore.resumeConfig(), ParamSpace: t.spec.ParamSpace}
+	req := api.RestoreRequest{Path: t.restore.path, Resume: t.restore.resumeConfig(), ParamSpace: t.spec.ParamSpace}
 	if t.hasTrainable() {
 		tr := t.spec.Trainable
 		req.Trainable = &tr
@@ -378,13 +396,13 @@ func (t *Tuner) restoreAndWatch(ctx context.Context, b *bus.Bus, stack *Stack) (
 	if t.spec.ParamSpace != nil {
 		_, name, err := restorer.Split(t.restore.path)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrCannotRestore, err)
+			return nil, refusal(t.restore.path, api.WithCode(api.CodeBadRequest, err), "", nil)
 		}
 		if err := uploadObjects(ctx, b, name, t.spec.ParamSpace); err != nil {
 			return nil, err
 		}
 	}
-	rep, err := request(ctx, b, restorer.RestoreSubject, req)
+	rep, err := request(ctx, b, api.RestoreSubject, req)
 	if err != nil {
 		return nil, err
 	}
@@ -403,14 +421,14 @@ func (t *Tuner) restoreAndWatch(ctx context.Context, b *bus.Bus, stack *Stack) (
 // the restore then runs what was printed, or is refused if the file
 // changed since. From the log, it returns nil: the log's trainable runs.
 func (t *Tuner) trustedStored(ctx context.Context, b *bus.Bus) (*TrainableSpec, error) {
-	rep, err := request(ctx, b, restorer.CanRestoreSubject, restorer.Request{Path: t.restore.path})
+	rep, err := request(ctx, b, api.CanRestoreSubject, api.RestoreRequest{Path: t.restore.path})
 	if err != nil {
 		return nil, err
 	}
 	if !rep.OK {
-		return nil, fmt.Errorf("%w %s: %s", ErrCannotRestore, t.restore.path, rep.Error)
+		return nil, replyError(t.restore.path, rep)
 	}
-	if rep.TrainableFrom != restorer.TrainableFromStorage || rep.Trainable == nil {
+	if rep.TrainableFrom != api.TrainableFromStorage || rep.Trainable == nil {
 		return nil, nil
 	}
 	what := restore.Describe(*rep.Trainable)

@@ -146,6 +146,83 @@ func TestRestoreValidation(t *testing.T) {
 	}
 }
 
+// TestRestoreRefusalsMatchTheirErrors: a restore refused by tune, against
+// the stored snapshot, or by the restorer, over NATS, fails with an error
+// that errors.Is matches against ErrCannotRestore and the refusal's own
+// error, and no other.
+func TestRestoreRefusalsMatchTheirErrors(t *testing.T) {
+	var failOdd atomic.Bool
+	d := startDeployment(t, 2, map[string]tune.Trainable{"twoSteps": twoSteps(&failOdd)})
+	rc := storage(t)
+	space := tune.WithParamSpace(tune.ParamSpace{"x": tune.GridSearch(0, 2)})
+	d.fit(t, "twoSteps", tune.WithName("stored"), tune.WithRunConfig(rc), space)
+	d.fit(t, "twoSteps", tune.WithName("logged"), tune.WithRunConfig(rc), space)
+	stored, logged := filepath.Join(rc.StoragePath, "stored"), filepath.Join(rc.StoragePath, "logged")
+	// Without its state files only the restorer, reading the log, can refuse.
+	files, _ := filepath.Glob(filepath.Join(logged, "experiment_state-*.json"))
+	for _, f := range files {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	restore := func(path string, trainable any, opts ...tune.Option) error {
+		tuner, err := tune.Restore(t.Context(), path, trainable, append(opts, d.nats())...)
+		if err != nil {
+			return err
+		}
+		_, err = tuner.Fit(t.Context())
+		return err
+	}
+	canRestore := func(path string) error {
+		r, err := tune.CanRestore(t.Context(), path, d.nats())
+		if err != nil {
+			t.Fatalf("CanRestore(%s): %v", path, err)
+		}
+		if r.OK != (r.Err == nil) || (r.Err != nil && r.Err.Error() == "") {
+			t.Errorf("CanRestore(%s): OK %v with error %v", path, r.OK, r.Err)
+		}
+		return r.Err
+	}
+	otherKeys := tune.WithParamSpace(tune.ParamSpace{"y": 1})
+	unparsable := tune.WithParamSpace(tune.ParamSpace{"x": map[string]any{"uniform": []any{1.0}}})
+	all := []error{tune.ErrBadRequest, tune.ErrNoState, tune.ErrTrainableDiffers, tune.ErrTrainableRequired,
+		tune.ErrParamSpaceDiffers, tune.ErrStateInvalid, tune.ErrCheckpointLost}
+	tests := []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"another trainable than the stored one", restore(stored, "other"), tune.ErrTrainableDiffers},
+		{"another trainable than the log's", restore(logged, "other"), tune.ErrTrainableDiffers},
+		{"other param space keys than the stored ones", restore(stored, "twoSteps", otherKeys), tune.ErrParamSpaceDiffers},
+		{"other param space keys than the log's", restore(logged, "twoSteps", otherKeys), tune.ErrParamSpaceDiffers},
+		{"a param space that does not parse, against the stored one", restore(stored, "twoSteps", unparsable), tune.ErrBadRequest},
+		{"a param space that does not parse, against the log's", restore(logged, "twoSteps", unparsable), tune.ErrBadRequest},
+		{"nothing to restore", restore(filepath.Join(rc.StoragePath, "nothing_here"), "twoSteps"), tune.ErrNoState},
+		{"nothing to restore, asked whether it can be", canRestore(filepath.Join(rc.StoragePath, "nothing_here")), tune.ErrNoState},
+		{"a path that is not an experiment's directory", canRestore(filepath.Join(rc.StoragePath, "not a name")), tune.ErrBadRequest},
+	}
+	for _, tt := range tests {
+		if !errors.Is(tt.err, tt.want) || !errors.Is(tt.err, tune.ErrCannotRestore) {
+			t.Errorf("%s: %v; want it to match %v and ErrCannotRestore", tt.name, tt.err, tt.want)
+		}
+		for _, other := range all {
+			if other != tt.want && errors.Is(tt.err, other) {
+				t.Errorf("%s: %v matches %v too", tt.name, tt.err, other)
+			}
+		}
+		var te *tune.TrainableError
+		if isTrainable := errors.As(tt.err, &te); isTrainable != (tt.want == tune.ErrTrainableDiffers) {
+			t.Errorf("%s: %v is a *TrainableError: %v", tt.name, tt.err, isTrainable)
+		}
+	}
+	for _, ev := range d.events(t, "logged") {
+		if ev.Type() == events.TypeExperimentRestored {
+			t.Errorf("a refused restore published %s", ev.Type())
+		}
+	}
+}
+
 // TestRestoreNeverRunsACommandFromAStateFile: the stored state of a
 // finished experiment is rewritten as someone who can write the storage
 // folder could (a command instead of the Go trainable, the trials back to
@@ -190,9 +267,9 @@ func TestRestoreNeverRunsACommandFromAStateFile(t *testing.T) {
 	fresh := startDeployment(t, 2, map[string]tune.Trainable{"twoSteps": fn}) // no log
 	_, err = tune.Restore(t.Context(), path, fn, tune.WithTrainableName("twoSteps"), fresh.nats())
 	var te *tune.TrainableError
-	if !errors.Is(err, tune.ErrTrainableMismatch) || !errors.As(err, &te) || !reflect.DeepEqual(te.Stored.Command, command) ||
+	if !errors.Is(err, tune.ErrTrainableDiffers) || !errors.As(err, &te) || !reflect.DeepEqual(te.Stored.Command, command) ||
 		!strings.Contains(err.Error(), "'twoSteps'") || !strings.Contains(err.Error(), marker) {
-		t.Errorf("Restore with the Go trainable: %v; want ErrTrainableMismatch naming both", err)
+		t.Errorf("Restore with the Go trainable: %v; want ErrTrainableDiffers naming both", err)
 	}
 
 	tuner, err := tune.Restore(t.Context(), path, nil, fresh.nats())

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/tunejet/tunejet/api"
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/restore"
 	"github.com/tunejet/tunejet/internal/spec"
@@ -161,11 +162,11 @@ func newCanRestoreCmd() *cobra.Command {
 				return &exitError{code: 1, err: errors.New(r.Reason)}
 			}
 			from := "the event log"
-			if r.Source == "snapshot" {
+			if r.Source == api.SourceSnapshot {
 				from = r.Snapshot
 			}
 			fmt.Printf("can restore %s: %s, from %s\n", args[0], countsText(r.Counts), from)
-			if r.TrainableFrom == "storage" && r.Trainable != nil {
+			if r.TrainableFrom == api.TrainableFromStorage && r.Trainable != nil {
 				fmt.Fprintf(os.Stderr, "The state file names this trainable, which a restore runs only if trusted (--trust-stored-trainable):\n  %s\nRestore with the experiment's file instead: tunejet restore %s EXPERIMENT_FILE\n",
 					restore.Describe(*r.Trainable), args[0])
 			}

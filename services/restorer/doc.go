@@ -23,11 +23,20 @@
 // the trainable is the log's (a stored snapshot naming another is passed
 // over), and one in the request must be the same. From a snapshot alone,
 // the request's trainable is used, once checked against the stored one;
-// without one the restore is refused (CodeTrainableRequired, with the
-// stored trainable in Reply.Trainable) unless the request sets
+// without one the restore is refused (api.CodeTrainableRequired, with the
+// stored trainable in the reply's Trainable) unless the request sets
 // TrustStoredTrainable.
 //
+// # Wire contract
+//
 // It answers on NATS request/reply as the micro service "tunejet-restorer":
-// tunejet.api.restore and tunejet.api.can_restore (JSON Request/Reply).
+// tunejet.api.restore and tunejet.api.can_restore, with the JSON
+// api.RestoreRequest and api.RestoreReply (schemas in api/schema, docs in
+// docs/api.md). Every refusal carries a code (api.Code*): a malformed
+// request, no state at the path, the trainable required or another than
+// the experiment's, a param space with other keys, a stored state that is
+// unreadable or was edited, a latest checkpoint lost; anything else
+// (NATS, storage, a timeout) is "internal".
+//
 // Only the restorer and the syncer need storage credentials.
 package restorer

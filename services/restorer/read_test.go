@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tunejet/tunejet/api"
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/bus/bustest"
@@ -178,51 +179,51 @@ func TestReadFoldsOnlyTheTailOfThisLog(t *testing.T) {
 	}
 
 	t.Run("no snapshot: the whole log", func(t *testing.T) {
-		check(t, ReadLog, last())
+		check(t, api.ReadLog, last())
 	})
 	if otherShort.LastSeq >= uint64(last()) || otherLong.LastSeq <= uint64(last()) {
 		t.Fatalf("the other log's snapshots at %d and %d do not straddle this log's end %d", otherShort.LastSeq, otherLong.LastSeq, last())
 	}
 	t.Run("a snapshot of another log, within this log's sequences, is refused", func(t *testing.T) {
 		store(t, storagePath, otherShort, storage.StateFileName(session1))
-		check(t, ReadLog, last())
+		check(t, api.ReadLog, last())
 	})
 	t.Run("a snapshot of another log, beyond this log's end, is refused", func(t *testing.T) {
 		store(t, storagePath, otherLong, storage.StateFileName(session2))
-		check(t, ReadLog, last())
+		check(t, api.ReadLog, last())
 	})
 	t.Run("a corrupt snapshot is passed over", func(t *testing.T) {
 		store(t, storagePath, otherShort, storage.StateFileName(session1))
 		if err := os.WriteFile(filepath.Join(storagePath, exp, storage.StateFileName(session2)), []byte(`{"format":`), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		check(t, ReadLog, last())
+		check(t, api.ReadLog, last())
 	})
 	cut := uint64(last() - 7)
 	t.Run("a snapshot of this log: only the tail after it", func(t *testing.T) {
 		store(t, storagePath, foldLog(t, s.bus, cut), storage.StateFileName(session1))
-		check(t, ReadSnapshotLog, 7)
+		check(t, api.ReadSnapshotLog, 7)
 	})
 
 	t.Run("a snapshot of the whole log: nothing to fold", func(t *testing.T) {
 		store(t, storagePath, foldLog(t, s.bus, 0), storage.StateFileName(session1))
-		check(t, ReadSnapshotLog, 0)
+		check(t, api.ReadSnapshotLog, 0)
 	})
 	store(t, storagePath, foldLog(t, s.bus, cut), storage.StateFileName(session1))
 
 	// A restore, then the next run's events.
-	rep := s.Handle(t.Context(), Request{Path: expPath, Resume: restore.FromFlags(true, false, false)}, false)
-	if !rep.OK || rep.Read != ReadSnapshotLog {
+	rep := s.Handle(t.Context(), api.RestoreRequest{Path: expPath, Resume: restore.FromFlags(true, false, false)}, false)
+	if !rep.OK || rep.Read != api.ReadSnapshotLog {
 		t.Fatalf("restore: %+v", rep)
 	}
 	restored := rep.Seq
 	h.run2()
 	t.Run("a snapshot older than the last restore: from the restore on", func(t *testing.T) {
-		check(t, ReadRestoredLog, last()-int(restored)+1)
+		check(t, api.ReadRestoredLog, last()-int(restored)+1)
 	})
 	t.Run("a snapshot newer than the last restore: only the tail after it", func(t *testing.T) {
 		store(t, storagePath, foldLog(t, s.bus, restored+3), storage.StateFileName(session2))
-		check(t, ReadSnapshotLog, last()-int(restored)-3)
+		check(t, api.ReadSnapshotLog, last()-int(restored)-3)
 	})
 	t.Run("a snapshot that missed the last restore is refused", func(t *testing.T) {
 		// What a writer that could not load the restored state holds: the
@@ -237,6 +238,6 @@ func TestReadFoldsOnlyTheTailOfThisLog(t *testing.T) {
 			t.Fatal(err)
 		}
 		store(t, storagePath, st, storage.StateFileName(session2))
-		check(t, ReadRestoredLog, last()-int(restored)+1)
+		check(t, api.ReadRestoredLog, last()-int(restored)+1)
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tunejet/tunejet/api"
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus/bustest"
 	"github.com/tunejet/tunejet/internal/restore"
@@ -43,7 +44,7 @@ func TestRestageStaysInItsFolder(t *testing.T) {
 
 			srv := bustest.Start(t) // no log, an empty Object Store
 			s := New(srv.Bus("restorer"), Config{})
-			rep := s.Handle(t.Context(), Request{Path: expPath, Resume: restore.FromFlags(true, false, false), Trainable: &genuine}, false)
+			rep := s.Handle(t.Context(), api.RestoreRequest{Path: expPath, Resume: restore.FromFlags(true, false, false), Trainable: &genuine}, false)
 			bad := tc.checkpoint
 			if tc.dir != "" {
 				bad = tc.dir

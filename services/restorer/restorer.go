@@ -21,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 	"github.com/rs/zerolog"
 
+	"github.com/tunejet/tunejet/api"
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/blobsync"
 	"github.com/tunejet/tunejet/internal/bus"
@@ -66,7 +67,7 @@ func (s *Service) Run(ctx context.Context) error {
 		return fmt.Errorf("restorer: register service: %w", err)
 	}
 	defer svc.Stop()
-	for subject, dry := range map[string]bool{RestoreSubject: false, CanRestoreSubject: true} {
+	for subject, dry := range map[string]bool{api.RestoreSubject: false, api.CanRestoreSubject: true} {
 		name := subject[strings.LastIndex(subject, ".")+1:]
 		if err := svc.AddEndpoint(name, s.handler(ctx, dry), micro.WithEndpointSubject(subject)); err != nil {
 			return fmt.Errorf("restorer: endpoint %s: %w", subject, err)
@@ -78,10 +79,11 @@ func (s *Service) Run(ctx context.Context) error {
 
 func (s *Service) handler(ctx context.Context, dry bool) micro.HandlerFunc {
 	return func(req micro.Request) {
-		var r Request
-		reply := Reply{}
+		var r api.RestoreRequest
+		var reply api.RestoreReply
 		if err := json.Unmarshal(req.Data(), &r); err != nil {
-			reply.Error = fmt.Sprintf("bad request: %v", err)
+			reply.Error, reply.Code = fmt.Sprintf("bad request: %v", err), api.CodeBadRequest
+			s.log.Info().Err(err).Str("code", string(reply.Code)).Bool("dry", dry).Msg("cannot restore")
 		} else {
 			rctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 			reply = s.Handle(rctx, r, dry)
@@ -94,24 +96,25 @@ func (s *Service) handler(ctx context.Context, dry bool) micro.HandlerFunc {
 }
 
 // Handle restores an experiment (or, dry, only says whether it can be).
-func (s *Service) Handle(ctx context.Context, r Request, dry bool) Reply {
+// A refusal carries the code of its error (api.CodeOf).
+func (s *Service) Handle(ctx context.Context, r api.RestoreRequest, dry bool) api.RestoreReply {
 	rep, err := s.handle(ctx, r, dry)
 	if err != nil {
-		rep.OK, rep.Error, rep.Code = false, err.Error(), code(err)
-		s.log.Info().Str("path", r.Path).Err(err).Str("code", rep.Code).Bool("dry", dry).Msg("cannot restore")
+		rep.OK, rep.Error, rep.Code = false, err.Error(), api.CodeOf(err)
+		s.log.Info().Str("path", r.Path).Err(err).Str("code", string(rep.Code)).Bool("dry", dry).Msg("cannot restore")
 		return rep
 	}
 	rep.OK = true
 	return rep
 }
 
-func (s *Service) handle(ctx context.Context, r Request, dry bool) (Reply, error) {
+func (s *Service) handle(ctx context.Context, r api.RestoreRequest, dry bool) (api.RestoreReply, error) {
 	if !dry {
 		defer prometheusTimer()()
 	}
 	storagePath, name, err := Split(r.Path)
 	if err != nil {
-		return Reply{}, err
+		return api.RestoreReply{}, api.WithCode(api.CodeBadRequest, err)
 	}
 	start := time.Now()
 	st, rep, err := s.read(ctx, r.Path, name)
@@ -132,7 +135,7 @@ func (s *Service) handle(ctx context.Context, r Request, dry bool) (Reply, error
 	}
 	restored, err := restore.Apply(st, r.Resume, restarter(st))
 	if err != nil {
-		return rep, err
+		return rep, api.WithCode(api.CodeBadRequest, err) // an unknown resume type
 	}
 	if err := s.reachCheckpoints(ctx, restored, r.Path); err != nil {
 		return rep, err
@@ -152,17 +155,6 @@ func (s *Service) handle(ctx context.Context, r Request, dry bool) (Reply, error
 		Str("trainable", restore.Describe(st.Spec.Trainable)).Str("trainable_from", rep.TrainableFrom).
 		Dur("read_took", readTook).Dur("stage_took", time.Since(staging)).Dur("took", time.Since(start)).Msg("restored")
 	return rep, nil
-}
-
-// code is the Reply.Code of err, "" when the client has nothing to match.
-func code(err error) string {
-	switch {
-	case errors.Is(err, restore.ErrTrainableRequired):
-		return CodeTrainableRequired
-	case errors.Is(err, restore.ErrTrainableMismatch):
-		return CodeTrainableMismatch
-	}
-	return ""
 }
 
 // prometheusTimer observes a restore's duration when the returned func runs.
@@ -197,21 +189,21 @@ func Split(p string) (storagePath, name string, err error) {
 // the state the last restore staged, whichever is newer — and folds only
 // the events after it: the result is the fold of the whole log, at a cost
 // that grows with the tail, not with the history.
-func (s *Service) read(ctx context.Context, expPath, name string) (*state.Experiment, Reply, error) {
-	rep := Reply{Experiment: name}
+func (s *Service) read(ctx context.Context, expPath, name string) (*state.Experiment, api.RestoreReply, error) {
+	rep := api.RestoreReply{Experiment: name}
 	last, err := s.bus.LastSeq(ctx, events.ExperimentSubjects(name))
 	if err != nil {
 		return nil, rep, err
 	}
 	var st *state.Experiment
 	if last > 0 {
-		rep.Source, rep.TrainableFrom = "log", TrainableFromLog
+		rep.Source, rep.TrainableFrom = api.SourceLog, api.TrainableFromLog
 		st, err = s.fromLog(ctx, expPath, name, last, &rep)
 	} else {
-		rep.Source, rep.Read, rep.TrainableFrom = "snapshot", ReadSnapshot, TrainableFromStorage
+		rep.Source, rep.Read, rep.TrainableFrom = api.SourceSnapshot, api.ReadSnapshot, api.TrainableFromStorage
 		st, rep.Snapshot, err = s.snapshot(ctx, expPath)
 		if errors.Is(err, fs.ErrNotExist) {
-			err = fmt.Errorf("no experiment to restore at %s: the event log does not hold it and there is no experiment_state-*.json (this is expected if you are launching a new experiment)", expPath)
+			err = api.WithCode(api.CodeNoState, fmt.Errorf("no experiment to restore at %s: the event log does not hold it and there is no experiment_state-*.json (this is expected if you are launching a new experiment)", expPath))
 		}
 		if st != nil {
 			rep.ReadFrom, rep.ReadSeq = rep.Snapshot, st.LastSeq
@@ -221,7 +213,7 @@ func (s *Service) read(ctx context.Context, expPath, name string) (*state.Experi
 		return nil, rep, err
 	}
 	if st.Spec == nil {
-		return nil, rep, fmt.Errorf("restore %s: the state holds no experiment spec", expPath)
+		return nil, rep, api.WithCode(api.CodeStateInvalid, fmt.Errorf("restore %s: the state holds no experiment spec", expPath))
 	}
 	rep.Counts = st.Counts()
 	tr := st.Spec.Trainable
@@ -232,7 +224,7 @@ func (s *Service) read(ctx context.Context, expPath, name string) (*state.Experi
 // fromLog folds the experiment from the log, which holds it up to last,
 // starting at the newest usable state (see read) and saying in rep where
 // it started.
-func (s *Service) fromLog(ctx context.Context, expPath, name string, last uint64, rep *Reply) (*state.Experiment, error) {
+func (s *Service) fromLog(ctx context.Context, expPath, name string, last uint64, rep *api.RestoreReply) (*state.Experiment, error) {
 	log := s.log.With().Str("experiment", name).Logger()
 	// The last restore staged the whole state at its experiment.restored
 	// event, and Fold replaces the state there: folding from that event on
@@ -242,7 +234,7 @@ func (s *Service) fromLog(ctx context.Context, expPath, name string, last uint64
 		return nil, err
 	}
 	st, from := state.New(name), uint64(0)
-	rep.Read = ReadLog
+	rep.Read = api.ReadLog
 	snap, key, why := s.snapshotOfLog(ctx, expPath, name, last)
 	if snap != nil && restored > 0 && snap.LastSeq > restored && snap.RestoredSeq != restored {
 		// Its writer could not load the last restore's state and folded on.
@@ -257,13 +249,13 @@ func (s *Service) fromLog(ctx context.Context, expPath, name string, last uint64
 	switch {
 	case snap != nil && snap.LastSeq >= restored:
 		st, from = snap, snap.LastSeq+1
-		rep.Read, rep.ReadFrom, rep.ReadSeq = ReadSnapshotLog, key, snap.LastSeq
+		rep.Read, rep.ReadFrom, rep.ReadSeq = api.ReadSnapshotLog, key, snap.LastSeq
 	case restored > 0:
 		from = restored
-		rep.Read, rep.ReadFrom, rep.ReadSeq = ReadRestoredLog, "experiment.restored", restored
+		rep.Read, rep.ReadFrom, rep.ReadSeq = api.ReadRestoredLog, "experiment.restored", restored
 	}
 	switch {
-	case rep.Read == ReadLog:
+	case rep.Read == api.ReadLog:
 		log.Info().Str("reason", why).Uint64("log_seq", last).Msg("folding the whole log")
 	case why != "":
 		log.Info().Str("reason", why).Msg("not starting from the stored snapshot")
@@ -408,7 +400,7 @@ func (s *Service) snapshot(ctx context.Context, expPath string) (*state.Experime
 	}
 	st, err := state.Load(data)
 	if err != nil {
-		return nil, key, fmt.Errorf("%s: %w", storage.Join(expPath, key), err)
+		return nil, key, api.WithCode(api.CodeStateInvalid, fmt.Errorf("%s: %w", storage.Join(expPath, key), err))
 	}
 	return st, key, nil
 }
@@ -418,28 +410,46 @@ func (s *Service) snapshot(ctx context.Context, expPath string) (*state.Experime
 // must be the same. From a file in storage, it is the request's, checked
 // against the stored one; with none, the stored one only when the request
 // trusts it — otherwise the restore is refused, naming it (rep.Trainable).
-func (s *Service) validate(st *state.Experiment, r Request, rep *Reply) error {
-	if r.Trainable != nil {
-		if err := restore.CheckTrainable(st.Spec.Trainable, *r.Trainable); err != nil {
-			return err
-		}
-		if rep.TrainableFrom == TrainableFromStorage {
-			st.Spec.Trainable, rep.TrainableFrom = *r.Trainable, TrainableFromCaller
-		}
-	} else if rep.TrainableFrom == TrainableFromStorage {
-		if !r.TrustStoredTrainable {
-			return fmt.Errorf("%w (%s, as the event log does not hold the experiment), and a restore never runs code named by a file in storage: pass the experiment's trainable (tunejet restore %s EXPERIMENT_FILE, or tune.Restore(ctx, path, trainable)), or, if you trust the file, run the one it names with --trust-stored-trainable (tune.WithTrustStoredTrainable): %s",
-				restore.ErrTrainableRequired, rep.Snapshot, r.Path, restore.Describe(st.Spec.Trainable))
-		}
+func (s *Service) validate(st *state.Experiment, r api.RestoreRequest, rep *api.RestoreReply) error {
+	fromStorage := rep.TrainableFrom == api.TrainableFromStorage
+	if r.Trainable == nil && fromStorage && !r.TrustStoredTrainable {
+		return api.WithCode(api.CodeTrainableRequired, fmt.Errorf("%w (%s, as the event log does not hold the experiment), and a restore never runs code named by a file in storage: pass the experiment's trainable (tunejet restore %s EXPERIMENT_FILE, or tune.Restore(ctx, path, trainable)), or, if you trust the file, run the one it names with --trust-stored-trainable (tune.WithTrustStoredTrainable): %s",
+			restore.ErrTrainableRequired, rep.Snapshot, r.Path, restore.Describe(st.Spec.Trainable)))
+	}
+	if err := Check(st.Spec, r.Trainable, r.ParamSpace); err != nil {
+		return err
+	}
+	switch {
+	case r.Trainable != nil && fromStorage:
+		st.Spec.Trainable, rep.TrainableFrom = *r.Trainable, api.TrainableFromCaller
+	case fromStorage:
 		s.log.Warn().Str("path", r.Path).Str("snapshot", rep.Snapshot).Str("trainable", restore.Describe(st.Spec.Trainable)).
 			Msg("running the trainable the state file names, as the request trusts it")
 	}
 	tr := st.Spec.Trainable
 	rep.Trainable = &tr
-	if r.ParamSpace != nil {
-		return restore.CheckParamSpace(st.Spec.ParamSpace, r.ParamSpace)
-	}
 	return nil
+}
+
+// Check refuses what a restore request may not change in an experiment
+// of spec, with the refusal's code: a trainable other than the
+// experiment's (api.CodeTrainableDiffers), a param space that does not
+// parse (api.CodeBadRequest) or whose keys are not the experiment's
+// (api.CodeParamSpaceDiffers). nil arguments are not checked. tune checks
+// the same against a stored snapshot before it asks.
+func Check(spec *events.ExperimentSpec, trainable *events.Trainable, paramSpace map[string]any) error {
+	if trainable != nil {
+		if err := restore.CheckTrainable(spec.Trainable, *trainable); err != nil {
+			return api.WithCode(api.CodeTrainableDiffers, err)
+		}
+	}
+	if paramSpace == nil {
+		return nil
+	}
+	if _, err := search.ParseSpace(paramSpace); err != nil {
+		return api.WithCode(api.CodeBadRequest, err)
+	}
+	return api.WithCode(api.CodeParamSpaceDiffers, restore.CheckParamSpace(spec.ParamSpace, paramSpace))
 }
 
 // restarter gives a restarted trial a new 8-hex id (as Ray's RESTART does)
@@ -468,7 +478,7 @@ func (s *Service) reachCheckpoints(ctx context.Context, st *state.Experiment, ex
 			continue
 		}
 		if err := checkNames(t, c); err != nil {
-			return err
+			return api.WithCode(api.CodeStateInvalid, err)
 		}
 		if c == nil {
 			continue
@@ -487,11 +497,11 @@ func (s *Service) reachCheckpoints(ctx context.Context, st *state.Experiment, ex
 			if _, err := ckpt.Info(ctx, obs, object); err == nil {
 				continue
 			}
-			return fmt.Errorf("restore trial %s: its latest checkpoint %s is neither in the Object Store nor persisted in storage", t.ID, c.Name)
+			return api.WithCode(api.CodeCheckpointLost, fmt.Errorf("restore trial %s: its latest checkpoint %s is neither in the Object Store nor persisted in storage", t.ID, c.Name))
 		}
 		staged, err := s.restage(ctx, obs, expPath, t, c.Name, object)
 		if err != nil {
-			return fmt.Errorf("restore trial %s: its latest checkpoint %s is gone from the Object Store and could not be read from storage: %w", t.ID, c.Name, err)
+			return api.WithCode(api.CodeCheckpointLost, fmt.Errorf("restore trial %s: its latest checkpoint %s is gone from the Object Store and could not be read from storage: %w", t.ID, c.Name, err))
 		}
 		c.Object, c.Size, c.Digest = object, staged.Size, staged.Digest
 	}

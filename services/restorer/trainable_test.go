@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tunejet/tunejet/api"
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus/bustest"
 	"github.com/tunejet/tunejet/internal/restore"
@@ -73,19 +74,19 @@ func TestATrainableIsNeverTakenFromAStateFile(t *testing.T) {
 	withDir.Dir = "/from/the/caller"
 	for _, tc := range []struct {
 		name      string
-		req       Request
-		code      string
+		req       api.RestoreRequest
+		code      api.Code
 		errHas    []string
 		trainable events.Trainable // what the restore runs, when it does
 		from      string
 	}{
-		{name: "no trainable", req: Request{}, code: CodeTrainableRequired,
+		{name: "no trainable", req: api.RestoreRequest{}, code: api.CodeTrainableRequired,
 			errHas: []string{"touch /tmp/tampered", "experiment_state-", "tunejet restore " + expPath + " EXPERIMENT_FILE", "--trust-stored-trainable"}},
-		{name: "the genuine trainable", req: Request{Trainable: &genuine}, code: CodeTrainableMismatch,
+		{name: "the genuine trainable", req: api.RestoreRequest{Trainable: &genuine}, code: api.CodeTrainableDiffers,
 			errHas: []string{"Invalid `trainable` input", "'fn'", "'/bin/sh -c touch /tmp/tampered'"}},
-		{name: "the stored trainable, passed by the caller", req: Request{Trainable: &events.Trainable{Command: tampered.Command, Dir: "/d"}},
-			trainable: events.Trainable{Command: tampered.Command, Dir: "/d"}, from: TrainableFromCaller},
-		{name: "trusted", req: Request{TrustStoredTrainable: true}, trainable: tampered, from: TrainableFromStorage},
+		{name: "the stored trainable, passed by the caller", req: api.RestoreRequest{Trainable: &events.Trainable{Command: tampered.Command, Dir: "/d"}},
+			trainable: events.Trainable{Command: tampered.Command, Dir: "/d"}, from: api.TrainableFromCaller},
+		{name: "trusted", req: api.RestoreRequest{TrustStoredTrainable: true}, trainable: tampered, from: api.TrainableFromStorage},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := bustest.Start(t) // no log: the state file is all there is
@@ -122,7 +123,7 @@ func TestATrainableIsNeverTakenFromAStateFile(t *testing.T) {
 		srv := bustest.Start(t)
 		s := New(srv.Bus("restorer"), Config{})
 		tr := events.Trainable{Name: "fn", Command: tampered.Command, Dir: withDir.Dir}
-		rep := s.Handle(t.Context(), Request{Path: expPath, Resume: resume, Trainable: &tr}, false)
+		rep := s.Handle(t.Context(), api.RestoreRequest{Path: expPath, Resume: resume, Trainable: &tr}, false)
 		if !rep.OK {
 			t.Fatalf("restore: %+v", rep)
 		}
@@ -143,11 +144,11 @@ func TestATrainableIsNeverTakenFromAStateFile(t *testing.T) {
 		st.Spec.Trainable = tampered
 		store(t, storagePath, st, storage.StateFileName(session1))
 		s := New(srv.Bus("restorer"), Config{})
-		if rep := s.Handle(t.Context(), Request{Path: expPath, Resume: resume, Trainable: &tampered}, false); rep.OK || rep.Code != CodeTrainableMismatch {
+		if rep := s.Handle(t.Context(), api.RestoreRequest{Path: expPath, Resume: resume, Trainable: &tampered}, false); rep.OK || rep.Code != api.CodeTrainableDiffers {
 			t.Errorf("restore with the file's trainable: %+v; want refused as another trainable than the log's", rep)
 		}
-		rep := s.Handle(t.Context(), Request{Path: expPath, Resume: resume}, false)
-		if !rep.OK || rep.Read != ReadLog || rep.TrainableFrom != TrainableFromLog {
+		rep := s.Handle(t.Context(), api.RestoreRequest{Path: expPath, Resume: resume}, false)
+		if !rep.OK || rep.Read != api.ReadLog || rep.TrainableFrom != api.TrainableFromLog {
 			t.Fatalf("restore: %+v; want OK, the snapshot passed over for the whole log, the trainable from the log", rep)
 		}
 		if diff := cmp.Diff(genuine, stagedTrainable(t, s, rep.Seq)); diff != "" {
@@ -157,14 +158,14 @@ func TestATrainableIsNeverTakenFromAStateFile(t *testing.T) {
 		st = foldLog(t, s.bus, 0)
 		st.Spec.Trainable = tampered
 		store(t, storagePath, st, storage.StateFileName(session2))
-		rep = s.Handle(t.Context(), Request{Path: expPath, Resume: resume}, false)
-		if !rep.OK || rep.Read != ReadRestoredLog || rep.TrainableFrom != TrainableFromLog {
+		rep = s.Handle(t.Context(), api.RestoreRequest{Path: expPath, Resume: resume}, false)
+		if !rep.OK || rep.Read != api.ReadRestoredLog || rep.TrainableFrom != api.TrainableFromLog {
 			t.Fatalf("second restore: %+v; want OK, the snapshot passed over for the restored state, the trainable from the log", rep)
 		}
 		// Untampered, the snapshot of this log shortens the fold again.
 		st = stagedState(t, s, rep.Seq)
 		store(t, storagePath, st, storage.StateFileName(session2))
-		if rep = s.Handle(t.Context(), Request{Path: expPath, Resume: resume}, false); !rep.OK || rep.Read != ReadSnapshotLog {
+		if rep = s.Handle(t.Context(), api.RestoreRequest{Path: expPath, Resume: resume}, false); !rep.OK || rep.Read != api.ReadSnapshotLog {
 			t.Fatalf("third restore: %+v; want OK from the untampered snapshot and the log", rep)
 		}
 		if diff := cmp.Diff(genuine, stagedTrainable(t, s, rep.Seq)); diff != "" {
