@@ -10,7 +10,7 @@ import (
 // Trainable is a Go trainable: it trains with config, calls Report with
 // its results, and returns nil when done. It should return once ctx is
 // done (the trial was stopped).
-type Trainable = session.Func
+type Trainable = func(ctx context.Context, config map[string]any) error
 
 // The experiment's configuration, as in Ray Tune. Every field's default is
 // documented on the field.
@@ -85,7 +85,15 @@ func GetCheckpoint(ctx context.Context) (string, error) {
 }
 
 // TrialInfo describes the running trial.
-type TrialInfo = session.Info
+type TrialInfo struct {
+	Experiment string
+	TrialID    string
+	TrialName  string
+	// TrialDir is the trial's directory.
+	TrialDir string
+	// Attempt counts the trial's runs, from 1.
+	Attempt int
+}
 
 // GetTrialInfo returns the running trial's id, name, directory and attempt.
 func GetTrialInfo(ctx context.Context) (TrialInfo, error) {
@@ -93,5 +101,5 @@ func GetTrialInfo(ctx context.Context) (TrialInfo, error) {
 	if err != nil {
 		return TrialInfo{}, err
 	}
-	return s.Info(), nil
+	return TrialInfo(s.Info()), nil
 }

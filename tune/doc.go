@@ -24,4 +24,17 @@
 // A failing trial does not make Fit fail (as in Ray, the errors are in the
 // ResultGrid), except with fail_fast "raise". Invalid configuration is
 // reported before anything starts, wrapping ErrInvalidConfig.
+//
+// A restore that is refused, or finds nothing to restore, fails with an
+// error matching ErrCannotRestore and the reason — ErrNoState,
+// ErrTrainableDiffers, ErrTrainableRequired, ErrParamSpaceDiffers,
+// ErrBadRequest, ErrStateInvalid, ErrCheckpointLost — with errors.Is,
+// whether tune or the restorer found it: the restorer's refusals cross
+// the wire as codes (package api, docs/api.md).
+//
+// # Testing
+//
+// Package tune/tunetest runs the whole stack in a test's process, for
+// tests of code that tunes. Nothing in this package's API needs one of
+// tunejet's internal packages.
 package tune

@@ -50,7 +50,7 @@ func (t *Tuner) Fit(ctx context.Context) (*ResultGrid, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := submitAndWatch(ctx, b, s, t.progress)
+	st, err := t.submitAndWatch(ctx, b, s)
 	if cerr := closeFn(); cerr != nil && err == nil {
 		err = cerr
 	}
@@ -93,20 +93,15 @@ func checkFresh(s Spec) error {
 // only when startWorkers says so.
 func (t *Tuner) connect(ctx context.Context, startWorkers bool) (*bus.Bus, *Stack, func() error, error) {
 	if t.nats != nil {
-		nc, err := bus.Connect(ctx, *t.nats)
+		b, closeFn, err := t.dial(ctx)
 		if err != nil {
-			return nil, nil, nil, err
-		}
-		b, err := bus.New(nc, "tunejet/client/"+hostname(), t.log)
-		if err != nil {
-			nc.Close()
 			return nil, nil, nil, err
 		}
 		if err := b.Provision(ctx); err != nil {
-			nc.Close()
+			_ = closeFn()
 			return nil, nil, nil, err
 		}
-		return b, nil, func() error { return nc.Drain() }, nil
+		return b, nil, closeFn, nil
 	}
 	fns := map[string]Trainable{}
 	if t.fn != nil {
@@ -116,9 +111,23 @@ func (t *Tuner) connect(ctx context.Context, startWorkers bool) (*bus.Bus, *Stac
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	b := *stack.Bus()
+	b := *stack.bus
 	b.Source = "tunejet/client/" + hostname()
 	return &b, stack, stack.Close, nil
+}
+
+// dial connects to the deployment WithNATS names.
+func (t *Tuner) dial(ctx context.Context) (*bus.Bus, func() error, error) {
+	nc, err := bus.Connect(ctx, t.nats.connectOptions())
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := bus.New(nc, "tunejet/client/"+hostname(), t.log)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return b, nc.Drain, nil
 }
 
 func hostname() string {
@@ -127,8 +136,8 @@ func hostname() string {
 }
 
 // submitAndWatch publishes the experiment and folds its events until it
-// completes, drawing progress on w if set.
-func submitAndWatch(ctx context.Context, b *bus.Bus, s Spec, w progressWriter) (*state.Experiment, error) {
+// completes, drawing progress if asked.
+func (t *Tuner) submitAndWatch(ctx context.Context, b *bus.Bus, s Spec) (*state.Experiment, error) {
 	if last, err := b.LastSeq(ctx, events.TypeSubjects(s.Name, events.WriterClient, events.TypeExperimentSubmitted)); err != nil {
 		return nil, err
 	} else if last != 0 {
@@ -145,10 +154,8 @@ func submitAndWatch(ctx context.Context, b *bus.Bus, s Spec, w progressWriter) (
 	if _, err := b.Publish(ctx, ev); err != nil {
 		return nil, err
 	}
-	return Watch(ctx, b, s.Name, w)
+	return t.watchFrom(ctx, b, s.Name, 0)
 }
-
-type progressWriter = interface{ Write([]byte) (int, error) }
 
 // sharedCheckWait bounds how long a client waits for a syncer to answer its
 // storage check before it submits without one.
@@ -207,27 +214,75 @@ func checkShared(ctx context.Context, b *bus.Bus, s Spec) error {
 	}
 }
 
-// SyncWait bounds how long Watch waits, once the experiment has ended, for
-// the syncer to announce that storage holds the final state.
-var SyncWait = 30 * time.Second
+// ErrNoExperiment is returned by Watch when the event log holds no
+// experiment of that name.
+var ErrNoExperiment = errors.New("no such experiment in the event log")
 
-// Watch folds an experiment's events until it completes or is interrupted
-// and the syncer has written the final state, drawing the status table on
-// w (if not nil) as it goes.
-func Watch(ctx context.Context, b *bus.Bus, name string, w progressWriter) (*state.Experiment, error) {
-	return watchFrom(ctx, b, name, 0, w)
+// ExperimentState is an experiment as Watch saw it last.
+type ExperimentState struct {
+	Name string
+	// Status is PENDING, RUNNING, INTERRUPTED or COMPLETED.
+	Status string
+	// EndReason says why the experiment ended, and Error what failed, if
+	// anything did.
+	EndReason, Error string
+	// Counts are the trials by status.
+	Counts map[string]int
+	// Results are the trials' results.
+	Results *ResultGrid
 }
 
-// watchFrom is Watch starting at a log sequence: a restored run is watched
-// from its experiment.restored event, which carries the state it starts from.
-func watchFrom(ctx context.Context, b *bus.Bus, name string, from uint64, w progressWriter) (*state.Experiment, error) {
+func newExperimentState(st *state.Experiment) *ExperimentState {
+	return &ExperimentState{Name: st.Name, Status: st.Status, EndReason: st.EndReason, Error: st.Error,
+		Counts: st.Counts(), Results: newResultGrid(st, st.StoragePath)}
+}
+
+// Watch follows the experiment name on the deployment WithNATS names
+// until it completes or is interrupted and the syncer has written its
+// final state (WithSyncWait bounds that wait), drawing the status table on
+// the WithProgress writer as it goes. When ctx ends first it returns
+// ErrInterrupted: the experiment keeps running. It returns the state it
+// saw last, also with an error.
+func Watch(ctx context.Context, name string, opts ...Option) (*ExperimentState, error) {
+	t, err := NewTuner(nil, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if t.nats == nil {
+		return nil, fmt.Errorf("%w: Watch needs WithNATS: the embedded stack lives only while Fit runs", ErrInvalidConfig)
+	}
+	if err := events.ValidateID("experiment name", name); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	b, closeFn, err := t.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = closeFn() }()
+	if last, err := b.LastSeq(ctx, events.ExperimentSubjects(name)); err != nil {
+		return nil, err
+	} else if last == 0 {
+		return nil, fmt.Errorf("%w: %q", ErrNoExperiment, name)
+	}
+	st, err := t.watchFrom(ctx, b, name, 0)
+	if st == nil {
+		return nil, err
+	}
+	return newExperimentState(st), err
+}
+
+// watchFrom folds an experiment's events from a log sequence until it
+// completes or is interrupted and the syncer has written the final state,
+// drawing the status table as it goes. A restored run is watched from its
+// experiment.restored event, which carries the state it starts from.
+func (t *Tuner) watchFrom(ctx context.Context, b *bus.Bus, name string, from uint64) (*state.Experiment, error) {
 	var mu sync.Mutex
 	st := state.New(name)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var table *statusTable
-	if w != nil {
-		table = newStatusTable(w)
+	if t.progress != nil {
+		table = newStatusTable(t.progress)
 		stop := table.run(wctx, func(f func(*state.Experiment)) { mu.Lock(); defer mu.Unlock(); f(st) })
 		defer stop()
 	}
@@ -257,7 +312,7 @@ func watchFrom(ctx context.Context, b *bus.Bus, name string, from uint64, w prog
 		}
 		if endSeq == 0 && (st.Done() || st.Status == state.ExperimentInterrupted) {
 			endSeq = ev.Seq
-			giveUp = time.AfterFunc(SyncWait, cancel)
+			giveUp = time.AfterFunc(t.syncWait, cancel)
 		}
 		if endSeq != 0 && synced >= endSeq {
 			cancel()
@@ -275,7 +330,7 @@ func watchFrom(ctx context.Context, b *bus.Bus, name string, from uint64, w prog
 		return st, foldErr
 	}
 	if endSeq != 0 && synced < endSeq {
-		b.Log.Warn().Str("experiment", name).Dur("waited", SyncWait).Msg("the syncer did not confirm the final state; storage may lag behind")
+		b.Log.Warn().Str("experiment", name).Dur("waited", t.syncWait).Msg("the syncer did not confirm the final state; storage may lag behind")
 	}
 	if st.Done() {
 		if table != nil {

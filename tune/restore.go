@@ -412,7 +412,7 @@ func (t *Tuner) restoreAndWatch(ctx context.Context, b *bus.Bus, stack *Stack) (
 	if stack != nil {
 		stack.StartWorkers()
 	}
-	return watchFrom(ctx, b, rep.Experiment, rep.Seq, t.progress)
+	return t.watchFrom(ctx, b, rep.Experiment, rep.Seq)
 }
 
 // trustedStored, for WithTrustStoredTrainable, asks the restorer which

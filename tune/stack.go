@@ -28,6 +28,10 @@ type StackConfig struct {
 	Trainables map[string]Trainable
 	// Log receives the services' logs.
 	Log zerolog.Logger
+	// Listen opens a TCP listener on 127.0.0.1, on a free port, so that
+	// clients in this process or another reach the stack with NATSOptions;
+	// without it the server is reachable only by the stack's own Fit.
+	Listen bool
 	// Hold starts the stack without its controller and runner until
 	// StartWorkers. A restore asks the restorer first, so the controller
 	// then starts from the restored state instead of replaying the whole
@@ -60,7 +64,7 @@ type Stack struct {
 
 // StartStack starts the embedded stack.
 func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
-	emb, err := bus.StartEmbedded(bus.EmbedOptions{StoreDir: cfg.StoreDir})
+	emb, err := bus.StartEmbedded(bus.EmbedOptions{StoreDir: cfg.StoreDir, Listen: cfg.Listen, Port: -1})
 	if err != nil {
 		return nil, err
 	}
@@ -134,8 +138,14 @@ func (s *Stack) start(ctx context.Context, wg *sync.WaitGroup, name string, run 
 	}()
 }
 
-// Bus is the stack's connection.
-func (s *Stack) Bus() *bus.Bus { return s.bus }
+// NATSOptions reach the stack's server, for WithNATS, when it listens
+// (StackConfig.Listen); without a listener URL is empty.
+func (s *Stack) NATSOptions() NATSOptions {
+	if s.emb.Server.Addr() == nil {
+		return NATSOptions{}
+	}
+	return NATSOptions{URL: s.emb.URL()}
+}
 
 // Close stops the services — the controller and runner first, then the
 // syncer once it has written what they published — and the server.

@@ -930,13 +930,10 @@ func TestHungStorageDoesNotStopTheExperiment(t *testing.T) {
 	t.Cleanup(func() { base.Close() })
 	faulty, faults := storagetest.Faulty(base)
 	sp := registerMem(t, faulty)
-	oldWait := tune.SyncWait
-	tune.SyncWait = 100 * time.Millisecond // Fit returns without the final sync
-	t.Cleanup(func() { tune.SyncWait = oldWait })
-
 	release := make(chan struct{})
 	d := startSyncDeployment(t, 2, map[string]tune.Trainable{"gated": gated(release)}, syncer.Config{RetryBackoff: 20 * time.Millisecond})
-	done := fitAsync(t, d, "gated", tune.WithName(exp), tune.WithParamSpace(tune.ParamSpace{"x": tune.GridSearch(1, 2)}),
+	// Fit returns without the final sync.
+	done := fitAsync(t, d, "gated", tune.WithSyncWait(100*time.Millisecond), tune.WithName(exp), tune.WithParamSpace(tune.ParamSpace{"x": tune.GridSearch(1, 2)}),
 		tune.WithRunConfig(tune.RunConfig{StoragePath: sp, SyncConfig: tune.SyncConfig{SyncPeriodS: 0.2, SyncTimeoutS: 0.2}}))
 
 	storagetest.Eventually(t, "the storage marker", func() bool {
@@ -1031,13 +1028,10 @@ func failingStorage(t *testing.T, exp string, before func(*storagetest.Faults), 
 	if before != nil {
 		before(faults)
 	}
-	// Fit does not wait long for the final sync; the test polls storage.
-	oldWait := tune.SyncWait
-	tune.SyncWait = 100 * time.Millisecond
-	t.Cleanup(func() { tune.SyncWait = oldWait })
 	release := make(chan struct{})
 	d := startSyncDeployment(t, 2, map[string]tune.Trainable{"gated": gated(release)}, syncer.Config{RetryBackoff: 20 * time.Millisecond})
-	done := fitAsync(t, d, "gated", tune.WithName(exp), tune.WithParamSpace(tune.ParamSpace{"x": tune.GridSearch(1, 2)}),
+	// Fit does not wait long for the final sync; the test polls storage.
+	done := fitAsync(t, d, "gated", tune.WithSyncWait(100*time.Millisecond), tune.WithName(exp), tune.WithParamSpace(tune.ParamSpace{"x": tune.GridSearch(1, 2)}),
 		tune.WithRunConfig(tune.RunConfig{StoragePath: sp, SyncConfig: tune.SyncConfig{SyncPeriodS: 0.2, SyncTimeoutS: 5}}))
 	waitLog(t, d, exp, "both trials to report", func(lg *trialsLog) bool {
 		n := 0

@@ -1,7 +1,6 @@
 package tune
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +8,7 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -22,7 +22,38 @@ import (
 var ErrInvalidConfig = errors.New("invalid tuner configuration")
 
 // NATSOptions says how to reach a NATS deployment.
-type NATSOptions = bus.ConnectOptions
+type NATSOptions struct {
+	// URL is one or more comma-separated server URLs. Default: the
+	// NATS_URL environment variable.
+	URL string
+	// Name is the client connection name shown by the server.
+	Name string
+	// User and Password authenticate with a user name.
+	User, Password string
+	// Token authenticates with a token.
+	Token string
+	// CredsFile is a JWT credentials file (.creds).
+	CredsFile string
+	// NKeyFile is a file holding an nkey seed.
+	NKeyFile string
+	// TLSCA is a CA bundle to verify the server; TLSCert and TLSKey are a
+	// client certificate.
+	TLSCA, TLSCert, TLSKey string
+	// ConnectTimeout is how long to keep trying while no server answers:
+	// 0 makes a single attempt; a negative value tries until ctx ends.
+	// Errors no retry can mend (a bad URL, bad credentials) end it at once.
+	ConnectTimeout time.Duration
+	// Log gets the failed attempts. The zero Logger logs nothing.
+	Log zerolog.Logger
+}
+
+func (o NATSOptions) connectOptions() bus.ConnectOptions {
+	return bus.ConnectOptions{
+		URL: o.URL, Name: o.Name, User: o.User, Password: o.Password, Token: o.Token,
+		CredsFile: o.CredsFile, NKeyFile: o.NKeyFile, TLSCA: o.TLSCA, TLSCert: o.TLSCert, TLSKey: o.TLSKey,
+		ConnectTimeout: o.ConnectTimeout, Log: o.Log,
+	}
+}
 
 // Command is a trainable that runs an executable, for NewTuner.
 type Command []string
@@ -36,6 +67,7 @@ type Tuner struct {
 	slots    int
 	log      zerolog.Logger
 	progress io.Writer
+	syncWait time.Duration
 	restore  *restoreOptions // set by Restore and the resume options
 	results  *ResultGrid     // of the last Fit
 }
@@ -47,11 +79,9 @@ type Option func(*Tuner) error
 // Command, or the registered name (string) of a Go trainable that runs on
 // a deployment's runners.
 func NewTuner(trainable any, opts ...Option) (*Tuner, error) {
-	t := &Tuner{log: zerolog.Nop()}
+	t := &Tuner{log: zerolog.Nop(), syncWait: defaultSyncWait}
 	switch tr := trainable.(type) {
 	case Trainable:
-		t.fn, t.spec.Trainable.Name = tr, funcName(tr)
-	case func(context.Context, map[string]any) error:
 		t.fn, t.spec.Trainable.Name = tr, funcName(tr)
 	case Command:
 		t.spec.Trainable.Command = append([]string(nil), tr...)
@@ -146,9 +176,26 @@ func WithLogger(l zerolog.Logger) Option {
 	return func(t *Tuner) error { t.log = l; return nil }
 }
 
-// WithProgress draws a live status table of the trials on w while Fit runs.
+// WithProgress draws a live status table of the trials on w while Fit
+// (or Watch) runs.
 func WithProgress(w io.Writer) Option {
 	return func(t *Tuner) error { t.progress = w; return nil }
+}
+
+// defaultSyncWait is WithSyncWait's default.
+const defaultSyncWait = 30 * time.Second
+
+// WithSyncWait bounds how long Fit (or Watch), once the experiment has
+// ended, waits for the syncer to announce that storage holds the final
+// state; past it, Fit returns and storage may lag behind. Default 30 s.
+func WithSyncWait(d time.Duration) Option {
+	return func(t *Tuner) error {
+		if d < 0 {
+			return fmt.Errorf("%w: sync wait must be >= 0, got %v", ErrInvalidConfig, d)
+		}
+		t.syncWait = d
+		return nil
+	}
 }
 
 // Spec returns the experiment as Fit will submit it: defaults applied,

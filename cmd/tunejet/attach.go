@@ -12,12 +12,18 @@ import (
 	"github.com/tunejet/tunejet/tune"
 )
 
+// deploymentOptions are the connect options of the commands that need a
+// deployment.
+func deploymentOptions(conn connFlags, what string) (bus.ConnectOptions, error) {
+	if conn.o.URL == "" {
+		return bus.ConnectOptions{}, fmt.Errorf("%s needs --nats URL (or NATS_URL): the embedded server lives only while `tunejet run` runs", what)
+	}
+	return conn.options(nopLogger())
+}
+
 // connectTo connects to a deployment for the commands that need one.
 func connectTo(cmd *cobra.Command, conn connFlags, what string) (*bus.Bus, func(), error) {
-	if conn.o.URL == "" {
-		return nil, nil, fmt.Errorf("%s needs --nats URL (or NATS_URL): the embedded server lives only while `tunejet run` runs", what)
-	}
-	opts, err := conn.options(nopLogger())
+	opts, err := deploymentOptions(conn, what)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -41,24 +47,20 @@ func newAttachCmd() *cobra.Command {
 		Short: "Watch a running experiment of a deployment (Ctrl-C detaches)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			b, closeFn, err := connectTo(cmd, conn, "attach")
+			opts, err := deploymentOptions(conn, "attach")
 			if err != nil {
 				return err
 			}
-			defer closeFn()
-			if last, err := b.LastSeq(cmd.Context(), events.ExperimentSubjects(args[0])); err != nil {
-				return err
-			} else if last == 0 {
+			st, err := tune.Watch(cmd.Context(), args[0], tune.WithNATS(tuneNATS(opts)), tune.WithProgress(os.Stdout))
+			switch {
+			case errors.Is(err, tune.ErrNoExperiment):
 				return &exitError{code: 1, err: fmt.Errorf("no experiment named %q in the event log", args[0])}
-			}
-			st, err := tune.Watch(cmd.Context(), b, args[0], os.Stdout)
-			if errors.Is(err, tune.ErrInterrupted) && cmd.Context().Err() != nil {
+			case errors.Is(err, tune.ErrInterrupted) && cmd.Context().Err() != nil:
 				return &exitError{code: 130, err: fmt.Errorf("stopped watching; experiment %q keeps running", args[0])}
-			}
-			if err != nil {
+			case err != nil:
 				return err
 			}
-			fmt.Printf("Experiment %s: %s (%s), %s.\n", st.Name, st.Status, st.EndReason, countsText(st.Counts()))
+			fmt.Printf("Experiment %s: %s (%s), %s.\n", st.Name, st.Status, st.EndReason, countsText(st.Counts))
 			return nil
 		},
 	}

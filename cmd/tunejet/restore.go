@@ -43,9 +43,18 @@ func (f *stackFlags) options() ([]tune.Option, error) {
 		if err != nil {
 			return nil, err
 		}
-		return append(opts, tune.WithNATS(o)), nil
+		return append(opts, tune.WithNATS(tuneNATS(o))), nil
 	}
 	return append(opts, tune.WithStoreDir(f.storeDir)), nil
+}
+
+// tuneNATS is tune's form of the connect options.
+func tuneNATS(o bus.ConnectOptions) tune.NATSOptions {
+	return tune.NATSOptions{
+		URL: o.URL, Name: o.Name, User: o.User, Password: o.Password, Token: o.Token,
+		CredsFile: o.CredsFile, NKeyFile: o.NKeyFile, TLSCA: o.TLSCA, TLSCert: o.TLSCert, TLSKey: o.TLSKey,
+		ConnectTimeout: o.ConnectTimeout, Log: o.Log,
+	}
 }
 
 func newRestoreCmd() *cobra.Command {

@@ -42,7 +42,7 @@ func layer(path string) (string, int) {
 	rel := strings.TrimPrefix(strings.TrimPrefix(path, module), "/")
 	top := strings.SplitN(rel, "/", 2)[0]
 	switch top {
-	case "events", "api": // the contract
+	case "events", "api": // the contract (public_test.go: api imports only events)
 		return top, 0
 	case "internal":
 		return top, 1
