@@ -226,18 +226,23 @@ func replicasCurrent(ctx context.Context, bs *bus.Bus, want int) bool {
 }
 
 // BenchmarkBookkeepingCluster is BenchmarkBookkeeping/deployment (1,000
-// trials × 0.5 s on 16 slots) on a single server and on a 3-node cluster
-// with 3 replicas, in one run.
+// trials × 0.5 s on 16 slots, or TUNEJET_BENCH_TRIALS × TUNEJET_BENCH_WORK
+// with a single count) on a single server and on a 3-node cluster with 3
+// replicas, in one run.
 func BenchmarkBookkeepingCluster(b *testing.B) {
 	needCluster(b)
-	trials := envInt(b, "TUNEJET_BENCH_TRIALS", 1000)
-	minimum := time.Duration(trials) * bookkeepingWork / bookkeepingSlots
+	counts, work := bookkeepingScale(b)
+	if len(counts) != 1 {
+		b.Fatalf("TUNEJET_BENCH_TRIALS: BenchmarkBookkeepingCluster takes one count, not %v", counts)
+	}
+	trials := counts[0]
+	minimum := time.Duration(trials) * work / bookkeepingSlots
 	limit := 2*minimum + 60*time.Second
-	var single, cluster bookkeepingResult
+	var single, cluster bookkeepingRow
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		ss, cs := alternate(b, func(onCluster bool) bookkeepingResult {
-			r := bookkeepingOn(b, onCluster, trials, limit)
+		ss, cs := alternate(b, func(onCluster bool) bookkeepingRow {
+			r := bookkeepingOn(b, onCluster, trials, work, limit)
 			b.Logf("  %-20s wall %.2fs, observed/min %.3f, slot hand-off %v, Fit start → first trainable %v, last trainable → Fit return %v",
 				sideName(onCluster), r.wall.Seconds(), r.wall.Seconds()/minimum.Seconds(), r.handOff.Round(10*time.Microsecond),
 				r.startup.Round(time.Millisecond), r.tail.Round(time.Millisecond))
@@ -251,7 +256,7 @@ func BenchmarkBookkeepingCluster(b *testing.B) {
 	b.ReportMetric(single.handOff.Seconds()*1000, "single_handoff_ms")
 	b.ReportMetric(cluster.handOff.Seconds()*1000, "cluster_handoff_ms")
 	b.ReportMetric(cluster.handOff.Seconds()/single.handOff.Seconds(), "cluster/single_handoff")
-	b.Logf("%d trials × %v on %d slots, minimum %.2fs (target ≤ 1.05 × the minimum)", trials, bookkeepingWork, bookkeepingSlots, minimum.Seconds())
+	b.Logf("%d trials × %v on %d slots, minimum %.2fs (target ≤ 1.05 × the minimum)", trials, work, bookkeepingSlots, minimum.Seconds())
 	b.Logf("means: single server wall %.2fs (%.3f), hand-off %v; cluster wall %.2fs (%.3f), hand-off %v",
 		single.wall.Seconds(), single.wall.Seconds()/minimum.Seconds(), single.handOff.Round(10*time.Microsecond),
 		cluster.wall.Seconds(), cluster.wall.Seconds()/minimum.Seconds(), cluster.handOff.Round(10*time.Microsecond))
@@ -287,8 +292,8 @@ func sideName(onCluster bool) string {
 	return "single server"
 }
 
-func meanBookkeeping(rs []bookkeepingResult) bookkeepingResult {
-	var m bookkeepingResult
+func meanBookkeeping(rs []bookkeepingRow) bookkeepingRow {
+	var m bookkeepingRow
 	for _, r := range rs {
 		m.wall += r.wall / time.Duration(len(rs))
 		m.handOff += r.handOff / time.Duration(len(rs))
@@ -296,10 +301,6 @@ func meanBookkeeping(rs []bookkeepingResult) bookkeepingResult {
 		m.tail += r.tail / time.Duration(len(rs))
 	}
 	return m
-}
-
-type bookkeepingResult struct {
-	wall, handOff, startup, tail time.Duration
 }
 
 // side is one half of a cluster benchmark: a fresh single server or a
@@ -353,10 +354,10 @@ func (sd *side) fit(b *testing.B, limit time.Duration, exp, trainable string, op
 
 // bookkeepingOn runs the bookkeeping experiment once on a fresh single
 // server or a fresh cluster and checks that every trial ended TERMINATED.
-func bookkeepingOn(b *testing.B, onCluster bool, trials int, limit time.Duration) bookkeepingResult {
+func bookkeepingOn(b *testing.B, onCluster bool, trials int, work, limit time.Duration) bookkeepingRow {
 	b.Helper()
 	rec := &spans{}
-	fns := map[string]tune.Trainable{"sleeper": sleeper(bookkeepingWork, rec)}
+	fns := map[string]tune.Trainable{"sleeper": sleeper(work, rec)}
 	opts := []tune.Option{
 		tune.WithName("bookkeeping"),
 		tune.WithRunConfig(tune.RunConfig{StoragePath: b.TempDir()}),
@@ -373,24 +374,7 @@ func bookkeepingOn(b *testing.B, onCluster bool, trials int, limit time.Duration
 	if _, _, n := rec.bounds(); n != trials {
 		b.Fatalf("the trainable ran %d times, want %d", n, trials)
 	}
-	r := bookkeepingResult{wall: wall}
-	rec.mu.Lock()
-	starts := append([]time.Time(nil), rec.start...)
-	ends := append([]time.Time(nil), rec.end...)
-	rec.mu.Unlock()
-	sortTimes(starts)
-	sortTimes(ends)
-	n := len(starts)
-	r.startup = starts[0].Sub(fitEnd.Add(-wall))
-	r.tail = fitEnd.Sub(ends[n-1])
-	if n > bookkeepingSlots {
-		var gap time.Duration
-		for k := bookkeepingSlots; k < n; k++ {
-			gap += starts[k].Sub(ends[k-bookkeepingSlots])
-		}
-		r.handOff = gap / time.Duration(n-bookkeepingSlots)
-	}
-	return r
+	return bookkeepingRow{trials: trials, wall: wall, slotTimes: rec.slotTimes(bookkeepingSlots, fitEnd.Add(-wall), fitEnd)}
 }
 
 // BenchmarkReportThroughputCluster is BenchmarkReportThroughput/deployment

@@ -41,6 +41,21 @@ func envInt(b *testing.B, name string, def int) int {
 	return n
 }
 
+// envDuration reads a positive Go duration ("1s", "200ms") from the
+// environment, or returns def.
+func envDuration(b *testing.B, name string, def time.Duration) time.Duration {
+	b.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		b.Fatalf("%s=%q: want a positive Go duration such as 1s or 200ms", name, v)
+	}
+	return d
+}
+
 // startServer runs a fresh nats-server with JetStream on a free loopback
 // port, its store in a new folder under the benchmark's temp dir, as
 // bus.StartEmbedded configures it (the server's default limits, including
