@@ -79,7 +79,7 @@ func sleeper(work time.Duration, rec *spans) tune.Trainable {
 //     this process (the trainable is a Go function), Fit with
 //     tune.WithNATS once both processes answer NATS micro pings. After Fit
 //     it also reports each service's peak resident set size (VmHWM of its
-//     process: RSS, not Go heap) and the median wall time of
+//     process: RSS, not Go heap) and CPU time, and the median wall time of
 //     `tunejet status --nats URL` and `tunejet results PATH` on the
 //     finished experiment (each run 3 times: exec to exit, what a user
 //     waits for), next to `tunejet help` (exec_ms: the cost of starting

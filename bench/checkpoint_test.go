@@ -131,7 +131,8 @@ func median(ds []time.Duration) time.Duration { return newDistribution(ds).media
 // runner's tune.Report with a checkpoint) then ckpt.Fetch (the next
 // attempt's copy) — against a plain file copy (io.Copy to a new file) of
 // the same bytes, measured alternately in the same run. Sizes: 1 MB,
-// 100 MB and 1 GB (TUNEJET_BENCH_CKPT_MAX_MB caps them). It runs over TCP
+// 100 MB and 1 GB (TUNEJET_BENCH_CKPT_MAX_MB caps them), medians of
+// TUNEJET_BENCH_CKPT_REPS repetitions (20, 3, 2). It runs over TCP
 // (a deployment's runner) and in process (the embedded default). Target:
 // ≥ 0.5 of the copy's throughput.
 func BenchmarkCheckpointStaging(b *testing.B) {
@@ -329,10 +330,10 @@ func rawObjectRoundTrip(ctx context.Context, obs jetstream.ObjectStore, name, sr
 // tune.Report(..., tune.WithCheckpoint(dir)) in a trainable to durable in
 // storage (the syncer's checkpoint.persisted event), on a deployment (the
 // controller, a runner and the syncer on their own connections), for
-// 1 MB and 100 MB (1 GB with TUNEJET_BENCH_CKPT_MAX_MB=1024), on a
-// file:// temp dir and on S3 (gofakes3 on loopback in its own process,
-// bench/fakes3, through the AWS SDK).
-// The baseline, measured alternately in the same run, is a plain copy of
+// 1 MB and 100 MB (1 GB with TUNEJET_BENCH_CKPT_MAX_MB=1024; medians of
+// TUNEJET_BENCH_CKPT_REPS repetitions), on a file:// temp dir and on S3
+// (gofakes3 on loopback in its own process, bench/fakes3, through the AWS
+// SDK). The baseline, measured alternately in the same run, is a plain copy of
 // the same bytes to the same place: io.Copy to a new file in the same
 // directory tree, or one blob.Bucket.Upload to the same bucket. Target:
 // ≥ 0.5 of the baseline's throughput.

@@ -15,22 +15,8 @@
 //
 // Each benchmark measures its baseline in the same run and reports the
 // ratio with b.ReportMetric; none asserts a timing threshold, only
-// correctness. Environment variables scale them:
-//
-//	TUNEJET_BENCH_TRIALS              trials of BenchmarkBookkeeping (1000)
-//	TUNEJET_BENCH_REPORT_TRIALS       trials of BenchmarkReportThroughput (8)
-//	TUNEJET_BENCH_REPORTS             reports per trial of BenchmarkReportThroughput (25000)
-//	TUNEJET_BENCH_KILLS               runner kills of BenchmarkFailureRecovery (20)
-//	TUNEJET_BENCH_CKPT_MAX_MB         largest checkpoint of the checkpoint benchmarks, in MB
-//	                                  (1024 for staging, 100 for persistence; 1024 adds 1 GB)
-//	TUNEJET_BENCH_CKPT_REPS           repetitions per checkpoint size (20 for 1 MB, 3 for 100 MB, 1 for 1 GB)
-//	TUNEJET_BENCH_RESTORE_MAX_TRIALS  largest history of BenchmarkRestore (1000; 10000 adds 10,000 trials)
-//	TUNEJET_BENCH_RESTORE_REPORTS     reports per trial of BenchmarkRestore (100)
-//	TUNEJET_BENCH_RESTORE_TAIL        events after the snapshot in BenchmarkRestore's snapshot+tail (1000)
-//	TUNEJET_BENCH_CLUSTER             1 runs BenchmarkBookkeepingCluster and BenchmarkReportThroughputCluster
-//	                                  (the deployment workloads on a single server and on a 3-node R3 cluster)
-//	TUNEJET_BENCH_CLUSTER_PAIRS       single-server + cluster pairs of those, in alternating order (1)
-//	TUNEJET_BENCH_TAKEOVERS           controller kills of BenchmarkControllerTakeover (10)
-//
-// BENCHMARKS.md at the repository root records the numbers.
+// correctness. Environment variables (TUNEJET_BENCH_*) scale them; each
+// benchmark's doc comment names its own, and bench/README.md lists them
+// all and says how to read the figures. BENCHMARKS.md at the repository
+// root holds the latest figure of each.
 package bench

@@ -47,7 +47,9 @@ const (
 // (10,000 with TUNEJET_BENCH_RESTORE_MAX_TRIALS=10000) with
 // TUNEJET_BENCH_RESTORE_REPORTS (100) reports each are published directly
 // to the log; the last 16 trials were running (with a checkpoint each) when
-// the experiment was interrupted. Target: ≤ 2 s for 10,000 trials /
+// the experiment was interrupted; the snapshot+tail source's snapshot is
+// TUNEJET_BENCH_RESTORE_TAIL (1000) events older than the log's end.
+// Target: ≤ 2 s for 10,000 trials /
 // 1,000,000 events restored from a snapshot plus the log tail.
 func BenchmarkRestore(b *testing.B) {
 	maxTrials := envInt(b, "TUNEJET_BENCH_RESTORE_MAX_TRIALS", 1000)

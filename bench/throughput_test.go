@@ -42,7 +42,9 @@ func reporter(n int, rec *spans) tune.Trainable {
 // size, on a fresh server of the same kind, in the same run. It runs on a
 // deployment (services on their own TCP connections, as
 // tune/harness_test.go does) and on the embedded stack tune.Fit starts by
-// default (one in-process connection).
+// default (one in-process connection). Scale: TUNEJET_BENCH_REPORT_TRIALS
+// trials (8, one runner slot each) × TUNEJET_BENCH_REPORTS reports (25000).
+// Targets: ≥ 20,000 reports/s and ≥ 50 % of raw.
 func BenchmarkReportThroughput(b *testing.B) {
 	b.Run("deployment", func(b *testing.B) { reportThroughput(b, false) })
 	b.Run("embedded", func(b *testing.B) { reportThroughput(b, true) })
