@@ -201,7 +201,7 @@ func Restore(ctx context.Context, path string, trainable any, opts ...Option) (*
 	}
 	p, err := storage.Resolve(path, "")
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCannotRestore, err)
+		return nil, refusal(path, api.WithCode(api.CodeBadRequest, err), "", nil)
 	}
 	t.restoreOpts().path = p
 	if err := t.checkStored(ctx); err != nil {
