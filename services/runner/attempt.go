@@ -127,7 +127,7 @@ func (a *attempt) live(ctx context.Context) (started, ended bool, err error) {
 	if err != nil {
 		return false, false, fmt.Errorf("watch for stop requests: %w", err)
 	}
-	defer sub.Unsubscribe()
+	defer func() { _ = sub.Unsubscribe() }()
 	switch ended, stopReason := a.endedByController(ctx); {
 	case stopReason != "":
 		// A stop was requested; the runner that ran the trial may have died
@@ -150,7 +150,7 @@ func (a *attempt) live(ctx context.Context) (started, ended bool, err error) {
 		return true, false, err
 	}
 	if restored != "" {
-		defer os.RemoveAll(filepath.Dir(restored))
+		defer func() { _ = os.RemoveAll(filepath.Dir(restored)) }()
 		sess.resumeFrom(ref, restored)
 	}
 	err = a.execute(sess)

@@ -195,6 +195,7 @@ func (st *stager) stage(ctx context.Context, dir string, result map[string]any) 
 	if attr := st.scoreAttr; attr != "" {
 		if v := state.Lookup(result, attr); v != nil {
 			if _, ok := toFloat(v); !ok {
+				//nolint:staticcheck // Ray's own words, which users search for
 				return "", fmt.Errorf("Unable to persist checkpoint for checkpoint_score_attribute: %s. This attribute must be numerical, got %T %v", attr, v, v)
 			}
 		}

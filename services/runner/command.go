@@ -61,7 +61,7 @@ func (e *commandExecutor) Execute(ctx context.Context, s session.Session, config
 	if err := os.MkdirAll(sockDir, 0o700); err != nil {
 		return fmt.Errorf("trainable socket: %w", err)
 	}
-	defer os.RemoveAll(sockDir)
+	defer func() { _ = os.RemoveAll(sockDir) }()
 	ln, sock, err := trainproto.Listen(sockDir)
 	if err != nil {
 		return fmt.Errorf("trainable socket: %w", err)
@@ -120,13 +120,13 @@ func (e *commandExecutor) command(s session.Session, config map[string]any, sock
 	}
 	stderr, err := os.OpenFile(filepath.Join(info.TrialDir, "stderr"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		stdout.Close()
+		_ = stdout.Close()
 		return nil, nil, nil, fmt.Errorf("trial stderr: %w", err)
 	}
 	tail := &tailBuffer{}
 	cmd.Stdout = stdout
 	cmd.Stderr = io.MultiWriter(stderr, tail)
-	closeFiles := func() { stdout.Close(); stderr.Close() }
+	closeFiles := func() { _ = stdout.Close(); _ = stderr.Close() }
 	return cmd, tail, closeFiles, nil
 }
 

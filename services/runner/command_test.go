@@ -52,7 +52,7 @@ func TestSupersededCommandIsKilledAtOnce(t *testing.T) {
 		return err == nil
 	})
 	r.cancel(ErrSuperseded)
-	r.wait(t, done)
+	_ = r.wait(t, done)
 }
 
 // TestMissingProgramFails: a command that cannot start fails the attempt.

@@ -103,7 +103,7 @@ func testExecutor(t *testing.T, newExecutor func(t *testing.T) Executor) {
 			t.Fatalf("no report within %v", waitLimit)
 		}
 		r.stop()
-		r.wait(t, done)
+		_ = r.wait(t, done)
 		n := len(r.all())
 		if steps := r.steps(); steps[n-1] != float64(n) {
 			t.Errorf("steps %v: want 1..n in order", steps)
@@ -124,7 +124,7 @@ func testExecutor(t *testing.T, newExecutor func(t *testing.T) Executor) {
 			return err == nil
 		})
 		r.cancel(context.Canceled) // the runner stops: the trainable ignores it
-		r.wait(t, done)
+		_ = r.wait(t, done)
 		if len(r.all()) != 0 {
 			t.Errorf("a trainable that never reports reported %v", r.all())
 		}
@@ -189,7 +189,7 @@ func reportCheckpoint(ctx context.Context, s session.Session, step int) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	if err := os.WriteFile(filepath.Join(dir, "state"), []byte(strconv.Itoa(step)), 0o644); err != nil {
 		return err
 	}

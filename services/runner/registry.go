@@ -24,7 +24,7 @@ func (s *Service) register(ctx context.Context) {
 	if alive, err := bus.AnswerLiveness(s.bus.NC, s.cfg.Name); err != nil {
 		s.log.Warn().Err(err).Msg("cannot answer liveness requests; only the heartbeat timeout will notice this runner's death")
 	} else {
-		defer alive.Unsubscribe() // after the entry is gone: nobody looks for its work then
+		defer func() { _ = alive.Unsubscribe() }() // after the entry is gone: nobody looks for its work then
 	}
 	started := time.Now().UTC()
 	var kv jetstream.KeyValue
@@ -52,7 +52,7 @@ func (s *Service) register(ctx context.Context) {
 			put(ctx)
 		case <-ctx.Done():
 			if kv != nil {
-				dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 				_ = kv.Delete(dctx, s.cfg.Name)
 				cancel()
 			}

@@ -36,8 +36,9 @@ type reporter struct {
 }
 
 // add queues a result for the log and returns without waiting for it,
-// unless maxBatch results already wait.
-func (r *reporter) add(result map[string]any) error {
+// unless maxBatch results already wait. The result is stored even when
+// ctx is cancelled: the trial's context may already be.
+func (r *reporter) add(ctx context.Context, result map[string]any) error {
 	r.mu.Lock()
 	for len(r.queued) >= maxBatch && r.err == nil {
 		if r.room == nil {
@@ -64,13 +65,13 @@ func (r *reporter) add(result map[string]any) error {
 	r.queued = append(r.queued, result)
 	if r.done == nil {
 		r.done = make(chan struct{})
-		go r.send(r.done)
+		go r.send(context.WithoutCancel(ctx), r.done)
 	}
 	return nil
 }
 
 // send publishes what is queued until nothing is.
-func (r *reporter) send(done chan struct{}) {
+func (r *reporter) send(ctx context.Context, done chan struct{}) {
 	for {
 		r.mu.Lock()
 		batch := r.queued
@@ -86,7 +87,7 @@ func (r *reporter) send(done chan struct{}) {
 			return
 		}
 		r.mu.Unlock()
-		if err := r.publishResults(batch); err != nil {
+		if err := r.publishResults(ctx, batch); err != nil {
 			r.mu.Lock()
 			r.err = fmt.Errorf("publish report: %w", err)
 			r.mu.Unlock()
@@ -96,7 +97,7 @@ func (r *reporter) send(done chan struct{}) {
 
 // publishResults stores results as one trial.reported event, or as several when
 // one would exceed the server's message size.
-func (r *reporter) publishResults(results []map[string]any) error {
+func (r *reporter) publishResults(ctx context.Context, results []map[string]any) error {
 	n := len(results)
 	ev := r.s.bus.Event(r.exp, events.WriterRunner, &events.TrialReported{
 		TrialID: r.trial, Attempt: r.num, Earlier: results[: n-1 : n-1], Result: results[n-1],
@@ -106,14 +107,12 @@ func (r *reporter) publishResults(results []map[string]any) error {
 		return err
 	}
 	if n > 1 && int64(msg.Size()) > r.s.bus.NC.MaxPayload()/2 {
-		if err := r.publishResults(results[:n/2]); err != nil {
+		if err := r.publishResults(ctx, results[:n/2]); err != nil {
 			return err
 		}
-		return r.publishResults(results[n/2:])
+		return r.publishResults(ctx, results[n/2:])
 	}
-	// The trial's context may already be cancelled: its results must
-	// still be stored.
-	_, err = r.s.bus.PublishMsg(context.Background(), msg)
+	_, err = r.s.bus.PublishMsg(ctx, msg)
 	return err
 }
 

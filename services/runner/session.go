@@ -91,7 +91,7 @@ func (t *trialSession) Report(ctx context.Context, metrics map[string]any, check
 	if err := t.artifacts.sync(ctx, checkpointDir != "" && t.artifacts.onCheckpoint()); err != nil {
 		return false, err
 	}
-	if err := t.reports.add(result); err != nil {
+	if err := t.reports.add(ctx, result); err != nil {
 		return false, err
 	}
 	telemetry.Reports.WithLabelValues(t.exp).Inc()
