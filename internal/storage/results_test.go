@@ -324,3 +324,20 @@ func TestCutProgress(t *testing.T) {
 		t.Errorf("an empty file cut to %q with header %v", got, header)
 	}
 }
+
+// BenchmarkResultFiles is the cost of one report's result.json line and
+// progress.csv row.
+func BenchmarkResultFiles(b *testing.B) {
+	config := map[string]any{"lr": 0.01, "model": map[string]any{"layers": 2.0}}
+	result := map[string]any{
+		"training_iteration": 7.0, "loss": 0.125, "eval": map[string]any{"acc": 0.5}, "done": false,
+		"trial_id": "3f9a2_00001", "date": "2026-01-02_03-04-05", "timestamp": 1767322245.0, "time_this_iter_s": 0.01,
+	}
+	var p storage.Progress
+	var line, row []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		line, _ = storage.AppendResultLine(line[:0], result, config)
+		row = p.AppendRow(row[:0], result)
+	}
+}

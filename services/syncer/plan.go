@@ -16,7 +16,7 @@ type job struct {
 	trial string // the trial's id, for a trial's job
 
 	at        time.Time              // appendFailure: when the failure happened
-	ckpt      events.CheckpointRef   // persist: the checkpoint
+	ckpt      *events.CheckpointRef  // persist, deleteCheckpoint: the checkpoint
 	object    string                 // spare: the staged copy to keep
 	copies    []stagedCopy           // checkResumable: the kept checkpoints, newest first
 	artifacts *events.TrialArtifacts // copyArtifacts: the staged archive
@@ -69,7 +69,7 @@ type stagedCopy struct {
 // in place) and after it (st). It is called only for an event that
 // changed the fold, reads nothing but its arguments, and changes nothing.
 func plan(prev, st *state.Experiment, before *state.Trial, ev *events.Event) []job {
-	var jobs []job
+	jobs := make([]job, 0, 4) // enough for any event but a restore
 	if _, ok := ev.Data.(*events.ExperimentRestored); ok {
 		jobs = restoredJobs(prev, st)
 	}
@@ -88,7 +88,7 @@ func plan(prev, st *state.Experiment, before *state.Trial, ev *events.Event) []j
 		jobs = append(jobs, job{kind: appendResult, trial: p.TrialID})
 		jobs = append(jobs, spareLatest(t)...)
 		if !t.Persisted[p.Checkpoint.Name] {
-			jobs = append(jobs, job{kind: persist, trial: p.TrialID, ckpt: p.Checkpoint})
+			jobs = append(jobs, job{kind: persist, trial: p.TrialID, ckpt: &p.Checkpoint})
 		}
 	case *events.TrialStarted:
 		// A retry may have resumed from an older checkpoint than the latest.
@@ -180,7 +180,7 @@ func deletions(st *state.Experiment, busy func(key string) bool) []job {
 	for _, t := range st.TrialList() {
 		for _, c := range t.Dropped {
 			if t.Persisted[c.Name] && !busy(persistKey(t, c)) {
-				jobs = append(jobs, job{kind: deleteCheckpoint, trial: t.ID, ckpt: c})
+				jobs = append(jobs, job{kind: deleteCheckpoint, trial: t.ID, ckpt: &c})
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/state"
@@ -39,6 +40,9 @@ func experiment(trials ...*state.Trial) *state.Experiment {
 	return st
 }
 
+// jobOpts compare jobs field by field; no job and an empty list are the same.
+var jobOpts = []cmp.Option{cmp.AllowUnexported(job{}, stagedCopy{}), cmpopts.EquateEmpty()}
+
 func event(p events.Payload) *events.Event {
 	return &events.Event{Experiment: "exp", Time: at, Data: p}
 }
@@ -72,7 +76,7 @@ func TestPlan(t *testing.T) {
 		want: []job{
 			{kind: snapshot}, {kind: appendResult, trial: "t1"},
 			{kind: spare, trial: "t1", object: c2.Object},
-			{kind: persist, trial: "t1", ckpt: c2},
+			{kind: persist, trial: "t1", ckpt: &c2},
 		},
 	}, {
 		name:   "a checkpoint storage holds already is not persisted again",
@@ -148,7 +152,7 @@ func TestPlan(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			st := experiment(tt.after)
 			got := plan(st, st, tt.before, tt.ev)
-			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(job{}, stagedCopy{})); diff != "" {
+			if diff := cmp.Diff(tt.want, got, jobOpts...); diff != "" {
 				t.Errorf("plan (-want +got):\n%s", diff)
 			}
 		})
@@ -171,7 +175,7 @@ func TestPlanRestored(t *testing.T) {
 		{kind: spare, trial: "t1", object: c1.Object}, {kind: spare, trial: "t2", object: c2.Object},
 		{kind: snapshot},
 	}
-	if diff := cmp.Diff(want, got, cmp.AllowUnexported(job{}, stagedCopy{})); diff != "" {
+	if diff := cmp.Diff(want, got, jobOpts...); diff != "" {
 		t.Errorf("plan (-want +got):\n%s", diff)
 	}
 }
@@ -183,8 +187,19 @@ func TestDeletions(t *testing.T) {
 	tr.Dropped = []events.CheckpointRef{c1, c2, {Name: "checkpoint_000000", Object: "t1/obj-0"}}
 	st := experiment(tr)
 	busy := func(key string) bool { return key == persistKey(tr, c2) }
-	want := []job{{kind: deleteCheckpoint, trial: "t1", ckpt: c1}}
-	if diff := cmp.Diff(want, deletions(st, busy), cmp.AllowUnexported(job{}, stagedCopy{})); diff != "" {
+	want := []job{{kind: deleteCheckpoint, trial: "t1", ckpt: &c1}}
+	if diff := cmp.Diff(want, deletions(st, busy), jobOpts...); diff != "" {
 		t.Errorf("deletions (-want +got):\n%s", diff)
+	}
+}
+
+// BenchmarkPlan is plan's cost for the commonest event, a report.
+func BenchmarkPlan(b *testing.B) {
+	before, after := trial(events.StatusRunning, 0, c1), trial(events.StatusRunning, 0, c1)
+	st := experiment(after)
+	ev := event(&events.TrialReported{TrialID: "t1", Attempt: 1})
+	b.ReportAllocs()
+	for b.Loop() {
+		plan(st, st, before, ev)
 	}
 }

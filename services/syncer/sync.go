@@ -131,7 +131,7 @@ func (w *writer) upload(ctx context.Context, uploads map[string]func() ([]byte, 
 // dropped, now that the snapshot just written no longer refers to them.
 func (w *writer) deleteDropped(ctx context.Context) {
 	for _, j := range deletions(w.st, w.store.busy) {
-		t, c := w.st.Trials[j.trial], j.ckpt
+		t, c := w.st.Trials[j.trial], *j.ckpt
 		err := w.sync.Run(ctx, "delete "+c.Name, func(ctx context.Context) error {
 			if err := blobsync.Delete(ctx, w.bucket, t.DirName+"/"+c.Name+"/"); err != nil {
 				return err

@@ -161,7 +161,7 @@ func (w *writer) runJob(ctx context.Context, j job) error {
 	case uploadTrial:
 		w.files.finished = append(w.files.finished, j.trial)
 	case persist:
-		w.store.checkpoint(ctx, w.st.StoragePath, t, j.ckpt)
+		w.store.checkpoint(ctx, w.st.StoragePath, t, *j.ckpt)
 	case spare:
 		w.store.spare(j.trial, j.object)
 	case checkResumable:
