@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,6 +58,22 @@ func testExecutor(t *testing.T, newExecutor func(t *testing.T) Executor) {
 			if x, _ := toFloat(rep.metrics["x"]); x != 0.5 {
 				t.Errorf("report %v: x = %v, want the config's 0.5", rep.metrics, rep.metrics["x"])
 			}
+		}
+	})
+	t.Run("trial info", func(t *testing.T) {
+		r := newRecorder(t, "info")
+		r.info.Attempt = 3
+		if err := r.run(t, newExecutor(t)); err != nil {
+			t.Fatalf("Execute: %v", err)
+		}
+		var got []string
+		for _, rep := range r.all() {
+			m := rep.metrics
+			got = append(got, fmt.Sprintf("%v %v %v %v %v", m["experiment"], m["trial_id"], m["trial_name"], m["trial_dir"], m["attempt"]))
+		}
+		want := []string{fmt.Sprintf("exp t1 train_t1 %s 3", r.info.TrialDir)}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("the trial as the trainable sees it (-want +got):\n%s", diff)
 		}
 	})
 	t.Run("checkpoint", func(t *testing.T) {
@@ -147,6 +164,12 @@ func conformanceTrainable(release <-chan struct{}) session.Func {
 					return err
 				}
 			}
+		case "info":
+			i := s.Info()
+			_, err := s.Report(ctx, map[string]any{
+				"experiment": i.Experiment, "trial_id": i.TrialID, "trial_name": i.TrialName, "trial_dir": i.TrialDir, "attempt": i.Attempt,
+			}, "")
+			return err
 		case "checkpoint":
 			for step := 1; step <= 2; step++ {
 				if err := reportCheckpoint(ctx, s, step); err != nil {

@@ -15,6 +15,12 @@ behave = config["behave"]
 if behave == "report":
     for step in range(1, 4):
         tunejet.report({"step": step, "x": config["x"]})
+elif behave == "info":
+    tunejet.report({
+        "experiment": tunejet.get_experiment_name(), "trial_id": tunejet.get_trial_id(),
+        "trial_name": tunejet.get_trial_name(), "trial_dir": tunejet.get_trial_dir(),
+        "attempt": tunejet.get_attempt(),
+    })
 elif behave == "checkpoint":
     for step in range(1, 3):
         with tempfile.TemporaryDirectory() as ckpt:
