@@ -23,7 +23,7 @@ func open(t *testing.T, storagePath string) *blob.Bucket {
 	if err != nil {
 		t.Fatalf("OpenBucket(%q): %v", storagePath, err)
 	}
-	t.Cleanup(func() { b.Close() })
+	t.Cleanup(func() { _ = b.Close() })
 	return b
 }
 
@@ -63,7 +63,7 @@ func TestOpenBucketBadPaths(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := storage.OpenBucket(t.Context(), tc.path)
 			if err == nil {
-				b.Close()
+				_ = b.Close()
 				t.Fatalf("OpenBucket(%q) succeeded", tc.path)
 			}
 			t.Logf("OpenBucket(%q): %v", tc.path, err)

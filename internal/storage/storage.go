@@ -153,17 +153,17 @@ func (d *Dir) WriteAtomic(rel string, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", p, err)
 	}
-	defer os.Remove(tmp.Name())
+	defer func() { _ = os.Remove(tmp.Name()) }()
 	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
+		_ = tmp.Close()
 		return fmt.Errorf("write %s: %w", p, err)
 	}
 	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
+		_ = tmp.Close()
 		return fmt.Errorf("write %s: %w", p, err)
 	}
 	if err := tmp.Sync(); err != nil {
-		tmp.Close()
+		_ = tmp.Close()
 		return fmt.Errorf("write %s: %w", p, err)
 	}
 	if err := tmp.Close(); err != nil {
@@ -189,7 +189,7 @@ func (d *Dir) Append(rel string, data []byte) error {
 		return fmt.Errorf("append %s: %w", p, err)
 	}
 	if _, err := f.Write(data); err != nil {
-		f.Close()
+		_ = f.Close()
 		return fmt.Errorf("append %s: %w", p, err)
 	}
 	if err := f.Close(); err != nil {

@@ -37,7 +37,7 @@ func (p *persister) copyArchive(ctx context.Context, object, digest, prefix stri
 	if err != nil {
 		return fmt.Errorf("read staged %s: %w", object, err)
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	closes := newCloser(parallelCloses)
@@ -53,15 +53,15 @@ func (p *persister) copyArchive(ctx context.Context, object, digest, prefix stri
 			return err
 		}
 		if _, err := io.Copy(bw, body); err != nil {
-			bw.Close()
+			_ = bw.Close()
 			return err
 		}
 		closes.close(bw)
 		return nil
 	})
 	if err != nil {
-		cancel() // a writer still closing publishes nothing
-		closes.wait()
+		cancel()          // a writer still closing publishes nothing
+		_ = closes.wait() // the walk's error is the one that counts
 		return err
 	}
 	return closes.wait()

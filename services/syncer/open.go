@@ -24,7 +24,7 @@ func (w *writer) openRetrying(ctx context.Context) error {
 		}
 		w.tell.failure(ctx, "open storage", err, attempt)
 		if w.root != nil {
-			w.root.Close()
+			_ = w.root.Close()
 			w.root = nil
 		}
 		t := time.NewTimer(openBackoff(attempt, w.s.syncConfig(w.syncSpec()).SyncPeriod))

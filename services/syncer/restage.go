@@ -103,7 +103,7 @@ func (p *persister) restage(ctx context.Context, obs jetstream.ObjectStore, obje
 	if err != nil {
 		return fmt.Errorf("restage %s: %w", object, err)
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 	dir := filepath.Join(tmp, "checkpoint")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("restage %s: %w", object, err)

@@ -19,7 +19,7 @@ import (
 func TestStagingResumesFromTheSnapshot(t *testing.T) {
 	ctx := t.Context()
 	bucket := memblob.OpenBucket(nil)
-	defer bucket.Close()
+	defer func() { _ = bucket.Close() }()
 	dir := "fn_t1"
 	stored := map[string]string{
 		storage.ResultFile:   "{\"training_iteration\":1}\n{\"training_iteration\":2}\n{\"training_iteration\":3}\n",

@@ -104,9 +104,10 @@ func runSyncer(t *testing.T, srv *bustest.Server) (stop func()) {
 
 func runSyncerWith(t *testing.T, srv *bustest.Server, cfg syncer.Config) (stop func()) {
 	t.Helper()
+	b := srv.Bus("syncer")
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- syncer.New(srv.Bus("syncer"), cfg).Run(ctx) }()
+	go func() { done <- syncer.New(b, cfg).Run(ctx) }()
 	stopped := false
 	stop = func() {
 		if stopped {

@@ -51,7 +51,7 @@ func (w *writer) run(ctx context.Context) error {
 	if err := w.openRetrying(ctx); err != nil {
 		return err
 	}
-	defer w.root.Close()
+	defer func() { _ = w.root.Close() }()
 	w.files = newStaging(filepath.Join(w.s.cfg.WorkDir, w.exp), w.bucket)
 	defer w.files.close()
 	ops := blobsync.NewQueue(context.WithoutCancel(ctx), w.log)

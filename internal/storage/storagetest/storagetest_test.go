@@ -22,7 +22,7 @@ func open(t *testing.T, storagePath string) *blob.Bucket {
 	if err != nil {
 		t.Fatalf("OpenBucket(%q): %v", storagePath, err)
 	}
-	t.Cleanup(func() { b.Close() })
+	t.Cleanup(func() { _ = b.Close() })
 	return b
 }
 
@@ -38,7 +38,7 @@ func httpGet(t *testing.T, u string) string {
 	if err != nil {
 		t.Fatalf("GET %s: %v", u, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET %s: %d %s %v", u, resp.StatusCode, body, err)
@@ -85,7 +85,7 @@ func TestGCSTalksToFakeGCSServer(t *testing.T) {
 func TestCountingCountsCompletedWrites(t *testing.T) {
 	ctx := t.Context()
 	base := memblob.OpenBucket(nil)
-	defer base.Close()
+	defer func() { _ = base.Close() }()
 	b, c := storagetest.Counting(base)
 	for range 3 {
 		if err := b.WriteAll(ctx, "a", []byte("x"), nil); err != nil {
@@ -115,7 +115,7 @@ func TestCountingCountsCompletedWrites(t *testing.T) {
 func TestFaultyFailsThenSucceeds(t *testing.T) {
 	ctx := t.Context()
 	base := memblob.OpenBucket(nil)
-	defer base.Close()
+	defer func() { _ = base.Close() }()
 	b, f := storagetest.Faulty(base)
 	boom := errors.New("boom")
 	f.FailWrites(2, boom)
@@ -141,7 +141,7 @@ func TestFaultyFailsThenSucceeds(t *testing.T) {
 
 func TestFaultyHangsUntilContextEnds(t *testing.T) {
 	base := memblob.OpenBucket(nil)
-	defer base.Close()
+	defer func() { _ = base.Close() }()
 	b, f := storagetest.Faulty(base)
 	f.HangWrites(true)
 	why := errors.New("test gave up")
