@@ -45,7 +45,7 @@ const (
 	// kept after it is persisted, since retries resume from it.
 	spare
 	// checkResumable: make sure a retry finds a staged checkpoint to resume
-	// from (see submitLatestCheck).
+	// from (see persister.checkResumable).
 	checkResumable
 	// copyArtifacts: copy a staged artifact archive into the trial folder.
 	copyArtifacts
