@@ -289,17 +289,30 @@ var ErrSuperseded = errors.New("a newer attempt of the trial has started elsewhe
 func (a *attempt) overtaken() bool {
 	ctx, cancel := context.WithTimeout(a.ctx, 2*time.Second)
 	defer cancel()
+	_, attempt, err := a.lastStart(ctx)
+	return err == nil && attempt > a.num
+}
+
+// lastStart reads the trial's last trial.started: its log sequence and
+// attempt (0, 0 when the trial has none).
+func (a *attempt) lastStart(ctx context.Context) (seq uint64, attempt int, err error) {
 	st, err := a.s.bus.Stream(ctx)
 	if err != nil {
-		return false
+		return 0, 0, err
 	}
 	m, err := st.GetLastMsgForSubject(ctx, events.Subject(a.exp, events.WriterRunner, events.TypeTrialStarted, a.work.TrialID))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, 0, nil
+	}
 	if err != nil {
-		return false
+		return 0, 0, err
 	}
 	ev, err := events.Decode(m.Subject, m.Header, m.Data)
 	p, ok := eventData[*events.TrialStarted](ev, err)
-	return ok && p.Attempt > a.num
+	if !ok {
+		return m.Sequence, 0, nil // not a start the fold takes
+	}
+	return m.Sequence, p.Attempt, nil
 }
 
 // stopper ends an attempt as TERMINATED: the controller asked, or a stop

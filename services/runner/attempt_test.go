@@ -165,3 +165,31 @@ func describeEvent(ev *events.Event) []string {
 	}
 	return []string{ev.Type()}
 }
+
+// An attempt that ends after a newer attempt of its trial has started
+// (its work was redelivered while it still ran, and it had not noticed)
+// must neither record its end nor settle the work: the fold ignores the
+// end of a superseded attempt, and an ack would take the work from the
+// newer attempt, so that, were its runner to die, the trial would never be
+// redelivered and stay RUNNING for good.
+func TestAnEndAfterANewerStartSettlesNothing(t *testing.T) {
+	b := bustest.Start(t).Bus("runner")
+	newer := &events.TrialStarted{TrialID: "t1", Attempt: 2, Runner: "r2", Hostname: "elsewhere", PID: 1}
+	trainables := map[string]session.Func{
+		"overtaken": func(ctx context.Context, _ map[string]any) error {
+			// The newer attempt starts while this one finishes.
+			_, err := b.Publish(ctx, b.Event("exp", events.WriterRunner, newer))
+			return err
+		},
+	}
+	s := New(b, Config{Name: "r1", WorkDir: t.TempDir(), Trainables: trainables})
+	work := &events.TrialScheduled{TrialID: "t1", TrialName: "train_t1", DirName: "train_t1", HeartbeatTimeoutS: 30,
+		Config: map[string]any{}, Trainable: events.Trainable{Name: "overtaken"}}
+	got, pending := runWork(t, s, work)
+	if want := []string{"started(1)", "started(2)"}; !cmp.Equal(want, got) {
+		t.Errorf("the runner events %v, want %v: the superseded attempt's end is not recorded", got, want)
+	}
+	if pending != 1 {
+		t.Errorf("%d work messages wait for an ack, want 1: the newer attempt owns the work", pending)
+	}
+}

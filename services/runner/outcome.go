@@ -5,7 +5,10 @@ import (
 	"errors"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/ckpt"
 	"github.com/tunejet/tunejet/internal/metrics"
 )
@@ -119,10 +122,23 @@ func (a *attempt) settle(ctx context.Context, o outcome) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	for _, p := range o.Publish {
+		var opts []jetstream.PublishOpt
 		if sp, ok := p.(*events.TrialStarted); ok {
 			sp.Hostname, sp.PID = a.s.hostname, pid
+		} else {
+			fence, ok := a.endFence(ctx)
+			if !ok {
+				return
+			}
+			opts = append(opts, fence)
 		}
-		if _, err := a.s.bus.Publish(ctx, a.s.bus.Event(a.exp, events.WriterRunner, p)); err != nil {
+		_, err := a.s.bus.Publish(ctx, a.s.bus.Event(a.exp, events.WriterRunner, p), opts...)
+		if bus.Fenced(err) {
+			a.superseded.Store(true)
+			a.log.Warn().Str("type", p.Type()).Msg("a newer attempt started as this one ended; leaving the work to it")
+			return
+		}
+		if err != nil {
 			// Acking would lose the outcome: the work is redelivered after
 			// the heartbeat timeout instead, as if this runner had died.
 			a.log.Error().Err(err).Str("type", p.Type()).Msg("publish trial outcome; leaving the work to be redelivered")
@@ -144,6 +160,26 @@ func (a *attempt) settle(ctx context.Context, o outcome) {
 	if err != nil {
 		a.log.Warn().Err(err).Stringer("settle", o.Settle).Msg("settle trial work; it is redelivered after the heartbeat timeout")
 	}
+}
+
+// endFence is the publish option that stores the attempt's end only while
+// no newer attempt of the trial has started, or false (with the reason
+// logged) when one has or the log cannot tell. The fold takes the end of
+// the current attempt only: an end published after a newer start would be
+// ignored while its ack took the work from the newer attempt, which, were
+// its runner to die, would never be redelivered.
+func (a *attempt) endFence(ctx context.Context) (jetstream.PublishOpt, bool) {
+	seq, attempt, err := a.lastStart(ctx)
+	switch {
+	case err != nil:
+		a.log.Error().Err(err).Msg("read the trial's last start; leaving the work to be redelivered")
+		return nil, false
+	case attempt > a.num:
+		a.superseded.Store(true)
+		a.log.Warn().Int("newer_attempt", attempt).Msg("a newer attempt started as this one ended; leaving the work to it")
+		return nil, false
+	}
+	return jetstream.WithExpectLastSequenceForSubject(seq, events.Subject(a.exp, events.WriterRunner, events.TypeTrialStarted, a.work.TrialID)), true
 }
 
 func countFailure(exp string, p events.Payload) {
