@@ -129,7 +129,7 @@ func (e *Event) validateAttrs() error {
 	}
 	if !plainSource(e.Source) {
 		if _, err := url.Parse(e.Source); err != nil {
-			return fmt.Errorf("%w: %s: attribute \"source\" must be a URI-reference: %v", ErrInvalid, e.Type(), err)
+			return fmt.Errorf("%w: %s: attribute \"source\" must be a URI-reference: %w", ErrInvalid, e.Type(), err)
 		}
 	}
 	if e.Time.IsZero() {
@@ -210,7 +210,7 @@ func decodeSDK(subject string, addr Address, header map[string][]string, data []
 	var source string // verbatim: ev.Source() re-escapes it as a URL
 	if isStructured(header) {
 		if err := json.Unmarshal(data, &ev); err != nil {
-			return nil, fmt.Errorf("%w: subject %q: structured event: %v", ErrInvalid, subject, err)
+			return nil, fmt.Errorf("%w: subject %q: structured event: %w", ErrInvalid, subject, err)
 		}
 		var raw struct {
 			Source string `json:"source"`
@@ -232,10 +232,10 @@ func decodeSDK(subject string, addr Address, header map[string][]string, data []
 		}
 	}
 	if err := ev.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: subject %q: %v", ErrInvalid, subject, err)
+		return nil, fmt.Errorf("%w: subject %q: %w", ErrInvalid, subject, err)
 	}
 	if err := checkUTF8(ev, source); err != nil {
-		return nil, fmt.Errorf("%w: subject %q: %v", ErrInvalid, subject, err)
+		return nil, fmt.Errorf("%w: subject %q: %w", ErrInvalid, subject, err)
 	}
 	if ev.Type() != addr.Type {
 		return nil, fmt.Errorf("%w: subject %q carries %s but attribute \"type\" is %q", ErrInvalid, subject, addr.Type, ev.Type())
@@ -439,7 +439,7 @@ func readBinary(subject string, h map[string][]string, data []byte) (ce.Event, s
 		}
 		val, err := percentDecode(v[0])
 		if err != nil {
-			return ev, "", fmt.Errorf("%w: subject %q: header %q: %v", ErrInvalid, subject, k, err)
+			return ev, "", fmt.Errorf("%w: subject %q: header %q: %w", ErrInvalid, subject, k, err)
 		}
 		attrs[strings.TrimPrefix(lk, headerPrefix)] = val
 	}
@@ -470,7 +470,7 @@ func readBinary(subject string, h map[string][]string, data []byte) (ce.Event, s
 			ev.SetExtension(name, val)
 		}
 		if err != nil {
-			return ev, "", fmt.Errorf("%w: subject %q: header \"ce-%s\": %v", ErrInvalid, subject, name, err)
+			return ev, "", fmt.Errorf("%w: subject %q: header \"ce-%s\": %w", ErrInvalid, subject, name, err)
 		}
 	}
 	ev.DataEncoded = data

@@ -54,7 +54,7 @@ func Load(data []byte) (*Experiment, error) {
 	var f snapshotFile
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("%w: not valid JSON: %v", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: not valid JSON: %w", ErrCorrupt, err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("%w: data after the snapshot's JSON object (at byte %d): two files run together, or a partial overwrite", ErrCorrupt, dec.InputOffset())
@@ -71,7 +71,7 @@ func Load(data []byte) (*Experiment, error) {
 	}
 	e := New(f.Experiment)
 	if err := json.Unmarshal(f.State, e); err != nil {
-		return nil, fmt.Errorf("%w: field \"state\": %v", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: field \"state\": %w", ErrCorrupt, err)
 	}
 	if e.Name != f.Experiment || e.LastSeq != f.Seq {
 		return nil, fmt.Errorf("%w: state says experiment %q at seq %d, header says %q at seq %d", ErrCorrupt, e.Name, e.LastSeq, f.Experiment, f.Seq)
@@ -80,7 +80,7 @@ func Load(data []byte) (*Experiment, error) {
 		e.Trials = map[string]*Trial{}
 	}
 	if err := e.checkTrials(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	return e, nil
 }
