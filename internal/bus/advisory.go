@@ -36,7 +36,7 @@ func (b *Bus) WatchExhausted(ctx context.Context, exp string, fn func(workSeq ui
 	}
 	stop := context.AfterFunc(ctx, it.Stop)
 	defer stop()
-	defer b.deleteOrdered(s, cons)
+	defer b.deleteOrdered(ctx, s, cons)
 	for {
 		m, err := it.Next()
 		if err != nil {

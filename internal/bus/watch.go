@@ -84,13 +84,13 @@ func (b *Bus) WatchSubjects(ctx context.Context, filters []string, from uint64, 
 		}
 		err = w.follow(ctx, cons)
 		if ctx.Err() != nil {
-			b.deleteOrdered(w.s, cons)
+			b.deleteOrdered(ctx, w.s, cons)
 			return ctx.Err()
 		}
 		if final(err) {
 			return fmt.Errorf("watch %s: %w", filter, err)
 		}
-		go b.deleteOrdered(w.s, cons)
+		go b.deleteOrdered(ctx, w.s, cons)
 		b.Log.Info().Err(err).Str("filter", filter).Uint64("next", w.next).Msg("watch: lost its consumer; following again")
 	}
 }
@@ -220,13 +220,14 @@ func final(err error) bool {
 // its client stopped asking.
 const orderedInactive = 10 * time.Second
 
-// deleteOrdered removes a finished watch's consumer from the server.
-func (b *Bus) deleteOrdered(s jetstream.Stream, cons jetstream.Consumer) {
+// deleteOrdered removes a finished watch's consumer from the server, also
+// once ctx has ended.
+func (b *Bus) deleteOrdered(ctx context.Context, s jetstream.Stream, cons jetstream.Consumer) {
 	info := cons.CachedInfo()
 	if info == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	_ = s.DeleteConsumer(ctx, info.Name)
 }

@@ -103,7 +103,7 @@ func (r *reconciler) run(ctx context.Context) error {
 		case err := <-watchErr:
 			return err
 		case <-ctx.Done():
-			r.shutdown()
+			r.shutdown(ctx)
 			return ctx.Err()
 		}
 		if r.caughtUp && r.st.LastSeq >= r.waitSeq && r.lead(ctx) {
@@ -375,12 +375,13 @@ func (r *reconciler) publish(ctx context.Context, a Action) bool {
 }
 
 // shutdown marks a running experiment interrupted when the controller is
-// configured to (the embedded stack).
-func (r *reconciler) shutdown() {
+// configured to (the embedded stack); ctx has ended by then, so the event
+// gets its own 2 s.
+func (r *reconciler) shutdown(ctx context.Context) {
 	if !r.s.cfg.InterruptOnShutdown || r.st.Status != state.ExperimentRunning || !r.lease.Held() {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	if !r.publish(ctx, Action{ID: fmt.Sprint(r.exp, ".run", r.st.Run, ".interrupted"), Payload: &events.ExperimentInterrupted{Reason: "shutdown"}}) {
 		r.log.Warn().Msg("could not record the interruption")
