@@ -213,7 +213,7 @@ func bookkeepingRun(b *testing.B, variant string, trials int, work, limit time.D
 		b.Fatalf("the trainable ran %d times, want %d", n, trials)
 	}
 	r.slotTimes = rec.slotTimes(bookkeepingSlots, fitEnd.Add(-r.wall), fitEnd)
-	r.slotTimes.report(b)
+	r.report(b)
 	if ps != nil {
 		ps.measure(b, &r, g.ExperimentPath)
 	}
@@ -455,7 +455,7 @@ func tailSplit(b *testing.B, evs []*events.Event, rec *spans, fitEnd time.Time) 
 func consumersLeft(b *testing.B, d *deployment) {
 	b.Helper()
 	ctx := context.Background()
-	s, err := d.bus("consumers").Stream(ctx)
+	s, err := d.bus(ctx, "consumers").Stream(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}

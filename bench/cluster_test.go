@@ -83,7 +83,7 @@ func servicesOn(b *testing.B, emb *bus.Embedded, c *bustest.Cluster, slots int, 
 	// over, and none of them races Fit's (see replicaGuard).
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s, err := d.bus("watching").Stream(ctx)
+	s, err := d.bus(ctx, "watching").Stream(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -168,9 +168,9 @@ func checkReplicas(b *testing.B, bs *bus.Bus, want int) {
 // server precedes Fit, and logs what came before.
 func clusterFit(b *testing.B, d *deployment, exp string, fit func() time.Duration) time.Duration {
 	b.Helper()
-	guardBus := d.bus("replica-guard")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	guardBus := d.bus(ctx, "replica-guard")
 	restored := replicaGuard(ctx, b, guardBus, d.replicas)
 	started := make(chan time.Time, 1)
 	go func() {

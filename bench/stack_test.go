@@ -127,17 +127,17 @@ func (d *deployment) start(service string, slots int, fns map[string]tune.Traina
 	var run func(context.Context) error
 	switch service {
 	case "controller":
-		run = controller.New(d.bus("controller"), controller.Config{}).Run
+		run = controller.New(d.bus(d.ctx, "controller"), controller.Config{}).Run
 	case "runner":
 		reg := map[string]session.Func{}
 		for k, v := range fns {
 			reg[k] = v
 		}
-		run = runner.New(d.bus("runner"), runner.Config{Slots: slots, Trainables: reg, WorkDir: d.b.TempDir()}).Run
+		run = runner.New(d.bus(d.ctx, "runner"), runner.Config{Slots: slots, Trainables: reg, WorkDir: d.b.TempDir()}).Run
 	case "syncer":
-		run = syncer.New(d.bus("syncer"), syncer.Config{}).Run
+		run = syncer.New(d.bus(d.ctx, "syncer"), syncer.Config{}).Run
 	case "restorer":
-		run = restorer.New(d.bus("restorer"), restorer.Config{}).Run
+		run = restorer.New(d.bus(d.ctx, "restorer"), restorer.Config{}).Run
 	default:
 		d.b.Fatalf("unknown service %q", service)
 	}
@@ -153,7 +153,7 @@ func (d *deployment) start(service string, slots int, fns map[string]tune.Traina
 }
 
 // bus opens a provisioned bus on a new connection.
-func (d *deployment) bus(source string) *bus.Bus {
+func (d *deployment) bus(ctx context.Context, source string) *bus.Bus {
 	d.b.Helper()
 	nc, err := nats.Connect(d.natsURL(), nats.Name("bench-"+source))
 	if err != nil {
@@ -165,7 +165,7 @@ func (d *deployment) bus(source string) *bus.Bus {
 		d.b.Fatal(err)
 	}
 	bs.Replicas = d.replicas
-	if err := bs.Provision(context.Background()); err != nil {
+	if err := bs.Provision(ctx); err != nil {
 		d.b.Fatal(err)
 	}
 	return bs
@@ -283,7 +283,7 @@ func (d *deployment) diagnose(exp string) {
 // when the stream cannot take another consumer.
 func (d *deployment) events(ctx context.Context, exp string) []*events.Event {
 	d.b.Helper()
-	s, err := d.bus("reader").Stream(ctx)
+	s, err := d.bus(ctx, "reader").Stream(ctx)
 	if err != nil {
 		d.b.Fatal(err)
 	}
@@ -311,7 +311,7 @@ func (d *deployment) events(ctx context.Context, exp string) []*events.Event {
 // message matching filter, and the last message itself.
 func (d *deployment) storedSpan(ctx context.Context, filter string) (first, last time.Time, lastMsg *jetstream.RawStreamMsg) {
 	d.b.Helper()
-	bs := d.bus("span")
+	bs := d.bus(ctx, "span")
 	s, err := bs.Stream(ctx)
 	if err != nil {
 		d.b.Fatal(err)
@@ -330,7 +330,7 @@ func (d *deployment) storedSpan(ctx context.Context, filter string) (first, last
 // countStored is the number of messages the log holds on filter.
 func (d *deployment) countStored(ctx context.Context, filter string) uint64 {
 	d.b.Helper()
-	s, err := d.bus("count").Stream(ctx)
+	s, err := d.bus(ctx, "count").Stream(ctx)
 	if err != nil {
 		d.b.Fatal(err)
 	}
