@@ -104,12 +104,12 @@ func copyTo(src, dst string, durable bool) error {
 		return err
 	}
 	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
+		_ = out.Close()
 		return err
 	}
 	if durable {
 		if err := out.Sync(); err != nil {
-			out.Close()
+			_ = out.Close()
 			return err
 		}
 	}
@@ -191,21 +191,27 @@ func staging(b *testing.B, size int, inProcess bool) {
 			}
 			copies = append(copies, time.Since(start))
 			copyCPU = append(copyCPU, cpuTime()-cpu)
-			os.RemoveAll(filepath.Dir(dst))
+			if err := os.RemoveAll(filepath.Dir(dst)); err != nil {
+				b.Fatal(err)
+			}
 			settle()
 			start = time.Now()
 			if err := copyFileSync(file, dst); err != nil {
 				b.Fatal(err)
 			}
 			synced = append(synced, time.Since(start))
-			os.RemoveAll(filepath.Dir(dst))
+			if err := os.RemoveAll(filepath.Dir(dst)); err != nil {
+				b.Fatal(err)
+			}
 			settle()
 			raw, rcpu, err := rawObjectRoundTrip(ctx, obs, fmt.Sprintf("raw_%d_%d", i, r), file, dst)
 			if err != nil {
 				b.Fatalf("bare Object Store round trip: %v", err)
 			}
 			raws, rawCPU = append(raws, raw), append(rawCPU, rcpu)
-			os.RemoveAll(filepath.Dir(dst))
+			if err := os.RemoveAll(filepath.Dir(dst)); err != nil {
+				b.Fatal(err)
+			}
 
 			name := fmt.Sprintf("t_%d/checkpoint_%06d", i, r)
 			fetched := filepath.Join(work, fmt.Sprintf("fetch-%d", r))
@@ -229,7 +235,9 @@ func staging(b *testing.B, size int, inProcess bool) {
 				b.Fatalf("fetched %v (%v), staged %d bytes; want %d", fi, err, staged.Size, size)
 			}
 			stages, fetches, rounds = append(stages, mid.Sub(start)), append(fetches, end.Sub(mid)), append(rounds, end.Sub(start))
-			os.RemoveAll(fetched)
+			if err := os.RemoveAll(fetched); err != nil {
+				b.Fatal(err)
+			}
 			if err := obs.Delete(ctx, name); err != nil {
 				b.Fatal(err)
 			}
@@ -299,7 +307,7 @@ func rawObjectRoundTrip(ctx context.Context, obs jetstream.ObjectStore, name, sr
 		return 0, 0, err
 	}
 	_, err = obs.Put(ctx, jetstream.ObjectMeta{Name: name}, in)
-	in.Close()
+	_ = in.Close()
 	if err != nil {
 		return 0, 0, err
 	}
@@ -316,7 +324,7 @@ func rawObjectRoundTrip(ctx context.Context, obs jetstream.ObjectStore, name, sr
 		return 0, 0, err
 	}
 	if _, err := io.Copy(out, r); err != nil {
-		out.Close()
+		_ = out.Close()
 		return 0, 0, err
 	}
 	if err := out.Close(); err != nil {

@@ -98,12 +98,12 @@ func startProc(b *testing.B, bin string, env []string, name string, args ...stri
 	p.cmd.Env = env
 	p.cmd.Stdout, p.cmd.Stderr = f, f
 	if err := p.cmd.Start(); err != nil {
-		f.Close()
+		_ = f.Close()
 		b.Fatalf("start %s: %v", name, err)
 	}
 	go func() {
 		p.err = p.cmd.Wait()
-		f.Close()
+		_ = f.Close()
 		close(p.done)
 	}()
 	b.Cleanup(p.kill)

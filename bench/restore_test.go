@@ -275,7 +275,9 @@ func restoreRun(b *testing.B, n int, source string) {
 		if err := storage.WriteAtomic(ctx, storage.ExperimentBucket(root, exp), key, snap); err != nil {
 			b.Fatal(err)
 		}
-		root.Close()
+		if err := root.Close(); err != nil {
+			b.Fatal(err)
+		}
 	}
 
 	// A deployment that was running before the request: the controller

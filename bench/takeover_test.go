@@ -165,7 +165,7 @@ func controllerTakeover(b *testing.B, rounds int) takeovers {
 	}()
 	defer func() {
 		cancelFit()
-		<-fitDone
+		<-fitDone //nolint:errcheck // Fit ends with the cancellation; only its end is waited for
 	}()
 
 	// Every controller event the log stores, with the server's timestamp.

@@ -61,7 +61,7 @@ func openExperiment(t *testing.T, storagePath string) (root, exp *blob.Bucket) {
 	if err != nil {
 		t.Fatalf("OpenBucket(%q): %v", storagePath, err)
 	}
-	t.Cleanup(func() { root.Close() })
+	t.Cleanup(func() { _ = root.Close() })
 	return root, storage.ExperimentBucket(root, "exp")
 }
 

@@ -50,7 +50,7 @@ func newSyncer(t *testing.T, cfg blobsync.Config) (*blobsync.Syncer, *syncBuffer
 func faultyBucket(t *testing.T) (*blob.Bucket, *storagetest.Faults) {
 	t.Helper()
 	base := memblob.OpenBucket(nil)
-	t.Cleanup(func() { base.Close() })
+	t.Cleanup(func() { _ = base.Close() })
 	return storagetest.Faulty(base)
 }
 

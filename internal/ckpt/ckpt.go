@@ -128,7 +128,7 @@ func Open(ctx context.Context, obs jetstream.ObjectStore, name string) (jetstrea
 	r, err := lookAgain(ctx, obs, name, func() (jetstream.ObjectResult, error) { return obs.Get(ctx, name) })
 	if !timer.Stop() {
 		if err == nil {
-			r.Close()
+			_ = r.Close()
 		}
 		cancel(nil)
 		return nil, fmt.Errorf("open %s: %w within %v", name, ErrOpenTimeout, OpenTimeout)
@@ -398,7 +398,7 @@ func (a *archiveReader) Read(p []byte) (int, error) {
 			if c, _ := a.file.Read(one[:]); c > 0 {
 				return n, fmt.Errorf("%s: %w (the file grew while it was staged)", a.entries[a.next-1].rel, tar.ErrWriteTooLong)
 			}
-			a.file.Close()
+			_ = a.file.Close() // read to its end
 			a.file = nil
 			a.pending = zeros[:a.pad]
 		case a.next < len(a.entries):
@@ -432,7 +432,7 @@ func (a *archiveReader) Read(p []byte) (int, error) {
 
 func (a *archiveReader) close() {
 	if a.file != nil {
-		a.file.Close()
+		_ = a.file.Close()
 	}
 }
 
@@ -447,7 +447,7 @@ func Fetch(ctx context.Context, obs jetstream.ObjectStore, name, want, dir strin
 	}
 	defer func() {
 		if err != nil {
-			os.RemoveAll(dir)
+			_ = os.RemoveAll(dir) // best effort: err says what went wrong
 		}
 	}()
 	r, err := Open(ctx, obs, name)
@@ -565,7 +565,7 @@ func extractEntry(body io.Reader, hdr *tar.Header, dir, target string) error {
 			return err
 		}
 		if err := copyBody(f, body, hdr.Size); err != nil {
-			f.Close()
+			_ = f.Close()
 			return err
 		}
 		return f.Close()

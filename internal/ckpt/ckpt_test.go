@@ -425,7 +425,7 @@ func TestOpenWaitsForAnObjectNotThereYet(t *testing.T) {
 	go func() {
 		r, err := ckpt.Open(ctx, obs, name)
 		if err == nil {
-			r.Close()
+			_ = r.Close()
 		}
 		opened <- err
 	}()

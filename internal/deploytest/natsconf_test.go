@@ -123,7 +123,9 @@ func TestAccountsConfNeedsEveryPassword(t *testing.T) {
 	for _, env := range accountsPasswordEnv(t) {
 		t.Run(env, func(t *testing.T) {
 			setPasswords(t)
-			os.Unsetenv(env) // t.Setenv restores it
+			if err := os.Unsetenv(env); err != nil { // t.Setenv restores it
+				t.Fatal(err)
+			}
 			_, err := server.ProcessConfigFile(file)
 			if err == nil || !strings.Contains(err.Error(), env) {
 				t.Fatalf("loading accounts.conf without %s: err = %v, want an error naming it", env, err)

@@ -636,7 +636,7 @@ func TestServicesCanDoTheirWork(t *testing.T) {
 			_, err := io.Copy(io.Discard, body)
 			return err
 		})
-		r.Close()
+		_ = r.Close()
 		if err != nil {
 			t.Fatalf("read the staged checkpoint: %v", err)
 		}

@@ -81,7 +81,7 @@ func freePorts(t testing.TB, n int) []int {
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {
-			l.Close()
+			_ = l.Close()
 		}
 	}()
 	ports := make([]int, n)
