@@ -215,8 +215,8 @@ func (r *leanReader) value() (any, bool) {
 	if r.i >= len(r.b) {
 		return nil, false
 	}
-	switch c := r.b[r.i]; {
-	case c == '{':
+	switch r.b[r.i] {
+	case '{':
 		if r.depth++; r.depth > maxLeanDepth {
 			return nil, false
 		}
@@ -246,7 +246,7 @@ func (r *leanReader) value() (any, bool) {
 			}
 			return nil, false
 		}
-	case c == '[':
+	case '[':
 		if r.depth++; r.depth > maxLeanDepth {
 			return nil, false
 		}
@@ -271,13 +271,13 @@ func (r *leanReader) value() (any, bool) {
 			}
 			return nil, false
 		}
-	case c == '"':
+	case '"':
 		return r.str()
-	case c == 't':
+	case 't':
 		return true, r.literal("true")
-	case c == 'f':
+	case 'f':
 		return false, r.literal("false")
-	case c == 'n':
+	case 'n':
 		return nil, r.literal("null")
 	default:
 		lit, ok := r.number()

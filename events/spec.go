@@ -139,7 +139,7 @@ func ParseFailFast(v any) (FailFast, error) {
 			return FailFastRaise, nil
 		}
 	}
-	return FailFastOff, fmt.Errorf("fail_fast must be one of {bool, 'raise'}. Got %v.", v)
+	return FailFastOff, fmt.Errorf("fail_fast must be one of {bool, 'raise'}. Got %v.", v) //nolint:staticcheck // Ray's message, word for word
 }
 
 // CheckpointConfig mirrors ray.train.CheckpointConfig.

@@ -7,7 +7,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -23,7 +22,7 @@ func train(ctx context.Context, config map[string]any) error {
 	x := config["x"].(float64)
 	loss := 10.0
 	for step := 1; step <= 10; step++ {
-		loss = loss*(1-lr) + 0.1*math.Pow(x-3, 2)*lr
+		loss = loss*(1-lr) + 0.1*(x-3)*(x-3)*lr
 		if err := tune.Report(ctx, map[string]any{"loss": loss, "step": step}); err != nil {
 			return err
 		}

@@ -119,7 +119,7 @@ func translateSet(r []rune, i int) (string, int, bool) {
 
 // classChar escapes one character for use inside a regexp class.
 func classChar(c rune) string {
-	if c < utf8.RuneSelf && !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+	if c < utf8.RuneSelf && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') {
 		return `\` + string(c)
 	}
 	return string(c)

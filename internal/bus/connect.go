@@ -23,12 +23,12 @@ import (
 const ConnectForever time.Duration = -1
 
 // The pace of Connect's attempts while no server answers: the wait doubles
-// from connectBackoffMin to connectBackoffMax, with jitter, and a failure is
+// from connectBackoffFloor to connectBackoffCeiling, with jitter, and a failure is
 // logged at the first attempt and then at most every connectLogEvery.
 const (
-	connectBackoffMin = 100 * time.Millisecond
-	connectBackoffMax = 5 * time.Second
-	connectLogEvery   = 30 * time.Second
+	connectBackoffFloor   = 100 * time.Millisecond
+	connectBackoffCeiling = 5 * time.Second
+	connectLogEvery       = 30 * time.Second
 	// dialTimeout bounds one attempt; connectLastTry is the least time an
 	// attempt gets, for the one made as ConnectTimeout runs out.
 	dialTimeout    = 10 * time.Second
@@ -86,7 +86,7 @@ func Connect(ctx context.Context, o ConnectOptions) (*nats.Conn, error) {
 	if o.ConnectTimeout > 0 {
 		giveUp = start.Add(o.ConnectTimeout)
 	}
-	backoff := connectBackoffMin
+	backoff := connectBackoffFloor
 	var logged time.Time
 	for attempt := 1; ; attempt++ {
 		nc, err := dialOnce(ctx, o.URL, append(opts[:len(opts):len(opts)], nats.Timeout(attemptTimeout(ctx, giveUp))))
@@ -98,6 +98,7 @@ func Connect(ctx context.Context, o ConnectOptions) (*nats.Conn, error) {
 			return nc, nil
 		}
 		if ctx.Err() != nil {
+			//nolint:errorlint // the cause is the caller's context; the last attempt's error is only told
 			return nil, fmt.Errorf("connect to NATS at %s: gave up waiting after %d attempts in %s (last error: %v): %w",
 				o.URL, attempt, time.Since(start).Round(time.Millisecond), err, ctx.Err())
 		}
@@ -117,7 +118,7 @@ func Connect(ctx context.Context, o ConnectOptions) (*nats.Conn, error) {
 		// Full jitter over the upper half: services restarted together do
 		// not knock in step.
 		wait := backoff/2 + rand.N(backoff/2+1)
-		backoff = min(2*backoff, connectBackoffMax)
+		backoff = min(2*backoff, connectBackoffCeiling)
 		if !giveUp.IsZero() {
 			wait = min(wait, giveUp.Sub(now))
 		}
@@ -125,6 +126,7 @@ func Connect(ctx context.Context, o ConnectOptions) (*nats.Conn, error) {
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			//nolint:errorlint // the cause is the caller's context; the last attempt's error is only told
 			return nil, fmt.Errorf("connect to NATS at %s: gave up waiting after %d attempts in %s (last error: %v): %w",
 				o.URL, attempt, time.Since(start).Round(time.Millisecond), err, ctx.Err())
 		case <-t.C:

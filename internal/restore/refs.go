@@ -75,5 +75,6 @@ func replaceIn(config, space map[string]any) {
 
 // ErrRefGone explains a reference whose object is missing.
 func ErrRefGone(name string, cause error) error {
+	//nolint:errorlint // the trial's error is the missing object, whatever the store said; the store's error is only told
 	return fmt.Errorf("object %q referenced by the config is gone (%v): re-specify param_space with a new tune.Put reference when you restore (tune.WithParamSpace, or tunejet restore --param-space)", name, cause)
 }

@@ -80,7 +80,7 @@ type Restarter func(old *state.Trial) *state.Trial
 func Apply(st *state.Experiment, cfg events.ResumeConfig, restart Restarter) (*state.Experiment, error) {
 	for _, action := range []string{cfg.Finished, cfg.Unfinished, cfg.Errored} {
 		if action != Resume && action != Restart && action != Skip {
-			return nil, fmt.Errorf("Unknown resume type: %q", action)
+			return nil, fmt.Errorf("Unknown resume type: %q", action) //nolint:staticcheck // Ray's message, word for word
 		}
 	}
 	for i, id := range st.Order {
@@ -178,6 +178,7 @@ func CheckParamSpace(saved, got map[string]any) error {
 	if slices.Equal(a.FlatKeys(), b.FlatKeys()) {
 		return nil
 	}
+	//nolint:staticcheck // Ray's message, word for word
 	return fmt.Errorf("Invalid `param_space` input to `Tuner.restore()`. This parameter is only used to re-specify values that cannot be saved, such as object references; it should not be used to introduce new hyperparameters to tune.\n\nGot: %q\nExpected: %q", b.FlatKeys(), a.FlatKeys())
 }
 

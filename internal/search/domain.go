@@ -70,13 +70,13 @@ func isKeyword(k string) bool {
 }
 
 // single returns the only entry of m.
-func single(m map[string]any) (k string, v any, ok bool) {
-	if len(m) != 1 {
-		return "", nil, false
+func single(m map[string]any) (string, any, bool) {
+	if len(m) == 1 {
+		for k, v := range m {
+			return k, v, true
+		}
 	}
-	for k, v = range m {
-	}
-	return k, v, true
+	return "", nil, false
 }
 
 // domainOf returns the keyword and argument of m if m is a domain.

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -114,8 +113,4 @@ func randomPrefix() string {
 	var b [3]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])[:5]
-}
-
-func errorf(exp, format string, args ...any) error {
-	return fmt.Errorf("controller: experiment %q: "+format, append([]any{exp}, args...)...)
 }

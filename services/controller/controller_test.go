@@ -24,9 +24,10 @@ const wait = 15 * time.Second
 // returned stop is called (or the test ends).
 func startController(t *testing.T, srv *bustest.Server, name string) (stop func()) {
 	t.Helper()
+	c := controller.New(srv.Bus(name), controller.Config{Tick: 20 * time.Millisecond})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- controller.New(srv.Bus(name), controller.Config{Tick: 20 * time.Millisecond}).Run(ctx) }()
+	go func() { done <- c.Run(ctx) }()
 	stopped := false
 	stop = func() {
 		if stopped {
