@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/storage"
 )
 
 // resultBuilder turns an attempt's reports into results: the trainable's
@@ -73,7 +74,7 @@ func (c stopCriteria) met(result map[string]any) (hit bool, missing []string) {
 	if len(c) == 0 {
 		return false, nil
 	}
-	flat := flatten(result)
+	flat := storage.Flatten(result)
 	for k, threshold := range c {
 		v, ok := flat[k]
 		if !ok {
@@ -85,24 +86,6 @@ func (c stopCriteria) met(result map[string]any) (hit bool, missing []string) {
 		}
 	}
 	return hit, missing
-}
-
-// flatten turns nested maps into "a/b" keys, as Ray does for stop criteria
-// and CSV columns.
-func flatten(m map[string]any) map[string]any {
-	out := make(map[string]any, len(m))
-	var walk func(prefix string, m map[string]any)
-	walk = func(prefix string, m map[string]any) {
-		for k, v := range m {
-			if sub, ok := v.(map[string]any); ok {
-				walk(prefix+k+"/", sub)
-				continue
-			}
-			out[prefix+k] = v
-		}
-	}
-	walk("", m)
-	return out
 }
 
 func toFloat(v any) (float64, bool) {
