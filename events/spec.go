@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // ExperimentSpec is an experiment as submitted: the experiment file in its
@@ -86,6 +87,36 @@ type FailureConfig struct {
 	// redelivered. Runners heartbeat at a third of it. Default 3.
 	HeartbeatTimeoutS float64 `json:"heartbeat_timeout_s,omitempty"`
 }
+
+// DefaultHeartbeatTimeoutS is the heartbeat timeout when the spec sets none.
+const DefaultHeartbeatTimeoutS = 3.0
+
+// Attempts is how many attempts max_failures allows a trial's work:
+// max_failures + 1, or -1 (no limit) for max_failures -1. It is the work
+// consumer's MaxDeliver.
+func (c FailureConfig) Attempts() int {
+	if c.MaxFailures < 0 {
+		return -1
+	}
+	return c.MaxFailures + 1
+}
+
+// Exhausted reports whether a trial that failed failures times may not be
+// tried again, as Ray's FailureConfig(max_failures) rules.
+func (c FailureConfig) Exhausted(failures int) bool {
+	return c.MaxFailures >= 0 && failures > c.MaxFailures
+}
+
+// HeartbeatTimeout is HeartbeatTimeoutS, or the default when unset.
+func (c FailureConfig) HeartbeatTimeout() time.Duration {
+	if c.HeartbeatTimeoutS > 0 {
+		return Seconds(c.HeartbeatTimeoutS)
+	}
+	return Seconds(DefaultHeartbeatTimeoutS)
+}
+
+// Seconds is a spec's seconds as a duration.
+func Seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // FailFast is false, true or "raise".
 type FailFast string

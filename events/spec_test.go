@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tunejet/tunejet/events"
 )
@@ -92,5 +93,36 @@ func TestFailFastJSON(t *testing.T) {
 		if got := err.Error(); !strings.HasPrefix(got, "fail_fast must be one of {bool, 'raise'}. Got ") {
 			t.Errorf("Unmarshal %s: error %q, want Ray's text", in, got)
 		}
+	}
+}
+
+// FailureConfig is the one place max_failures is read: how many attempts
+// the work consumer delivers, and when a trial may not be tried again.
+func TestFailureConfigRules(t *testing.T) {
+	tests := []struct {
+		maxFailures, attempts int
+		exhaustedAt           int // the first failure count that is exhausted; 0: never
+	}{
+		{0, 1, 1},
+		{2, 3, 3},
+		{-1, -1, 0},
+	}
+	for _, tc := range tests {
+		c := events.FailureConfig{MaxFailures: tc.maxFailures}
+		if got := c.Attempts(); got != tc.attempts {
+			t.Errorf("max_failures %d: %d attempts, want %d", tc.maxFailures, got, tc.attempts)
+		}
+		for failures := 0; failures <= 5; failures++ {
+			want := tc.exhaustedAt > 0 && failures >= tc.exhaustedAt
+			if got := c.Exhausted(failures); got != want {
+				t.Errorf("max_failures %d, %d failures: exhausted %v, want %v", tc.maxFailures, failures, got, want)
+			}
+		}
+	}
+	if got := (events.FailureConfig{}).HeartbeatTimeout(); got != 3*time.Second {
+		t.Errorf("default heartbeat timeout %v, want 3s", got)
+	}
+	if got := (events.FailureConfig{HeartbeatTimeoutS: 1.5}).HeartbeatTimeout(); got != 1500*time.Millisecond {
+		t.Errorf("heartbeat timeout %v, want 1.5s", got)
 	}
 }

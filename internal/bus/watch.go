@@ -272,17 +272,13 @@ type WorkConfig struct {
 // EnsureWorkConsumer creates or updates the durable pull consumer that
 // hands out an experiment's trial.scheduled events.
 func (b *Bus) EnsureWorkConsumer(ctx context.Context, exp string, wc WorkConfig) (jetstream.Consumer, error) {
-	maxDeliver := wc.MaxFailures + 1
-	if wc.MaxFailures < 0 {
-		maxDeliver = -1
-	}
 	cfg := jetstream.ConsumerConfig{
 		Durable:       WorkConsumerName(exp),
 		Description:   "trial work of experiment " + exp,
 		FilterSubject: events.TypeSubjects(exp, events.WriterController, events.TypeTrialScheduled),
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       seconds(wc.AckWait),
-		MaxDeliver:    maxDeliver,
+		AckWait:       events.Seconds(wc.AckWait),
+		MaxDeliver:    events.FailureConfig{MaxFailures: wc.MaxFailures}.Attempts(),
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 	}
 	if wc.StartSeq > 0 {

@@ -13,7 +13,7 @@ const (
 	DefaultNumSamples           = 1
 	DefaultSearchAlg            = searchRandom
 	DefaultScheduler            = schedulerFIFO
-	DefaultHeartbeatTimeoutS    = 3.0
+	DefaultHeartbeatTimeoutS    = events.DefaultHeartbeatTimeoutS
 	DefaultCheckpointScoreOrder = "max"
 	DefaultSyncPeriodS          = 300.0
 	DefaultSyncTimeoutS         = 1800.0

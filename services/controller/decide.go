@@ -92,7 +92,7 @@ func stopReason(st *state.Experiment, now time.Time) (reason, errText string) {
 			}
 		}
 	}
-	if b := st.Spec.TuneConfig.TimeBudgetS; b > 0 && st.Elapsed(now) >= seconds(b) {
+	if b := st.Spec.TuneConfig.TimeBudgetS; b > 0 && st.Elapsed(now) >= events.Seconds(b) {
 		return "time_budget", ""
 	}
 	return "", ""
@@ -141,12 +141,12 @@ func createActions(st *state.Experiment, in Inputs) []Action {
 // ERROR when counted preemptions have used up max_failures.
 func rescheduleActions(st *state.Experiment, inFlight, limit int) ([]Action, int) {
 	var acts []Action
-	maxFailures := st.Spec.RunConfig.FailureConfig.MaxFailures
+	fc := st.Spec.RunConfig.FailureConfig
 	for _, t := range st.TrialList() {
 		if !t.NeedsSchedule() {
 			continue
 		}
-		if maxFailures >= 0 && t.RunFailures() > maxFailures {
+		if fc.Exhausted(t.RunFailures()) {
 			acts = append(acts, Action{ID: actionID(st, ".", t.ID, ".exhausted"), Payload: &events.TrialCompleted{
 				TrialID: t.ID, Status: events.StatusError, Reason: "max_failures"}})
 			continue
@@ -179,7 +179,7 @@ func schedule(st *state.Experiment, id, name, dir string, config map[string]any,
 	fc := spec.RunConfig.FailureConfig
 	work := &events.TrialScheduled{
 		TrialID: id, TrialName: name, DirName: dir, Config: config, Trainable: spec.Trainable,
-		Stop: spec.RunConfig.Stop, AttemptBase: attemptBase, MaxFailures: fc.MaxFailures, HeartbeatTimeoutS: heartbeat(fc),
+		Stop: spec.RunConfig.Stop, AttemptBase: attemptBase, MaxFailures: fc.MaxFailures, HeartbeatTimeoutS: fc.HeartbeatTimeout().Seconds(),
 		CheckpointScoreAttribute: spec.RunConfig.CheckpointConfig.ScoreAttribute,
 	}
 	if sc := spec.RunConfig.SyncConfig; sc.SyncArtifacts {
@@ -190,18 +190,6 @@ func schedule(st *state.Experiment, id, name, dir string, config map[string]any,
 	}
 	return work
 }
-
-// DefaultHeartbeatTimeoutS is the heartbeat timeout when the spec sets none.
-const DefaultHeartbeatTimeoutS = 3
-
-func heartbeat(fc events.FailureConfig) float64 {
-	if fc.HeartbeatTimeoutS > 0 {
-		return fc.HeartbeatTimeoutS
-	}
-	return DefaultHeartbeatTimeoutS
-}
-
-func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // sessionFormat is Ray's timestamp format, used in experiment_state-<session>.json.
 const sessionFormat = "2006-01-02_15-04-05"

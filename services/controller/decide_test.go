@@ -421,7 +421,7 @@ func TestDecideTrialWork(t *testing.T) {
 		if w.TrialID != c.TrialID || w.TrialName != c.TrialName || w.DirName != c.DirName || !cmp.Equal(w.Config, c.Config) {
 			t.Errorf("trial %d: the work %+v does not match the trial %+v", i, w, c)
 		}
-		if w.Trainable.Name != "fn" || w.MaxFailures != 2 || w.HeartbeatTimeoutS != DefaultHeartbeatTimeoutS || w.AttemptBase != 0 ||
+		if w.Trainable.Name != "fn" || w.MaxFailures != 2 || w.HeartbeatTimeoutS != events.DefaultHeartbeatTimeoutS || w.AttemptBase != 0 ||
 			!cmp.Equal(w.Stop, map[string]float64{"training_iteration": 5}) {
 			t.Errorf("trial %d: work %+v lacks the spec's trainable, failure config or stop criteria", i, w)
 		}

@@ -303,7 +303,7 @@ func (r *reconciler) ensureWork(ctx context.Context) bool {
 		return true
 	}
 	fc := r.st.Spec.RunConfig.FailureConfig
-	wc := bus.WorkConfig{MaxFailures: fc.MaxFailures, AckWait: heartbeat(fc)}
+	wc := bus.WorkConfig{MaxFailures: fc.MaxFailures, AckWait: fc.HeartbeatTimeout().Seconds()}
 	if r.st.RestoredSeq > 0 {
 		wc.StartSeq = r.st.RestoredSeq + 1
 	}

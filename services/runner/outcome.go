@@ -97,7 +97,7 @@ func decide(s situation) outcome {
 		return outcome{Publish: p, Settle: ack}
 	}
 	// A checkpoint gone everywhere cannot be resumed from by any retry.
-	final := s.MaxFailures >= 0 && s.Tries >= s.MaxFailures+1 || errors.Is(s.Err, ckpt.ErrGone)
+	final := events.FailureConfig{MaxFailures: s.MaxFailures}.Exhausted(s.Tries) || errors.Is(s.Err, ckpt.ErrGone)
 	o := outcome{Publish: []events.Payload{&events.TrialFailed{
 		TrialID: s.Trial, Attempt: s.Attempt, Cause: events.CauseError, ErrorType: errorType(s.Err),
 		Error: s.Err.Error(), Final: final, Counted: true,

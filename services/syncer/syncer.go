@@ -91,8 +91,8 @@ func (s *Service) follow(ctx context.Context, exp string) {
 // syncConfig is the experiment's SyncConfig as blobsync bounds it.
 func (s *Service) syncConfig(sc events.SyncConfig) blobsync.Config {
 	c := blobsync.Config{
-		SyncPeriod:   seconds(sc.SyncPeriodS),
-		SyncTimeout:  seconds(sc.SyncTimeoutS),
+		SyncPeriod:   events.Seconds(sc.SyncPeriodS),
+		SyncTimeout:  events.Seconds(sc.SyncTimeoutS),
 		MaxRetries:   s.cfg.MaxRetries,
 		RetryBackoff: s.cfg.RetryBackoff,
 	}.WithDefaults()
@@ -101,8 +101,6 @@ func (s *Service) syncConfig(sc events.SyncConfig) blobsync.Config {
 	}
 	return c
 }
-
-func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // answerSharedCheck tells a client whether this syncer sees the marker it
 // wrote under a storage path on a file system.
