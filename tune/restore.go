@@ -240,17 +240,12 @@ func loadStored(ctx context.Context, path string) (*state.Experiment, string, er
 		return nil, "", err
 	}
 	defer b.Close()
-	key, err := storage.NewestStateKey(ctx, b)
-	if err != nil {
-		return nil, "", err
+	st, key, err := storage.LoadNewestState(ctx, b)
+	if errors.Is(err, state.ErrCorrupt) {
+		return nil, key, api.WithCode(api.CodeStateInvalid, fmt.Errorf("%s: %w", path, err))
 	}
-	data, err := storage.ReadAll(ctx, b, key)
 	if err != nil {
 		return nil, key, err
-	}
-	st, err := state.Load(data)
-	if err != nil {
-		return nil, key, api.WithCode(api.CodeStateInvalid, fmt.Errorf("%s: %w", storage.Join(path, key), err))
 	}
 	if st.Spec == nil {
 		return nil, key, api.WithCode(api.CodeStateInvalid, fmt.Errorf("%s: the state holds no experiment spec", storage.Join(path, key)))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"net/url"
 	"os"
@@ -114,17 +115,12 @@ func LoadResults(ctx context.Context, path string) (*ResultGrid, error) {
 		return nil, err
 	}
 	defer b.Close()
-	key, err := storage.NewestStateKey(ctx, b)
-	if err != nil {
+	st, _, err := storage.LoadNewestState(ctx, b)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("no experiment snapshot file of form 'experiment_state-*.json' was found at %s; check that the path is the combination of storage_path and name of your run: %w", p, err)
 	}
-	data, err := storage.ReadAll(ctx, b, key)
 	if err != nil {
-		return nil, err
-	}
-	st, err := state.Load(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", storage.Join(p, key), err)
+		return nil, fmt.Errorf("%s: %w", p, err)
 	}
 	return newResultGrid(st, parentOf(p)), nil
 }

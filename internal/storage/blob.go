@@ -29,6 +29,8 @@ import (
 	"gocloud.dev/blob/memblob"
 	_ "gocloud.dev/blob/s3blob" // s3:// URLs
 	"gocloud.dev/gcerrors"
+
+	"github.com/tunejet/tunejet/internal/state"
 )
 
 // ErrInvalidURL is wrapped when a storage path cannot be opened because of
@@ -253,6 +255,26 @@ func NewestStateKey(ctx context.Context, b *blob.Bucket) (string, error) {
 		return "", fmt.Errorf("storage: no experiment_state-*.json in the experiment: %w", fs.ErrNotExist)
 	}
 	return keys[len(keys)-1], nil
+}
+
+// LoadNewestState reads the newest experiment_state-*.json under the
+// bucket's root (NewestStateKey) and returns it with its key. With none the
+// error wraps fs.ErrNotExist; a damaged one's wraps state.ErrCorrupt and
+// names the key.
+func LoadNewestState(ctx context.Context, b *blob.Bucket) (*state.Experiment, string, error) {
+	key, err := NewestStateKey(ctx, b)
+	if err != nil {
+		return nil, "", err
+	}
+	data, err := ReadAll(ctx, b, key)
+	if err != nil {
+		return nil, key, err
+	}
+	st, err := state.Load(data)
+	if err != nil {
+		return nil, key, fmt.Errorf("%s: %w", key, err)
+	}
+	return st, key, nil
 }
 
 // stateKeys lists the experiment_state-*.json keys at the root, sorted.

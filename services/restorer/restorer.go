@@ -390,19 +390,11 @@ func (s *Service) snapshot(ctx context.Context, expPath string) (*state.Experime
 		return nil, "", err
 	}
 	defer b.Close()
-	key, err := storage.NewestStateKey(ctx, b)
-	if err != nil {
-		return nil, "", err
+	st, key, err := storage.LoadNewestState(ctx, b)
+	if errors.Is(err, state.ErrCorrupt) {
+		return nil, key, api.WithCode(api.CodeStateInvalid, fmt.Errorf("%s: %w", expPath, err))
 	}
-	data, err := storage.ReadAll(ctx, b, key)
-	if err != nil {
-		return nil, key, err
-	}
-	st, err := state.Load(data)
-	if err != nil {
-		return nil, key, api.WithCode(api.CodeStateInvalid, fmt.Errorf("%s: %w", storage.Join(expPath, key), err))
-	}
-	return st, key, nil
+	return st, key, err
 }
 
 // validate checks the request against the state and decides what the

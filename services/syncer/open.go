@@ -102,20 +102,12 @@ func (w *writer) readStart(ctx context.Context) error {
 // loadSnapshot resumes from the newest snapshot in storage, unless it is
 // ahead of the log (the log was lost and the experiment submitted anew).
 func (w *writer) loadSnapshot(ctx context.Context) error {
-	key, err := storage.NewestStateKey(ctx, w.bucket)
+	st, key, err := storage.LoadNewestState(ctx, w.bucket)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
-		return err
-	}
-	data, err := storage.ReadAll(ctx, w.bucket, key)
-	if err != nil {
-		return err
-	}
-	st, err := state.Load(data)
-	if err != nil {
-		return fmt.Errorf("syncer: %s: %w", key, err)
+		return fmt.Errorf("syncer: %w", err)
 	}
 	last, err := w.s.bus.LastSeq(ctx, events.ExperimentSubjects(w.exp))
 	if err != nil {
