@@ -299,3 +299,32 @@ func field(dec *json.Decoder, key string, value func() error) error {
 	}
 	return fmt.Errorf("no field %q", key)
 }
+
+// EventLog is the part of the event log OfThisLog reads (bus.Bus).
+type EventLog interface {
+	// EventIs reports whether the log holds, at seq, experiment exp's
+	// event with id.
+	EventIs(ctx context.Context, exp string, seq uint64, id string) (bool, error)
+}
+
+// OfThisLog says why a stored snapshot st of experiment name is not of
+// the log at hand, whose last event of the experiment is at last; "" when
+// it is: the log holds, at the snapshot's sequence, the event it folded
+// last. A new log after a lost one reuses sequences, so the sequence alone
+// says nothing.
+func OfThisLog(ctx context.Context, log EventLog, st *state.Experiment, name string, last uint64) (string, error) {
+	if st.Name != name {
+		return fmt.Sprintf("it is of experiment %q", st.Name), nil
+	}
+	if st.LastSeq > last {
+		return fmt.Sprintf("it reflects sequence %d, beyond the log's last event %d: it is of another log", st.LastSeq, last), nil
+	}
+	ok, err := log.EventIs(ctx, name, st.LastSeq, st.LastEventID)
+	if err != nil {
+		return "", fmt.Errorf("check the snapshot against the log: %w", err)
+	}
+	if !ok {
+		return fmt.Sprintf("it is of another log: the log does not hold its last event %q at sequence %d", st.LastEventID, st.LastSeq), nil
+	}
+	return "", nil
+}

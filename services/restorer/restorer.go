@@ -366,18 +366,12 @@ func (s *Service) snapshotOfLog(ctx context.Context, expPath, name string, last 
 	if err != nil {
 		return nil, key, fmt.Sprintf("the stored snapshot is unreadable: %v", err)
 	}
-	if st.Name != name {
-		return nil, key, fmt.Sprintf("the stored snapshot %s is of experiment %q", key, st.Name)
-	}
-	if st.LastSeq > last {
-		return nil, key, fmt.Sprintf("the stored snapshot %s reflects sequence %d, beyond the log's last event %d: it is of another log", key, st.LastSeq, last)
-	}
-	ok, err := s.bus.EventIs(ctx, name, st.LastSeq, st.LastEventID)
+	why, err := restore.OfThisLog(ctx, s.bus, st, name, last)
 	if err != nil {
 		return nil, key, fmt.Sprintf("cannot check the stored snapshot %s against the log: %v", key, err)
 	}
-	if !ok {
-		return nil, key, fmt.Sprintf("the stored snapshot %s is of another log: the log does not hold its last event %q at sequence %d", key, st.LastEventID, st.LastSeq)
+	if why != "" {
+		return nil, key, fmt.Sprintf("the stored snapshot %s: %s", key, why)
 	}
 	return st, key, ""
 }

@@ -113,22 +113,15 @@ func (w *writer) loadSnapshot(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !w.fromThisLog(ctx, st, last) {
-		w.log.Warn().Str("snapshot", key).Uint64("snapshot_seq", st.LastSeq).Uint64("log_seq", last).Msg("the snapshot is not of this log; syncing from the start of the log")
+	why, err := restore.OfThisLog(ctx, w.s.bus, st, w.exp, last)
+	if err != nil {
+		return fmt.Errorf("syncer: %s: %w", key, err)
+	}
+	if why != "" {
+		w.log.Warn().Str("snapshot", key).Str("reason", why).Uint64("snapshot_seq", st.LastSeq).Uint64("log_seq", last).Msg("the snapshot is not of this log; syncing from the start of the log")
 		return nil
 	}
 	w.st = st
 	w.log.Info().Str("snapshot", key).Uint64("seq", st.LastSeq).Msg("resuming from the stored snapshot")
 	return nil
-}
-
-// fromThisLog reports whether a snapshot reflects this log: the event at
-// its sequence is the one it folded last (a new log after a lost one
-// reuses sequences).
-func (w *writer) fromThisLog(ctx context.Context, st *state.Experiment, last uint64) bool {
-	if st.LastSeq == 0 || st.LastSeq > last {
-		return false
-	}
-	m, err := w.s.bus.RawEvent(ctx, st.LastSeq)
-	return err == nil && m.Header.Get(events.HeaderMsgID) == st.LastEventID
 }
