@@ -89,7 +89,7 @@ func render(st *state.Experiment, elapsed time.Duration) string {
 		metric = st.Spec.TuneConfig.Metric
 	}
 	fmt.Fprintf(&b, "== Status ==\nExperiment %s: %s | elapsed %s | %s\n",
-		st.Name, st.Status, elapsed.Truncate(time.Second), countsLine(st))
+		st.Name, st.Status, elapsed.Truncate(time.Second), TrialCounts(st.Counts()))
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	header := "Trial name\tstatus\titer\ttotal time (s)"
 	if metric != "" {
@@ -111,16 +111,17 @@ func render(st *state.Experiment, elapsed time.Duration) string {
 	return b.String()
 }
 
-func countsLine(st *state.Experiment) string {
-	c := st.Counts()
-	parts := []string{}
-	for _, s := range []string{events.StatusRunning, events.StatusPending, events.StatusTerminated, events.StatusError} {
+// TrialCounts says how many trials are in each status, as the status
+// table's header does: "3 RUNNING, 4 TERMINATED, 1 ERROR", or "no trials".
+func TrialCounts(c map[string]int) string {
+	var parts []string
+	for _, s := range []string{events.StatusRunning, events.StatusPending, events.StatusPaused, events.StatusTerminated, events.StatusError} {
 		if c[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", c[s], s))
 		}
 	}
 	if len(parts) == 0 {
-		return "no trials yet"
+		return "no trials"
 	}
 	return strings.Join(parts, ", ")
 }

@@ -60,7 +60,7 @@ func newAttachCmd() *cobra.Command {
 			case err != nil:
 				return err
 			}
-			fmt.Printf("Experiment %s: %s (%s), %s.\n", st.Name, st.Status, st.EndReason, countsText(st.Counts))
+			fmt.Printf("Experiment %s: %s (%s), %s.\n", st.Name, st.Status, st.EndReason, tune.TrialCounts(st.Counts))
 			return nil
 		},
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
@@ -174,7 +173,7 @@ func newCanRestoreCmd() *cobra.Command {
 			if r.Source == api.SourceSnapshot {
 				from = r.Snapshot
 			}
-			fmt.Printf("can restore %s: %s, from %s\n", args[0], countsText(r.Counts), from)
+			fmt.Printf("can restore %s: %s, from %s\n", args[0], tune.TrialCounts(r.Counts), from)
 			if r.TrainableFrom == api.TrainableFromStorage && r.Trainable != nil {
 				fmt.Fprintf(os.Stderr, "The state file names this trainable, which a restore runs only if trusted (--trust-stored-trainable):\n  %s\nRestore with the experiment's file instead: tunejet restore %s EXPERIMENT_FILE\n",
 					restore.Describe(*r.Trainable), args[0])
@@ -206,18 +205,6 @@ or, if you trust the state file, run the trainable it names:
 	return &exitError{code: 1, err: fmt.Errorf("%w %s: %w", tune.ErrCannotRestore, expPath, tune.ErrTrainableRequired)}
 }
 
-func countsText(c map[string]int) string {
-	var parts []string
-	for _, s := range []string{"RUNNING", "PENDING", "PAUSED", "TERMINATED", "ERROR"} {
-		if c[s] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", c[s], s))
-		}
-	}
-	if len(parts) == 0 {
-		return "no trials"
-	}
-	return strings.Join(parts, ", ")
-}
 
 // fitAndSummarize runs a tuner to its end, or reports the interruption the
 // way Ray does, with the command that continues it.

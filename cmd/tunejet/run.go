@@ -67,7 +67,7 @@ a bad file or an infrastructure failure, 130 when interrupted.`,
 					return err
 				}
 				if r.OK {
-					fmt.Fprintf(os.Stderr, "Restoring %s (%s).\n", expPath, countsText(r.Counts))
+					fmt.Fprintf(os.Stderr, "Restoring %s (%s).\n", expPath, tune.TrialCounts(r.Counts))
 					// The file's trainable, never the one the state names.
 					if tuner, err = tune.Restore(cmd.Context(), expPath, s.Trainable, opts...); err != nil {
 						return err

@@ -15,6 +15,7 @@ import (
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/restore"
 	"github.com/tunejet/tunejet/internal/state"
+	"github.com/tunejet/tunejet/tune"
 )
 
 func newStatusCmd() *cobra.Command {
@@ -74,7 +75,7 @@ func printStatus(ctx context.Context, b *bus.Bus, w io.Writer) error {
 		if err = errors.Join(err, ferr); err != nil {
 			return fmt.Errorf("status of %s: %w", name, err)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", name, st.Status, trialCounts(st))
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", name, st.Status, tune.TrialCounts(st.Counts()))
 	}
 	tw.Flush()
 	var runners []bus.RunnerInfo
@@ -100,16 +101,3 @@ func printStatus(ctx context.Context, b *bus.Bus, w io.Writer) error {
 	return tw.Flush()
 }
 
-func trialCounts(st *state.Experiment) string {
-	c := st.Counts()
-	var parts []string
-	for _, s := range []string{events.StatusRunning, events.StatusPending, events.StatusTerminated, events.StatusError} {
-		if c[s] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", c[s], s))
-		}
-	}
-	if len(parts) == 0 {
-		return "-"
-	}
-	return strings.Join(parts, ", ")
-}
