@@ -269,7 +269,7 @@ func (t *Tuner) GetResults(ctx context.Context) (*ResultGrid, error) {
 	if t.restore != nil {
 		return LoadResults(ctx, t.restore.path)
 	}
-	return nil, errors.New("Can't return results as experiment has not been run, yet. Call `Tuner.Fit()` to run the experiment first.")
+	return nil, errors.New("Can't return results as experiment has not been run, yet. Call `Tuner.Fit()` to run the experiment first.") //nolint:staticcheck // Ray's message, word for word
 }
 
 // Restorable says whether there is an experiment to restore at a path.
@@ -307,7 +307,7 @@ func CanRestore(ctx context.Context, path string, opts ...Option) (Restorable, e
 	if err != nil {
 		return Restorable{}, err
 	}
-	defer closeFn()
+	defer func() { _ = closeFn() }() // only asked: nothing to lose
 	rep, err := request(ctx, b, api.CanRestoreSubject, api.RestoreRequest{Path: p})
 	if err != nil {
 		return Restorable{}, err

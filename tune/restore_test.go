@@ -207,12 +207,12 @@ func TestRestoreRefusalsMatchTheirErrors(t *testing.T) {
 			t.Errorf("%s: %v; want it to match %v and ErrCannotRestore", tt.name, tt.err, tt.want)
 		}
 		for _, other := range all {
-			if other != tt.want && errors.Is(tt.err, other) {
+			if !errors.Is(other, tt.want) && errors.Is(tt.err, other) {
 				t.Errorf("%s: %v matches %v too", tt.name, tt.err, other)
 			}
 		}
 		var te *tune.TrainableError
-		if isTrainable := errors.As(tt.err, &te); isTrainable != (tt.want == tune.ErrTrainableDiffers) {
+		if isTrainable := errors.As(tt.err, &te); isTrainable != errors.Is(tt.want, tune.ErrTrainableDiffers) {
 			t.Errorf("%s: %v is a *TrainableError: %v", tt.name, tt.err, isTrainable)
 		}
 	}

@@ -210,16 +210,16 @@ func (g *ResultGrid) GetBestResult(metric, mode, scope string) (*Result, error) 
 		scope = "last"
 	}
 	if metric == "" {
-		return nil, errors.New("No metric is provided. Either pass in a `metric` arg to `GetBestResult` or specify a metric in the `TuneConfig` of your `Tuner`.")
+		return nil, errors.New("No metric is provided. Either pass in a `metric` arg to `GetBestResult` or specify a metric in the `TuneConfig` of your `Tuner`.") //nolint:staticcheck // Ray's message, word for word
 	}
 	if mode == "" {
-		return nil, errors.New("No mode is provided. Either pass in a `mode` arg to `GetBestResult` or specify a mode in the `TuneConfig` of your `Tuner`.")
+		return nil, errors.New("No mode is provided. Either pass in a `mode` arg to `GetBestResult` or specify a mode in the `TuneConfig` of your `Tuner`.") //nolint:staticcheck // Ray's message, word for word
 	}
 	if mode != "min" && mode != "max" {
-		return nil, fmt.Errorf("If set, `mode` has to be one of [min, max], got %q", mode)
+		return nil, fmt.Errorf("If set, `mode` has to be one of [min, max], got %q", mode) //nolint:staticcheck // Ray's message, word for word
 	}
 	if !validScope(scope) {
-		return nil, fmt.Errorf("ExperimentAnalysis: attempting to get best trial for metric %s for scope %s not in %q. If you didn't pass a `metric` parameter to `tune.run()`, you have to pass one when fetching the best trial.", metric, scope, Scopes)
+		return nil, fmt.Errorf("ExperimentAnalysis: attempting to get best trial for metric %s for scope %s not in %q. If you didn't pass a `metric` parameter to `tune.run()`, you have to pass one when fetching the best trial.", metric, scope, Scopes) //nolint:staticcheck // Ray's message, word for word
 	}
 	var best *Result
 	bestV := 0.0
@@ -233,7 +233,7 @@ func (g *ResultGrid) GetBestResult(metric, mode, scope string) (*Result, error) 
 		}
 	}
 	if best == nil {
-		return nil, fmt.Errorf("No best trial found for the given metric: %s. This means that no trial has reported this metric, or all values reported for this metric are NaN.", metric)
+		return nil, fmt.Errorf("No best trial found for the given metric: %s. This means that no trial has reported this metric, or all values reported for this metric are NaN.", metric) //nolint:staticcheck // Ray's message, word for word
 	}
 	return best, nil
 }

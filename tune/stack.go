@@ -74,11 +74,11 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		return nil, err
 	}
 	if s.bus, err = bus.New(s.conn, "tunejet/embedded", cfg.Log); err != nil {
-		s.Close()
+		_ = s.Close() // the error that stopped the start is the one to return
 		return nil, err
 	}
 	if err := s.bus.Provision(ctx); err != nil {
-		s.Close()
+		_ = s.Close() // the error that stopped the start is the one to return
 		return nil, err
 	}
 	fns := map[string]session.Func{}
@@ -88,7 +88,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	buses := map[string]*bus.Bus{}
 	for _, name := range []string{"controller", "runner", "syncer", "restorer"} {
 		if buses[name], err = s.service(name); err != nil {
-			s.Close()
+			_ = s.Close() // the error that stopped the start is the one to return
 			return nil, err
 		}
 	}

@@ -205,7 +205,6 @@ or, if you trust the state file, run the trainable it names:
 	return &exitError{code: 1, err: fmt.Errorf("%w %s: %w", tune.ErrCannotRestore, expPath, tune.ErrTrainableRequired)}
 }
 
-
 // fitAndSummarize runs a tuner to its end, or reports the interruption the
 // way Ray does, with the command that continues it.
 func fitAndSummarize(cmd *cobra.Command, tuner *tune.Tuner, expPath string, remote bool) error {

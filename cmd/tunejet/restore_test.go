@@ -272,8 +272,8 @@ func (h *heldSetup) checkRestoredRun(t *testing.T, r result, evs []*events.Event
 	}
 	starts := h.starts(t)
 	for _, tr := range before.TrialList() {
-		switch {
-		case tr.Status == events.StatusTerminated:
+		switch tr.Status {
+		case events.StatusTerminated:
 			if len(after[tr.ID]) != 0 || len(starts[tr.ID]) != 1 {
 				t.Errorf("finished trial %s started again: %+v (trainable starts %v)", tr.ID, after[tr.ID], starts[tr.ID])
 			}

@@ -87,7 +87,7 @@ func serviceCmd(name, short string, run func(context.Context, *bus.Bus) error) *
 			if err != nil {
 				return err
 			}
-			defer nc.Drain()
+			defer func() { _ = nc.Drain() }() // flushes what is pending; the process ends either way
 			connected.Store(nc)
 			host, _ := os.Hostname()
 			b, err := bus.New(nc, fmt.Sprintf("tunejet/%s/%s-%d", name, host, os.Getpid()), log)

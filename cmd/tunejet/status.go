@@ -100,4 +100,3 @@ func printStatus(ctx context.Context, b *bus.Bus, w io.Writer) error {
 	}
 	return tw.Flush()
 }
-

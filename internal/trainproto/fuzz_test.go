@@ -34,7 +34,7 @@ func FuzzReadLine(f *testing.F) {
 			}
 			content, after, _ := bytes.Cut(rest, []byte("\n"))
 			if len(content) > limit {
-				if err != (lineTooLongError{limit}) {
+				if !errors.Is(err, lineTooLongError{limit}) {
 					t.Fatalf("line %d of %d bytes over the %d-byte limit: got %q, %v", i, len(content), limit, got, err)
 				}
 				return

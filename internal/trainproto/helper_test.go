@@ -107,7 +107,7 @@ func startServer(t *testing.T, h Handler) *server {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &server{path: path, cancel: cancel, done: make(chan error, 1)}
 	go func() { s.done <- Serve(ctx, ln, h) }()
-	t.Cleanup(func() { s.stop(t) })
+	t.Cleanup(func() { _ = s.stop(t) })
 	return s
 }
 

@@ -149,7 +149,7 @@ func decodeRequest(line []byte) (Request, error) {
 func describeDecodeError(err error) error {
 	var typeErr *json.UnmarshalTypeError
 	if !errors.As(err, &typeErr) {
-		return fmt.Errorf("invalid JSON: %v", err)
+		return fmt.Errorf("invalid JSON: %w", err)
 	}
 	switch typeErr.Field {
 	case "":

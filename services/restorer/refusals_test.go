@@ -23,12 +23,13 @@ import (
 // that asks it over NATS, as tune and the CLI do.
 func serve(t *testing.T, srv *bustest.Server, cfg Config) func(subject string, data []byte) api.RestoreReply {
 	t.Helper()
+	b := srv.Bus("restorer") // before the goroutine: it may fail the test
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := New(srv.Bus("restorer"), cfg).Run(ctx); err != nil {
+		if err := New(b, cfg).Run(ctx); err != nil {
 			t.Errorf("restorer: %v", err)
 		}
 	}()

@@ -522,7 +522,7 @@ func (s *Service) restage(ctx context.Context, obs jetstream.ObjectStore, expPat
 	if err != nil {
 		return ckpt.Staged{}, err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }() // a temporary copy; the restore does not depend on its removal
 	dir := filepath.Join(tmp, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return ckpt.Staged{}, err
