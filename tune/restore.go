@@ -242,7 +242,7 @@ func loadStored(ctx context.Context, path string) (*state.Experiment, string, er
 	defer b.Close()
 	st, key, err := storage.LoadNewestState(ctx, b)
 	if errors.Is(err, state.ErrCorrupt) {
-		return nil, key, api.WithCode(api.CodeStateInvalid, fmt.Errorf("%s: %w", path, err))
+		return nil, key, api.WithCode(api.CodeStateInvalid, fmt.Errorf("%s: %w", storage.Join(path, key), err))
 	}
 	if err != nil {
 		return nil, key, err

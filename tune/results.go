@@ -115,7 +115,10 @@ func LoadResults(ctx context.Context, path string) (*ResultGrid, error) {
 		return nil, err
 	}
 	defer b.Close()
-	st, _, err := storage.LoadNewestState(ctx, b)
+	st, key, err := storage.LoadNewestState(ctx, b)
+	if errors.Is(err, state.ErrCorrupt) {
+		return nil, fmt.Errorf("%s: %w", storage.Join(p, key), err)
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("no experiment snapshot file of form 'experiment_state-*.json' was found at %s; check that the path is the combination of storage_path and name of your run: %w", p, err)
 	}

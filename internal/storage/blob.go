@@ -259,8 +259,8 @@ func NewestStateKey(ctx context.Context, b *blob.Bucket) (string, error) {
 
 // LoadNewestState reads the newest experiment_state-*.json under the
 // bucket's root (NewestStateKey) and returns it with its key. With none the
-// error wraps fs.ErrNotExist; a damaged one's wraps state.ErrCorrupt and
-// names the key.
+// error wraps fs.ErrNotExist; a damaged one's wraps state.ErrCorrupt (the
+// caller names the file: Join(dir, key)).
 func LoadNewestState(ctx context.Context, b *blob.Bucket) (*state.Experiment, string, error) {
 	key, err := NewestStateKey(ctx, b)
 	if err != nil {
@@ -272,7 +272,7 @@ func LoadNewestState(ctx context.Context, b *blob.Bucket) (*state.Experiment, st
 	}
 	st, err := state.Load(data)
 	if err != nil {
-		return nil, key, fmt.Errorf("%s: %w", key, err)
+		return nil, key, err
 	}
 	return st, key, nil
 }

@@ -386,7 +386,7 @@ func (s *Service) snapshot(ctx context.Context, expPath string) (*state.Experime
 	defer b.Close()
 	st, key, err := storage.LoadNewestState(ctx, b)
 	if errors.Is(err, state.ErrCorrupt) {
-		return nil, key, api.WithCode(api.CodeStateInvalid, fmt.Errorf("%s: %w", expPath, err))
+		return nil, key, api.WithCode(api.CodeStateInvalid, fmt.Errorf("%s: %w", storage.Join(expPath, key), err))
 	}
 	return st, key, err
 }

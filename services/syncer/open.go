@@ -107,7 +107,7 @@ func (w *writer) loadSnapshot(ctx context.Context) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("syncer: %w", err)
+		return fmt.Errorf("syncer: %s: %w", key, err)
 	}
 	last, err := w.s.bus.LastSeq(ctx, events.ExperimentSubjects(w.exp))
 	if err != nil {
