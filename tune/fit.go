@@ -2,7 +2,6 @@ package tune
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -176,19 +175,16 @@ func checkShared(ctx context.Context, b *bus.Bus, s Spec) error {
 	if err != nil || token == "" {
 		return err
 	}
-	req, err := json.Marshal(storage.SharedCheck{StoragePath: path, Experiment: s.Name, Token: token})
-	if err != nil {
-		return err
-	}
+	req := storage.SharedCheck{StoragePath: path, Experiment: s.Name, Token: token}
 	for giveUp := time.Now().Add(sharedCheckWait); ; {
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		msg, err := b.NC.RequestWithContext(rctx, storage.SharedCheckSubject, req)
+		var r storage.SharedCheckReply
+		err := b.Request(rctx, storage.SharedCheckSubject, req, &r)
 		cancel()
+		if errors.Is(err, bus.ErrBadReply) {
+			return fmt.Errorf("the syncer's storage check answer: %w", err)
+		}
 		if err == nil {
-			var r storage.SharedCheckReply
-			if err := json.Unmarshal(msg.Data, &r); err != nil {
-				return fmt.Errorf("the syncer's storage check answer: %w", err)
-			}
 			if r.NotShared {
 				return fmt.Errorf("%w: %s", storage.ErrNotShared, r.Error)
 			}
@@ -293,7 +289,7 @@ func (t *Tuner) watchFrom(ctx context.Context, b *bus.Bus, name string, from uin
 	err := b.Watch(wctx, events.ExperimentSubjects(name), from, bus.Handler{Event: func(ev *events.Event) {
 		mu.Lock()
 		defer mu.Unlock()
-		next, _, ferr := state.Fold(wctx, st, ev, restore.Loader(b.JS, st.Name))
+		next, _, ferr := state.Fold(wctx, st, ev, restore.Loader(b, st.Name))
 		if ferr != nil {
 			foldErr = ferr
 			cancel()

@@ -8,7 +8,6 @@ import (
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
-	"github.com/tunejet/tunejet/internal/ckpt"
 	"github.com/tunejet/tunejet/internal/restore"
 	"github.com/tunejet/tunejet/internal/session"
 )
@@ -56,7 +55,7 @@ func uploadObjects(ctx context.Context, b *bus.Bus, exp string, space map[string
 	if len(refs) == 0 {
 		return nil
 	}
-	obs, err := ckpt.Store(ctx, b.JS, exp)
+	obs, err := b.Checkpoints(ctx, exp)
 	if err != nil {
 		return err
 	}

@@ -2,13 +2,10 @@ package tune
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"time"
-
-	"github.com/nats-io/nats.go"
 
 	"github.com/tunejet/tunejet/api"
 	"github.com/tunejet/tunejet/events"
@@ -325,34 +322,27 @@ const restorerWait = 15 * time.Second
 
 // request asks the restorer.
 func request(ctx context.Context, b *bus.Bus, subject string, r api.RestoreRequest) (api.RestoreReply, error) {
-	data, err := json.Marshal(r)
-	if err != nil {
-		return api.RestoreReply{}, err
-	}
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	// A restorer that is starting (the embedded one, or a restarted one)
 	// may not answer yet: try again for a while.
 	deadline := time.Now().Add(restorerWait)
-	m, err := b.NC.RequestWithContext(rctx, subject, data)
-	for errors.Is(err, nats.ErrNoResponders) && time.Now().Before(deadline) {
+	var rep api.RestoreReply
+	err := b.Request(rctx, subject, r, &rep)
+	for errors.Is(err, bus.ErrNoResponders) && time.Now().Before(deadline) {
 		t := time.NewTimer(100 * time.Millisecond)
 		select {
 		case <-t.C:
 		case <-rctx.Done():
 		}
 		t.Stop()
-		m, err = b.NC.RequestWithContext(rctx, subject, data)
+		err = b.Request(rctx, subject, r, &rep)
 	}
-	if errors.Is(err, nats.ErrNoResponders) {
-		return api.RestoreReply{}, fmt.Errorf("ask the restorer (%s): no restorer is running on this deployment (start tunejet restorer): %w", subject, err)
+	if errors.Is(err, bus.ErrNoResponders) {
+		return api.RestoreReply{}, fmt.Errorf("ask the restorer: no restorer is running on this deployment (start tunejet restorer): %w", err)
 	}
 	if err != nil {
-		return api.RestoreReply{}, fmt.Errorf("ask the restorer (%s): %w", subject, err)
-	}
-	var rep api.RestoreReply
-	if err := json.Unmarshal(m.Data, &rep); err != nil {
-		return api.RestoreReply{}, fmt.Errorf("restorer reply: %w", err)
+		return api.RestoreReply{}, fmt.Errorf("ask the restorer: %w", err)
 	}
 	return rep, nil
 }

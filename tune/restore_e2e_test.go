@@ -140,7 +140,7 @@ func foldLog(t *testing.T, d *deployment, evs []*events.Event, exp string) *stat
 	t.Helper()
 	st := state.New(exp)
 	for _, ev := range evs {
-		next, _, err := state.Fold(t.Context(), st, ev, restore.Loader(d.bus.JS, st.Name))
+		next, _, err := state.Fold(t.Context(), st, ev, restore.Loader(d.bus, st.Name))
 		if err != nil {
 			t.Fatalf("fold event %d (%s): %v", ev.Seq, ev.Type(), err)
 		}

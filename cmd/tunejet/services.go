@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/micro"
 	"github.com/spf13/cobra"
 
 	"github.com/tunejet/tunejet/internal/bus"
@@ -47,8 +46,9 @@ func serviceCmds() []*cobra.Command {
 	return []*cobra.Command{controllerCmd, runnerCmd, syncerCmd, restorerCmd}
 }
 
-// serviceCmd builds "tunejet <name>": connect to --nats, register as a
-// NATS micro service, serve /healthz and /metrics, and run until SIGTERM.
+// serviceCmd builds "tunejet <name>": connect to --nats, serve /healthz
+// and /metrics, and run the service (which registers itself as a NATS
+// micro service) until SIGTERM.
 func serviceCmd(name, short string, run func(context.Context, *bus.Bus) error) *cobra.Command {
 	var conn connFlags
 	var logs logFlags
@@ -95,14 +95,6 @@ func serviceCmd(name, short string, run func(context.Context, *bus.Bus) error) *
 				return err
 			}
 			b.Replicas = replicas
-			if name != "restorer" { // the restorer registers itself, with its endpoints
-				svc, err := micro.AddService(nc, micro.Config{Name: "tunejet-" + name, Version: version,
-					Description: short, Metadata: map[string]string{"source": b.Source}})
-				if err != nil {
-					return fmt.Errorf("register the %s with NATS micro: %w", name, err)
-				}
-				defer svc.Stop()
-			}
 			log.Info().Str("service", name).Str("nats", nc.ConnectedUrlRedacted()).Str("metrics", metricsAddr).Msg("starting")
 			return run(ctx, b)
 		},
@@ -113,9 +105,6 @@ func serviceCmd(name, short string, run func(context.Context, *bus.Bus) error) *
 	cmd.Flags().IntVar(&replicas, "replicas", envInt("TUNEJET_REPLICAS", 1), "replicas of the streams and buckets created: 3 on a NATS cluster (env TUNEJET_REPLICAS)")
 	return cmd
 }
-
-// version is tunejet's version, as services report it to NATS micro.
-const version = "0.1.0"
 
 func envInt(key string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(key)); err == nil {

@@ -65,7 +65,7 @@ func printStatus(ctx context.Context, b *bus.Bus, w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "EXPERIMENT\tSTATUS\tTRIALS")
 	for _, name := range names {
-		st, load := state.New(name), restore.Loader(b.JS, name)
+		st, load := state.New(name), restore.Loader(b, name)
 		var ferr error
 		err := b.Replay(ctx, events.ExperimentSubjects(name), func(ev *events.Event) {
 			if ferr == nil {

@@ -54,8 +54,20 @@ func (b *Bus) WatchExhausted(ctx context.Context, exp string, fn func(workSeq ui
 	}
 }
 
-// RawEvent reads one message of the log by sequence.
-func (b *Bus) RawEvent(ctx context.Context, seq uint64) (*jetstream.RawStreamMsg, error) {
+// Raw is a message of the log as stored, whether it decodes or not.
+type Raw struct {
+	Subject  string
+	Sequence uint64
+	Header   map[string][]string
+	Data     []byte
+}
+
+// ErrNoEvent is wrapped when the log holds no message at a sequence.
+var ErrNoEvent = jetstream.ErrMsgNotFound
+
+// RawEvent reads one message of the log by sequence; a message that is not
+// there fails with ErrNoEvent.
+func (b *Bus) RawEvent(ctx context.Context, seq uint64) (*Raw, error) {
 	s, err := b.Stream(ctx)
 	if err != nil {
 		return nil, err
@@ -64,7 +76,7 @@ func (b *Bus) RawEvent(ctx context.Context, seq uint64) (*jetstream.RawStreamMsg
 	if err != nil {
 		return nil, fmt.Errorf("read event %d: %w", seq, err)
 	}
-	return m, nil
+	return &Raw{Subject: m.Subject, Sequence: m.Sequence, Header: m.Header, Data: m.Data}, nil
 }
 
 // DeleteEvent removes one message from the log (dead-lettered work).

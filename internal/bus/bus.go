@@ -49,10 +49,13 @@ type Bus struct {
 	log *streamCache // shared by copies of the Bus
 }
 
-// streamCache keeps the event log's handle: looking it up is a round trip.
+// streamCache keeps the event log's handle and the lease bucket's:
+// looking them up is a round trip.
 type streamCache struct {
-	mu sync.Mutex
-	s  jetstream.Stream
+	mu      sync.Mutex
+	s       jetstream.Stream
+	leases  jetstream.KeyValue
+	runners jetstream.KeyValue
 }
 
 // New wraps a connection. source names the service instance.
@@ -235,11 +238,16 @@ func (b *Bus) Event(exp string, w events.Writer, p events.Payload) *events.Event
 // Publish encodes ev, stores it in the log and returns its sequence. The
 // event id is the Nats-Msg-Id, so a retried publish is stored once: a
 // publish rides out a stream leader election or a reconnect (see
-// PublishMsg).
-func (b *Bus) Publish(ctx context.Context, ev *events.Event, opts ...jetstream.PublishOpt) (uint64, error) {
+// PublishMsg). With a fence, the event is stored only while the fence
+// holds; a publish refused by it fails with an error Fenced recognizes.
+func (b *Bus) Publish(ctx context.Context, ev *events.Event, fence ...Fence) (uint64, error) {
 	msg, err := ToNATS(ev)
 	if err != nil {
 		return 0, err
+	}
+	opts := make([]jetstream.PublishOpt, 0, len(fence))
+	for _, f := range fence {
+		opts = append(opts, jetstream.WithExpectLastSequenceForSubject(f.Seq, f.Subject))
 	}
 	ack, err := b.PublishMsg(ctx, msg, opts...)
 	if err != nil {
@@ -272,9 +280,10 @@ func FromJS(m jetstream.Msg) (*events.Event, error) {
 
 // DeadLetter moves a message that did not decode out of the log and into
 // TUNEJET_DLQ, with the error, and logs it.
-func (b *Bus) DeadLetter(ctx context.Context, subject string, seq uint64, hdr nats.Header, data []byte, cause error) {
+func (b *Bus) DeadLetter(ctx context.Context, m Raw, cause error) {
+	subject, seq, data := m.Subject, m.Sequence, m.Data
 	h := nats.Header{}
-	for k, v := range hdr {
+	for k, v := range m.Header {
 		// Nats-* headers were JetStream directives for the original publish
 		// (Nats-Expected-Stream, Nats-Expected-Last-Sequence, ...); applied to
 		// the copy they would make it fail.

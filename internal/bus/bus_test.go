@@ -140,10 +140,10 @@ func (r *recorder) handler() bus.Handler {
 			p := ev.Data.(*events.TrialReported)
 			r.its = append(r.its, int(p.Result["training_iteration"].(float64)))
 		},
-		Invalid: func(m jetstream.Msg, err error) {
+		Invalid: func(m bus.Raw, err error) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
-			r.invalid = append(r.invalid, m.Subject())
+			r.invalid = append(r.invalid, m.Subject)
 		},
 		CaughtUp: func() {
 			r.mu.Lock()
@@ -345,7 +345,7 @@ func TestDeadLetterMovesTheMessageOnce(t *testing.T) {
 	// Twice: two watchers may see the same message, or a controller may
 	// crash between copying and deleting and retry after a restart.
 	for i := 0; i < 2; i++ {
-		b.DeadLetter(t.Context(), raw.Subject, raw.Sequence, raw.Header, raw.Data, cause)
+		b.DeadLetter(t.Context(), bus.Raw{Subject: raw.Subject, Sequence: raw.Sequence, Header: raw.Header, Data: raw.Data}, cause)
 	}
 
 	if _, err := stored.GetMsg(t.Context(), ack.Sequence); !errors.Is(err, jetstream.ErrMsgNotFound) {

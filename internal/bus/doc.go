@@ -2,6 +2,33 @@
 // nats-server), provisioning the event log and the per-experiment work
 // consumers, publishing events, and replaying them.
 //
+// # The services' verbs
+//
+// Services speak to NATS only through the bus, in the domain's terms
+// (internal/archtest holds them to it):
+//
+//   - Publish stores an event, optionally behind a Fence (stored only while
+//     the newest message on a subject is the one the writer read);
+//   - Watch, WatchSubjects, Replay and ReplayFrom follow the log in order;
+//     LastEvent reads the newest event on a subject with its sequence;
+//   - Consume hands a durable consumer's messages to a handler whose
+//     returned error settles each one: nil acks, Retry naks with a delay,
+//     Terminate ends it, any other error (or a panic) naks it with
+//     FailureDelay. WorkQueue hands a runner one piece of trial work at a
+//     time, settled by the attempt; Follow streams a durable consumer whose
+//     holder acks what it made durable (the syncer);
+//   - Subscribe delivers the events published on a subject from now on;
+//     Request, Serve and Register are request/reply and NATS micro
+//     registration (every service registers as tunejet-<name>);
+//   - Checkpoints opens an experiment's checkpoint bucket (the bus is the
+//     ckpt.Opener the restored-state loader reads through); the lease and
+//     runner-registry verbs cover the KV buckets.
+//
+// A panic in a handler, a subscription, a request's handler or a Loops
+// loop is recovered and logged with the event (type, subject, sequence)
+// and the stack; the message is settled as a failure, and the next one is
+// handled.
+//
 // # The log
 //
 // One JetStream stream, TUNEJET, with Limits retention holds every event of

@@ -29,6 +29,40 @@ func (b *Bus) Leases(ctx context.Context) (jetstream.KeyValue, error) {
 	return kv, nil
 }
 
+// LeaseHolder is the id of whoever holds the lease on key, "" when nobody
+// does.
+func (b *Bus) LeaseHolder(ctx context.Context, key string) (string, error) {
+	kv, err := b.leaseBucket(ctx)
+	if err != nil {
+		return "", err
+	}
+	e, err := kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("lease %s: %w", key, err)
+	}
+	return string(e.Value()), nil
+}
+
+// leaseBucket is Leases, opened once per bus and its copies.
+func (b *Bus) leaseBucket(ctx context.Context) (jetstream.KeyValue, error) {
+	if b.log == nil {
+		return b.Leases(ctx)
+	}
+	b.log.mu.Lock()
+	defer b.log.mu.Unlock()
+	if b.log.leases == nil {
+		kv, err := b.Leases(ctx)
+		if err != nil {
+			return nil, err
+		}
+		b.log.leases = kv
+	}
+	return b.log.leases, nil
+}
+
 // bucket opens a KV bucket, creating it if it does not exist, and asks
 // again while the cluster does not answer (see retryRequest): a bucket
 // that did not answer in time is not "missing", to be created anew.
@@ -132,6 +166,15 @@ func (l *Lease) Release(ctx context.Context) {
 	}
 	_ = l.kv.Delete(ctx, l.key, jetstream.LastRevision(l.rev))
 	l.rev = 0
+}
+
+// Fence makes a publish conditional on the log: the event is stored only
+// while the newest message on Subject (a filter: wildcards allowed) is the
+// one at sequence Seq, or while there is none if Seq is 0. A writer that
+// read the log up to Seq so learns whether another wrote meanwhile.
+type Fence struct {
+	Subject string
+	Seq     uint64
 }
 
 // Fenced reports whether a publish failed because the expected last

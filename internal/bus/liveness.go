@@ -73,3 +73,18 @@ func ProbeRunner(ctx context.Context, nc *nats.Conn, runner string) Liveness {
 	}
 	return Present
 }
+
+// AnswerLiveness answers on runner's liveness subject (see the function
+// AnswerLiveness) until the returned stop is called.
+func (b *Bus) AnswerLiveness(runner string) (stop func(), err error) {
+	sub, err := AnswerLiveness(b.NC, runner)
+	if err != nil {
+		return nil, err
+	}
+	return func() { _ = sub.Unsubscribe() }, nil
+}
+
+// ProbeRunner is the function ProbeRunner on this bus's connection.
+func (b *Bus) ProbeRunner(ctx context.Context, runner string) Liveness {
+	return ProbeRunner(ctx, b.NC, runner)
+}

@@ -3,6 +3,8 @@ package bus
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime/debug"
 	"sync"
 
 	"github.com/rs/zerolog"
@@ -32,13 +34,27 @@ func (l *Loops) Start(ctx context.Context, exp, what string, log zerolog.Logger,
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
-		if err := loop(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		defer func() {
+			l.mu.Lock()
+			delete(l.running, exp)
+			l.mu.Unlock()
+		}()
+		if err := runLoop(ctx, loop); err != nil && !errors.Is(err, context.Canceled) {
 			log.Error().Err(err).Str("experiment", exp).Msg(what)
 		}
-		l.mu.Lock()
-		delete(l.running, exp)
-		l.mu.Unlock()
 	}()
+}
+
+// runLoop runs loop, turning a panic into an error that carries the stack:
+// a loop that panics ends like one that failed, and the experiment can be
+// followed again, while the service goes on with the others.
+func runLoop(ctx context.Context, loop func(context.Context) error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: %v\n%s", errPanicked, p, debug.Stack())
+		}
+	}()
+	return loop(ctx)
 }
 
 // Wait waits for every loop to end.

@@ -2,11 +2,14 @@ package bus
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tunejet/tunejet/events"
 )
 
 // Publish retries: a stream's Raft group takes 4-9 s (nats-server's
@@ -59,6 +62,25 @@ func (b *Bus) PublishMsg(ctx context.Context, msg *nats.Msg, opts ...jetstream.P
 		case <-time.After(publishRetryWait):
 		}
 	}
+}
+
+// PublishUnder is Publish for an event whose encoding takes at most limit
+// bytes (no limit when limit <= 0): a larger one is not published, and
+// published is false.
+func (b *Bus) PublishUnder(ctx context.Context, ev *events.Event, limit int64) (published bool, err error) {
+	msg, err := ToNATS(ev)
+	if err != nil {
+		return false, err
+	}
+	if limit > 0 && int64(msg.Size()) > limit {
+		return false, nil
+	}
+	ack, err := b.PublishMsg(ctx, msg)
+	if err != nil {
+		return false, fmt.Errorf("publish %s for %s: %w", ev.Type(), ev.Experiment, err)
+	}
+	ev.Seq = ack.Sequence
+	return true, nil
 }
 
 // Retryable reports whether a publish failed for want of an answer (no

@@ -79,6 +79,48 @@ func (b *Bus) ExistingRunners(ctx context.Context) (kv jetstream.KeyValue, ok bo
 	return kv, true, nil
 }
 
+// PutRunnerInfo records or renews a runner's entry in the registry, which
+// the controller creates: ok is false while there is none yet.
+func (b *Bus) PutRunnerInfo(ctx context.Context, info RunnerInfo) (ok bool, err error) {
+	var kv jetstream.KeyValue
+	if b.log != nil {
+		b.log.mu.Lock()
+		kv = b.log.runners
+		b.log.mu.Unlock()
+	}
+	if kv == nil {
+		found, ok, err := b.ExistingRunners(ctx)
+		if err != nil || !ok {
+			return false, err
+		}
+		kv = found
+		if b.log != nil {
+			b.log.mu.Lock()
+			b.log.runners = kv
+			b.log.mu.Unlock()
+		}
+	}
+	return true, PutRunner(ctx, kv, info)
+}
+
+// RemoveRunnerInfo deletes a runner's entry from the registry, if
+// PutRunnerInfo found the registry.
+func (b *Bus) RemoveRunnerInfo(ctx context.Context, name string) error {
+	if b.log == nil {
+		return nil
+	}
+	b.log.mu.Lock()
+	kv := b.log.runners
+	b.log.mu.Unlock()
+	if kv == nil {
+		return nil
+	}
+	if err := kv.Delete(ctx, name); err != nil {
+		return fmt.Errorf("remove runner %s: %w", name, err)
+	}
+	return nil
+}
+
 // PutRunner records or renews a runner's entry.
 func PutRunner(ctx context.Context, kv jetstream.KeyValue, info RunnerInfo) error {
 	b, err := json.Marshal(info)
@@ -113,5 +155,61 @@ func ListRunners(ctx context.Context, kv jetstream.KeyValue) ([]RunnerInfo, erro
 		out = append(out, info)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// RunnerUpdate is one change of the runner registry.
+type RunnerUpdate struct {
+	Name string
+	// Info is the runner's entry, nil when the entry went.
+	Info *RunnerInfo
+}
+
+// WatchRunners follows the runner registry: its entries now, then every
+// change, until ctx ends or the watch ends by itself; then the channel is
+// closed. Entries that do not decode are skipped. Entries that expire are
+// not announced: a watcher forgets an entry not renewed for RunnerTTL.
+func (b *Bus) WatchRunners(ctx context.Context) (<-chan RunnerUpdate, error) {
+	kv, err := b.Runners(ctx)
+	if err != nil {
+		return nil, err
+	}
+	watch, err := kv.WatchAll(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("watch the runner registry: %w", err)
+	}
+	out := make(chan RunnerUpdate)
+	go func() {
+		defer close(out)
+		defer func() { _ = watch.Stop() }()
+		for {
+			var e jetstream.KeyValueEntry
+			select {
+			case got, ok := <-watch.Updates():
+				if !ok {
+					return
+				}
+				e = got
+			case <-ctx.Done():
+				return
+			}
+			if e == nil { // the initial values are in
+				continue
+			}
+			u := RunnerUpdate{Name: e.Key()}
+			if e.Operation() == jetstream.KeyValuePut {
+				var info RunnerInfo
+				if err := json.Unmarshal(e.Value(), &info); err != nil {
+					continue
+				}
+				u.Info = &info
+			}
+			select {
+			case out <- u:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 	return out, nil
 }

@@ -49,3 +49,27 @@ func (b *Bus) EventIs(ctx context.Context, exp string, seq uint64, id string) (b
 	ours := strings.HasPrefix(m.Subject, events.Prefix+"."+exp+".")
 	return ours && m.Header.Get(events.HeaderMsgID) == id, nil
 }
+
+// LastEvent reads the newest event on subject (a filter: wildcards
+// allowed) and its log sequence. seq is 0 when there is none; ev is nil,
+// with seq set, when the newest message there does not decode.
+func (b *Bus) LastEvent(ctx context.Context, subject string) (ev *events.Event, seq uint64, err error) {
+	s, err := b.Stream(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	m, err := s.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("last event on %s: %w", subject, err)
+	}
+	ev, derr := events.Decode(m.Subject, m.Header, m.Data)
+	if derr != nil {
+		b.Log.Debug().Err(derr).Str("subject", m.Subject).Uint64("seq", m.Sequence).Msg("the last event does not decode")
+		return nil, m.Sequence, nil
+	}
+	ev.Seq = m.Sequence
+	return ev, m.Sequence, nil
+}

@@ -19,7 +19,7 @@ type Handler struct {
 	Event func(ev *events.Event)
 	// Invalid is called for a message that does not decode. When nil, the
 	// message is skipped with a debug log.
-	Invalid func(m jetstream.Msg, err error)
+	Invalid func(m Raw, err error)
 	// CaughtUp is called once, when the replay has delivered every message
 	// that was in the log when Watch started.
 	CaughtUp func()
@@ -170,7 +170,7 @@ func (w *watch) follow(ctx context.Context, cons jetstream.Consumer) error {
 		ev, derr := FromJS(m)
 		switch {
 		case derr != nil && w.h.Invalid != nil:
-			w.h.Invalid(m, derr)
+			w.h.Invalid(Raw{Subject: m.Subject(), Sequence: md.Sequence.Stream, Header: m.Headers(), Data: m.Data()}, derr)
 		case derr != nil:
 			w.b.Log.Debug().Str("subject", m.Subject()).Uint64("seq", md.Sequence.Stream).Err(derr).Msg("skipping a malformed message")
 		default:
@@ -298,6 +298,16 @@ func (b *Bus) EnsureWorkConsumer(ctx context.Context, exp string, wc WorkConfig)
 		return nil, fmt.Errorf("work consumer for %s: %w", exp, err)
 	}
 	return c, nil
+}
+
+// WorkMaxDeliver is how many deliveries an experiment's work consumer
+// allows a piece of work: 0 or less for no bound.
+func (b *Bus) WorkMaxDeliver(ctx context.Context, exp string) (int, error) {
+	c, err := b.WorkConsumer(ctx, exp)
+	if err != nil {
+		return 0, err
+	}
+	return c.CachedInfo().Config.MaxDeliver, nil
 }
 
 // WorkConsumer returns an experiment's existing work consumer.

@@ -54,6 +54,24 @@ func ObjectName(trialID, checkpoint string) string {
 // Name is checkpoint_NNNNNN for index (events.CheckpointName).
 func Name(index int) string { return events.CheckpointName(index) }
 
+// The Object Store's types, named here so that the services that use a
+// checkpoint bucket import no NATS package.
+type (
+	// Objects is an experiment's checkpoint bucket.
+	Objects = jetstream.ObjectStore
+	// ObjectInfo describes one object of it.
+	ObjectInfo = jetstream.ObjectInfo
+)
+
+// ErrObjectNotFound is wrapped when an object is not in the bucket.
+var ErrObjectNotFound = jetstream.ErrObjectNotFound
+
+// Opener opens experiments' checkpoint buckets: the bus does
+// (bus.Bus.Checkpoints), with its connection and replicas.
+type Opener interface {
+	Checkpoints(ctx context.Context, exp string) (jetstream.ObjectStore, error)
+}
+
 // Store opens (creating if needed) the experiment's checkpoint bucket.
 func Store(ctx context.Context, js jetstream.JetStream, exp string) (jetstream.ObjectStore, error) {
 	return StoreReplicated(ctx, js, exp, 1)

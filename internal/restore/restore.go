@@ -37,8 +37,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/ckpt"
 	"github.com/tunejet/tunejet/internal/search"
@@ -187,8 +185,8 @@ const objectPrefix = "restored/"
 
 // Stage stores a restored state in the experiment's Object Store and
 // returns its object name and digest.
-func Stage(ctx context.Context, js jetstream.JetStream, st *state.Experiment, run int) (object, digest string, err error) {
-	obs, err := ckpt.Store(ctx, js, st.Name)
+func Stage(ctx context.Context, stores ckpt.Opener, st *state.Experiment, run int) (object, digest string, err error) {
+	obs, err := stores.Checkpoints(ctx, st.Name)
 	if err != nil {
 		return "", "", err
 	}
@@ -214,8 +212,8 @@ func Stage(ctx context.Context, js jetstream.JetStream, st *state.Experiment, ru
 var ErrStateGone = errors.New("restored state missing")
 
 // Load reads the restored state an experiment.restored event names.
-func Load(ctx context.Context, js jetstream.JetStream, exp string, r *events.ExperimentRestored) (*state.Experiment, error) {
-	data, err := staged(ctx, js, exp, r)
+func Load(ctx context.Context, stores ckpt.Opener, exp string, r *events.ExperimentRestored) (*state.Experiment, error) {
+	data, err := staged(ctx, stores, exp, r)
 	if err != nil {
 		return nil, err
 	}
@@ -229,16 +227,16 @@ func Load(ctx context.Context, js jetstream.JetStream, exp string, r *events.Exp
 // Loader is the state.Loader of experiment exp: it reads the restored
 // state an experiment.restored event names from the experiment's Object
 // Store.
-func Loader(js jetstream.JetStream, exp string) state.Loader {
+func Loader(stores ckpt.Opener, exp string) state.Loader {
 	return func(ctx context.Context, r *events.ExperimentRestored) (*state.Experiment, error) {
-		return Load(ctx, js, exp, r)
+		return Load(ctx, stores, exp, r)
 	}
 }
 
 // staged reads the bytes of the restored state an experiment.restored
 // event names, checked against its digest.
-func staged(ctx context.Context, js jetstream.JetStream, exp string, r *events.ExperimentRestored) ([]byte, error) {
-	obs, err := ckpt.Store(ctx, js, exp)
+func staged(ctx context.Context, stores ckpt.Opener, exp string, r *events.ExperimentRestored) ([]byte, error) {
+	obs, err := stores.Checkpoints(ctx, exp)
 	if err != nil {
 		return nil, err
 	}
@@ -257,8 +255,8 @@ func staged(ctx context.Context, js jetstream.JetStream, exp string, r *events.E
 // experiment.restored event names (the digest still covers all of it):
 // the spec comes first, so the trials, most of the state, are not
 // decoded.
-func LoadSpec(ctx context.Context, js jetstream.JetStream, exp string, r *events.ExperimentRestored) (*events.ExperimentSpec, error) {
-	data, err := staged(ctx, js, exp, r)
+func LoadSpec(ctx context.Context, stores ckpt.Opener, exp string, r *events.ExperimentRestored) (*events.ExperimentSpec, error) {
+	data, err := staged(ctx, stores, exp, r)
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,7 @@ func TestTwoRestoresOfOneRunKeepTheirStates(t *testing.T) {
 	first.NextIndex, second.NextIndex = 3, 5
 	var refs []*events.ExperimentRestored
 	for _, st := range []*state.Experiment{first, second} {
-		object, digest, err := Stage(t.Context(), b.JS, st, 2)
+		object, digest, err := Stage(t.Context(), b, st, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -28,7 +28,7 @@ func TestTwoRestoresOfOneRunKeepTheirStates(t *testing.T) {
 		t.Fatalf("both restores staged %s", refs[0].Object)
 	}
 	for i, want := range []int{3, 5} {
-		got, err := Load(t.Context(), b.JS, "exp", refs[i])
+		got, err := Load(t.Context(), b, "exp", refs[i])
 		if err != nil {
 			t.Fatalf("restore %d: %v", i+1, err)
 		}

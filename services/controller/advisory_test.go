@@ -114,7 +114,7 @@ func foldLog(t *testing.T, b *bus.Bus, exp string) *state.Experiment {
 	st := state.New(exp)
 	for _, ev := range logOf(t, b, exp) {
 		var err error
-		if st, _, err = state.Fold(t.Context(), st, ev, restore.Loader(b.JS, exp)); err != nil {
+		if st, _, err = state.Fold(t.Context(), st, ev, restore.Loader(b, exp)); err != nil {
 			t.Fatal(err)
 		}
 	}

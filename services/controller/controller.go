@@ -8,7 +8,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/tunejet/tunejet/events"
@@ -64,6 +63,11 @@ func (s *Service) Run(ctx context.Context) error {
 	if err := s.bus.ProvisionBuckets(ctx); err != nil {
 		return err
 	}
+	unregister, err := s.bus.Register(ctx, "controller", "Decide and schedule trials of submitted experiments")
+	if err != nil {
+		return err
+	}
+	defer unregister()
 	lctx, stopLiveness := context.WithCancel(ctx)
 	livenessDone := make(chan struct{})
 	go func() {
@@ -77,7 +81,7 @@ func (s *Service) Run(ctx context.Context) error {
 		events.TypeSubjects("*", events.WriterClient, events.TypeExperimentSubmitted),
 		events.TypeSubjects("*", events.WriterRestorer, events.TypeExperimentRestored),
 	}
-	err := s.bus.WatchSubjects(ctx, filters, 0, bus.Handler{
+	err = s.bus.WatchSubjects(ctx, filters, 0, bus.Handler{
 		Event:   func(ev *events.Event) { s.follow(ctx, ev.Experiment) },
 		Invalid: s.deadLetter(ctx),
 	})
@@ -88,14 +92,8 @@ func (s *Service) Run(ctx context.Context) error {
 	return err
 }
 
-func (s *Service) deadLetter(ctx context.Context) func(m jetstream.Msg, err error) {
-	return func(m jetstream.Msg, err error) {
-		md, merr := m.Metadata()
-		if merr != nil {
-			return
-		}
-		s.bus.DeadLetter(ctx, m.Subject(), md.Sequence.Stream, m.Headers(), m.Data(), err)
-	}
+func (s *Service) deadLetter(ctx context.Context) func(m bus.Raw, err error) {
+	return func(m bus.Raw, err error) { s.bus.DeadLetter(ctx, m, err) }
 }
 
 // follow starts the reconcile loop of an experiment, once.

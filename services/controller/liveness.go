@@ -2,12 +2,10 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/tunejet/tunejet/events"
@@ -45,7 +43,6 @@ type livenessWatcher struct {
 	runners    map[string]*watchedRunner
 	handled    map[string]time.Time // ack subjects already decided on, and when
 	reconnects uint64
-	leases     jetstream.KeyValue // opened on first use
 }
 
 // watchedRunner is one registry entry and what the watch learned of it.
@@ -69,19 +66,17 @@ func newLivenessWatcher(s *Service) *livenessWatcher {
 
 // run follows the runner registry and probes the runners until ctx ends.
 func (w *livenessWatcher) run(ctx context.Context) error {
-	kv, err := w.bus.Runners(ctx)
-	if err != nil {
-		return err
-	}
 	tick := time.NewTicker(w.every)
 	defer tick.Stop()
 	for {
-		watch, err := kv.WatchAll(ctx)
+		wctx, stop := context.WithCancel(ctx)
+		updates, err := w.bus.WatchRunners(wctx)
 		if err != nil {
+			stop()
 			return err
 		}
-		err = w.follow(ctx, watch, tick.C)
-		_ = watch.Stop()
+		err = w.follow(ctx, updates, tick.C)
+		stop()
 		if err != nil {
 			return err
 		}
@@ -96,16 +91,14 @@ func (w *livenessWatcher) run(ctx context.Context) error {
 
 // follow applies registry updates and probes on every tick; it returns nil
 // if the watch ends by itself.
-func (w *livenessWatcher) follow(ctx context.Context, watch jetstream.KeyWatcher, tick <-chan time.Time) error {
+func (w *livenessWatcher) follow(ctx context.Context, updates <-chan bus.RunnerUpdate, tick <-chan time.Time) error {
 	for {
 		select {
-		case e, ok := <-watch.Updates():
+		case u, ok := <-updates:
 			if !ok {
 				return ctx.Err()
 			}
-			if e != nil { // nil: the initial values are in
-				w.update(e)
-			}
+			w.update(u)
 		case <-tick:
 			w.poll(ctx)
 		case <-ctx.Done():
@@ -115,21 +108,17 @@ func (w *livenessWatcher) follow(ctx context.Context, watch jetstream.KeyWatcher
 }
 
 // update records a registry entry, or its removal.
-func (w *livenessWatcher) update(e jetstream.KeyValueEntry) {
-	if e.Operation() != jetstream.KeyValuePut {
-		delete(w.runners, e.Key())
+func (w *livenessWatcher) update(u bus.RunnerUpdate) {
+	if u.Info == nil {
+		delete(w.runners, u.Name)
 		return
 	}
-	var info bus.RunnerInfo
-	if err := json.Unmarshal(e.Value(), &info); err != nil {
-		return
-	}
-	r := w.runners[e.Key()]
+	r := w.runners[u.Name]
 	if r == nil {
 		r = &watchedRunner{}
-		w.runners[e.Key()] = r
+		w.runners[u.Name] = r
 	}
-	r.info, r.updated = info, time.Now()
+	r.info, r.updated = *u.Info, time.Now()
 }
 
 // poll probes every registered runner once and hands on the work of those
@@ -175,8 +164,8 @@ func (w *livenessWatcher) poll(ctx context.Context) {
 // present again before it can be declared gone: the server reached now may
 // not know every subscription yet.
 func (w *livenessWatcher) connectionSteady() bool {
-	rc := w.bus.NC.Stats().Reconnects
-	up := w.bus.NC.IsConnected()
+	rc := w.bus.Reconnects()
+	up := w.bus.Connected()
 	if rc == w.reconnects && up {
 		return true
 	}
@@ -205,7 +194,7 @@ func (w *livenessWatcher) probe(ctx context.Context) ([]string, []bus.Liveness) 
 			defer func() { <-sem; wg.Done() }()
 			pctx, cancel := context.WithTimeout(ctx, livenessTimeout)
 			defer cancel()
-			found[i] = bus.ProbeRunner(pctx, w.bus.NC, name)
+			found[i] = w.bus.ProbeRunner(pctx, name)
 		}()
 	}
 	wg.Wait()
@@ -240,7 +229,7 @@ func (w *livenessWatcher) handOn(ctx context.Context, r *watchedRunner) {
 			log.Debug().Err(err).Msg("runner gone with its work's last delivery; leaving it to the heartbeat timeout")
 			continue
 		}
-		if err := w.bus.NC.Publish(t.Ack, []byte("-NAK")); err != nil {
+		if err := w.bus.NakWork(t.Ack); err != nil {
 			log.Warn().Err(err).Msg("runner gone; could not hand its trial on")
 			continue
 		}
@@ -252,7 +241,7 @@ func (w *livenessWatcher) handOn(ctx context.Context, r *watchedRunner) {
 	}
 	fctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	if err := w.bus.NC.FlushWithContext(fctx); err != nil && ctx.Err() == nil {
+	if err := w.bus.Flush(fctx); err != nil && ctx.Err() == nil {
 		w.log.Warn().Err(err).Msg("flush the naks")
 	}
 }
@@ -261,15 +250,8 @@ func (w *livenessWatcher) handOn(ctx context.Context, r *watchedRunner) {
 func (w *livenessWatcher) leads(ctx context.Context, exp string) bool {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	if w.leases == nil {
-		kv, err := w.bus.Leases(ctx)
-		if err != nil {
-			return false
-		}
-		w.leases = kv
-	}
-	e, err := w.leases.Get(ctx, exp)
-	return err == nil && string(e.Value()) == w.bus.Source
+	holder, err := w.bus.LeaseHolder(ctx, exp)
+	return err == nil && holder == w.bus.Source
 }
 
 // lastDelivery reports whether t runs the last delivery its work consumer
@@ -283,11 +265,10 @@ func (w *livenessWatcher) lastDelivery(ctx context.Context, t bus.RunnerTrial) (
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	cons, err := w.bus.WorkConsumer(ctx, t.Experiment)
+	maxDeliver, err := w.bus.WorkMaxDeliver(ctx, t.Experiment)
 	if err != nil {
 		return false, err
 	}
-	maxDeliver := cons.CachedInfo().Config.MaxDeliver
 	return maxDeliver > 0 && t.Delivery >= maxDeliver, nil
 }
 
@@ -296,21 +277,16 @@ func (w *livenessWatcher) lastDelivery(ctx context.Context, t bus.RunnerTrial) (
 func (w *livenessWatcher) newerAttempt(ctx context.Context, t bus.RunnerTrial) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	st, err := w.bus.Stream(ctx)
-	if err != nil {
+	ev, seq, err := w.bus.LastEvent(ctx, events.Subject(t.Experiment, events.WriterRunner, events.TypeTrialStarted, t.TrialID))
+	if err != nil || seq == 0 {
 		return false, err
 	}
-	m, err := st.GetLastMsgForSubject(ctx, events.Subject(t.Experiment, events.WriterRunner, events.TypeTrialStarted, t.TrialID))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	ev, err := events.Decode(m.Subject, m.Header, m.Data)
-	if err != nil {
-		return false, err
+	if ev == nil {
+		return false, errUndecodable
 	}
 	p, ok := ev.Data.(*events.TrialStarted)
 	return ok && p.Attempt > t.Attempt, nil
 }
+
+// errUndecodable: the trial's last start is in the log but does not decode.
+var errUndecodable = errors.New("the trial's last start does not decode")

@@ -124,11 +124,7 @@ func (f *livenessFixture) register(attempt, delivery int) {
 	if err := bus.PutRunner(ctx, kv, info); err != nil {
 		f.t.Fatal(err)
 	}
-	e, err := kv.Get(ctx, lvRunner)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	f.w.update(e)
+	f.w.update(bus.RunnerUpdate{Name: lvRunner, Info: &info})
 }
 
 // kill closes the runner's connection as its process's death does, and

@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
-	"github.com/tunejet/tunejet/internal/ckpt"
 	"github.com/tunejet/tunejet/internal/metrics"
 	"github.com/tunejet/tunejet/internal/restore"
 	"github.com/tunejet/tunejet/internal/search"
@@ -163,7 +161,7 @@ func (r *reconciler) apply(ctx context.Context, ev *events.Event) {
 	if ev.Writer == events.WriterController && ev.Seq > r.lastCtlSeq {
 		r.lastCtlSeq = ev.Seq
 	}
-	st, _, err := state.Fold(ctx, r.st, ev, restore.Loader(r.s.bus.JS, r.exp))
+	st, _, err := state.Fold(ctx, r.st, ev, restore.Loader(r.s.bus, r.exp))
 	if err != nil && ctx.Err() != nil {
 		return // stopping
 	}
@@ -253,7 +251,7 @@ func (r *reconciler) handleDeadWork(ctx context.Context) bool {
 
 func (r *reconciler) deadWork(ctx context.Context, seq uint64) (bool, error) {
 	m, err := r.s.bus.RawEvent(ctx, seq)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
+	if errors.Is(err, bus.ErrNoEvent) {
 		return false, nil // handled before
 	}
 	if err != nil {
@@ -309,7 +307,7 @@ func (r *reconciler) ensureWork(ctx context.Context) bool {
 	}
 	_, err := r.s.bus.EnsureWorkConsumer(ctx, r.exp, wc)
 	if err == nil { // the checkpoint bucket, with the deployment's replicas
-		_, err = ckpt.StoreReplicated(ctx, r.s.bus.JS, r.exp, r.s.bus.Replicas)
+		_, err = r.s.bus.Checkpoints(ctx, r.exp)
 	}
 	if err != nil {
 		r.log.Error().Err(err).Msg("cannot create the work consumer; will retry")
@@ -344,7 +342,7 @@ func (r *reconciler) lead(ctx context.Context) bool {
 func (r *reconciler) publish(ctx context.Context, a Action) bool {
 	ev := r.s.bus.Event(r.exp, events.WriterController, a.Payload)
 	ev.ID = a.ID
-	fence := jetstream.WithExpectLastSequenceForSubject(r.lastCtlSeq, events.WriterSubjects(r.exp, events.WriterController))
+	fence := bus.Fence{Subject: events.WriterSubjects(r.exp, events.WriterController), Seq: r.lastCtlSeq}
 	seq, err := r.s.bus.Publish(ctx, ev, fence)
 	if bus.Fenced(err) {
 		// Another controller decided first: catch up before deciding again.

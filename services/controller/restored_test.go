@@ -51,7 +51,7 @@ func TestControllerStartedAfterARestoreFoldsFromIt(t *testing.T) {
 	st := state.New("again")
 	created := map[string]bool{}
 	for _, ev := range evs {
-		if st, _, _ = state.Fold(t.Context(), st, ev, restore.Loader(client.JS, "again")); ev.Seq > restoredSeq && ev.Writer == events.WriterController {
+		if st, _, _ = state.Fold(t.Context(), st, ev, restore.Loader(client, "again")); ev.Seq > restoredSeq && ev.Writer == events.WriterController {
 			if p, ok := ev.Data.(*events.TrialCreated); ok {
 				created[p.TrialID] = true
 			}
@@ -73,7 +73,7 @@ func restoreFromLog(t *testing.T, b *bus.Bus, exp string) uint64 {
 	st := state.New(exp)
 	for _, ev := range logOf(t, b, exp) {
 		var err error
-		if st, _, err = state.Fold(t.Context(), st, ev, restore.Loader(b.JS, exp)); err != nil {
+		if st, _, err = state.Fold(t.Context(), st, ev, restore.Loader(b, exp)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -81,7 +81,7 @@ func restoreFromLog(t *testing.T, b *bus.Bus, exp string) uint64 {
 	if _, err := restore.Apply(st, cfg, nil); err != nil {
 		t.Fatal(err)
 	}
-	object, digest, err := restore.Stage(t.Context(), b.JS, st, st.Run+1)
+	object, digest, err := restore.Stage(t.Context(), b, st, st.Run+1)
 	if err != nil {
 		t.Fatal(err)
 	}

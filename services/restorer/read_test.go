@@ -91,7 +91,7 @@ func foldLog(t *testing.T, b *bus.Bus, upTo uint64) *state.Experiment {
 	var ferr error
 	err := b.Replay(t.Context(), events.ExperimentSubjects(exp), func(ev *events.Event) {
 		if ferr == nil && (upTo == 0 || ev.Seq <= upTo) {
-			st, _, ferr = state.Fold(t.Context(), st, ev, restore.Loader(b.JS, st.Name))
+			st, _, ferr = state.Fold(t.Context(), st, ev, restore.Loader(b, st.Name))
 		}
 	})
 	if err == nil {

@@ -17,8 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nats.go/micro"
 	"github.com/rs/zerolog"
 
 	"github.com/tunejet/tunejet/api"
@@ -59,39 +57,28 @@ func (s *Service) Run(ctx context.Context) error {
 	if err := s.bus.Provision(ctx); err != nil {
 		return err
 	}
-	svc, err := micro.AddService(s.bus.NC, micro.Config{
-		Name: "tunejet-restorer", Version: "0.1.0",
-		Description: "restores interrupted tunejet experiments from the log or a stored snapshot",
-	})
+	stop, err := s.bus.Register(ctx, "restorer", "restores interrupted tunejet experiments from the log or a stored snapshot",
+		bus.Endpoint{Subject: api.RestoreSubject, Handle: s.handler(false)},
+		bus.Endpoint{Subject: api.CanRestoreSubject, Handle: s.handler(true)})
 	if err != nil {
-		return fmt.Errorf("restorer: register service: %w", err)
+		return err
 	}
-	defer svc.Stop()
-	for subject, dry := range map[string]bool{api.RestoreSubject: false, api.CanRestoreSubject: true} {
-		name := subject[strings.LastIndex(subject, ".")+1:]
-		if err := svc.AddEndpoint(name, s.handler(ctx, dry), micro.WithEndpointSubject(subject)); err != nil {
-			return fmt.Errorf("restorer: endpoint %s: %w", subject, err)
-		}
-	}
+	defer stop()
 	<-ctx.Done()
 	return nil
 }
 
-func (s *Service) handler(ctx context.Context, dry bool) micro.HandlerFunc {
-	return func(req micro.Request) {
+func (s *Service) handler(dry bool) bus.Handle {
+	return func(ctx context.Context, req []byte) any {
 		var r api.RestoreRequest
-		var reply api.RestoreReply
-		if err := json.Unmarshal(req.Data(), &r); err != nil {
-			reply.Error, reply.Code = fmt.Sprintf("bad request: %v", err), api.CodeBadRequest
+		if err := json.Unmarshal(req, &r); err != nil {
+			reply := api.RestoreReply{Error: fmt.Sprintf("bad request: %v", err), Code: api.CodeBadRequest}
 			s.log.Info().Err(err).Str("code", string(reply.Code)).Bool("dry", dry).Msg("cannot restore")
-		} else {
-			rctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
-			reply = s.Handle(rctx, r, dry)
-			cancel()
+			return reply
 		}
-		if err := req.RespondJSON(reply); err != nil {
-			s.log.Error().Err(err).Msg("reply")
-		}
+		rctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+		defer cancel()
+		return s.Handle(rctx, r, dry)
 	}
 }
 
@@ -141,7 +128,7 @@ func (s *Service) handle(ctx context.Context, r api.RestoreRequest, dry bool) (a
 		return rep, err
 	}
 	staging := time.Now()
-	object, digest, err := restore.Stage(ctx, s.bus.JS, restored, st.Run+1)
+	object, digest, err := restore.Stage(ctx, s.bus, restored, st.Run+1)
 	if err != nil {
 		return rep, err
 	}
@@ -267,7 +254,7 @@ func (s *Service) fromLog(ctx context.Context, expPath, name string, last uint64
 			return
 		}
 		n++
-		st, _, ferr = state.Fold(ctx, st, ev, restore.Loader(s.bus.JS, st.Name))
+		st, _, ferr = state.Fold(ctx, st, ev, restore.Loader(s.bus, st.Name))
 	})
 	if err == nil {
 		err = ferr
@@ -323,7 +310,7 @@ func (s *Service) restoredTrainable(ctx context.Context, exp string, seq uint64)
 	if !ok || ev.Experiment != exp {
 		return nil, fmt.Errorf("event %d is not the experiment.restored of %s", seq, exp)
 	}
-	spec, err := restore.LoadSpec(ctx, s.bus.JS, exp, r)
+	spec, err := restore.LoadSpec(ctx, s.bus, exp, r)
 	if err != nil {
 		return nil, err
 	}
@@ -454,7 +441,7 @@ func restarter(st *state.Experiment) restore.Restarter {
 // latest checkpoint in the Object Store: one the store lost is staged
 // again from storage, and the trial's reference updated.
 func (s *Service) reachCheckpoints(ctx context.Context, st *state.Experiment, expPath string) error {
-	obs, err := ckpt.Store(ctx, s.bus.JS, st.Name)
+	obs, err := s.bus.Checkpoints(ctx, st.Name)
 	if err != nil {
 		return err
 	}
@@ -475,7 +462,7 @@ func (s *Service) reachCheckpoints(ctx context.Context, st *state.Experiment, ex
 		}
 		if _, err := obs.GetInfo(ctx, object); err == nil {
 			continue
-		} else if !errors.Is(err, jetstream.ErrObjectNotFound) {
+		} else if !errors.Is(err, ckpt.ErrObjectNotFound) {
 			return err
 		}
 		if !t.Persisted[c.Name] {
@@ -512,7 +499,7 @@ func checkNames(t *state.Trial, c *events.CheckpointRef) error {
 	return nil
 }
 
-func (s *Service) restage(ctx context.Context, obs jetstream.ObjectStore, expPath string, t *state.Trial, name, object string) (ckpt.Staged, error) {
+func (s *Service) restage(ctx context.Context, obs ckpt.Objects, expPath string, t *state.Trial, name, object string) (ckpt.Staged, error) {
 	b, err := storage.OpenBucket(ctx, expPath)
 	if err != nil {
 		return ckpt.Staged{}, err

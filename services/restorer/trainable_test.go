@@ -31,7 +31,7 @@ func stagedState(t *testing.T, s *Service, seq uint64) *state.Experiment {
 	var ferr error
 	err := s.bus.ReplayFrom(t.Context(), events.ExperimentSubjects(exp), seq, func(ev *events.Event) {
 		if ev.Seq == seq {
-			st, _, ferr = state.Fold(t.Context(), state.New(exp), ev, restore.Loader(s.bus.JS, exp))
+			st, _, ferr = state.Fold(t.Context(), state.New(exp), ev, restore.Loader(s.bus, exp))
 		}
 	})
 	if err == nil {

@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/tunejet/tunejet/events"
@@ -32,8 +30,8 @@ type attemptRef struct {
 }
 
 // publish stores an event about the attempt's trial.
-func (r attemptRef) publish(ctx context.Context, p events.Payload, opts ...jetstream.PublishOpt) error {
-	_, err := r.s.bus.Publish(ctx, r.s.bus.Event(r.exp, events.WriterRunner, p), opts...)
+func (r attemptRef) publish(ctx context.Context, p events.Payload, fence ...bus.Fence) error {
+	_, err := r.s.bus.Publish(ctx, r.s.bus.Event(r.exp, events.WriterRunner, p), fence...)
 	return err
 }
 
@@ -42,7 +40,7 @@ func (r attemptRef) publish(ctx context.Context, p events.Payload, opts ...jetst
 // reports through the attempt's session.
 type attempt struct {
 	attemptRef
-	msg   jetstream.Msg
+	msg   *bus.Delivery
 	work  *events.TrialScheduled
 	tries int // deliveries of this work message
 	dir   string
@@ -55,28 +53,22 @@ type attempt struct {
 
 // runAttempt runs one delivery of trial work to its end and settles the
 // message: ack, nak with backoff, or term.
-func (s *Service) runAttempt(ctx context.Context, exp string, msg jetstream.Msg) {
-	ev, err := bus.FromJS(msg)
-	work, ok := eventData[*events.TrialScheduled](ev, err)
+func (s *Service) runAttempt(ctx context.Context, exp string, msg *bus.Delivery) {
+	work, ok := eventData[*events.TrialScheduled](msg.Event, msg.Malformed)
 	if !ok {
-		s.log.Error().Err(err).Str("subject", msg.Subject()).Msg("malformed trial work; terminating it")
-		_ = msg.TermWithReason("malformed trial work")
+		s.log.Error().Err(msg.Malformed).Str("subject", msg.Subject).Msg("malformed trial work; terminating it")
+		_ = msg.Term("malformed trial work")
 		return
 	}
-	md, err := msg.Metadata()
-	if err != nil {
-		s.log.Error().Err(err).Msg("trial work without metadata")
-		return
-	}
-	num := work.AttemptBase + int(md.NumDelivered)
+	num := work.AttemptBase + msg.Num
 	a := &attempt{
 		attemptRef: attemptRef{
 			s: s, exp: exp, trial: work.TrialID, num: num,
 			log: s.log.With().Str("experiment", exp).Str("trial", work.TrialID).Int("attempt", num).Logger(),
 		},
-		msg: msg, work: work, tries: int(md.NumDelivered), dir: filepath.Join(s.cfg.WorkDir, exp, work.DirName),
+		msg: msg, work: work, tries: msg.Num, dir: filepath.Join(s.cfg.WorkDir, exp, work.DirName),
 	}
-	if md.NumDelivered > 1 {
+	if msg.Num > 1 {
 		metrics.Redeliveries.WithLabelValues(exp).Inc()
 	}
 	a.ctx, a.cancel = context.WithCancelCause(ctx)
@@ -123,11 +115,11 @@ func (a *attempt) live(ctx context.Context) (started, ended bool, err error) {
 		a.superseded.Store(true)
 		a.cancel(ErrSuperseded)
 	})()
-	sub, err := a.watchStop()
+	stopWatch, err := a.watchStop()
 	if err != nil {
 		return false, false, fmt.Errorf("watch for stop requests: %w", err)
 	}
-	defer func() { _ = sub.Unsubscribe() }()
+	defer stopWatch()
 	switch ended, stopReason := a.endedByController(ctx); {
 	case stopReason != "":
 		// A stop was requested; the runner that ran the trial may have died
@@ -219,11 +211,11 @@ func (a *attempt) begin(ctx context.Context) (*events.CheckpointRef, error) {
 		if ref != nil {
 			started.RestoredFrom = ref.Name
 		}
-		var opts []jetstream.PublishOpt
+		var fences []bus.Fence
 		if try < startTries {
-			opts = append(opts, jetstream.WithExpectLastSequenceForSubject(fence, subject))
+			fences = append(fences, bus.Fence{Subject: subject, Seq: fence})
 		}
-		err = a.publish(ctx, started, opts...)
+		err = a.publish(ctx, started, fences...)
 		if bus.Fenced(err) {
 			a.log.Info().Int("try", try).Msg("another attempt wrote about the trial while this one started; reading again")
 			continue
@@ -236,11 +228,10 @@ func (a *attempt) begin(ctx context.Context) (*events.CheckpointRef, error) {
 }
 
 // watchStop subscribes to the controller's stop requests for this trial.
-func (a *attempt) watchStop() (*nats.Subscription, error) {
+func (a *attempt) watchStop() (stop func(), err error) {
 	subj := events.Subject(a.exp, events.WriterController, events.TypeTrialStopRequested, a.work.TrialID)
-	return a.s.bus.NC.Subscribe(subj, func(m *nats.Msg) {
-		ev, err := events.Decode(m.Subject, m.Header, m.Data)
-		if p, ok := eventData[*events.TrialStopRequested](ev, err); ok {
+	return a.s.bus.Subscribe(subj, func(ev *events.Event) {
+		if p, ok := eventData[*events.TrialStopRequested](ev, nil); ok {
 			a.stopper.Stop(p.Reason)
 		}
 	})
@@ -249,16 +240,8 @@ func (a *attempt) watchStop() (*nats.Subscription, error) {
 // endedByController reports whether the controller has already ended the
 // trial (the work is stale), or the reason of a stop it requested.
 func (a *attempt) endedByController(ctx context.Context) (ended bool, stopReason string) {
-	st, err := a.s.bus.Stream(ctx)
-	if err != nil {
-		return false, ""
-	}
-	m, err := st.GetLastMsgForSubject(ctx, events.TrialSubjects(a.exp, events.WriterController, a.work.TrialID))
-	if err != nil {
-		return false, ""
-	}
-	ev, err := events.Decode(m.Subject, m.Header, m.Data)
-	if err != nil {
+	ev, _, err := a.s.bus.LastEvent(ctx, events.TrialSubjects(a.exp, events.WriterController, a.work.TrialID))
+	if err != nil || ev == nil {
 		return false, ""
 	}
 	switch p := ev.Data.(type) {
@@ -296,23 +279,15 @@ func (a *attempt) overtaken() bool {
 // lastStart reads the trial's last trial.started: its log sequence and
 // attempt (0, 0 when the trial has none).
 func (a *attempt) lastStart(ctx context.Context) (seq uint64, attempt int, err error) {
-	st, err := a.s.bus.Stream(ctx)
+	ev, seq, err := a.s.bus.LastEvent(ctx, events.Subject(a.exp, events.WriterRunner, events.TypeTrialStarted, a.work.TrialID))
 	if err != nil {
 		return 0, 0, err
 	}
-	m, err := st.GetLastMsgForSubject(ctx, events.Subject(a.exp, events.WriterRunner, events.TypeTrialStarted, a.work.TrialID))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return 0, 0, nil
-	}
-	if err != nil {
-		return 0, 0, err
-	}
-	ev, err := events.Decode(m.Subject, m.Header, m.Data)
-	p, ok := eventData[*events.TrialStarted](ev, err)
+	p, ok := eventData[*events.TrialStarted](ev, nil)
 	if !ok {
-		return m.Sequence, 0, nil // not a start the fold takes
+		return seq, 0, nil // none, or not a start the fold takes
 	}
-	return m.Sequence, p.Attempt, nil
+	return seq, p.Attempt, nil
 }
 
 // stopper ends an attempt as TERMINATED: the controller asked, or a stop

@@ -124,11 +124,7 @@ func runWork(t *testing.T, s *Service, work *events.TrialScheduled, then ...even
 	for _, p := range then {
 		publish(t, s.bus, events.WriterController, p)
 	}
-	msg, err := cons.Next()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.runAttempt(ctx, "exp", msg)
+	s.runAttempt(ctx, "exp", nextWork(t, s.bus))
 	err = s.bus.Replay(ctx, events.WriterSubjects("exp", events.WriterRunner), func(ev *events.Event) {
 		got = append(got, describeEvent(ev)...)
 	})

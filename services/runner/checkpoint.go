@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/ckpt"
@@ -20,14 +18,14 @@ import (
 )
 
 // store returns the experiment's checkpoint bucket, opened once per runner.
-func (s *Service) store(ctx context.Context, exp string) (jetstream.ObjectStore, error) {
+func (s *Service) store(ctx context.Context, exp string) (ckpt.Objects, error) {
 	s.mu.Lock()
 	obs := s.stores[exp]
 	s.mu.Unlock()
 	if obs != nil {
 		return obs, nil
 	}
-	obs, err := ckpt.Store(ctx, s.bus.JS, exp)
+	obs, err := s.bus.Checkpoints(ctx, exp)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +59,7 @@ func (a *attempt) checkpoints(ctx context.Context) (refs []events.CheckpointRef,
 		return nil, 0, fmt.Errorf("read checkpoints of %s: %w", id, err)
 	}
 	filters = append(filters, restored)
-	st, load := state.New(a.exp), restore.Loader(a.s.bus.JS, a.exp)
+	st, load := state.New(a.exp), restore.Loader(a.s.bus, a.exp)
 	var ferr error
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -118,7 +116,7 @@ func (a *attempt) resumePoint(ctx context.Context, refs []events.CheckpointRef) 
 			why = "it is gone everywhere"
 		case err == nil:
 			why = "its staged copy holds other bytes than its event names"
-		case errors.Is(err, jetstream.ErrObjectNotFound) && !errors.Is(err, ckpt.ErrRemoved):
+		case errors.Is(err, ckpt.ErrObjectNotFound) && !errors.Is(err, ckpt.ErrRemoved):
 			why = "its staged copy is not found"
 		default:
 			return ref, nil // fetching it tells what is wrong
@@ -137,7 +135,7 @@ const restageWait = 30 * time.Second
 // failed attempt it stages the one a retry resumes from again
 // (services/syncer, submitLatestCheck). The work's heartbeats run
 // meanwhile, so the wait spends no delivery.
-func (a *attempt) restaged(ctx context.Context, obs jetstream.ObjectStore, object string) (*jetstream.ObjectInfo, error) {
+func (a *attempt) restaged(ctx context.Context, obs ckpt.Objects, object string) (*ckpt.ObjectInfo, error) {
 	info, err := ckpt.Info(ctx, obs, object)
 	for wait, giveUp := 100*time.Millisecond, time.Now().Add(restageWait); errors.Is(err, ckpt.ErrRemoved) && time.Now().Before(giveUp); wait = min(2*wait, 2*time.Second) {
 		a.log.Info().Str("object", object).Msg("the checkpoint's staged copy was removed; waiting for the syncer to stage it again")

@@ -4,15 +4,16 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
+
+	"github.com/tunejet/tunejet/internal/bus"
 )
 
-// heartbeat keeps the work message alive: InProgress every third of the
+// heartbeat keeps the work message alive: Progress every third of the
 // heartbeat timeout (timeoutS, in seconds). After each beat it asks
 // overtaken whether a newer attempt of the trial has started elsewhere;
 // if so it calls onOvertaken and beats no more. The returned func stops it.
-func heartbeat(msg jetstream.Msg, timeoutS float64, log zerolog.Logger, overtaken func() bool, onOvertaken func()) (stop func()) {
+func heartbeat(msg *bus.Delivery, timeoutS float64, log zerolog.Logger, overtaken func() bool, onOvertaken func()) (stop func()) {
 	every := time.Duration(timeoutS * float64(time.Second) / 3)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -26,7 +27,7 @@ func heartbeat(msg jetstream.Msg, timeoutS float64, log zerolog.Logger, overtake
 				// for the log, and a heartbeat sent after it could come
 				// past the ack timeout, so the work went to another runner
 				// while this one still ran it.
-				if err := msg.InProgress(); err != nil {
+				if err := msg.Progress(); err != nil {
 					log.Warn().Err(err).Msg("heartbeat")
 				}
 				if overtaken() {

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/ckpt"
@@ -122,7 +120,7 @@ func (a *attempt) settle(ctx context.Context, o outcome) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	for _, p := range o.Publish {
-		var opts []jetstream.PublishOpt
+		var fences []bus.Fence
 		if sp, ok := p.(*events.TrialStarted); ok {
 			sp.Hostname, sp.PID = a.s.hostname, pid
 		} else {
@@ -130,9 +128,9 @@ func (a *attempt) settle(ctx context.Context, o outcome) {
 			if !ok {
 				return
 			}
-			opts = append(opts, fence)
+			fences = append(fences, fence)
 		}
-		_, err := a.s.bus.Publish(ctx, a.s.bus.Event(a.exp, events.WriterRunner, p), opts...)
+		_, err := a.s.bus.Publish(ctx, a.s.bus.Event(a.exp, events.WriterRunner, p), fences...)
 		if bus.Fenced(err) {
 			a.superseded.Store(true)
 			a.log.Warn().Str("type", p.Type()).Msg("a newer attempt started as this one ended; leaving the work to it")
@@ -149,11 +147,11 @@ func (a *attempt) settle(ctx context.Context, o outcome) {
 	var err error
 	switch o.Settle {
 	case ack:
-		err = a.msg.DoubleAck(ctx)
+		err = a.msg.Ack(ctx)
 	case nak:
-		err = a.msg.NakWithDelay(o.Delay)
+		err = a.msg.Nak(o.Delay)
 	case term:
-		err = a.msg.TermWithReason("max_failures")
+		err = a.msg.Term("max_failures")
 	case leave:
 		return
 	}
@@ -162,24 +160,24 @@ func (a *attempt) settle(ctx context.Context, o outcome) {
 	}
 }
 
-// endFence is the publish option that stores the attempt's end only while
+// endFence is the fence that stores the attempt's end only while
 // no newer attempt of the trial has started, or false (with the reason
 // logged) when one has or the log cannot tell. The fold takes the end of
 // the current attempt only: an end published after a newer start would be
 // ignored while its ack took the work from the newer attempt, which, were
 // its runner to die, would never be redelivered.
-func (a *attempt) endFence(ctx context.Context) (jetstream.PublishOpt, bool) {
+func (a *attempt) endFence(ctx context.Context) (bus.Fence, bool) {
 	seq, attempt, err := a.lastStart(ctx)
 	switch {
 	case err != nil:
 		a.log.Error().Err(err).Msg("read the trial's last start; leaving the work to be redelivered")
-		return nil, false
+		return bus.Fence{}, false
 	case attempt > a.num:
 		a.superseded.Store(true)
 		a.log.Warn().Int("newer_attempt", attempt).Msg("a newer attempt started as this one ended; leaving the work to it")
-		return nil, false
+		return bus.Fence{}, false
 	}
-	return jetstream.WithExpectLastSequenceForSubject(seq, events.Subject(a.exp, events.WriterRunner, events.TypeTrialStarted, a.work.TrialID)), true
+	return bus.Fence{Subject: events.Subject(a.exp, events.WriterRunner, events.TypeTrialStarted, a.work.TrialID), Seq: seq}, true
 }
 
 func countFailure(exp string, p events.Payload) {

@@ -6,8 +6,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/tunejet/tunejet/internal/bus"
 )
 
@@ -21,23 +19,15 @@ import (
 // controller that finds nobody answering (the connection closed: the
 // process died) hands the entry's work to other runners at once.
 func (s *Service) register(ctx context.Context) {
-	if alive, err := bus.AnswerLiveness(s.bus.NC, s.cfg.Name); err != nil {
+	if stop, err := s.bus.AnswerLiveness(s.cfg.Name); err != nil {
 		s.log.Warn().Err(err).Msg("cannot answer liveness requests; only the heartbeat timeout will notice this runner's death")
 	} else {
-		defer func() { _ = alive.Unsubscribe() }() // after the entry is gone: nobody looks for its work then
+		defer stop() // after the entry is gone: nobody looks for its work then
 	}
 	started := time.Now().UTC()
-	var kv jetstream.KeyValue
 	put := func(ctx context.Context) {
-		if kv == nil {
-			found, ok, err := s.bus.ExistingRunners(ctx)
-			if err != nil || !ok {
-				return
-			}
-			kv = found
-		}
 		info := bus.RunnerInfo{Name: s.cfg.Name, Hostname: s.hostname, PID: os.Getpid(), Slots: s.cfg.Slots, Started: started, Trials: s.running()}
-		if err := bus.PutRunner(ctx, kv, info); err != nil && ctx.Err() == nil {
+		if _, err := s.bus.PutRunnerInfo(ctx, info); err != nil && ctx.Err() == nil {
 			s.log.Warn().Err(err).Msg("renew registry entry")
 		}
 	}
@@ -51,11 +41,9 @@ func (s *Service) register(ctx context.Context) {
 		case <-s.changed:
 			put(ctx)
 		case <-ctx.Done():
-			if kv != nil {
-				dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-				_ = kv.Delete(dctx, s.cfg.Name)
-				cancel()
-			}
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			_ = s.bus.RemoveRunnerInfo(dctx, s.cfg.Name)
+			cancel()
 			return
 		}
 	}

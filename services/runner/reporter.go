@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/tunejet/tunejet/events"
-	"github.com/tunejet/tunejet/internal/bus"
 )
 
 // maxBatch bounds the results one trial.reported event carries, and so
@@ -102,18 +101,18 @@ func (r *reporter) publishResults(ctx context.Context, results []map[string]any)
 	ev := r.s.bus.Event(r.exp, events.WriterRunner, &events.TrialReported{
 		TrialID: r.trial, Attempt: r.num, Earlier: results[: n-1 : n-1], Result: results[n-1],
 	})
-	msg, err := bus.ToNATS(ev)
-	if err != nil {
+	var limit int64
+	if n > 1 {
+		limit = r.s.bus.MaxPayload() / 2
+	}
+	published, err := r.s.bus.PublishUnder(ctx, ev, limit)
+	if err != nil || published {
 		return err
 	}
-	if n > 1 && int64(msg.Size()) > r.s.bus.NC.MaxPayload()/2 {
-		if err := r.publishResults(ctx, results[:n/2]); err != nil {
-			return err
-		}
-		return r.publishResults(ctx, results[n/2:])
+	if err := r.publishResults(ctx, results[:n/2]); err != nil {
+		return err
 	}
-	_, err = r.s.bus.PublishMsg(ctx, msg)
-	return err
+	return r.publishResults(ctx, results[n/2:])
 }
 
 // flush waits until every result reported so far is stored, and returns

@@ -12,12 +12,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/internal/ckpt"
 	"github.com/tunejet/tunejet/internal/session"
 )
 
@@ -71,10 +70,10 @@ type Service struct {
 	changed  chan struct{} // the running attempts changed: rewrite the registry entry
 
 	mu     sync.Mutex
-	pulls  map[string]context.CancelFunc    // experiment → its pull loop
-	runs   map[string]int                   // experiment → the run being pulled
-	stores map[string]jetstream.ObjectStore // experiment → its checkpoint bucket
-	active map[string]bus.RunnerTrial       // running attempts, for the registry
+	pulls  map[string]context.CancelFunc // experiment → its pull loop
+	runs   map[string]int                // experiment → the run being pulled
+	stores map[string]ckpt.Objects       // experiment → its checkpoint bucket
+	active map[string]bus.RunnerTrial    // running attempts, for the registry
 	wg     sync.WaitGroup
 }
 
@@ -85,7 +84,7 @@ func New(b *bus.Bus, cfg Config) *Service {
 	return &Service{
 		bus: b, cfg: cfg, hostname: host, slots: make(chan struct{}, cfg.Slots),
 		log:   b.Log.With().Str("service", "runner").Str("runner", cfg.Name).Logger(),
-		pulls: map[string]context.CancelFunc{}, runs: map[string]int{}, stores: map[string]jetstream.ObjectStore{},
+		pulls: map[string]context.CancelFunc{}, runs: map[string]int{}, stores: map[string]ckpt.Objects{},
 		active: map[string]bus.RunnerTrial{}, changed: make(chan struct{}, 1),
 	}
 }
@@ -96,11 +95,16 @@ func (s *Service) Run(ctx context.Context) error {
 	if err := s.bus.Provision(ctx); err != nil {
 		return err
 	}
+	unregister, err := s.bus.Register(ctx, "runner", "Run trials pulled from every running experiment")
+	if err != nil {
+		return err
+	}
+	defer unregister()
 	s.log.Info().Int("slots", s.cfg.Slots).Msg("runner started")
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.register(ctx) }()
 	filter := events.Prefix + ".*." + string(events.WriterController) + ".experiment.*"
-	err := s.bus.Watch(ctx, filter, 0, bus.Handler{Event: func(ev *events.Event) { s.onExperiment(ctx, ev) }})
+	err = s.bus.Watch(ctx, filter, 0, bus.Handler{Event: func(ev *events.Event) { s.onExperiment(ctx, ev) }})
 	s.wg.Wait()
 	if errors.Is(err, context.Canceled) {
 		return nil
@@ -140,11 +144,11 @@ func (s *Service) onExperiment(ctx context.Context, ev *events.Event) {
 // pull fetches one work message per free slot.
 func (s *Service) pull(ctx context.Context, exp string) {
 	log := s.log.With().Str("experiment", exp).Logger()
-	var cons jetstream.Consumer
-	for cons == nil {
-		c, err := s.bus.WorkConsumer(ctx, exp)
+	var work *bus.WorkQueue
+	for work == nil {
+		q, err := s.bus.WorkQueue(ctx, exp)
 		if err == nil {
-			cons = c
+			work = q
 			break
 		}
 		if ctx.Err() != nil {
@@ -161,13 +165,14 @@ func (s *Service) pull(ctx context.Context, exp string) {
 		case <-ctx.Done():
 			return
 		}
-		msg, err := next(ctx, cons)
-		if err != nil {
+		// Up to 5 s for one piece of work.
+		msg, err := work.Next(ctx, 5*time.Second)
+		if err != nil || msg == nil {
 			<-s.slots
 			if ctx.Err() != nil {
 				return
 			}
-			if !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+			if err != nil {
 				log.Warn().Err(err).Msg("fetch trial work")
 				sleep(ctx, time.Second)
 			}
@@ -180,13 +185,6 @@ func (s *Service) pull(ctx context.Context, exp string) {
 			s.runAttempt(ctx, exp, msg)
 		}()
 	}
-}
-
-// next waits up to 5 s for one work message.
-func next(ctx context.Context, cons jetstream.Consumer) (jetstream.Msg, error) {
-	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	return cons.Next(jetstream.FetchContext(fctx))
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {

@@ -8,15 +8,13 @@ import (
 	"io"
 	"sync"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/tunejet/tunejet/internal/ckpt"
 )
 
 // objectStore is the experiment's Object Store, where runners stage
 // checkpoints and artifacts.
-func (p *persister) objectStore(ctx context.Context) (jetstream.ObjectStore, error) {
-	return ckpt.Store(ctx, p.bus.JS, p.exp)
+func (p *persister) objectStore(ctx context.Context) (ckpt.Objects, error) {
+	return p.bus.Checkpoints(ctx, p.exp)
 }
 
 // copyArchive streams a staged archive into storage under prefix,
@@ -119,7 +117,7 @@ func (p *persister) removeStaged(ctx context.Context, objects []string) {
 		return
 	}
 	for _, o := range objects {
-		if err := obs.Delete(ctx, o); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+		if err := obs.Delete(ctx, o); err != nil && !errors.Is(err, ckpt.ErrObjectNotFound) {
 			p.log.Warn().Err(err).Str("object", o).Msg("remove a staged copy")
 		}
 	}

@@ -83,7 +83,7 @@ func (w *writer) readStart(ctx context.Context) error {
 			w.storagePath = p.StoragePath
 		}
 		if ferr == nil {
-			st, _, ferr = state.Fold(ctx, st, ev, restore.Loader(w.s.bus.JS, w.exp))
+			st, _, ferr = state.Fold(ctx, st, ev, restore.Loader(w.s.bus, w.exp))
 		}
 	})
 	if err == nil {

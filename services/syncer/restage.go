@@ -7,8 +7,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/tunejet/tunejet/internal/blobsync"
 	"github.com/tunejet/tunejet/internal/ckpt"
 )
@@ -81,7 +79,7 @@ func (p *persister) mendStaged(ctx context.Context, object, want, prefix string,
 		// Only a syncer removes a staged copy, once storage holds it; the
 		// log may not have told this one yet.
 		why, persisted = "its staged copy was removed", true
-	case errors.Is(err, jetstream.ErrObjectNotFound):
+	case errors.Is(err, ckpt.ErrObjectNotFound):
 		if !persisted {
 			return false, nil // perhaps a replica lagging: not proof that it is gone
 		}
@@ -98,7 +96,7 @@ func (p *persister) mendStaged(ctx context.Context, object, want, prefix string,
 }
 
 // restage stages the checkpoint persisted under prefix again as object.
-func (p *persister) restage(ctx context.Context, obs jetstream.ObjectStore, object, want, prefix string) error {
+func (p *persister) restage(ctx context.Context, obs ckpt.Objects, object, want, prefix string) error {
 	tmp, err := os.MkdirTemp(p.workDir, "restage-")
 	if err != nil {
 		return fmt.Errorf("restage %s: %w", object, err)

@@ -181,7 +181,7 @@ func TestSyncerWritesParamsOfTrialsARestoreCreated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	object, digest, err := restore.Stage(t.Context(), s.b.JS, restored, 2)
+	object, digest, err := restore.Stage(t.Context(), s.b, restored, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func (w *writer) syncUp(ctx context.Context) error {
 	w.dirty = false
 	w.deleteDropped(ctx)
 	if w.lastMsg != nil {
-		if err := w.lastMsg.Ack(); err != nil {
+		if err := w.lastMsg.Ack(ctx); err != nil {
 			w.log.Warn().Err(err).Msg("ack synced events")
 		}
 	}

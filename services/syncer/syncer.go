@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
 	"github.com/tunejet/tunejet/events"
@@ -67,13 +66,18 @@ func (s *Service) Run(ctx context.Context) error {
 	if err := s.bus.Provision(ctx); err != nil {
 		return err
 	}
+	unregister, err := s.bus.Register(ctx, "syncer", "Write experiment results and state to storage")
+	if err != nil {
+		return err
+	}
+	defer unregister()
 	// Clients ask, before they submit, whether this syncer sees the
 	// storage they write to (a queue group: one syncer answers).
-	sub, err := s.bus.NC.QueueSubscribe(storage.SharedCheckSubject, "syncer", s.answerSharedCheck)
+	stop, err := s.bus.Serve(ctx, storage.SharedCheckSubject, "syncer", s.answerSharedCheck)
 	if err != nil {
 		return fmt.Errorf("syncer: answer storage checks: %w", err)
 	}
-	defer func() { _ = sub.Unsubscribe() }()
+	defer stop()
 	filter := events.TypeSubjects("*", events.WriterController, events.TypeExperimentStarted)
 	err = s.bus.Watch(ctx, filter, 0, bus.Handler{Event: func(ev *events.Event) { s.follow(ctx, ev.Experiment) }})
 	s.loops.Wait()
@@ -104,18 +108,15 @@ func (s *Service) syncConfig(sc events.SyncConfig) blobsync.Config {
 
 // answerSharedCheck tells a client whether this syncer sees the marker it
 // wrote under a storage path on a file system.
-func (s *Service) answerSharedCheck(m *nats.Msg) {
+func (s *Service) answerSharedCheck(_ context.Context, data []byte) any {
 	var req storage.SharedCheck
 	var reply storage.SharedCheckReply
-	if err := json.Unmarshal(m.Data, &req); err != nil || req.Experiment == "" || req.Token == "" {
+	if err := json.Unmarshal(data, &req); err != nil || req.Experiment == "" || req.Token == "" {
 		reply.Error = fmt.Sprintf("malformed storage check: want {storage_path, experiment, token}: %v", err)
 	} else if err := storage.CheckToken(req.StoragePath, req.Experiment, req.Token); err != nil {
 		reply.NotShared = true
 		reply.Error = strings.TrimPrefix(err.Error(), storage.ErrNotShared.Error()+": ")
 		s.log.Warn().Err(err).Str("experiment", req.Experiment).Msg("a client's storage is not visible here; it will not submit")
 	}
-	data, _ := json.Marshal(reply)
-	if err := m.Respond(data); err != nil {
-		s.log.Warn().Err(err).Msg("answer a storage check")
-	}
+	return reply
 }

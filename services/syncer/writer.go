@@ -6,12 +6,12 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 	"gocloud.dev/blob"
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/blobsync"
+	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/restore"
 	"github.com/tunejet/tunejet/internal/state"
 )
@@ -39,7 +39,7 @@ type writer struct {
 	store *persister // checkpoints and artifacts, copied from the Object Store
 
 	dirty   bool          // the state changed since the last snapshot
-	lastMsg jetstream.Msg // the last message folded, acked by a sync
+	lastMsg *bus.Delivery // the last message folded, acked by a sync
 }
 
 func newWriter(s *Service, exp string) *writer {
@@ -70,7 +70,7 @@ func (w *writer) run(ctx context.Context) error {
 		select {
 		case m := <-msgs:
 			w.handle(ctx, m)
-			upToDate = m.last
+			upToDate = m.Last
 			if w.st.Done() && upToDate {
 				w.final(ctx, msgs)
 				return nil
@@ -105,13 +105,13 @@ func (w *writer) syncSpec() events.SyncConfig { return w.spec.RunConfig.SyncConf
 
 // handle folds one message and stages what it adds: result rows one by
 // one, for results sent together too.
-func (w *writer) handle(ctx context.Context, msg message) {
-	w.lastMsg = msg.m
-	if msg.err != nil {
-		w.log.Debug().Err(msg.err).Str("subject", msg.m.Subject()).Msg("skipping a malformed message")
+func (w *writer) handle(ctx context.Context, msg *bus.Delivery) {
+	w.lastMsg = msg
+	if msg.Malformed != nil {
+		w.log.Debug().Err(msg.Malformed).Str("subject", msg.Subject).Msg("skipping a malformed message")
 		return
 	}
-	for _, ev := range events.Split(msg.ev) {
+	for _, ev := range events.Split(msg.Event) {
 		w.fold(ctx, ev)
 	}
 }
@@ -124,7 +124,7 @@ func (w *writer) fold(ctx context.Context, ev *events.Event) {
 		before = &cp
 	}
 	prev := w.st
-	st, changed, err := state.Fold(ctx, w.st, ev, restore.Loader(w.s.bus.JS, w.exp))
+	st, changed, err := state.Fold(ctx, w.st, ev, restore.Loader(w.s.bus, w.exp))
 	if err != nil {
 		w.log.Error().Err(err).Msg("cannot load the restored state")
 		return
@@ -180,7 +180,7 @@ func (w *writer) runJob(ctx context.Context, j job) error {
 // experiment it goes on until storage has taken all of it but the
 // checkpoints given up on; on shutdown it tries once (the next syncer
 // resumes).
-func (w *writer) final(ctx context.Context, msgs <-chan message) {
+func (w *writer) final(ctx context.Context, msgs <-chan *bus.Delivery) {
 	for {
 		w.catchUp(ctx, msgs)
 		w.store.resubmit(ctx, w.st)
@@ -205,7 +205,7 @@ func (w *writer) final(ctx context.Context, msgs <-chan message) {
 }
 
 // catchUp folds every message already in the log.
-func (w *writer) catchUp(ctx context.Context, msgs <-chan message) {
+func (w *writer) catchUp(ctx context.Context, msgs <-chan *bus.Delivery) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), catchUpTimeout)
 	defer cancel()
 	target, err := w.s.bus.LastSeq(cctx, events.ExperimentSubjects(w.exp))
