@@ -41,6 +41,7 @@ func (e *Experiment) apply(ev *events.Event) bool {
 	if t == nil {
 		return false
 	}
+	defer e.moved(t, e.standing(t)) // the tally follows whatever the event changes in the trial
 	switch p := ev.Data.(type) {
 	case *events.TrialScheduled:
 		return t.scheduled(ev, p)
@@ -73,6 +74,9 @@ func (e *Experiment) submitted(p *events.ExperimentSubmitted) bool {
 	spec := p.Spec
 	e.Spec = &spec
 	e.Status = ExperimentPending
+	if len(e.Order) > 0 { // max_failures, which says which trials are out of failures, was unknown
+		e.Recount()
+	}
 	return true
 }
 
@@ -120,11 +124,15 @@ func (e *Experiment) trialCreated(p *events.TrialCreated) bool {
 	if _, ok := e.Trials[p.TrialID]; ok {
 		return false
 	}
-	e.Trials[p.TrialID] = &Trial{
+	t := &Trial{
 		ID: p.TrialID, Index: p.Index, Name: p.TrialName, Tag: p.ExperimentTag,
-		DirName: p.DirName, Config: p.Config, Status: events.StatusPending,
+		DirName: p.DirName, Config: p.Config, Status: events.StatusPending, pos: len(e.Order),
 	}
+	e.Trials[p.TrialID] = t
 	e.Order = append(e.Order, p.TrialID)
+	if e.tally.kept {
+		e.tally.add(t.pos, e.standing(t))
+	}
 	if p.Index >= e.NextIndex {
 		e.NextIndex = p.Index + 1
 	}

@@ -42,5 +42,6 @@ func Fold(ctx context.Context, e *Experiment, ev *events.Event, load Loader) (*E
 	// The time between the runs is not the experiment's: LastEventTime
 	// stays the last event of the run the state was taken from.
 	loaded.LastSeq, loaded.LastEventID, loaded.RestoredSeq = ev.Seq, ev.ID, ev.Seq
+	loaded.Recount() // the restore changed its trials by hand
 	return loaded, true, nil
 }

@@ -82,6 +82,7 @@ func Load(data []byte) (*Experiment, error) {
 	if err := e.checkTrials(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
+	e.Recount()
 	return e, nil
 }
 

@@ -55,6 +55,8 @@ type Experiment struct {
 	// RestoredSeq is the sequence of the experiment.restored event this
 	// state was loaded from; work scheduled before it is stale.
 	RestoredSeq uint64 `json:"restored_seq,omitempty"`
+
+	tally tally // the trials counted, kept by the fold (tally.go)
 }
 
 // Trial is the folded state of one trial.
@@ -110,6 +112,8 @@ type Trial struct {
 	EndReason     string    `json:"end_reason,omitempty"`
 	StartTime     time.Time `json:"start_time"`
 	EndTime       time.Time `json:"end_time"`
+
+	pos int // its position in the experiment's Order, for the tally
 }
 
 // MetricStats is Ray's per-trial metric_analysis: computed incrementally
@@ -125,7 +129,7 @@ type MetricStats struct {
 
 // New returns the empty state of experiment name.
 func New(name string) *Experiment {
-	return &Experiment{Name: name, Trials: map[string]*Trial{}, NumTrials: -1}
+	return &Experiment{Name: name, Trials: map[string]*Trial{}, NumTrials: -1, tally: newTally()}
 }
 
 // Terminal reports whether a trial status is final.
@@ -153,27 +157,6 @@ func (e *Experiment) TrialList() []*Trial {
 	return out
 }
 
-// Counts returns the number of trials in each status.
-func (e *Experiment) Counts() map[string]int {
-	c := map[string]int{}
-	for _, t := range e.Trials {
-		c[t.Status]++
-	}
-	return c
-}
-
-// InFlight counts trials that hold or wait for a runner slot: scheduled and
-// not finished.
-func (e *Experiment) InFlight() int {
-	n := 0
-	for _, t := range e.Trials {
-		if t.Scheduled && !t.Finished() {
-			n++
-		}
-	}
-	return n
-}
-
 // NeedsSchedule reports whether a trial waits for a work message: its
 // runner handed it back, or a restore resumed it.
 func (t *Trial) NeedsSchedule() bool {
@@ -182,17 +165,6 @@ func (t *Trial) NeedsSchedule() bool {
 
 // RunFailures counts the failures since the last restore.
 func (t *Trial) RunFailures() int { return t.NumFailures - t.FailuresAtRestore }
-
-// Unfinished counts trials that have not ended.
-func (e *Experiment) Unfinished() int {
-	n := 0
-	for _, t := range e.Trials {
-		if !t.Finished() {
-			n++
-		}
-	}
-	return n
-}
 
 // Elapsed is how long the experiment has run at now, over all its runs:
 // what its time budget is spent on (Ray's TimeoutStopper is saved with
