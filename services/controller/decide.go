@@ -82,7 +82,7 @@ func stopReason(st *state.Experiment, now time.Time) (reason, errText string) {
 	if st.StopRequested {
 		return "stopped", ""
 	}
-	if ff := st.Spec.RunConfig.FailureConfig.FailFast; ff != events.FailFastOff {
+	if ff := st.Spec.RunConfig.FailureConfig.FailFast; ff != events.FailFastOff && st.Counts()[events.StatusError] > 0 {
 		for _, t := range st.TrialList() {
 			if t.Status == events.StatusError {
 				if ff == events.FailFastRaise {
@@ -136,22 +136,17 @@ func createActions(st *state.Experiment, in Inputs) []Action {
 	return acts
 }
 
-// rescheduleActions gives preempted trials a new work message (a fresh
-// delivery budget, attempts counting on from the last one), or ends them
-// ERROR when counted preemptions have used up max_failures.
+// rescheduleActions gives preempted and resumed trials a new work message
+// (a fresh delivery budget, attempts counting on from the last one) while
+// the window has room, or ends them ERROR when counted preemptions have
+// used up max_failures.
 func rescheduleActions(st *state.Experiment, inFlight, limit int) ([]Action, int) {
 	var acts []Action
 	fc := st.Spec.RunConfig.FailureConfig
-	for _, t := range st.TrialList() {
-		if !t.NeedsSchedule() {
-			continue
-		}
+	for _, t := range st.NeedingSchedule(limit - inFlight) {
 		if fc.Exhausted(t.RunFailures()) {
 			acts = append(acts, Action{ID: actionID(st, ".", t.ID, ".exhausted"), Payload: &events.TrialCompleted{
 				TrialID: t.ID, Status: events.StatusError, Reason: "max_failures"}})
-			continue
-		}
-		if inFlight >= limit {
 			continue
 		}
 		acts = append(acts, Action{ID: actionID(st, ".", t.ID, ".scheduled.", t.Attempt), Payload: schedule(st, t.ID, t.Name, t.DirName, t.Config, t.Attempt)})
