@@ -202,16 +202,46 @@ func (b *Bus) eventLog(e *zerolog.Event, ev *events.Event, subject string) *zero
 	return e
 }
 
-// Follow creates the durable consumer c afresh (one left from before is
-// deleted: c.StartSeq says where to read from) with acks that cover every
-// message up to the one acked, and sends its messages, decoded, on msgs
-// until ctx is done. A holder acks (Delivery.Ack) what it has made
-// durable; what is not acked within c.AckWait is handed out again. When
-// the consumer is lost or refused, the error goes to errs and nothing
-// more to msgs: the holder follows again from what it has.
-func (b *Bus) Follow(ctx context.Context, c Consumer) (msgs <-chan *Delivery, errs <-chan error, err error) {
+// Follow reads the durable consumer c, created afresh (one left from
+// before is deleted: c.StartSeq says where to read from) with acks that
+// cover every message up to the one acked, and sends its messages,
+// decoded, on the returned channel until ctx is done. A holder acks
+// (Delivery.Ack) what it has made durable; what is not acked within
+// c.AckWait is handed out again. When the consumer cannot be created, or
+// is lost (a node's loss, a deletion), Follow creates it again from the
+// message after the last it sent, waiting 1 s doubling to 5 s between
+// failed creations: the holder misses nothing and gets nothing twice.
+func (b *Bus) Follow(ctx context.Context, c Consumer) <-chan *Delivery {
+	out := make(chan *Delivery, 1024)
+	go func() {
+		for failed := 0; ; {
+			sent, err := b.follow(ctx, c, out)
+			if ctx.Err() != nil {
+				return
+			}
+			if sent > 0 {
+				c.StartSeq, failed = sent+1, 0
+			}
+			b.Log.Warn().Err(err).Str("consumer", c.Name).Uint64("from", c.StartSeq).Msg("follow: following the log again")
+			if failed++; failed > 1 || sent == 0 {
+				t := time.NewTimer(min(time.Second<<min(failed-1, 10), 5*time.Second))
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					t.Stop()
+					return
+				}
+			}
+		}
+	}()
+	return out
+}
+
+// follow creates c and sends its messages to out until ctx is done or the
+// consumer is lost; sent is the log sequence of the last message sent.
+func (b *Bus) follow(ctx context.Context, c Consumer, out chan<- *Delivery) (sent uint64, err error) {
 	if err := b.JS.DeleteConsumer(ctx, StreamName, c.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return nil, nil, fmt.Errorf("follow: reset consumer %s: %w", c.Name, err)
+		return 0, fmt.Errorf("reset consumer %s: %w", c.Name, err)
 	}
 	cfg := jetstream.ConsumerConfig{
 		Durable: c.Name, Description: c.Description, FilterSubject: c.Filter,
@@ -223,46 +253,42 @@ func (b *Bus) Follow(ctx context.Context, c Consumer) (msgs <-chan *Delivery, er
 	}
 	cons, err := b.JS.CreateConsumer(ctx, StreamName, cfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("follow: consumer %s: %w", c.Name, err)
+		return 0, fmt.Errorf("consumer %s: %w", c.Name, err)
 	}
 	it, err := cons.Messages()
 	if err != nil {
-		return nil, nil, fmt.Errorf("follow: consumer %s: %w", c.Name, err)
+		return 0, fmt.Errorf("consumer %s: %w", c.Name, err)
 	}
-	out, errc := make(chan *Delivery, 1024), make(chan error, 1)
-	go func() {
-		defer it.Stop()
-		stop := context.AfterFunc(ctx, it.Stop)
-		defer stop()
-		for {
-			m, err := it.Next()
-			if errors.Is(err, jetstream.ErrNoHeartbeat) {
-				// Not terminal: the iterator pulls again by itself.
-				continue
-			}
-			if err != nil {
-				if ctx.Err() == nil && !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-					errc <- fmt.Errorf("follow: consumer %s: %w", c.Name, err)
-				}
-				return
-			}
-			// Decoded here, off the holder's goroutine, with the metadata
-			// parsed once for both the sequence and the pending count.
-			d := &Delivery{Subject: m.Subject(), msg: m}
-			md, merr := m.Metadata()
-			d.Event, d.Malformed = events.Decode(m.Subject(), m.Headers(), m.Data())
-			if merr == nil {
-				d.Num, d.Last = int(md.NumDelivered), md.NumPending == 0
-				if d.Malformed == nil {
-					d.Event.Seq = md.Sequence.Stream
-				}
-			}
-			select {
-			case out <- d:
-			case <-ctx.Done():
-				return
+	defer it.Stop()
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	for {
+		m, err := it.Next()
+		if errors.Is(err, jetstream.ErrNoHeartbeat) {
+			// Not terminal: the iterator pulls again by itself.
+			continue
+		}
+		if err != nil {
+			return sent, fmt.Errorf("consumer %s: %w", c.Name, err)
+		}
+		// Decoded here, off the holder's goroutine, with the metadata
+		// parsed once for both the sequence and the pending count.
+		d := &Delivery{Subject: m.Subject(), msg: m}
+		md, merr := m.Metadata()
+		d.Event, d.Malformed = events.Decode(m.Subject(), m.Headers(), m.Data())
+		if merr == nil {
+			d.Num, d.Last = int(md.NumDelivered), md.NumPending == 0
+			if d.Malformed == nil {
+				d.Event.Seq = md.Sequence.Stream
 			}
 		}
-	}()
-	return out, errc, nil
+		select {
+		case out <- d:
+			if merr == nil {
+				sent = md.Sequence.Stream
+			}
+		case <-ctx.Done():
+			return sent, ctx.Err()
+		}
+	}
 }

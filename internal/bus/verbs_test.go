@@ -286,3 +286,35 @@ func TestCheckpointsOpensTheBucket(t *testing.T) {
 		t.Fatalf("GetBytes = %q, %v", data, err)
 	}
 }
+
+// TestFollowGoesOnAfterALostConsumer: Follow creates its consumer again
+// when it is lost, from the message after the last it sent: nothing is
+// missed, nothing sent twice.
+func TestFollowGoesOnAfterALostConsumer(t *testing.T) {
+	b := bustest.Start(t).Bus("test")
+	publish(t, b, report(b, "e8", 1))
+	publish(t, b, report(b, "e8", 2))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	msgs := b.Follow(ctx, bus.Consumer{Name: "f1", Filter: events.ExperimentSubjects("e8"), AckWait: time.Minute})
+	next := func() *bus.Delivery {
+		t.Helper()
+		select {
+		case d := <-msgs:
+			return d
+		case <-time.After(time.Minute):
+			t.Fatal("no message within a minute")
+			return nil
+		}
+	}
+	if d1, d2 := next(), next(); iteration(d1.Event) != 1 || iteration(d2.Event) != 2 || !d2.Last {
+		t.Fatalf("got iterations %d, %d (last %v); want 1, 2 and the second last", iteration(d1.Event), iteration(d2.Event), d2.Last)
+	}
+	if err := b.JS.DeleteConsumer(t.Context(), bus.StreamName, "f1"); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, b, report(b, "e8", 3))
+	if d := next(); iteration(d.Event) != 3 {
+		t.Fatalf("after the consumer was lost: iteration %d, want 3", iteration(d.Event))
+	}
+}

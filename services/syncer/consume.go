@@ -8,33 +8,13 @@ import (
 	"github.com/tunejet/tunejet/internal/bus"
 )
 
-// follow consumes the log from what the fold has, retrying (1 s, doubling
-// to 5 s) until it can or ctx is done. The consumer outlives ctx a little:
-// on shutdown the writer first catches up with what is already in the log;
-// stop ends it.
-func (w *writer) follow(ctx context.Context) (msgs <-chan *bus.Delivery, errs <-chan error, stop context.CancelFunc, err error) {
-	for attempt := 1; ; attempt++ {
-		cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		msgs, errs, err := w.consume(cctx)
-		if err == nil {
-			return msgs, errs, cancel, nil
-		}
-		cancel()
-		w.log.Warn().Err(err).Int("attempt", attempt).Msg("cannot follow the log yet")
-		t := time.NewTimer(openBackoff(attempt, 5*time.Second))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, nil, nil, err
-		}
-	}
-}
-
-// consume (re)creates the durable consumer from the sequence after the
-// snapshot and streams its messages. A sync acks what its snapshot
-// covers; what no sync covers in time is handed out again.
-func (w *writer) consume(ctx context.Context) (<-chan *bus.Delivery, <-chan error, error) {
+// follow consumes the log from the sequence after what the fold has (the
+// snapshot resumed from) through the bus, which follows again by itself
+// when the consumer is lost. A sync acks what its snapshot covers; what no
+// sync covers in time is handed out again. The consumer outlives ctx a
+// little: on shutdown the writer first catches up with what is already in
+// the log; stop ends it.
+func (w *writer) follow(ctx context.Context) (msgs <-chan *bus.Delivery, stop context.CancelFunc) {
 	sc := w.s.syncConfig(w.syncSpec())
 	c := bus.Consumer{
 		Name: "sync_" + w.exp, Description: "syncer of experiment " + w.exp, Filter: events.ExperimentSubjects(w.exp),
@@ -43,5 +23,6 @@ func (w *writer) consume(ctx context.Context) (<-chan *bus.Delivery, <-chan erro
 	if w.st.LastSeq > 0 {
 		c.StartSeq = w.st.LastSeq + 1
 	}
-	return w.s.bus.Follow(ctx, c)
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	return w.s.bus.Follow(cctx, c), cancel
 }

@@ -58,11 +58,8 @@ func (w *writer) run(ctx context.Context) error {
 	defer ops.Close()
 	w.store = newPersister(w, ops)
 	w.do(ctx, spareAll(w.st)) // the snapshot resumed from
-	msgs, errs, stop, err := w.follow(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() { stop() }()
+	msgs, stop := w.follow(ctx)
+	defer stop()
 	tick := time.NewTicker(w.s.syncConfig(w.syncSpec()).SyncPeriod)
 	defer tick.Stop()
 	upToDate := false
@@ -84,15 +81,6 @@ func (w *writer) run(ctx context.Context) error {
 			}
 			if w.dirty {
 				_ = w.syncUp(ctx)
-			}
-		case err := <-errs:
-			// The consumer is gone or refused (a lost node, a deleted
-			// consumer): follow again from what the fold has, so an
-			// experiment is never left without its syncer.
-			w.log.Warn().Err(err).Msg("following the log again")
-			stop()
-			if msgs, errs, stop, err = w.follow(ctx); err != nil {
-				return err
 			}
 		case <-ctx.Done():
 			w.final(ctx, msgs)
