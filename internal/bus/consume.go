@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
@@ -29,6 +31,12 @@ type Consumer struct {
 	// StartSeq, when not 0, starts the consumer at that log sequence
 	// instead of the beginning.
 	StartSeq uint64
+	// Existing: Consume only opens the consumer, which someone else
+	// creates (a runner may not create the work consumer).
+	Existing bool
+	// Slots, when set, bounds the messages Consume handles at once (see
+	// Consume).
+	Slots chan struct{}
 }
 
 // Delivery is one message handed to a consumer's handler.
@@ -81,17 +89,88 @@ func (e *settleError) Unwrap() error { return e.err }
 // when its handler failed with a plain error or panicked.
 const FailureDelay = time.Second
 
-// Consume creates (or updates) the durable consumer c and hands its
-// messages, one at a time, to h until ctx is done. What h returns settles
-// the message: nil acks it, Retry naks it with a delay, Terminate ends it
-// for good, any other error naks it with FailureDelay. A handler that
-// panics is recovered, logged with the event and the stack, and its
-// message naked with FailureDelay: the next message is still handled. A
-// message that does not decode is terminated and logged. When the
-// consumer is lost (a node's loss, a deletion) it is created again and
-// consuming goes on; Consume returns ctx's error, or an error that asking
-// again will not mend.
+// ErrLeave is the error a consumer's handler returns for a message to be left
+// unsettled: it is handed out again after AckWait, as if this process had
+// died (the handler no longer owns it).
+var ErrLeave = errors.New("left unsettled")
+
+// Consume hands the durable consumer c's messages to h until ctx is done,
+// and returns once every handler it started has returned. What h returns
+// settles the message (see Settle). A message that does not decode is
+// terminated and logged. With c.Existing the consumer is only opened
+// (someone else creates it; Consume waits while it is not there); else it
+// is created, or updated, from c. With c.Slots a message is fetched only
+// once a slot is free, and h runs on its own goroutine, holding the slot
+// until it returns: the slots bound the messages handled at once across
+// every Consume that shares them. Without, messages are handled one at a
+// time. A fetch that fails (the consumer lost with a node, deleted) opens
+// or creates the consumer again and goes on; Consume returns ctx's error,
+// or an error that asking again will not mend.
 func (b *Bus) Consume(ctx context.Context, c Consumer, h func(ctx context.Context, d *Delivery) error) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	var cons jetstream.Consumer
+	for {
+		if cons == nil {
+			var err error
+			if cons, err = b.openConsumer(ctx, c); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				if final(err) {
+					return fmt.Errorf("consume %s: %w", c.Name, err)
+				}
+				b.Log.Debug().Err(err).Str("consumer", c.Name).Msg("consume: the consumer is not there yet")
+				sleep(ctx, time.Second)
+				continue
+			}
+		}
+		if c.Slots != nil {
+			select {
+			case c.Slots <- struct{}{}:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		d, err := next(ctx, cons, consumeWait)
+		if err != nil || d == nil {
+			if c.Slots != nil {
+				<-c.Slots
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if err != nil {
+				if final(err) {
+					return fmt.Errorf("consume %s: %w", c.Name, err)
+				}
+				b.Log.Warn().Err(err).Str("consumer", c.Name).Msg("consume: fetch")
+				cons = nil
+				sleep(ctx, time.Second)
+			}
+			continue
+		}
+		if c.Slots == nil {
+			b.Settle(ctx, d, b.run(ctx, d, h))
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-c.Slots }()
+			b.Settle(ctx, d, b.run(ctx, d, h))
+		}()
+	}
+}
+
+// consumeWait bounds one fetch of Consume.
+const consumeWait = 5 * time.Second
+
+// openConsumer opens c, or creates or updates it unless c.Existing.
+func (b *Bus) openConsumer(ctx context.Context, c Consumer) (jetstream.Consumer, error) {
+	if c.Existing {
+		return b.JS.Consumer(ctx, StreamName, c.Name)
+	}
 	cfg := jetstream.ConsumerConfig{
 		Durable: c.Name, Description: c.Description, FilterSubject: c.Filter,
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: c.AckWait, MaxDeliver: c.MaxDeliver,
@@ -100,81 +179,78 @@ func (b *Bus) Consume(ctx context.Context, c Consumer, h func(ctx context.Contex
 	if c.StartSeq > 0 {
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, c.StartSeq
 	}
-	w := &watch{b: b, filter: c.Filter}
-	for {
-		var cons jetstream.Consumer
-		err := w.retry(ctx, func(ctx context.Context) (err error) {
-			cons, err = b.JS.CreateOrUpdateConsumer(ctx, StreamName, cfg)
-			return err
-		})
-		if err == nil {
-			err = b.consume(ctx, cons, h)
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if final(err) {
-			return fmt.Errorf("consume %s: %w", c.Name, err)
-		}
-		b.Log.Info().Err(err).Str("consumer", c.Name).Msg("consume: lost the consumer; consuming again")
-	}
+	return b.JS.CreateOrUpdateConsumer(ctx, StreamName, cfg)
 }
 
-// consume hands the consumer's messages to h until ctx is done or the
-// consumer is lost.
-func (b *Bus) consume(ctx context.Context, cons jetstream.Consumer, h func(ctx context.Context, d *Delivery) error) error {
-	it, err := cons.Messages(jetstream.PullHeartbeat(watchHeartbeat), jetstream.PullMaxMessages(1))
+// next waits up to wait for one message of cons; it returns nil, with no
+// error, when none came in time.
+func next(ctx context.Context, cons jetstream.Consumer, wait time.Duration) (*Delivery, error) {
+	fctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	m, err := cons.Next(jetstream.FetchContext(fctx))
+	if errors.Is(err, nats.ErrTimeout) || (errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil) {
+		return nil, nil
+	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	stop := context.AfterFunc(ctx, it.Stop)
-	defer stop()
-	defer it.Stop()
-	for {
-		m, err := it.Next()
-		if err != nil {
-			return err
-		}
-		b.handle(ctx, m, h)
-	}
-}
-
-// handle decodes m, runs h on it and settles m by h's result.
-func (b *Bus) handle(ctx context.Context, m jetstream.Msg, h func(ctx context.Context, d *Delivery) error) {
 	md, err := m.Metadata()
 	if err != nil {
-		b.Log.Warn().Err(err).Str("subject", m.Subject()).Msg("consume: a message without metadata")
-		return
+		return nil, err
 	}
-	ev, err := events.Decode(m.Subject(), m.Headers(), m.Data())
-	if err != nil {
-		b.Log.Warn().Err(err).Str("subject", m.Subject()).Uint64("seq", md.Sequence.Stream).Msg("consume: terminating a malformed message")
-		if err := m.TermWithReason("malformed"); err != nil {
-			b.Log.Warn().Err(err).Uint64("seq", md.Sequence.Stream).Msg("consume: terminate")
-		}
-		return
+	d := &Delivery{Num: int(md.NumDelivered), Subject: m.Subject(), msg: m}
+	d.Event, d.Malformed = events.Decode(m.Subject(), m.Headers(), m.Data())
+	if d.Malformed == nil {
+		d.Event.Seq = md.Sequence.Stream
 	}
-	ev.Seq = md.Sequence.Stream
-	err = b.recovered(ev, m.Subject(), func() error {
-		return h(ctx, &Delivery{Event: ev, Num: int(md.NumDelivered), Subject: m.Subject(), msg: m})
-	})
-	// Settled also when ctx ended as the handler returned: its work is done.
+	return d, nil
+}
+
+// run runs h on d, a panic recovered; a message that does not decode is
+// not handed to h but terminated.
+func (b *Bus) run(ctx context.Context, d *Delivery, h func(ctx context.Context, d *Delivery) error) error {
+	if d.Malformed != nil {
+		b.Log.Warn().Err(d.Malformed).Str("subject", d.Subject).Msg("consume: terminating a malformed message")
+		return Terminate(fmt.Errorf("malformed: %w", d.Malformed))
+	}
+	return b.recovered(d.Event, d.Subject, func() error { return h(ctx, d) })
+}
+
+// Settle settles a delivery by what its handler returned: nil acks it
+// (and waits for the server to confirm), Retry naks it with its delay,
+// Terminate ends it for good, ErrLeave leaves it to be handed out again after
+// AckWait, and any other error (a panic's too) naks it with FailureDelay.
+// A failure to settle is logged: the message is then handed out again
+// after AckWait. It settles also when ctx has ended: the handler's work
+// is done.
+func (b *Bus) Settle(ctx context.Context, d *Delivery, err error) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTry)
 	defer cancel()
 	var se *settleError
 	switch {
 	case err == nil:
-		err = m.DoubleAck(sctx)
+		err = d.msg.DoubleAck(sctx)
+	case errors.Is(err, ErrLeave):
+		return
 	case errors.As(err, &se) && se.term:
-		err = m.TermWithReason(se.Error())
+		err = d.msg.TermWithReason(se.Error())
 	case errors.As(err, &se):
-		err = m.NakWithDelay(se.delay)
+		err = d.msg.NakWithDelay(se.delay)
 	default:
-		b.eventLog(b.Log.Warn(), ev, m.Subject()).Err(err).Msg("consume: the handler failed; handing the message out again")
-		err = m.NakWithDelay(FailureDelay)
+		b.eventLog(b.Log.Warn(), d.Event, d.Subject).Err(err).Msg("consume: the handler failed; handing the message out again")
+		err = d.msg.NakWithDelay(FailureDelay)
 	}
 	if err != nil {
-		b.eventLog(b.Log.Warn(), ev, m.Subject()).Err(err).Msg("consume: settle")
+		b.eventLog(b.Log.Warn(), d.Event, d.Subject).Err(err).Msg("settle: it is handed out again after the ack wait")
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
 	}
 }
 

@@ -14,9 +14,11 @@
 //   - Consume hands a durable consumer's messages to a handler whose
 //     returned error settles each one: nil acks, Retry naks with a delay,
 //     Terminate ends it, any other error (or a panic) naks it with
-//     FailureDelay. WorkQueue hands a runner one piece of trial work at a
-//     time, settled by the attempt; Follow streams a durable consumer whose
-//     holder acks what it made durable (the syncer);
+//     FailureDelay; ErrLeave leaves it to be handed out again after the ack
+//     wait. A runner consumes an experiment's work so, the consumer opened
+//     (not created) and its slots shared across experiments. Follow streams
+//     a durable consumer whose holder acks what it made durable (the
+//     syncer), and follows again by itself when the consumer is lost;
 //   - Subscribe delivers the events published on a subject from now on;
 //     Request, Serve and Register are request/reply and NATS micro
 //     registration (every service registers as tunejet-<name>);

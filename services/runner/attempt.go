@@ -51,14 +51,14 @@ type attempt struct {
 	superseded atomic.Bool // a newer attempt owns the trial
 }
 
-// runAttempt runs one delivery of trial work to its end and settles the
-// message: ack, nak with backoff, or term.
-func (s *Service) runAttempt(ctx context.Context, exp string, msg *bus.Delivery) {
+// runAttempt runs one delivery of trial work to its end and returns how
+// to settle it (bus.Settle): nil acks, a bus.Retry naks with backoff, a
+// bus.Terminate ends it, bus.ErrLeave leaves it to the heartbeat timeout.
+func (s *Service) runAttempt(ctx context.Context, exp string, msg *bus.Delivery) error {
 	work, ok := eventData[*events.TrialScheduled](msg.Event, msg.Malformed)
 	if !ok {
 		s.log.Error().Err(msg.Malformed).Str("subject", msg.Subject).Msg("malformed trial work; terminating it")
-		_ = msg.Term("malformed trial work")
-		return
+		return bus.Terminate(errors.New("malformed trial work"))
 	}
 	num := work.AttemptBase + msg.Num
 	a := &attempt{
@@ -75,7 +75,7 @@ func (s *Service) runAttempt(ctx context.Context, exp string, msg *bus.Delivery)
 	defer a.cancel(nil)
 	a.stopper = &stopper{cancel: a.cancel}
 	defer s.track(a)()
-	a.run(ctx)
+	return a.run(ctx)
 }
 
 // eventData returns the typed payload of a decoded event.
@@ -88,7 +88,7 @@ func eventData[T events.Payload](ev *events.Event, err error) (T, bool) {
 	return p, ok
 }
 
-func (a *attempt) run(ctx context.Context) {
+func (a *attempt) run(ctx context.Context) error {
 	started, ended, err := a.live(ctx)
 	if ended {
 		a.log.Debug().Msg("trial already ended by the controller; skipping")
@@ -99,7 +99,7 @@ func (a *attempt) run(ctx context.Context) {
 		StopReason: a.stopper.Reason(), Err: err, CountPreemption: a.s.cfg.CountPreemption,
 	})
 	a.logOutcome(o, err)
-	a.settle(ctx, o)
+	return a.settle(ctx, o)
 }
 
 // live runs the attempt: it reports whether trial.started is stored,

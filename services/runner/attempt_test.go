@@ -124,7 +124,8 @@ func runWork(t *testing.T, s *Service, work *events.TrialScheduled, then ...even
 	for _, p := range then {
 		publish(t, s.bus, events.WriterController, p)
 	}
-	s.runAttempt(ctx, "exp", nextWork(t, s.bus))
+	msg := nextWork(t, s.bus)
+	s.bus.Settle(ctx, msg, s.runAttempt(ctx, "exp", msg))
 	err = s.bus.Replay(ctx, events.WriterSubjects("exp", events.WriterRunner), func(ev *events.Event) {
 		got = append(got, describeEvent(ev)...)
 	})

@@ -16,7 +16,9 @@
 // An attempt (attempt.go) takes the work from delivery to settlement:
 // heartbeats (heartbeat.go), the fenced trial.started (begin), the
 // checkpoint to resume from (checkpoint.go), and one pure decision of how
-// it ended (decide in outcome.go), which settle carries out. The trainable
+// it ended (decide in outcome.go): settle publishes its events and returns
+// how the bus settles the work (bus.Consume: nil acks, bus.Retry naks,
+// bus.Terminate ends, bus.ErrLeave leaves it to the heartbeat timeout). The trainable
 // runs in an Executor: funcExecutor for a registered Go function,
 // commandExecutor for an executable speaking the trainable protocol; both
 // pass one conformance suite (executor_test.go). It reports through the
@@ -27,7 +29,7 @@
 //
 // # Heartbeats and acks
 //
-// While a trial runs the runner sends InProgress on its work message every
+// While a trial runs the runner reports progress on its work message every
 // third of the heartbeat timeout (the consumer's AckWait), so a runner that
 // dies is noticed within one timeout and the work is redelivered. Success
 // acks the message; a failure with attempts left naks it with a backoff; the

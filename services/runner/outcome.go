@@ -114,9 +114,10 @@ func started(s situation) *events.TrialStarted {
 	return &events.TrialStarted{TrialID: s.Trial, Attempt: s.Attempt, Runner: s.Runner}
 }
 
-// settle publishes the outcome's events and then settles the work
-// message. It is the only place work is settled once an attempt exists.
-func (a *attempt) settle(ctx context.Context, o outcome) {
+// settle publishes the outcome's events and then returns how to settle
+// the work message (bus.Settle). It is the only place the settlement is
+// decided once an attempt exists.
+func (a *attempt) settle(ctx context.Context, o outcome) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	for _, p := range o.Publish {
@@ -126,7 +127,7 @@ func (a *attempt) settle(ctx context.Context, o outcome) {
 		} else {
 			fence, ok := a.endFence(ctx)
 			if !ok {
-				return
+				return bus.ErrLeave
 			}
 			fences = append(fences, fence)
 		}
@@ -134,30 +135,25 @@ func (a *attempt) settle(ctx context.Context, o outcome) {
 		if bus.Fenced(err) {
 			a.superseded.Store(true)
 			a.log.Warn().Str("type", p.Type()).Msg("a newer attempt started as this one ended; leaving the work to it")
-			return
+			return bus.ErrLeave
 		}
 		if err != nil {
 			// Acking would lose the outcome: the work is redelivered after
 			// the heartbeat timeout instead, as if this runner had died.
 			a.log.Error().Err(err).Str("type", p.Type()).Msg("publish trial outcome; leaving the work to be redelivered")
-			return
+			return bus.ErrLeave
 		}
 		countFailure(a.exp, p)
 	}
-	var err error
 	switch o.Settle {
 	case ack:
-		err = a.msg.Ack(ctx)
+		return nil
 	case nak:
-		err = a.msg.Nak(o.Delay)
+		return bus.Retry(errors.New("the trial is retried"), o.Delay)
 	case term:
-		err = a.msg.Term("max_failures")
-	case leave:
-		return
+		return bus.Terminate(errors.New("max_failures"))
 	}
-	if err != nil {
-		a.log.Warn().Err(err).Stringer("settle", o.Settle).Msg("settle trial work; it is redelivered after the heartbeat timeout")
-	}
+	return bus.ErrLeave
 }
 
 // endFence is the fence that stores the attempt's end only while

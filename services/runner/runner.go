@@ -141,49 +141,13 @@ func (s *Service) onExperiment(ctx context.Context, ev *events.Event) {
 	}
 }
 
-// pull fetches one work message per free slot.
+// pull runs the experiment's work, one piece per free slot, each attempt
+// settling its work by what it returns.
 func (s *Service) pull(ctx context.Context, exp string) {
-	log := s.log.With().Str("experiment", exp).Logger()
-	var work *bus.WorkQueue
-	for work == nil {
-		q, err := s.bus.WorkQueue(ctx, exp)
-		if err == nil {
-			work = q
-			break
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		log.Debug().Err(err).Msg("work consumer not there yet")
-		if !sleep(ctx, time.Second) {
-			return
-		}
-	}
-	for {
-		select {
-		case s.slots <- struct{}{}:
-		case <-ctx.Done():
-			return
-		}
-		// Up to 5 s for one piece of work.
-		msg, err := work.Next(ctx, 5*time.Second)
-		if err != nil || msg == nil {
-			<-s.slots
-			if ctx.Err() != nil {
-				return
-			}
-			if err != nil {
-				log.Warn().Err(err).Msg("fetch trial work")
-				sleep(ctx, time.Second)
-			}
-			continue
-		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			defer func() { <-s.slots }()
-			s.runAttempt(ctx, exp, msg)
-		}()
+	c := bus.Consumer{Name: bus.WorkConsumerName(exp), Existing: true, Slots: s.slots}
+	err := s.bus.Consume(ctx, c, func(ctx context.Context, d *bus.Delivery) error { return s.runAttempt(ctx, exp, d) })
+	if err != nil && ctx.Err() == nil {
+		s.log.Error().Err(err).Str("experiment", exp).Msg("taking trial work stopped")
 	}
 }
 
