@@ -280,10 +280,9 @@ func FromJS(m jetstream.Msg) (*events.Event, error) {
 
 // DeadLetter moves a message that did not decode out of the log and into
 // TUNEJET_DLQ, with the error, and logs it.
-func (b *Bus) DeadLetter(ctx context.Context, m Raw, cause error) {
-	subject, seq, data := m.Subject, m.Sequence, m.Data
+func (b *Bus) DeadLetter(ctx context.Context, subject string, seq uint64, hdr nats.Header, data []byte, cause error) {
 	h := nats.Header{}
-	for k, v := range m.Header {
+	for k, v := range hdr {
 		// Nats-* headers were JetStream directives for the original publish
 		// (Nats-Expected-Stream, Nats-Expected-Last-Sequence, ...); applied to
 		// the copy they would make it fail.

@@ -345,7 +345,7 @@ func TestDeadLetterMovesTheMessageOnce(t *testing.T) {
 	// Twice: two watchers may see the same message, or a controller may
 	// crash between copying and deleting and retry after a restart.
 	for i := 0; i < 2; i++ {
-		b.DeadLetter(t.Context(), bus.Raw{Subject: raw.Subject, Sequence: raw.Sequence, Header: raw.Header, Data: raw.Data}, cause)
+		b.DeadLetter(t.Context(), raw.Subject, raw.Sequence, raw.Header, raw.Data, cause)
 	}
 
 	if _, err := stored.GetMsg(t.Context(), ack.Sequence); !errors.Is(err, jetstream.ErrMsgNotFound) {

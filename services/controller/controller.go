@@ -93,7 +93,7 @@ func (s *Service) Run(ctx context.Context) error {
 }
 
 func (s *Service) deadLetter(ctx context.Context) func(m bus.Raw, err error) {
-	return func(m bus.Raw, err error) { s.bus.DeadLetter(ctx, m, err) }
+	return func(m bus.Raw, err error) { s.bus.DeadLetter(ctx, m.Subject, m.Sequence, m.Header, m.Data, err) }
 }
 
 // follow starts the reconcile loop of an experiment, once.
