@@ -98,6 +98,7 @@ func Apply(st *state.Experiment, cfg events.ResumeConfig, restart Restarter) (*s
 		}
 	}
 	st.Status, st.StopRequested, st.StopReason, st.EndReason, st.Error = state.ExperimentPending, false, "", "", ""
+	st.Recount() // the trials changed outside the fold
 	return st, nil
 }
 

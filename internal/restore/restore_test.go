@@ -2,6 +2,7 @@ package restore
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -168,5 +169,27 @@ func TestOfThisLog(t *testing.T) {
 				t.Fatalf("why %q, want %q", why, tc.want)
 			}
 		})
+	}
+}
+
+// Apply changes trials outside the fold; the state it returns counts them
+// as they now are.
+func TestApplyRecounts(t *testing.T) {
+	st := state.New("exp")
+	for i, status := range []string{events.StatusRunning, events.StatusError, events.StatusTerminated} {
+		id := fmt.Sprintf("t%d", i)
+		st.Trials[id] = &state.Trial{ID: id, Status: status, Scheduled: true, Attempt: 1}
+		st.Order = append(st.Order, id)
+	}
+	st.Recount()
+	got, err := Apply(st, events.ResumeConfig{Finished: Skip, Unfinished: Resume, Errored: Resume}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := got.Counts(); c[events.StatusPending] != 2 || c[events.StatusTerminated] != 1 || c[events.StatusRunning] != 0 || c[events.StatusError] != 0 {
+		t.Fatalf("counts %v after resuming the running and errored trials, want 2 PENDING, 1 TERMINATED", c)
+	}
+	if got.InFlight() != 0 {
+		t.Fatalf("%d in flight after a restore, want 0", got.InFlight())
 	}
 }
