@@ -282,9 +282,10 @@ func (b *Bus) eventLog(e *zerolog.Event, ev *events.Event, subject string) *zero
 // before is deleted: c.StartSeq says where to read from) with acks that
 // cover every message up to the one acked, and sends its messages,
 // decoded, on the returned channel until ctx is done. A holder acks
-// (Delivery.Ack) what it has made durable; what is not acked within
-// c.AckWait is handed out again. When the consumer cannot be created, or
-// is lost (a node's loss, a deletion), Follow creates it again from the
+// (Delivery.Ack) what it has made durable; what the server hands out again
+// after c.AckWait the holder already has, and Follow drops it. When the consumer cannot be created, or
+// is lost (a node's loss, a deletion), or a delivery the server counted
+// never arrived (lost in flight), Follow creates it again from the
 // message after the last it sent, waiting 1 s doubling to 5 s between
 // failed creations: the holder misses nothing and gets nothing twice.
 func (b *Bus) Follow(ctx context.Context, c Consumer) <-chan *Delivery {
@@ -313,8 +314,12 @@ func (b *Bus) Follow(ctx context.Context, c Consumer) <-chan *Delivery {
 	return out
 }
 
-// follow creates c and sends its messages to out until ctx is done or the
-// consumer is lost; sent is the log sequence of the last message sent.
+// errDeliveryGap is a consumer's delivery that never reached this client.
+var errDeliveryGap = errors.New("a delivery was lost")
+
+// follow creates c and sends its messages to out until ctx is done, the
+// consumer is lost or a delivery did not arrive; sent is the log sequence
+// of the last message sent.
 func (b *Bus) follow(ctx context.Context, c Consumer, out chan<- *Delivery) (sent uint64, err error) {
 	if err := b.JS.DeleteConsumer(ctx, StreamName, c.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return 0, fmt.Errorf("reset consumer %s: %w", c.Name, err)
@@ -338,6 +343,7 @@ func (b *Bus) follow(ctx context.Context, c Consumer, out chan<- *Delivery) (sen
 	defer it.Stop()
 	stop := context.AfterFunc(ctx, it.Stop)
 	defer stop()
+	var delivered uint64 // the consumer's delivery sequence of the last message
 	for {
 		m, err := it.Next()
 		if errors.Is(err, jetstream.ErrNoHeartbeat) {
@@ -347,22 +353,30 @@ func (b *Bus) follow(ctx context.Context, c Consumer, out chan<- *Delivery) (sen
 		if err != nil {
 			return sent, fmt.Errorf("consumer %s: %w", c.Name, err)
 		}
-		// Decoded here, off the holder's goroutine, with the metadata
-		// parsed once for both the sequence and the pending count.
-		d := &Delivery{Subject: m.Subject(), msg: m}
-		md, merr := m.Metadata()
+		md, err := m.Metadata()
+		if err != nil {
+			return sent, fmt.Errorf("consumer %s: %w", c.Name, err)
+		}
+		// Every delivery, a redelivery too, takes the consumer's next
+		// delivery sequence. A gap is a delivery the server counted and
+		// this client never got (lost in flight with a node): a later ack
+		// would cover it, so read the log again from after the last sent.
+		if md.Sequence.Consumer != delivered+1 {
+			return sent, fmt.Errorf("consumer %s: delivery %d came after %d: %w", c.Name, md.Sequence.Consumer, delivered, errDeliveryGap)
+		}
+		delivered = md.Sequence.Consumer
+		if md.Sequence.Stream <= sent {
+			continue // handed out again: the holder has it
+		}
+		// Decoded here, off the holder's goroutine.
+		d := &Delivery{Subject: m.Subject(), msg: m, Num: int(md.NumDelivered), Last: md.NumPending == 0}
 		d.Event, d.Malformed = events.Decode(m.Subject(), m.Headers(), m.Data())
-		if merr == nil {
-			d.Num, d.Last = int(md.NumDelivered), md.NumPending == 0
-			if d.Malformed == nil {
-				d.Event.Seq = md.Sequence.Stream
-			}
+		if d.Malformed == nil {
+			d.Event.Seq = md.Sequence.Stream
 		}
 		select {
 		case out <- d:
-			if merr == nil {
-				sent = md.Sequence.Stream
-			}
+			sent = md.Sequence.Stream
 		case <-ctx.Done():
 			return sent, ctx.Err()
 		}

@@ -10,8 +10,8 @@ import (
 
 // follow consumes the log from the sequence after what the fold has (the
 // snapshot resumed from) through the bus, which follows again by itself
-// when the consumer is lost. A sync acks what its snapshot covers; what no
-// sync covers in time is handed out again. The consumer outlives ctx a
+// when the consumer is lost or a delivery went missing. A sync acks what
+// its snapshot covers. The consumer outlives ctx a
 // little: on shutdown the writer first catches up with what is already in
 // the log; stop ends it.
 func (w *writer) follow(ctx context.Context) (msgs <-chan *bus.Delivery, stop context.CancelFunc) {
