@@ -230,7 +230,11 @@ func (a *args) unknownKeys() {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		a.c.add(k, "unknown key%s; valid keys: %s", suggestion(k, known), strings.Join(known, ", "))
+		if s := suggestion(k, known); s != "" {
+			a.c.add(k, "unknown key%s", s)
+			continue
+		}
+		a.c.add(k, "unknown key; valid keys: %s", strings.Join(known, ", "))
 	}
 }
 
