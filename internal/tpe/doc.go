@@ -1,0 +1,52 @@
+// Package tpe is tunejet's Tree-structured Parzen Estimator: a searcher
+// that suggests the next trial's config from the trials so far, with the
+// semantics and defaults of Optuna's TPESampler (v4.5). It is pure: no I/O,
+// no clock, no generator state of its own. Suggest is a function of the
+// history and of the *rand.Rand the caller passes, so a controller that
+// seeds that generator from (experiment seed, "suggest", trial ordinal)
+// suggests the same config again after a restore.
+//
+// # The algorithm
+//
+// Until NStartupTrials trials have finished (COMPLETE or PRUNED), Suggest
+// samples at random, as Optuna's RandomSampler: uniformly in the internal
+// space of each parameter (log space for log domains, widened by half a
+// step each side for stepped ones, then rounded). After that it splits the
+// trials into "below" (the Gamma(n) best, n counting the finished trials)
+// and "above" (the rest): below takes the best COMPLETE trials by value,
+// then, if short, PRUNED ones ranked by their last step (later is better)
+// and their value at it; RUNNING trials go to above when ConstantLiar is
+// set and are left out otherwise. It builds a Parzen estimator l(x) from
+// below and g(x) from above, draws NEICandidates candidates from l and
+// returns the one with the largest log l(x) − log g(x).
+//
+// A Parzen estimator is a mixture with one kernel per trial, weighted by
+// Weights(n) in trial-number order, plus a prior kernel of weight
+// PriorWeight; the weights are normalized. A numeric parameter's kernel is
+// a normal truncated to the domain, at the trial's value (its log for log
+// domains) with a bandwidth set by the distance to its neighbours among the
+// values and the prior's mean (Multivariate: one bandwidth from the count of
+// trials and parameters), clipped to [range/min(100, n+2), range] with
+// ConsiderMagicClip; the prior kernel sits mid-range with the range as its
+// bandwidth. Stepped and integer parameters use the normal's mass over
+// [x − step/2, x + step/2]; log integers, as in Optuna, a continuous kernel
+// in log space over [log(low − step/2), log(high + step/2)], rounded. A
+// categorical parameter's kernel puts PriorWeight/(n+1) on every choice plus
+// 1 on the trial's, normalized; the prior kernel is uniform. Without
+// Multivariate every parameter is suggested on its own, in key path order,
+// with its own estimators and candidates; with it, one estimator spans all
+// parameters and each candidate draws one kernel for all of them.
+//
+// # Domains
+//
+// uniform, quniform, loguniform, qloguniform, randint, qrandint,
+// lograndint, qlograndint and choice are modelled, wherever they sit in the
+// space (nested keys, lists). qloguniform, which Optuna has no
+// distribution for, is modelled like a log integer with step q. randn and
+// qrandn (unbounded) and grid_search are refused by New with a
+// *search.KeyError naming the key, as Ray's OptunaSearch refuses them. A
+// domain with a single value (uniform [1, 1], a choice of one) always
+// gets that value. A trial whose config has no usable value for a
+// parameter (missing, not a choice, not positive for a log domain) is left
+// out of that parameter's estimators; with Multivariate, out of all.
+package tpe
