@@ -1,0 +1,169 @@
+package sched
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+)
+
+// Mutation is how PBT explores one hyperparameter: one of Ray's
+// hyperparam_mutations values, already parsed. Exactly one field is set.
+type Mutation struct {
+	// Choices is a list: explore shifts the value to a neighbour in the
+	// list, or resamples one.
+	Choices []any
+	// Sample is a distribution: explore multiplies the value by one of the
+	// perturbation factors, or resamples it. It must draw only from r.
+	Sample func(r *rand.Rand) any
+	// Nested holds the mutations of a nested mapping of the config.
+	Nested map[string]Mutation
+}
+
+func (m Mutation) kinds() int {
+	n := 0
+	for _, set := range []bool{m.Choices != nil, m.Sample != nil, m.Nested != nil} {
+		if set {
+			n++
+		}
+	}
+	return n
+}
+
+// validateMutations checks that every mutation is exactly one kind and that
+// lists are not empty.
+func validateMutations(p *problems, prefix string, ms map[string]Mutation) {
+	for _, k := range slices.Sorted(maps.Keys(ms)) {
+		m, key := ms[k], prefix+k
+		p.check(m.kinds() == 1, "hyperparam_mutations."+key, "must be a list, a distribution or a mapping")
+		p.check(m.Choices == nil || len(m.Choices) > 0, "hyperparam_mutations."+key, "must not be an empty list")
+		if m.Nested != nil {
+			validateMutations(p, key+".", m.Nested)
+		}
+	}
+}
+
+// explorer is Ray's _explore with its knobs.
+type explorer struct {
+	resample float64
+	factors  []float64
+}
+
+// explore returns a deep copy of config with every mutated key perturbed,
+// and the operation applied to each (nested keys dotted). Keys are visited
+// in sorted order (Ray visits hyperparam_mutations in insertion order,
+// which a Go map does not have), each drawing from r as Ray's _explore
+// draws from Python's random:
+//   - a list: with probability resample_probability, or when the value is
+//     not in the list, a uniform choice ("resample"); otherwise a shift of
+//     -1 or +1 in the list, clamped at its ends ("shift left",
+//     "shift right", "(noop)" when clamped);
+//   - a distribution: with probability resample_probability a new sample
+//     ("resample"); otherwise the value times a uniform choice of the
+//     perturbation factors ("* 1.2"). A value that was an int stays an int
+//     (truncated, as Python's int()). A value that is not a number cannot
+//     be multiplied and is resampled (Ray raises a TypeError there);
+//   - a mapping: explored recursively. A missing or non-mapping value is
+//     explored as an empty mapping.
+func (e explorer) explore(config map[string]any, ms map[string]Mutation, r *rand.Rand, prefix string, ops map[string]string) map[string]any {
+	out := deepCopy(config).(map[string]any)
+	if out == nil {
+		out = map[string]any{}
+	}
+	for _, k := range slices.Sorted(maps.Keys(ms)) {
+		m, old := ms[k], out[k]
+		switch {
+		case m.Nested != nil:
+			sub, _ := old.(map[string]any)
+			out[k] = e.explore(sub, m.Nested, r, prefix+k+".", ops)
+		case m.Choices != nil:
+			out[k], ops[prefix+k] = e.shift(old, m.Choices, r)
+		default:
+			out[k], ops[prefix+k] = e.perturb(old, m.Sample, r)
+		}
+	}
+	return out
+}
+
+func (e explorer) shift(old any, choices []any, r *rand.Rand) (any, string) {
+	idx := slices.IndexFunc(choices, func(c any) bool { return sameValue(c, old) })
+	if r.Float64() < e.resample || idx < 0 {
+		return deepCopy(choices[r.IntN(len(choices))]), "resample"
+	}
+	shift := []int{-1, 1}[r.IntN(2)]
+	next := min(max(idx+shift, 0), len(choices)-1)
+	op := "shift right"
+	if shift < 0 {
+		op = "shift left"
+	}
+	if next == idx {
+		op += " (noop)"
+	}
+	return deepCopy(choices[next]), op
+}
+
+func (e explorer) perturb(old any, sample func(*rand.Rand) any, r *rand.Rand) (any, string) {
+	x, isInt, isNum := number(old)
+	var v any
+	var op string
+	if r.Float64() < e.resample || !isNum {
+		v, op = sample(r), "resample"
+	} else {
+		f := e.factors[r.IntN(len(e.factors))]
+		v, op = x*f, "* "+strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	if isInt {
+		if y, _, ok := number(v); ok {
+			v = int(y)
+		}
+	}
+	return v, op
+}
+
+// number returns v as a float64, whether it is an int, and whether it is a
+// number at all.
+func number(v any) (float64, bool, bool) {
+	switch x := v.(type) {
+	case int:
+		return float64(x), true, true
+	case int64:
+		return float64(x), true, true
+	case float64:
+		return x, false, true
+	}
+	return 0, false, false
+}
+
+// sameValue is Python's == for config values: numbers compare by value
+// (1 == 1.0), anything else by its formatting.
+func sameValue(a, b any) bool {
+	x, _, okA := number(a)
+	y, _, okB := number(b)
+	if okA || okB {
+		return okA && okB && x == y
+	}
+	return fmt.Sprintf("%#v", a) == fmt.Sprintf("%#v", b)
+}
+
+// deepCopy copies the maps and slices of a JSON-like value.
+func deepCopy(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		if x == nil {
+			return x
+		}
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = deepCopy(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = deepCopy(e)
+		}
+		return out
+	}
+	return v
+}

@@ -1,0 +1,154 @@
+package sched
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Float is a float64 that survives JSON even when it is NaN or infinite:
+// those marshal as the strings "NaN", "+Inf" and "-Inf". A reported metric
+// may be any of them, and a scheduler's state must round-trip exactly.
+type Float float64
+
+// MarshalJSON writes a finite value as a JSON number, others as a string.
+func (f Float) MarshalJSON() ([]byte, error) {
+	v := float64(f)
+	switch {
+	case math.IsNaN(v):
+		return []byte(`"NaN"`), nil
+	case math.IsInf(v, 1):
+		return []byte(`"+Inf"`), nil
+	case math.IsInf(v, -1):
+		return []byte(`"-Inf"`), nil
+	}
+	return json.Marshal(v)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (f *Float) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || finite(v) {
+			return fmt.Errorf("sched: %q is not NaN, +Inf or -Inf", s)
+		}
+		*f = Float(v)
+		return nil
+	}
+	var v float64
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*f = Float(v)
+	return nil
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// nanPercentile is numpy's nanpercentile(values, q) with the default linear
+// method: NaNs are dropped, the rest sorted, and the value at virtual index
+// (n-1)*q/100 interpolated as numpy's _lerp does (from the upper neighbour
+// when the fraction is >= 0.5). It returns NaN when no value is left. The
+// sorted non-NaN values are returned too, for a decision's inputs.
+func nanPercentile(values []float64, q float64) (float64, []float64) {
+	xs := make([]float64, 0, len(values))
+	for _, v := range values {
+		if !math.IsNaN(v) {
+			xs = append(xs, v)
+		}
+	}
+	slices.Sort(xs)
+	n := len(xs)
+	if n == 0 {
+		return math.NaN(), xs
+	}
+	vi := float64(n-1) * (q / 100)
+	if vi >= float64(n-1) {
+		return xs[n-1], xs
+	}
+	lo := math.Floor(vi)
+	t := vi - lo
+	a, b := xs[int(lo)], xs[int(lo)+1]
+	d := b - a
+	if t >= 0.5 {
+		return b - d*(1-t), xs
+	}
+	return a + d*t, xs
+}
+
+// median is numpy's median: the middle value, or the mean of the two middle
+// values; NaN if any value is NaN or there is none. It returns the sorted
+// values too.
+func median(values []float64) (float64, []float64) {
+	xs := slices.Clone(values)
+	slices.Sort(xs)
+	n := len(xs)
+	if n == 0 || slices.ContainsFunc(xs, math.IsNaN) {
+		return math.NaN(), xs
+	}
+	if n%2 == 1 {
+		return xs[n/2], xs
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2, xs
+}
+
+// floats converts to the JSON-safe type of a decision's inputs.
+func floats(xs []float64) []Float {
+	out := make([]Float, len(xs))
+	for i, x := range xs {
+		out[i] = Float(x)
+	}
+	return out
+}
+
+// num formats a number for a reason: shortest form, at most 6 significant
+// digits.
+func num(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+
+// list formats up to 8 values for a reason, eliding the middle of longer
+// lists.
+func list(xs []float64) string {
+	const most = 8
+	parts := make([]string, 0, most+1)
+	for i, x := range xs {
+		switch {
+		case len(xs) <= most || i < most/2 || i >= len(xs)-most/2:
+			parts = append(parts, num(x))
+		case i == most/2:
+			parts = append(parts, "…")
+		}
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// ordinal is 75 -> "75th", 66.6667 -> "66.6667th".
+func ordinal(p float64) string {
+	s := num(p)
+	suffix := "th"
+	if !strings.Contains(s, ".") && !strings.HasSuffix(s, "11") && !strings.HasSuffix(s, "12") && !strings.HasSuffix(s, "13") {
+		switch s[len(s)-1] {
+		case '1':
+			suffix = "st"
+		case '2':
+			suffix = "nd"
+		case '3':
+			suffix = "rd"
+		}
+	}
+	return s + suffix
+}
+
+// plural is "1 trial", "3 trials".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
