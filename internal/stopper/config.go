@@ -48,6 +48,7 @@ var ErrInvalid = errors.New("invalid stopper configuration")
 type KeyError struct {
 	// Key is the dotted path of the key, e.g. "run_config.stoppers.0.std".
 	Key string
+	// Msg says what is wrong, e.g. "must be > 0, got -1".
 	Msg string
 }
 
@@ -73,11 +74,14 @@ func Validate(s Stopper) error {
 // combined (whose stoppers key holds the list); a null argument is an
 // absent one and gets Ray's default. key is where the value is in the file
 // ("run_config.stoppers"): every problem is reported, as a *KeyError
-// (joined) naming its key under it.
+// (joined) naming its key under it, and the stopper is then nil.
 func Parse(key string, v any) (Stopper, error) {
 	c := newChecker(key)
 	s := parse(c, v)
-	return s, c.err()
+	if err := c.err(); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // parse builds the stopper or list of stoppers v.

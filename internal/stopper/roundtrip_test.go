@@ -2,7 +2,6 @@ package stopper
 
 import (
 	"bytes"
-	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -144,13 +143,4 @@ func TestUnmarshalErrors(t *testing.T) {
 			t.Errorf("Unmarshal(%s) = %v, want an error", src, s)
 		}
 	}
-}
-
-func ExampleMarshal() {
-	s := Combined(MaximumIteration(2), Timeout(60))
-	s.StopTrial("t1", map[string]any{"loss": 0.5})
-	b, _ := Marshal(s)
-	fmt.Println(string(b))
-	// Output:
-	// {"type":"combined","stopper":{"stoppers":[{"type":"maximum_iteration","stopper":{"max_iter":2,"iterations":{"t1":1}}},{"type":"timeout","stopper":{"timeout":60}}]}}
 }

@@ -200,7 +200,8 @@ func toFloat(v any) (float64, bool) {
 }
 
 // std is the population standard deviation of xs (numpy's np.std, ddof
-// 0), computed in two passes as numpy does.
+// 0), in two passes as numpy computes it. numpy adds more than 8 values
+// pairwise, so its last bits can differ from these sequential sums.
 func std(xs []float64) float64 {
 	var sum float64
 	for _, x := range xs {
