@@ -73,7 +73,7 @@ func fixtures() []*events.Event {
 		}},
 		{Writer: events.WriterRunner, Source: runner, Data: &events.TrialStarted{
 			TrialID: fxTrial, Attempt: 2, Runner: "runner-gpu-host-2-7f3a", Hostname: "gpu-host-2",
-			PID: 48213, RestoredFrom: "checkpoint_000002",
+			PID: 48213, RestoredFrom: "checkpoint_000002", WorkSeq: 41,
 		}},
 		{Writer: events.WriterRunner, Source: runner, Data: &events.TrialReported{
 			TrialID: fxTrial, Attempt: 2, Result: map[string]any{

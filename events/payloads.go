@@ -215,6 +215,10 @@ type TrialStarted struct {
 	PID      int    `json:"pid"`
 	// RestoredFrom is the checkpoint the attempt resumes from, if any.
 	RestoredFrom string `json:"restored_from,omitempty"`
+	// WorkSeq is the log sequence of the trial.scheduled the attempt runs.
+	// Only the trial's current work starts it: work of a run before a
+	// restore, or of an earlier scheduling, changes nothing.
+	WorkSeq uint64 `json:"work_seq,omitempty"`
 }
 
 // TrialReported carries a result of a trial: the trainable's metrics plus

@@ -151,6 +151,9 @@ func (t *Trial) started(ev *events.Event, p *events.TrialStarted) bool {
 	if t.Finished() || p.Attempt <= t.Attempt || ev.Writer != events.WriterRunner {
 		return false
 	}
+	if p.WorkSeq != 0 && (!t.Scheduled || p.WorkSeq != t.WorkSeq) {
+		return false // not the trial's current work: of a run before a restore, or rescheduled since
+	}
 	if t.Status == events.StatusRunning { // the previous attempt never said how it ended
 		t.NumFailures++
 		t.LastError = fmt.Sprintf("attempt %d was lost: runner %s stopped heartbeating", t.Attempt, t.Runner)

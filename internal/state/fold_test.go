@@ -567,3 +567,29 @@ func TestStartFromAnOlderCheckpointDropsTheNewerOnes(t *testing.T) {
 		t.Fatalf("latest checkpoint %+v, next %d; want checkpoint_000002, next 3", c, tr.NextCheckpoint)
 	}
 }
+
+// Only the trial's current work starts it. A runner may pull work of the
+// run before a restore from that run's consumer, and its start may reach
+// the log after the restore: it changes nothing (the trial stays PENDING,
+// and is scheduled again). The start of the work scheduled after the
+// restore counts.
+func TestAStartOfWorkFromBeforeARestoreChangesNothing(t *testing.T) {
+	l := newLog(t)
+	l.create("a", 0)
+	old := l.evs[len(l.evs)-1].Seq // a's trial.scheduled
+	l.restore(2)
+	l.add(events.WriterRunner, &events.TrialStarted{TrialID: "a", Attempt: 1, Runner: "r1", WorkSeq: old})
+	if tr := foldWith(l.evs, l.load).Trials["a"]; tr.Status != events.StatusPending || tr.Attempt != 0 {
+		t.Fatalf("after a start of the old run's work: %s attempt %d, want PENDING attempt 0", tr.Status, tr.Attempt)
+	}
+	l.add(events.WriterController, &events.TrialScheduled{TrialID: "a", TrialName: "fn_a", DirName: "fn_a", Config: map[string]any{}, Trainable: events.Trainable{Name: "fn"}, HeartbeatTimeoutS: 3})
+	work := l.evs[len(l.evs)-1].Seq
+	l.add(events.WriterRunner, &events.TrialStarted{TrialID: "a", Attempt: 2, Runner: "r1", WorkSeq: old})
+	if tr := foldWith(l.evs, l.load).Trials["a"]; tr.Status != events.StatusPending {
+		t.Fatalf("a start naming the old work once new work is out: %s, want PENDING", tr.Status)
+	}
+	l.add(events.WriterRunner, &events.TrialStarted{TrialID: "a", Attempt: 2, Runner: "r2", WorkSeq: work})
+	if tr := foldWith(l.evs, l.load).Trials["a"]; tr.Status != events.StatusRunning || tr.Attempt != 2 || tr.Runner != "r2" {
+		t.Fatalf("the current work's start: %s attempt %d on %s, want RUNNING attempt 2 on r2", tr.Status, tr.Attempt, tr.Runner)
+	}
+}

@@ -120,6 +120,9 @@ func (a *attempt) live(ctx context.Context) (started, ended bool, err error) {
 		return false, false, fmt.Errorf("watch for stop requests: %w", err)
 	}
 	defer stopWatch()
+	if a.beforeRestore(ctx) {
+		return false, true, nil
+	}
 	switch ended, stopReason := a.endedByController(ctx); {
 	case stopReason != "":
 		// A stop was requested; the runner that ran the trial may have died
@@ -207,6 +210,7 @@ func (a *attempt) begin(ctx context.Context) (*events.CheckpointRef, error) {
 		}
 		started := &events.TrialStarted{
 			TrialID: a.work.TrialID, Attempt: a.num, Runner: a.s.cfg.Name, Hostname: a.s.hostname, PID: pid,
+			WorkSeq: a.msg.Event.Seq,
 		}
 		if ref != nil {
 			started.RestoredFrom = ref.Name
@@ -251,6 +255,21 @@ func (a *attempt) endedByController(ctx context.Context) (ended bool, stopReason
 		return true, ""
 	}
 	return false, ""
+}
+
+// beforeRestore reports whether the work was scheduled before the
+// experiment's newest restore: it is of a run that is over (pulled from
+// that run's consumer before the restored run replaced it), and the
+// restored state decides what runs again. Should the restore be stored
+// only after this check, the fold still ignores the start: trial.started
+// names its work, and only the trial's current work counts.
+func (a *attempt) beforeRestore(ctx context.Context) bool {
+	restored, err := a.s.bus.LastSeq(ctx, events.TypeSubjects(a.exp, events.WriterRestorer, events.TypeExperimentRestored))
+	if err != nil || restored < a.msg.Event.Seq {
+		return false
+	}
+	a.log.Info().Uint64("work_seq", a.msg.Event.Seq).Uint64("restored_seq", restored).Msg("trial work from before the experiment's restore; dropping it")
+	return true
 }
 
 // execute runs the trainable with its executor, reporting through sess.

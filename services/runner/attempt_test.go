@@ -110,7 +110,8 @@ func publish(t *testing.T, b *bus.Bus, w events.Writer, p events.Payload) {
 	}
 }
 
-// runWork schedules work, then publishes the controller's events then,
+// runWork schedules work, then publishes the events then (each by its
+// type's writer),
 // runs the work's delivery on s to the end, and returns the runner's
 // events about it and how many work messages wait for an ack.
 func runWork(t *testing.T, s *Service, work *events.TrialScheduled, then ...events.Payload) (got []string, ackPending int) {
@@ -122,7 +123,7 @@ func runWork(t *testing.T, s *Service, work *events.TrialScheduled, then ...even
 	}
 	publish(t, s.bus, events.WriterController, work)
 	for _, p := range then {
-		publish(t, s.bus, events.WriterController, p)
+		publish(t, s.bus, events.Writers(p.Type())[0], p)
 	}
 	msg := nextWork(t, s.bus)
 	s.bus.Settle(ctx, msg, s.runAttempt(ctx, "exp", msg))
@@ -188,5 +189,29 @@ func TestAnEndAfterANewerStartSettlesNothing(t *testing.T) {
 	}
 	if pending != 1 {
 		t.Errorf("%d work messages wait for an ack, want 1: the newer attempt owns the work", pending)
+	}
+}
+
+// Work scheduled before the experiment's newest restore is of a run that
+// is over: the restored state decides which trials run again, and a
+// runner that pulled that work (from the old run's consumer, before the
+// restored run replaced it) must not start the trial on it.
+func TestWorkFromBeforeARestoreIsNotRun(t *testing.T) {
+	b := bustest.Start(t).Bus("runner")
+	s := New(b, Config{Name: "r1", WorkDir: t.TempDir(), Trainables: map[string]session.Func{
+		"ok": func(context.Context, map[string]any) error { return nil },
+	}})
+	work := &events.TrialScheduled{TrialID: "t1", TrialName: "train_t1", DirName: "train_t1", HeartbeatTimeoutS: 30,
+		Config: map[string]any{}, Trainable: events.Trainable{Name: "ok"}}
+	restored := &events.ExperimentRestored{
+		Resume: events.ResumeConfig{Finished: "skip", Unfinished: "resume", Errored: "skip"}, Source: "log",
+		Object: "restored/state-1.json", Digest: "sha256:" + strings.Repeat("0", 64),
+	}
+	got, pending := runWork(t, s, work, restored)
+	if len(got) != 0 {
+		t.Errorf("the runner wrote %v about work from before the restore, want nothing", got)
+	}
+	if pending != 0 {
+		t.Errorf("%d work messages wait for an ack, want 0: stale work is settled", pending)
 	}
 }
