@@ -107,34 +107,40 @@ func parseOne(c *checker, m map[string]any) Stopper {
 	a := &args{c: c, m: m, used: map[string]bool{}}
 	var typ string
 	a.str("type", &typ, true)
-	s := newOfType(typ)
-	switch st := s.(type) {
-	case nil:
-		if typ != "" {
-			c.add("type", "unknown stopper type %q%s", typ, suggestion(typ, typeNames))
-		}
+	var s Stopper
+	switch typ {
+	case "":
 		return nil
-	case *CombinedStopper:
+	case typeCombined:
 		return parseCombined(a)
-	case *ExperimentPlateauStopper:
-		*st = *ExperimentPlateau("")
+	case typeExperimentPlateau:
+		st := ExperimentPlateau("")
 		a.str("metric", &st.Metric, true)
 		a.number("std", &st.Std, false)
 		a.integer("top", &st.Top, false)
 		a.str("mode", &st.Mode, false)
 		a.integer("patience", &st.Patience, false)
-	case *MaximumIterationStopper:
+		s = st
+	case typeMaximumIteration:
+		st := &MaximumIterationStopper{}
 		a.integer("max_iter", &st.MaxIter, true)
-	case *TimeoutStopper:
+		s = st
+	case typeTimeout:
+		st := &TimeoutStopper{}
 		a.number("timeout", &st.Timeout, true)
-	case *TrialPlateauStopper:
-		*st = *TrialPlateau("")
+		s = st
+	case typeTrialPlateau:
+		st := TrialPlateau("")
 		a.str("metric", &st.Metric, true)
 		a.number("std", &st.Std, false)
 		a.integer("num_results", &st.NumResults, false)
 		a.integer("grace_period", &st.GracePeriod, false)
 		a.optNumber("metric_threshold", &st.MetricThreshold)
 		a.str("mode", &st.Mode, false)
+		s = st
+	default:
+		c.add("type", "unknown stopper type %q%s", typ, suggestion(typ, typeNames))
+		return nil
 	}
 	a.unknownKeys()
 	s.validate(c)
