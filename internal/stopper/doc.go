@@ -52,11 +52,12 @@
 // Decisions match Ray's for every configuration Ray accepts and every
 // result it does not fail on, except:
 //
-//   - Configurations that Ray accepts but that can never work are errors:
-//     std <= 0, num_results < 1, max_iter < 1, timeout <= 0, a mode other
-//     than min or max, and a metric_threshold without a mode (Ray checks
-//     the mode only when the threshold is not 0). Ray's
-//     ExperimentPlateauStopper wants std as a float; here 1 is 1.0.
+//   - Arguments that Ray accepts but that never stop or are surely a
+//     mistake are errors: std <= 0, num_results < 1, grace_period < 0,
+//     max_iter < 1, timeout <= 0, a mode other than min or max, and a
+//     metric_threshold without a mode (Ray checks the mode only when the
+//     threshold is not 0). Ray's ExperimentPlateauStopper wants std as a
+//     float; here 1 is 1.0.
 //   - A result whose metric is missing or not numeric keeps a
 //     TrialPlateauStopper from stopping the trial while it is among the
 //     last num_results, as a NaN does in Ray (where None fails np.std, or,
