@@ -71,12 +71,22 @@ func TestDefaultGammaAndWeights(t *testing.T) {
 	checkAll(t, "DefaultWeights(26)[:2]", DefaultWeights(26)[:2], []float64{1.0 / 26, 1})
 }
 
-func numbers(trials []Trial) []int {
+// numbers are the trial numbers at positions in trials.
+func numbers(trials []Trial, positions []int) []int {
 	var out []int
-	for _, t := range trials {
-		out = append(out, t.Number)
+	for _, i := range positions {
+		out = append(out, trials[i].Number)
 	}
 	return out
+}
+
+// splitAll splits every trial of history.
+func splitAll(history []Trial, nBelow int, maximize bool) (below, above []int) {
+	all := make([]int, len(history))
+	for i := range all {
+		all[i] = i
+	}
+	return split(history, all, nBelow, maximize)
 }
 
 func TestSplit(t *testing.T) {
@@ -112,8 +122,8 @@ func TestSplit(t *testing.T) {
 		{6, true, []int{0, 2, 4, 5, 6, 8}},
 	}
 	for _, tt := range tests {
-		below, above := split(history, tt.nBelow, tt.maximize)
-		if got := numbers(below); !slices.Equal(got, tt.below) {
+		below, above := splitAll(history, tt.nBelow, tt.maximize)
+		if got := numbers(history, below); !slices.Equal(got, tt.below) {
 			t.Errorf("nBelow %d maximize %t: below %v, want %v", tt.nBelow, tt.maximize, got, tt.below)
 		}
 		var wantAbove []int
@@ -122,7 +132,7 @@ func TestSplit(t *testing.T) {
 				wantAbove = append(wantAbove, i) // Running trial 3 always
 			}
 		}
-		if got := numbers(above); !slices.Equal(got, wantAbove) {
+		if got := numbers(history, above); !slices.Equal(got, wantAbove) {
 			t.Errorf("nBelow %d maximize %t: above %v, want %v", tt.nBelow, tt.maximize, got, wantAbove)
 		}
 	}
@@ -297,9 +307,9 @@ func TestScores(t *testing.T) {
 		{Number: 3, State: Running, Config: cfg(0.6, 9, 0.002, "b", 99)},
 	}
 	// n = 3 finished; gamma(3) = 1: below = {1}, above = {0, 2, 3} (liar).
-	below, above := split(history, DefaultGamma(3), false)
-	if !slices.Equal(numbers(below), []int{1}) || !slices.Equal(numbers(above), []int{0, 2, 3}) {
-		t.Fatalf("split %v / %v", numbers(below), numbers(above))
+	below, above := splitAll(history, DefaultGamma(3), false)
+	if !slices.Equal(numbers(history, below), []int{1}) || !slices.Equal(numbers(history, above), []int{0, 2, 3}) {
+		t.Fatalf("split %v / %v", numbers(history, below), numbers(history, above))
 	}
 	for _, est := range []Estimator{Optuna4, Optuna5} {
 		s, err := search.ParseSpace(space)
@@ -319,8 +329,9 @@ func TestScores(t *testing.T) {
 		}
 		score := func(key string, x float64) float64 {
 			d := byKey[key]
-			l := newEstimator([]*dim{d}, observe([]*dim{d}, below), p)
-			g := newEstimator([]*dim{d}, observe([]*dim{d}, above), p)
+			values := modelValues(smp.dims, history)
+			l := newEstimator([]*dim{d}, observe([]*dim{d}, values, below), p)
+			g := newEstimator([]*dim{d}, observe([]*dim{d}, values, above), p)
 			return l.logPdf([]float64{x}) - g.logPdf([]float64{x})
 		}
 

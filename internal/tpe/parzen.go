@@ -155,20 +155,31 @@ func sigmas(d *dim, col []float64, p params) []float64 {
 // half a step); without considerEndpoints, the smallest and largest value
 // look only inwards.
 func neighbourSigmas(d *dim, col []float64, opts *Options, out []float64) {
-	mus := slices.Clone(col)
+	type mu struct {
+		v float64
+		i int // position in col; len(col) for the prior
+	}
+	mus := make([]mu, 0, len(col)+1)
+	for i, v := range col {
+		mus = append(mus, mu{v, i})
+	}
 	if opts.Estimator == Optuna4 {
-		mus = append(mus, 0.5*(d.low+d.high))
+		mus = append(mus, mu{0.5 * (d.low + d.high), len(col)})
 	}
-	order := make([]int, len(mus))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmpFloat(mus[a], mus[b]) })
+	slices.SortFunc(mus, func(a, b mu) int {
+		switch {
+		case a.v < b.v:
+			return -1
+		case a.v > b.v:
+			return 1
+		}
+		return a.i - b.i
+	})
 	m := len(mus)
 	e := make([]float64, m+2) // the sorted values between the range's ends
 	e[0], e[m+1] = d.low-d.step/2, d.high+d.step/2
-	for i, o := range order {
-		e[i+1] = mus[o]
+	for i, x := range mus {
+		e[i+1] = x.v
 	}
 	s := make([]float64, m+2)
 	for i := 1; i <= m; i++ {
@@ -177,21 +188,11 @@ func neighbourSigmas(d *dim, col []float64, opts *Options, out []float64) {
 	if !opts.ConsiderEndpoints && m >= 2 {
 		s[1], s[m] = e[2]-e[1], e[m]-e[m-1]
 	}
-	for i, o := range order {
-		if o < len(out) {
-			out[o] = s[i+1]
+	for i, x := range mus {
+		if x.i < len(out) {
+			out[x.i] = s[i+1]
 		}
 	}
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // sample draws size candidates from the mixture, in model space: the

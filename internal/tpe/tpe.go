@@ -232,13 +232,8 @@ func (s *Sampler) Suggest(history []Trial, rng *rand.Rand) map[string]any {
 
 // suggest fills raw with TPE's choice for each modeled dim.
 func (s *Sampler) suggest(trials []Trial, finished int, rng *rand.Rand, raw []float64) {
-	var used []Trial
-	for _, t := range trials {
-		if t.State == Complete || t.State == Pruned || t.State == Running && s.opts.ConstantLiar {
-			used = append(used, t)
-		}
-	}
-	below, above := split(used, s.opts.Gamma(finished), s.opts.Maximize)
+	below, above := s.partition(trials, finished)
+	values := modelValues(s.dims, trials)
 	groups := [][]*dim{s.modeled}
 	if !s.opts.Multivariate {
 		groups = make([][]*dim, len(s.modeled))
@@ -248,8 +243,8 @@ func (s *Sampler) suggest(trials []Trial, finished int, rng *rand.Rand, raw []fl
 	}
 	p := params{opts: &s.opts, nParams: len(s.modeled)}
 	for _, dims := range groups {
-		l := newEstimator(dims, observe(dims, below), p)
-		g := newEstimator(dims, observe(dims, above), p)
+		l := newEstimator(dims, observe(dims, values, below), p)
+		g := newEstimator(dims, observe(dims, values, above), p)
 		cands := l.sample(rng, s.opts.NEICandidates)
 		best, bestScore := 0, math.Inf(-1)
 		for i, c := range cands {
@@ -263,16 +258,51 @@ func (s *Sampler) suggest(trials []Trial, finished int, rng *rand.Rand, raw []fl
 	}
 }
 
-// observe returns, for each trial whose config has a usable value for
-// every dim, those values in internal form (the choice's index, or the
-// number), one row per trial in the order of trials.
-func observe(dims []*dim, trials []Trial) [][]float64 {
+// partition splits the trials for the estimators l (below) and g (above),
+// as positions in trials. Running trials join above with the constant
+// liar, and are left out without it.
+func (s *Sampler) partition(trials []Trial, finished int) (below, above []int) {
+	var used []int
+	for i, t := range trials {
+		if t.State == Complete || t.State == Pruned || t.State == Running && s.opts.ConstantLiar {
+			used = append(used, i)
+		}
+	}
+	return split(trials, used, s.opts.Gamma(finished), s.opts.Maximize)
+}
+
+// modelValue is a trial's value of a dim in model space, if it has a
+// usable one.
+type modelValue struct {
+	x  float64
+	ok bool
+}
+
+// modelValues reads every trial's value of every dim once: [trial][dim].
+func modelValues(dims []*dim, trials []Trial) [][]modelValue {
+	out := make([][]modelValue, len(trials))
+	for i, t := range trials {
+		out[i] = make([]modelValue, len(dims))
+		for _, d := range dims {
+			x, ok := d.internal(t.Config)
+			out[i][d.index] = modelValue{x, ok}
+		}
+	}
+	return out
+}
+
+// observe returns the model-space values of dims of the trials at the
+// positions picked, one row per trial that has a usable value for every
+// dim, in the order of picked.
+func observe(dims []*dim, values [][]modelValue, picked []int) [][]float64 {
 	var rows [][]float64
-	for _, t := range trials {
+	for _, i := range picked {
 		row := make([]float64, len(dims))
 		ok := true
 		for j, d := range dims {
-			if row[j], ok = d.internal(t.Config); !ok {
+			v := values[i][d.index]
+			row[j], ok = v.x, v.ok
+			if !ok {
 				break
 			}
 		}
@@ -283,14 +313,15 @@ func observe(dims []*dim, trials []Trial) [][]float64 {
 	return rows
 }
 
-// split is Optuna's _split_trials for one objective: below holds the
-// nBelow best Complete trials, filled up from the Pruned ones ranked by
-// (−step, value); above holds the rest and every Running trial. Both keep
-// the order of trials (trial numbers).
-func split(trials []Trial, nBelow int, maximize bool) (below, above []Trial) {
+// split is Optuna's _split_trials for one objective, over the trials at
+// the positions in used (ascending): below holds the nBelow best Complete
+// trials, filled up from the Pruned ones ranked by (−step, value); above
+// holds the rest and every Running trial. Both are positions, ascending.
+// Ties keep trial order, as Python's stable sort does.
+func split(trials []Trial, used []int, nBelow int, maximize bool) (below, above []int) {
 	var complete, pruned []int
-	for i, t := range trials {
-		switch t.State {
+	for _, i := range used {
+		switch trials[i].State {
 		case Complete:
 			complete = append(complete, i)
 		case Pruned:
@@ -307,25 +338,27 @@ func split(trials []Trial, nBelow int, maximize bool) (below, above []Trial) {
 		}
 		return sign * t.Value
 	}
-	slices.SortStableFunc(complete, func(a, b int) int { return cmp.Compare(key(trials[a]), key(trials[b])) })
-	slices.SortStableFunc(pruned, func(a, b int) int {
+	slices.SortFunc(complete, func(a, b int) int {
+		return cmp.Or(cmp.Compare(key(trials[a]), key(trials[b])), cmp.Compare(a, b))
+	})
+	slices.SortFunc(pruned, func(a, b int) int {
 		sa, va := prunedScore(trials[a], key)
 		sb, vb := prunedScore(trials[b], key)
-		return cmp.Or(cmp.Compare(sa, sb), cmp.Compare(va, vb))
+		return cmp.Or(cmp.Compare(sa, sb), cmp.Compare(va, vb), cmp.Compare(a, b))
 	})
-	isBelow := make([]bool, len(trials))
+	isBelow := make(map[int]bool, nBelow)
 	for _, ranked := range [][]int{complete, pruned} {
-		n := min(nBelow, len(ranked))
+		n := min(max(nBelow, 0), len(ranked))
 		for _, i := range ranked[:n] {
 			isBelow[i] = true
 		}
 		nBelow -= n
 	}
-	for i, t := range trials {
+	for _, i := range used {
 		if isBelow[i] {
-			below = append(below, t)
+			below = append(below, i)
 		} else {
-			above = append(above, t)
+			above = append(above, i)
 		}
 	}
 	return below, above
