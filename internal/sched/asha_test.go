@@ -38,10 +38,10 @@ func newASHA(t *testing.T, mutate func(*ASHAConfig)) *ASHA {
 
 func TestASHAMilestones(t *testing.T) {
 	tests := []struct {
-		name           string
+		name            string
 		grace, maxT, rf float64
-		s              int
-		want           []float64
+		s               int
+		want            []float64
 	}{
 		{"ray defaults", 1, 100, 4, 0, []float64{64, 16, 4, 1}},
 		// numpy: log(1000)/log(10) = 3.0 -> 4 rungs; Go's math.Log gives

@@ -15,17 +15,20 @@ import (
 type Float float64
 
 // MarshalJSON writes a finite value as a JSON number, others as a string.
-func (f Float) MarshalJSON() ([]byte, error) {
-	v := float64(f)
+func (f Float) MarshalJSON() ([]byte, error) { return appendFloat(nil, float64(f)), nil }
+
+// appendFloat appends v as MarshalJSON writes it: the shortest decimal
+// that parses back to v, or "NaN", "+Inf", "-Inf".
+func appendFloat(b []byte, v float64) []byte {
 	switch {
 	case math.IsNaN(v):
-		return []byte(`"NaN"`), nil
+		return append(b, `"NaN"`...)
 	case math.IsInf(v, 1):
-		return []byte(`"+Inf"`), nil
+		return append(b, `"+Inf"`...)
 	case math.IsInf(v, -1):
-		return []byte(`"-Inf"`), nil
+		return append(b, `"-Inf"`...)
 	}
-	return json.Marshal(v)
+	return strconv.AppendFloat(b, v, 'g', -1, 64)
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
