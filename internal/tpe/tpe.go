@@ -92,7 +92,8 @@ const (
 // Defaults are Optuna 5.0's TPESampler defaults for one objective:
 // multivariate, with the constant liar and Optuna 5's estimator. They reach
 // a lower regret than Optuna 4.5's on Branin and Hartmann6 (see
-// TestRegret). The constant liar changes nothing with one trial in flight.
+// TestRegret). The constant liar changes nothing with one trial in flight
+// and keeps trials suggested while others run apart.
 func Defaults() Options {
 	return Options{
 		NStartupTrials:    10,
@@ -107,11 +108,11 @@ func Defaults() Options {
 	}
 }
 
-// Optuna45 are Optuna 4.5's TPESampler defaults: univariate, with its
-// estimator and without the constant liar.
+// Optuna45 are Optuna 4.5's TPESampler defaults (univariate, its
+// estimator) but for the constant liar, which tunejet keeps on.
 func Optuna45() Options {
 	o := Defaults()
-	o.Multivariate, o.ConstantLiar, o.Estimator = false, false, Optuna4
+	o.Multivariate, o.Estimator = false, Optuna4
 	return o
 }
 
