@@ -154,8 +154,7 @@ func linspace(start, stop float64, num, i int) float64 {
 type Sampler struct {
 	opts    Options
 	space   *search.Space
-	domains []search.Domain
-	dims    []*dim // one per domain, in the order of domains
+	dims    []*dim // one per domain, in the order of Space.Domains
 	modeled []*dim // the dims TPE models: not fixed
 }
 
@@ -179,8 +178,8 @@ func New(space *search.Space, opts Options) (*Sampler, error) {
 	if opts.Weights == nil {
 		opts.Weights = DefaultWeights
 	}
-	s := &Sampler{opts: opts, space: space, domains: space.Domains()}
-	for i, d := range s.domains {
+	s := &Sampler{opts: opts, space: space}
+	for i, d := range space.Domains() {
 		dm, err := newDim(i, d, opts.Estimator)
 		if err != nil {
 			return nil, err
