@@ -60,4 +60,14 @@
 // gets that value. A trial whose config has no usable value for a
 // parameter (missing, not a choice, not positive for a log domain) is left
 // out of that parameter's estimators; with Multivariate, out of all.
+//
+// # Exact restores
+//
+// Suggest keeps nothing between calls, so a controller restores it by
+// recording its outputs, not its state: it passes every Complete, Pruned
+// and Running trial it knows of, with a generator seeded from (experiment
+// seed, "suggest", trial ordinal), and publishes the suggested config as
+// an event before the trial starts. After a restore, recorded suggestions
+// are replayed from the events; a suggestion that was never recorded is
+// made again, and given the same history it is the same config.
 package tpe
