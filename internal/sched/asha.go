@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 )
 
 // ASHAConfig is Ray's AsyncHyperBandScheduler (ASHAScheduler), the stopping
@@ -75,6 +76,34 @@ type ashaRung struct {
 	Milestone float64 `json:"milestone"`
 	// Recorded holds each trial's reward (sign * metric) at the rung.
 	Recorded map[string]Float `json:"recorded"`
+	// sorted caches Recorded's non-NaN rewards in ascending order, so that
+	// a cutoff costs a lookup, not a sort; nil until first needed (after a
+	// restore too).
+	sorted []float64
+}
+
+// values returns the rung's non-NaN rewards, sorted.
+func (r *ashaRung) values() []float64 {
+	if r.sorted == nil {
+		r.sorted = make([]float64, 0, len(r.Recorded))
+		for _, v := range r.Recorded {
+			if !math.IsNaN(float64(v)) {
+				r.sorted = append(r.sorted, float64(v))
+			}
+		}
+		slices.Sort(r.sorted)
+	}
+	return r.sorted
+}
+
+// record adds the trial's reward.
+func (r *ashaRung) record(trial string, reward float64) {
+	xs := r.values()
+	if !math.IsNaN(reward) {
+		i, _ := slices.BinarySearch(xs, reward)
+		r.sorted = slices.Insert(xs, i, reward)
+	}
+	r.Recorded[trial] = Float(reward)
 }
 
 // NewASHA validates cfg and returns an ASHA scheduler with no trials.
@@ -179,7 +208,9 @@ func (a *ASHA) onResult(bracket int, trial string, t, reward float64, pass Actio
 	if pass == Record {
 		d.Action = Record
 	}
-	for i, rung := range a.st.Brackets[bracket].Rungs {
+	rungs := a.st.Brackets[bracket].Rungs
+	for i := range rungs {
+		rung := &rungs[i]
 		_, recorded := rung.Recorded[trial]
 		if t >= rung.Milestone && recorded && !a.cfg.StopLastTrials {
 			break
@@ -187,8 +218,8 @@ func (a *ASHA) onResult(bracket int, trial string, t, reward float64, pass Actio
 		if t < rung.Milestone || recorded {
 			continue
 		}
-		in := a.cutoff(rung, bracket, len(a.st.Brackets[bracket].Rungs)-1-i, t, reward)
-		rung.Recorded[trial] = Float(reward)
+		in := a.cutoff(rung, bracket, len(rungs)-1-i, t, reward)
+		rung.record(trial, reward)
 		d.Rung = in
 		d.Reason = a.reason(in, pass)
 		if pass == Continue && in.Cutoff != nil && reward < float64(*in.Cutoff) {
@@ -200,21 +231,29 @@ func (a *ASHA) onResult(bracket int, trial string, t, reward float64, pass Actio
 	return d
 }
 
+// maxValues bounds the rewards a RungInputs lists.
+const maxValues = 64
+
 // cutoff computes the rung's cutoff from the other trials' rewards, before
-// the trial's own is recorded.
-func (a *ASHA) cutoff(rung ashaRung, bracket, index int, t, reward float64) *RungInputs {
-	others := make([]float64, 0, len(rung.Recorded))
-	for _, v := range rung.Recorded {
-		others = append(others, float64(v))
-	}
+// the trial's own is recorded. Ray's cutoff is None for an empty rung;
+// a rung holding only NaNs gives numpy's NaN, which stops nobody.
+func (a *ASHA) cutoff(rung *ashaRung, bracket, index int, t, reward float64) *RungInputs {
 	in := &RungInputs{
 		Bracket: bracket, Rung: index, Milestone: rung.Milestone, Time: t, Reward: Float(reward),
 		Percentile: (1 - 1/a.cfg.ReductionFactor) * 100,
 	}
-	if len(others) > 0 {
-		c, sorted := nanPercentile(others, in.Percentile)
-		cf := Float(c)
-		in.Cutoff, in.Values = &cf, floats(sorted)
+	if len(rung.Recorded) == 0 {
+		return in
+	}
+	xs := rung.values()
+	c, lo, hi := percentileSorted(xs, in.Percentile)
+	cf := Float(c)
+	in.Cutoff, in.Count = &cf, len(xs)
+	if len(xs) > 0 {
+		in.Between = []Float{Float(lo), Float(hi)}
+	}
+	if len(xs) <= maxValues {
+		in.Values = floats(xs)
 	}
 	return in
 }
@@ -228,8 +267,11 @@ func (a *ASHA) reason(in *RungInputs, act Action) string {
 	for i, v := range in.Values {
 		values[i] = float64(v)
 	}
-	of := fmt.Sprintf("cutoff %s, the %s percentile of %s' rewards %s",
-		num(float64(*in.Cutoff)), ordinal(in.Percentile), plural(len(values), "other trial"), list(values))
+	of := fmt.Sprintf("cutoff %s, the %s percentile of %s' rewards",
+		num(float64(*in.Cutoff)), ordinal(in.Percentile), plural(in.Count, "other trial"))
+	if in.Values != nil {
+		of += " " + list(values)
+	}
 	r := num(float64(in.Reward))
 	switch act {
 	case Stop:
@@ -285,6 +327,9 @@ func (a *ASHA) UnmarshalJSON(data []byte) error {
 			return fmt.Errorf("asha: state's bracket %d has %d rungs, the config's %d", i, len(b.Rungs), len(a.st.Brackets[i].Rungs))
 		}
 		for j := range b.Rungs {
+			if b.Rungs[j].Milestone != a.st.Brackets[i].Rungs[j].Milestone {
+				return fmt.Errorf("asha: state's bracket %d has a rung at %v, the config's at %v", i, b.Rungs[j].Milestone, a.st.Brackets[i].Rungs[j].Milestone)
+			}
 			if b.Rungs[j].Recorded == nil {
 				b.Rungs[j].Recorded = map[string]Float{}
 			}

@@ -89,7 +89,7 @@ func TestASHARayDocstring(t *testing.T) {
 		}
 	}
 	// Ray: b.cutoff(b._rungs[3][1]) == 2.0 once all three are recorded.
-	rung := a.st.Brackets[0].Rungs[3]
+	rung := &a.st.Brackets[0].Rungs[3]
 	if c := a.cutoff(rung, 0, 0, 1, 0); !near(float64(*c.Cutoff), 2) {
 		t.Errorf("cutoff of [2 4 1] = %v, want 2", *c.Cutoff)
 	}

@@ -25,11 +25,16 @@ type RungInputs struct {
 	Reward Float `json:"reward"`
 	// Percentile is (1 - 1/reduction_factor) * 100.
 	Percentile float64 `json:"percentile"`
-	// Cutoff is the Percentile-th percentile of Values; nil when no other
-	// trial was recorded at the rung (the trial passes).
+	// Cutoff is the Percentile-th percentile of the other trials' rewards
+	// at the rung, NaNs left out; nil when no other trial was recorded
+	// there (the trial passes), NaN when all of theirs are NaN.
 	Cutoff *Float `json:"cutoff,omitempty"`
-	// Values are the other trials' rewards at the rung, sorted, NaNs left
-	// out.
+	// Count is how many rewards Cutoff came from.
+	Count int `json:"count,omitempty"`
+	// Between are the two sorted neighbours Cutoff interpolates between.
+	Between []Float `json:"between,omitempty"`
+	// Values are those rewards, sorted, when there are at most 64 of them;
+	// a decision stays small however many trials a rung holds.
 	Values []Float `json:"values,omitempty"`
 }
 

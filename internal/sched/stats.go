@@ -68,22 +68,29 @@ func nanPercentile(values []float64, q float64) (float64, []float64) {
 		}
 	}
 	slices.Sort(xs)
+	p, _, _ := percentileSorted(xs, q)
+	return p, xs
+}
+
+// percentileSorted is numpy's linear percentile of sorted values without
+// NaNs, and the two values it interpolated between; NaN when xs is empty.
+func percentileSorted(xs []float64, q float64) (p, lo, hi float64) {
 	n := len(xs)
 	if n == 0 {
-		return math.NaN(), xs
+		return math.NaN(), math.NaN(), math.NaN()
 	}
 	vi := float64(n-1) * (q / 100)
 	if vi >= float64(n-1) {
-		return xs[n-1], xs
+		return xs[n-1], xs[n-1], xs[n-1]
 	}
-	lo := math.Floor(vi)
-	t := vi - lo
-	a, b := xs[int(lo)], xs[int(lo)+1]
+	i := math.Floor(vi)
+	t := vi - i
+	a, b := xs[int(i)], xs[int(i)+1]
 	d := b - a
 	if t >= 0.5 {
-		return b - d*(1-t), xs
+		return b - d*(1-t), a, b
 	}
-	return a + d*t, xs
+	return a + d*t, a, b
 }
 
 // median is numpy's median: the middle value, or the mean of the two middle
