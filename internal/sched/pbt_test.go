@@ -226,9 +226,10 @@ func TestPBTExploit(t *testing.T) {
 		t.Fatalf("a at 20: %+v", d)
 	}
 	// The donor is drawn first (IntN(1) over the one upper trial with a
-	// checkpoint), then explore draws; replay the same on a twin.
+	// checkpoint, which consumes one Uint64), then explore draws; replay
+	// the same on a twin.
 	twin := pcg(20)
-	twin.IntN(1)
+	twin.Uint64()
 	ops := map[string]string{}
 	wantCfg := explorer{0.25, []float64{1.2, 0.8}}.explore(configs["d"], p.cfg.HyperparamMutations, twin, "", ops)
 	if !cmp.Equal(d.Exploit.NewConfig, wantCfg) || !cmp.Equal(d.Exploit.Operations, ops) {

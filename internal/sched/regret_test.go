@@ -15,7 +15,8 @@ func branin(x1, x2 float64) float64 {
 	b := 5.1 / (4 * math.Pi * math.Pi)
 	c := 5 / math.Pi
 	tt := 1 / (8 * math.Pi)
-	return a*math.Pow(x2-b*x1*x1+c*x1-r, 2) + s*(1-tt)*math.Cos(x1) + s
+	d := x2 - b*x1*x1 + c*x1 - r
+	return a*d*d + s*(1-tt)*math.Cos(x1) + s
 }
 
 // curve is the learning curve of the ASHA benchmark: Branin plus a term
