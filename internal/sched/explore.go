@@ -167,3 +167,24 @@ func deepCopy(v any) any {
 	}
 	return v
 }
+
+// fill is Ray's _fill_config: each top-level mutated key missing from
+// config gets a value drawn from its mutation (a uniform choice from a
+// list, a sample, or a mapping filled the same way), in sorted key order.
+func fill(config map[string]any, ms map[string]Mutation, r *rand.Rand) {
+	for _, k := range slices.Sorted(maps.Keys(ms)) {
+		if _, ok := config[k]; ok {
+			continue
+		}
+		switch m := ms[k]; {
+		case m.Nested != nil:
+			sub := map[string]any{}
+			fill(sub, m.Nested, r)
+			config[k] = sub
+		case m.Choices != nil:
+			config[k] = deepCopy(m.Choices[r.IntN(len(m.Choices))])
+		default:
+			config[k] = m.Sample(r)
+		}
+	}
+}

@@ -121,6 +121,19 @@ func (p *PBT) trial(id string) *pbtTrial {
 	return &p.st.Trials[i]
 }
 
+// FillConfig returns a copy of a new trial's config in which every mutated
+// key the param_space left out is drawn from hyperparam_mutations, as Ray's
+// on_trial_add does. The controller calls it before it records the trial's
+// config, with r seeded for that trial.
+func (p *PBT) FillConfig(config map[string]any, r *rand.Rand) map[string]any {
+	out, _ := deepCopy(config).(map[string]any)
+	if out == nil {
+		out = map[string]any{}
+	}
+	fill(out, p.cfg.HyperparamMutations, r)
+	return out
+}
+
 // Add enters the trial in the population.
 func (p *PBT) Add(trial string, _ *rand.Rand) Decision {
 	if p.trial(trial) == nil {

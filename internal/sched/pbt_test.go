@@ -272,3 +272,20 @@ func TestPBTNoCheckpoint(t *testing.T) {
 		t.Errorf("a: %s %q, want Continue %q", d.Action, d.Reason, want)
 	}
 }
+
+// TestPBTFillConfig: keys the param_space left out are drawn from the
+// mutations; keys it set are kept.
+func TestPBTFillConfig(t *testing.T) {
+	p := newPBT(t, func(c *PBTConfig) {
+		c.HyperparamMutations["nested"] = Mutation{Nested: map[string]Mutation{"k": {Choices: []any{"only"}}}}
+	})
+	in := map[string]any{"lr": 0.5}
+	got := p.FillConfig(in, pcg(4))
+	// Sorted keys: lr is set; nested draws IntN(1); opt draws IntN(3).
+	twin := pcg(4)
+	twin.Uint64()
+	want := map[string]any{"lr": 0.5, "nested": map[string]any{"k": "only"}, "opt": []any{"sgd", "adam", "rmsprop"}[twin.IntN(3)]}
+	if !cmp.Equal(got, want) || len(in) != 1 {
+		t.Errorf("fill = %v (input %v), want %v", got, in, want)
+	}
+}

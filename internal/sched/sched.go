@@ -238,3 +238,12 @@ func marshalState(v any) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// The schedulers.
+var (
+	_ Scheduler = (*FIFO)(nil)
+	_ Scheduler = (*ASHA)(nil)
+	_ Scheduler = (*HyperBand)(nil)
+	_ Scheduler = (*Median)(nil)
+	_ Scheduler = (*PBT)(nil)
+)
