@@ -267,8 +267,8 @@ func (a *ASHA) reason(in *RungInputs, act Action) string {
 	for i, v := range in.Values {
 		values[i] = float64(v)
 	}
-	of := fmt.Sprintf("cutoff %s, the %s percentile of %s' rewards",
-		num(float64(*in.Cutoff)), ordinal(in.Percentile), plural(in.Count, "other trial"))
+	of := fmt.Sprintf("cutoff %s, the %s percentile of %s rewards",
+		num(float64(*in.Cutoff)), ordinal(in.Percentile), othersOf(in.Count))
 	if in.Values != nil {
 		of += " " + list(values)
 	}

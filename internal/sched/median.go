@@ -167,9 +167,9 @@ func (m *Median) Result(res Result, ctx Context) []Decision {
 		if !m.cfg.HardStop {
 			d.Action = Pause
 		}
-		d.Reason = fmt.Sprintf("%s at %s: best %s is worse than the median %s of %s' running means %s",
+		d.Reason = fmt.Sprintf("%s at %s: best %s is worse than the median %s of %s running means %s",
 			map[Action]string{Stop: "stopped", Pause: "paused"}[d.Action], at, num(float64(in.Best)), num(med),
-			plural(len(means), "other trial"), list(sorted))
+			othersOf(len(means)), list(sorted))
 	}
 	return []Decision{d}
 }

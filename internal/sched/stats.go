@@ -162,3 +162,11 @@ func plural(n int, noun string) string {
 	}
 	return strconv.Itoa(n) + " " + noun + "s"
 }
+
+// othersOf is "1 other trial's", "3 other trials'".
+func othersOf(n int) string {
+	if n == 1 {
+		return "1 other trial's"
+	}
+	return strconv.Itoa(n) + " other trials'"
+}
