@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -122,7 +123,8 @@ func (e explorer) perturb(old any, sample func(*rand.Rand) any, r *rand.Rand) (a
 }
 
 // number returns v as a float64, whether it is an int, and whether it is a
-// number at all.
+// number at all. A json.Number is an int when it parses as one ("32"), so
+// that a config decoded with UseNumber keeps its ints.
 func number(v any) (float64, bool, bool) {
 	switch x := v.(type) {
 	case int:
@@ -131,6 +133,12 @@ func number(v any) (float64, bool, bool) {
 		return float64(x), true, true
 	case float64:
 		return x, false, true
+	case json.Number:
+		if i, err := strconv.ParseInt(string(x), 10, 64); err == nil {
+			return float64(i), true, true
+		}
+		f, err := x.Float64()
+		return f, false, err == nil
 	}
 	return 0, false, false
 }

@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -134,6 +135,21 @@ func TestPBTExplore(t *testing.T) {
 		{"resampled", 1, Mutation{Sample: uniform}, 0.01, func(r *rand.Rand) (any, string) {
 			r.Float64()
 			return 5 + r.Float64(), "resample"
+		}},
+		// A config decoded with UseNumber keeps its ints.
+		{"json.Number int", 0, Mutation{Sample: uniform}, json.Number("32"), func(r *rand.Rand) (any, string) {
+			r.Float64()
+			if r.IntN(2) == 0 {
+				return 38, "* 1.2"
+			}
+			return 25, "* 0.8"
+		}},
+		{"json.Number in list", 0, Mutation{Choices: list}, json.Number("10"), func(r *rand.Rand) (any, string) {
+			r.Float64()
+			if r.IntN(2) == 0 {
+				return 1, "shift left"
+			}
+			return 100, "shift right"
 		}},
 		// An int resampled from a float distribution is truncated too.
 		{"int resampled", 1, Mutation{Sample: uniform}, 3, func(r *rand.Rand) (any, string) {

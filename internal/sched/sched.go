@@ -73,8 +73,11 @@ type Context struct {
 	// and PBT pauses a trial at each perturbation, only when someone waits.
 	Waiting bool
 	// Config returns a trial's current config. PBT reads the donor's config
-	// through it to build an exploiting trial's new one; ints must be Go
-	// ints for explore to keep them ints.
+	// through it to build an exploiting trial's new one. Explore keeps an
+	// int an int (Ray's isinstance(v, int)) only if it is a Go int or a
+	// json.Number that parses as one: a config decoded from JSON into
+	// float64s loses that, and a restored controller must pass the same
+	// types as an uninterrupted one.
 	Config func(trial string) map[string]any
 	// Rand is this call's generator, which the caller seeds afresh for each
 	// decision, e.g. from (experiment seed, "result", ordinal). PBT draws
