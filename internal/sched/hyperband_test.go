@@ -189,3 +189,38 @@ func TestHyperBandRemoveHalves(t *testing.T) {
 		t.Errorf("second remove: %+v", ds)
 	}
 }
+
+// TestHyperBandSkipsEmptyBrackets: with max_t 2 and eta 3, s_max_1 =
+// round(log 2 / log 3 = 0.63) + 1 = 2; bracket 0 takes ceil(2/1 * 1) = 2
+// trials at r0 = 2, and bracket 1's r0 = int(2/3) = 0 is skipped (Ray's
+// None), which fills the band: the third trial opens band 1.
+func TestHyperBandSkipsEmptyBrackets(t *testing.T) {
+	cfg := DefaultHyperBandConfig()
+	cfg.Objective, cfg.TimeAttr, cfg.MaxT = Objective{Metric: "m", Mode: Max}, "t", 2
+	h, err := NewHyperBand(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [][2]int
+	for i := range 3 {
+		d := h.Add(fmt.Sprint("t", i), nil)
+		got = append(got, [2]int{d.Bracket.Band, d.Bracket.Bracket})
+	}
+	if want := [][2]int{{0, 0}, {0, 0}, {1, 0}}; !slices.Equal(got, want) {
+		t.Errorf("placements %v, want %v", got, want)
+	}
+	state, err := h.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, _ := NewHyperBand(cfg)
+	if err := back.UnmarshalJSON(state); err != nil {
+		t.Fatalf("%v\n%s", err, state)
+	}
+	if again, _ := back.MarshalJSON(); string(again) != string(state) {
+		t.Errorf("round trip changed the state:\n%s\n%s", state, again)
+	}
+	if back.st.Bands[0][1] != nil {
+		t.Errorf("skipped bracket restored as %+v", back.st.Bands[0][1])
+	}
+}
