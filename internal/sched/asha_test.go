@@ -322,3 +322,26 @@ func TestFloatJSON(t *testing.T) {
 		t.Error(`"1.5" accepted as a non-finite float`)
 	}
 }
+
+// TestRestoreMismatch: a state restores only into a scheduler built from
+// the config it was made with.
+func TestRestoreMismatch(t *testing.T) {
+	one := newASHA(t, nil)
+	two := newASHA(t, func(c *ASHAConfig) { c.Brackets = 2 })
+	other := newASHA(t, func(c *ASHAConfig) { c.GracePeriod = 2 }) // rungs 32 8 2
+	state, err := json.Marshal(one)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range map[string]*ASHA{"brackets": two, "rungs": other} {
+		if err := json.Unmarshal(state, s); err == nil {
+			t.Errorf("%s: a state of another config restored", name)
+		}
+	}
+	if err := json.Unmarshal([]byte(`{"results":{"t1":[]}}`), newMedian(t, nil)); err == nil {
+		t.Error("median: a trial without results restored")
+	}
+	if err := json.Unmarshal([]byte(`{"trials":[{"trial":"a"},{"trial":"a"}]}`), newPBT(t, nil)); err == nil {
+		t.Error("pbt: a trial twice restored")
+	}
+}
