@@ -54,11 +54,23 @@ type TuneConfig struct {
 	// Seed makes random search reproducible. When unset, the controller picks
 	// one and records it in experiment.started.
 	Seed *int64 `json:"seed,omitempty"`
-	// SearchAlg is "random" (default: grid × samples, random domains sampled)
-	// or "grid" (only grid_search and plain values allowed).
+	// SearchAlg is "random" (default: grid × samples, random domains sampled),
+	// "grid" (only grid_search and plain values allowed) or "tpe" (Optuna's
+	// Tree-structured Parzen Estimator).
 	SearchAlg string `json:"search_alg,omitempty"`
-	// Scheduler is "fifo" (default).
+	// SearchAlgConfig holds the search algorithm's settings as given, by
+	// Optuna's names for tpe (n_startup_trials, n_ei_candidates, ...).
+	SearchAlgConfig map[string]any `json:"search_alg_config,omitempty"`
+	// PointsToEvaluate are configs run first, in order (Ray's
+	// points_to_evaluate): each fixes the keys it names, and the search
+	// algorithm fills in the rest.
+	PointsToEvaluate []map[string]any `json:"points_to_evaluate,omitempty"`
+	// Scheduler is "fifo" (default), "asha" (or "async_hyperband"),
+	// "hyperband", "median_stopping_rule" or "pbt".
 	Scheduler string `json:"scheduler,omitempty"`
+	// SchedulerConfig holds the scheduler's settings as given, by Ray's
+	// names (time_attr, max_t, grace_period, reduction_factor, ...).
+	SchedulerConfig map[string]any `json:"scheduler_config,omitempty"`
 }
 
 // RunConfig mirrors ray.tune.RunConfig.
@@ -67,10 +79,14 @@ type RunConfig struct {
 	StoragePath string `json:"storage_path,omitempty"`
 	// Stop maps a result key to a threshold: a trial stops once
 	// result[key] >= threshold (Ray's rule). Nested keys use "/".
-	Stop             map[string]float64 `json:"stop,omitempty"`
-	FailureConfig    FailureConfig      `json:"failure_config"`
-	CheckpointConfig CheckpointConfig   `json:"checkpoint_config"`
-	SyncConfig       SyncConfig         `json:"sync_config"`
+	Stop map[string]float64 `json:"stop,omitempty"`
+	// Stoppers are Ray's stoppers besides Stop (tune.stopper), as given: a
+	// list (each a mapping with a "type": maximum_iteration,
+	// trial_plateau, experiment_plateau, timeout, combined) or one mapping.
+	Stoppers         any              `json:"stoppers,omitempty"`
+	FailureConfig    FailureConfig    `json:"failure_config"`
+	CheckpointConfig CheckpointConfig `json:"checkpoint_config"`
+	SyncConfig       SyncConfig       `json:"sync_config"`
 }
 
 // FailureConfig mirrors ray.train.FailureConfig, plus the heartbeat that
