@@ -108,6 +108,15 @@ func fixtures() []*events.Event {
 			Error:     "s3: PutObject: RequestTimeout: Your socket connection to the server was not read from or written to within the timeout period",
 			Attempt:   2,
 		}},
+		{Writer: events.WriterController, Source: controller, Data: &events.TrialDecided{
+			TrialID: fxTrial, Ordinal: 7, By: events.DecidedByScheduler, Action: "stop",
+			Reason: "stopped at rung 4 (training_iteration 4): 0.41 < cutoff 0.53, the 75th percentile of 3 other trials' values",
+			Detail: map[string]any{"trial": fxTrial, "action": "stop", "rung": map[string]any{
+				"bracket": 0.0, "rung": 1.0, "milestone": 4.0, "time": 4.0, "reward": 0.41, "percentile": 75.0,
+				"cutoff": 0.53, "count": 3.0, "values": []any{0.2, 0.5, 0.54},
+			}},
+			ResultSeq: 1277,
+		}},
 	}
 }
 

@@ -290,6 +290,35 @@ type TrialStopRequested struct {
 	Reason  string `json:"reason"`
 }
 
+// TrialDecided is a tuning decision about a trial: a scheduler's judgement
+// of a result (a rung record, a stop) or a stopper's stop. Every reader's
+// fold makes the same decisions from the same log; the controller
+// publishes each before it acts on it, for the record and for `tunejet
+// explain`, and a stop is followed by trial.stop_requested.
+type TrialDecided struct {
+	TrialID string `json:"trial_id"`
+	// Ordinal numbers the experiment's decisions from 1, in log order.
+	Ordinal int `json:"ordinal"`
+	// By is what decided: "scheduler" or "stopper".
+	By string `json:"by"`
+	// Action is "continue", "stop", "pause", "resume", "exploit" or
+	// "record".
+	Action string `json:"action"`
+	// Reason says why, for a person.
+	Reason string `json:"reason,omitempty"`
+	// Detail is the decision as its maker wrote it, with the inputs it
+	// came from (for ASHA: the rung, the cutoff and the values behind it).
+	Detail map[string]any `json:"detail,omitempty"`
+	// ResultSeq is the log sequence of the result decided on.
+	ResultSeq uint64 `json:"result_seq,omitempty"`
+}
+
+// The makers of a decision.
+const (
+	DecidedByScheduler = "scheduler"
+	DecidedByStopper   = "stopper"
+)
+
 // TrialCompleted is a trial's terminal status.
 type TrialCompleted struct {
 	TrialID string `json:"trial_id"`
@@ -352,6 +381,7 @@ func (*TrialReported) Type() string           { return TypeTrialReported }
 func (*TrialCheckpointed) Type() string       { return TypeTrialCheckpointed }
 func (*TrialFailed) Type() string             { return TypeTrialFailed }
 func (*TrialStopRequested) Type() string      { return TypeTrialStopRequested }
+func (*TrialDecided) Type() string            { return TypeTrialDecided }
 func (*TrialCompleted) Type() string          { return TypeTrialCompleted }
 func (*TrialArtifacts) Type() string          { return TypeTrialArtifacts }
 func (*CheckpointPersisted) Type() string     { return TypeCheckpointPersisted }
@@ -375,6 +405,8 @@ func TrialOf(p Payload) string {
 	case *TrialFailed:
 		return x.TrialID
 	case *TrialStopRequested:
+		return x.TrialID
+	case *TrialDecided:
 		return x.TrialID
 	case *TrialCompleted:
 		return x.TrialID
@@ -647,6 +679,22 @@ func (p *TrialStopRequested) Validate() error {
 		return err
 	}
 	return checkNonEmpty("reason", p.Reason)
+}
+
+func (p *TrialDecided) Validate() error {
+	if err := checkID("trial_id", p.TrialID); err != nil {
+		return err
+	}
+	if p.Ordinal < 1 {
+		return fieldErr("ordinal", "must be >= 1, got %d", p.Ordinal)
+	}
+	if err := checkOneOf("by", p.By, DecidedByScheduler, DecidedByStopper); err != nil {
+		return err
+	}
+	if err := checkOneOf("action", p.Action, "continue", "stop", "pause", "resume", "exploit", "record"); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (p *TrialCompleted) Validate() error {
