@@ -1,0 +1,132 @@
+package tuner
+
+import (
+	"errors"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/search"
+	"github.com/tunejet/tunejet/internal/tpe"
+)
+
+func int64p(v int64) *int64 { return &v }
+
+func TestSearchOptions(t *testing.T) {
+	tests := []struct {
+		name   string
+		alg    string
+		config map[string]any
+		seed   *int64
+		metric string
+		mode   string
+		isTPE  bool
+		want   func(*tpe.Options)
+		errs   []string
+	}{
+		{name: "unset is random", isTPE: false},
+		{name: "random", alg: "random"},
+		{name: "grid", alg: "grid"},
+		{name: "random takes no settings", alg: "random", config: map[string]any{"n_startup_trials": 5},
+			errs: []string{`tune_config.search_alg.n_startup_trials: unknown key; "random" takes no settings`}},
+		{name: "tpe defaults", alg: "tpe", metric: "loss", mode: "min", isTPE: true, want: func(*tpe.Options) {}},
+		{name: "tpe max", alg: "tpe", metric: "acc", mode: "max", isTPE: true,
+			want: func(o *tpe.Options) { o.Maximize = true }},
+		{name: "tpe, every key", alg: "tpe", metric: "loss", mode: "min", isTPE: true, seed: int64p(7),
+			config: map[string]any{"n_startup_trials": 5, "n_ei_candidates": 48.0, "gamma": "hyperopt",
+				"prior_weight": 0.5, "consider_prior": true, "consider_magic_clip": false, "consider_endpoints": true,
+				"multivariate": false, "constant_liar": false, "seed": 7},
+			want: func(o *tpe.Options) {
+				o.NStartupTrials, o.NEICandidates, o.Gamma, o.PriorWeight = 5, 48, tpe.HyperoptGamma, 0.5
+				o.ConsiderMagicClip, o.ConsiderEndpoints, o.Multivariate, o.ConstantLiar = false, true, false, false
+			}},
+		{name: "gamma default", alg: "tpe", metric: "loss", mode: "min", isTPE: true,
+			config: map[string]any{"gamma": "default"}, want: func(*tpe.Options) {}},
+		{name: "tpe needs metric and mode", alg: "tpe", isTPE: true,
+			errs: []string{
+				`tune_config.metric: required by search_alg "tpe": set tune_config.metric`,
+				`tune_config.mode: required by search_alg "tpe": set tune_config.mode to "min" or "max"`,
+			}},
+		{name: "tpe's knobs out of range", alg: "tpe", metric: "loss", mode: "min", isTPE: true,
+			config: map[string]any{"n_startup_trials": -1, "n_ei_candidates": 0, "prior_weight": -1, "gamma": 0.25,
+				"consider_prior": false},
+			errs: []string{
+				`tune_config.search_alg.gamma: must be "default" (min(ceil(0.1 n), 25)) or "hyperopt" (min(ceil(0.25 sqrt(n)), 25)), got number 0.25`,
+				"tune_config.search_alg.n_startup_trials: must be >= 0, got -1",
+				"tune_config.search_alg.n_ei_candidates: must be >= 1, got 0",
+				"tune_config.search_alg.prior_weight: must be >= 0, got -1",
+				"tune_config.search_alg.consider_prior: false is not supported (Optuna deprecated it); lower prior_weight instead",
+			}},
+		{name: "misspelled knob", alg: "tpe", metric: "loss", mode: "min", isTPE: true,
+			config: map[string]any{"n_startup_trial": 3},
+			errs:   []string{`tune_config.search_alg.n_startup_trial: unknown key, did you mean "n_startup_trials"?`}},
+		{name: "seed without tune_config.seed", alg: "tpe", metric: "loss", mode: "min", isTPE: true,
+			config: map[string]any{"seed": 3},
+			errs:   []string{"tune_config.search_alg.seed: tpe draws from the experiment's seed: set tune_config.seed to 3 instead"}},
+		{name: "seed unlike tune_config.seed", alg: "tpe", metric: "loss", mode: "min", isTPE: true, seed: int64p(4),
+			config: map[string]any{"seed": 3},
+			errs: []string{"tune_config.search_alg.seed: must equal tune_config.seed (4), which tpe draws from, got 3; " +
+				"set only one of them"}},
+		{name: "metric in search_alg", alg: "tpe", metric: "loss", mode: "min", isTPE: true,
+			config: map[string]any{"metric": "loss"},
+			errs:   []string{"tune_config.search_alg.metric: tpe takes tune_config's metric and mode: set tune_config.metric instead"}},
+		{name: "unknown search_alg", alg: "tpee",
+			errs: []string{`tune_config.search_alg: unknown search algorithm "tpee" (did you mean "tpe"?); valid: random, grid, tpe`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := spec(events.TuneConfig{Metric: tt.metric, Mode: tt.mode, Seed: tt.seed, SearchAlg: tt.alg, SearchAlgConfig: tt.config})
+			p := &problems{}
+			got, isTPE := searchOptions(s, p)
+			if msgs := messages(p.errs); !slices.Equal(msgs, tt.errs) {
+				t.Fatalf("problems:\n got %q\nwant %q", msgs, tt.errs)
+			}
+			if isTPE != tt.isTPE {
+				t.Fatalf("tpe = %v, want %v", isTPE, tt.isTPE)
+			}
+			if tt.want == nil {
+				return
+			}
+			want := tpe.Defaults()
+			tt.want(&want)
+			for _, n := range []int{1, 10, 100, 1000} {
+				if g, w := got.Gamma(n), want.Gamma(n); g != w {
+					t.Errorf("gamma(%d) = %d, want %d", n, g, w)
+				}
+			}
+			got.Gamma, want.Gamma, got.Weights, want.Weights = nil, nil, nil, nil
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("options:\n got %+v\nwant %+v", got, want)
+			}
+		})
+	}
+}
+
+func TestSearcher(t *testing.T) {
+	space, err := search.ParseSpace(map[string]any{"lr": map[string]any{"uniform": []any{0, 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := Searcher(spec(events.TuneConfig{SearchAlg: "random"}), space); s != nil || err != nil {
+		t.Errorf("random: %v, %v; want nil, nil", s, err)
+	}
+	s, err := Searcher(spec(events.TuneConfig{SearchAlg: "tpe", Metric: "loss", Mode: "min"}), space)
+	if s == nil || err != nil {
+		t.Errorf("tpe: %v, %v", s, err)
+	}
+	_, err = Searcher(spec(events.TuneConfig{SearchAlg: "tpe"}), space)
+	var ke *KeyError
+	if !errors.As(err, &ke) || ke.Key != keyMetric || !errors.Is(err, ErrInvalid) {
+		t.Errorf("tpe without metric: %v", err)
+	}
+	grid, err := search.ParseSpace(map[string]any{"opt": map[string]any{"bs": map[string]any{"grid_search": []any{1, 2}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Searcher(spec(events.TuneConfig{SearchAlg: "tpe", Metric: "loss", Mode: "min"}), grid)
+	want := `param_space.opt.bs: grid_search is not supported by search_alg "tpe"; use a bounded domain (uniform, choice, ...) or search_alg random or grid`
+	if err == nil || err.Error() != want {
+		t.Errorf("tpe with grid_search: %v\nwant %s", err, want)
+	}
+}
