@@ -574,14 +574,3 @@ func lastElem(p string) string {
 	}
 	return path.Base(filepath.ToSlash(p))
 }
-
-// conn opens another connection to the deployment's server.
-func (d *deployment) conn(name string) *nats.Conn {
-	d.b.Helper()
-	nc, err := nats.Connect(d.emb.URL(), nats.Name(name))
-	if err != nil {
-		d.b.Fatalf("connect: %v", err)
-	}
-	d.conns = append(d.conns, nc)
-	return nc
-}

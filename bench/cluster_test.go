@@ -111,7 +111,7 @@ func serviceFilters() []string {
 // configuration from before Fit starts and, once it sees the change, puts
 // the three streams back to want replicas. It stops after that, or when
 // ctx ends, and reports when it restored them.
-func replicaGuard(ctx context.Context, b *testing.B, bs *bus.Bus, want int) <-chan time.Time {
+func replicaGuard(ctx context.Context, b *testing.B, js jetstream.JetStream, want int) <-chan time.Time {
 	restored := make(chan time.Time, 1)
 	go func() {
 		defer close(restored)
@@ -123,19 +123,19 @@ func replicaGuard(ctx context.Context, b *testing.B, bs *bus.Bus, want int) <-ch
 				return
 			case <-t.C:
 			}
-			s, err := bs.JS.Stream(ctx, bus.StreamName)
+			s, err := js.Stream(ctx, bus.StreamName)
 			if err != nil || s.CachedInfo().Config.Replicas == want {
 				continue
 			}
 			for _, name := range []string{bus.StreamName, bus.DLQStreamName, bus.AdvisoryStreamName} {
-				s, err := bs.JS.Stream(ctx, name)
+				s, err := js.Stream(ctx, name)
 				if err != nil {
 					b.Errorf("replica guard: %s: %v", name, err)
 					return
 				}
 				cfg := s.CachedInfo().Config
 				cfg.Replicas = want
-				if _, err := bs.JS.UpdateStream(ctx, cfg); err != nil {
+				if _, err := js.UpdateStream(ctx, cfg); err != nil {
 					b.Errorf("replica guard: put %s back to %d replicas: %v", name, want, err)
 					return
 				}
@@ -171,7 +171,11 @@ func clusterFit(b *testing.B, d *deployment, exp string, fit func() time.Duratio
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	guardBus := d.bus(ctx, "replica-guard")
-	restored := replicaGuard(ctx, b, guardBus, d.replicas)
+	guardJS, err := jetstream.New(d.conn("bench-replica-guard-raw"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	restored := replicaGuard(ctx, b, guardJS, d.replicas)
 	started := make(chan time.Time, 1)
 	go func() {
 		defer close(started)
@@ -209,7 +213,7 @@ func clusterFit(b *testing.B, d *deployment, exp string, fit func() time.Duratio
 
 // replicasCurrent reports whether the log has want replicas, all current.
 func replicasCurrent(ctx context.Context, bs *bus.Bus, want int) bool {
-	s, err := bs.JS.Stream(ctx, bus.StreamName)
+	s, err := bs.Stream(ctx)
 	if err != nil {
 		return false
 	}
@@ -481,11 +485,15 @@ func rawPublishFresh(b *testing.B, url string, replicas int, subjects []string, 
 		b.Fatal(err)
 	}
 	bs.Replicas = replicas
-	if err := bs.JS.DeleteStream(ctx, bus.StreamName); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := js.DeleteStream(ctx, bus.StreamName); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 		b.Fatalf("delete the log before the raw baseline: %v", err)
 	}
 	if err := bs.Provision(ctx); err != nil {
 		b.Fatal(err)
 	}
-	return publishAll(b, bs, replicas, subjects, hdr, data, n)
+	return publishAll(b, js, replicas, subjects, hdr, data, n)
 }

@@ -217,7 +217,11 @@ func restoreRun(b *testing.B, n int, source string) {
 	if err := bs.Provision(ctx); err != nil {
 		b.Fatal(err)
 	}
-	h.stageCheckpoints(b, bs.JS)
+	js, err := jetstream.New(nc) // history is published raw, asynchronously
+	if err != nil {
+		b.Fatal(err)
+	}
+	h.stageCheckpoints(b, js)
 
 	// The history: published to the log (log, snapshot+tail) and folded
 	// into the snapshot (snapshot+tail, snapshot).
@@ -237,7 +241,7 @@ func restoreRun(b *testing.B, n int, source string) {
 	h.generate(func(ev *events.Event) {
 		seq++
 		if publish && pubErr == nil {
-			pubErr = publishAsync(bs.JS, ev)
+			pubErr = publishAsync(js, ev)
 		}
 		if fold && seq <= cut {
 			ev.Seq = seq
@@ -254,16 +258,16 @@ func restoreRun(b *testing.B, n int, source string) {
 	}
 	if publish {
 		select {
-		case <-bs.JS.PublishAsyncComplete():
+		case <-js.PublishAsyncComplete():
 		case <-time.After(10 * time.Minute):
-			b.Fatalf("publish the history: %d acks outstanding after 10 minutes", bs.JS.PublishAsyncPending())
+			b.Fatalf("publish the history: %d acks outstanding after 10 minutes", js.PublishAsyncPending())
 		}
 		last, err := bs.LastSeq(ctx, events.ExperimentSubjects(exp))
 		if err != nil || last != uint64(total) {
 			b.Fatalf("the log holds the history up to %d (%v), want %d events", last, err, total)
 		}
 	} else {
-		h.dropStaged(b, bs.JS)
+		h.dropStaged(b, js)
 	}
 	buildTook := time.Since(built)
 	if snap != nil {

@@ -152,15 +152,22 @@ func (d *deployment) start(service string, slots int, fns map[string]tune.Traina
 	}()
 }
 
-// bus opens a provisioned bus on a new connection.
-func (d *deployment) bus(ctx context.Context, source string) *bus.Bus {
+// conn opens another connection to the deployment's server, which close
+// closes.
+func (d *deployment) conn(name string) *nats.Conn {
 	d.b.Helper()
-	nc, err := nats.Connect(d.natsURL(), nats.Name("bench-"+source))
+	nc, err := nats.Connect(d.natsURL(), nats.Name(name))
 	if err != nil {
 		d.b.Fatalf("connect: %v", err)
 	}
 	d.conns = append(d.conns, nc)
-	bs, err := bus.New(nc, "bench/"+source, logger(d.b))
+	return nc
+}
+
+// bus opens a provisioned bus on a new connection.
+func (d *deployment) bus(ctx context.Context, source string) *bus.Bus {
+	d.b.Helper()
+	bs, err := bus.New(d.conn("bench-"+source), "bench/"+source, logger(d.b))
 	if err != nil {
 		d.b.Fatal(err)
 	}

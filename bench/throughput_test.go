@@ -221,20 +221,23 @@ func rawPublish(b *testing.B, inProcess bool, subjects []string, hdr nats.Header
 	if err := bs.Provision(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	return publishAll(b, bs, 1, subjects, hdr, data, n)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return publishAll(b, js, 1, subjects, hdr, data, n)
 }
 
 // publishAll times n PublishAsync calls of the message (each with its own
-// Nats-Msg-Id, round robin over subjects) into bs's event log until every
+// Nats-Msg-Id, round robin over subjects) into the event log until every
 // one is acknowledged; the log must then hold all n, with replicas.
-func publishAll(b *testing.B, bs *bus.Bus, replicas int, subjects []string, hdr nats.Header, data []byte, n int) time.Duration {
+func publishAll(b *testing.B, js jetstream.JetStream, replicas int, subjects []string, hdr nats.Header, data []byte, n int) time.Duration {
 	b.Helper()
 	ctx := context.Background()
 	ids := make([]string, n)
 	for i := range ids {
 		ids[i] = events.NewID()
 	}
-	js := bs.JS
 	start := time.Now()
 	for i := 0; i < n; i++ {
 		h := make(nats.Header, len(hdr))

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/tunejet/tunejet/api"
@@ -191,7 +192,8 @@ type garbage struct {
 // garbageBus publishes garbage and remembers it.
 type garbageBus struct {
 	t    *testing.T
-	b    *bus.Bus
+	b    *bus.Bus            // builds the events garbage is made of
+	js   jetstream.JetStream // stores the garbage, as is
 	exp  string
 	sent []garbage
 }
@@ -204,7 +206,7 @@ func (g *garbageBus) raw(name, subject string, h nats.Header, data []byte) uint6
 		hdr[k] = append([]string(nil), v...)
 	}
 	hdr.Set(events.HeaderMsgID, events.NewID())
-	ack, err := g.b.JS.PublishMsg(g.t.Context(), &nats.Msg{Subject: subject, Header: hdr, Data: data})
+	ack, err := g.js.PublishMsg(g.t.Context(), &nats.Msg{Subject: subject, Header: hdr, Data: data})
 	if err != nil {
 		g.t.Fatalf("publish %s on %s: %v", name, subject, err)
 	}
@@ -280,7 +282,7 @@ func (g *garbageBus) malformed(subject, typ string, w events.Writer, other event
 	noType.Del("ce-type")
 	unknown := g.ceHeader("io.tunejet.trial.exploded", g.exp)
 	oh, odata := g.envelope(w, other)
-	pad := g.b.NC.MaxPayload() - 4096
+	pad := g.b.MaxPayload() - 4096
 	big := append(append([]byte(`{"files":-1,"trial_id":5,"pad":"`), bytes.Repeat([]byte("x"), int(pad))...), `"}`...)
 	for _, m := range []struct {
 		name string
@@ -374,7 +376,7 @@ func runGarbage(t *testing.T, malformed, checkpointLies bool) {
 		return len(firsts) == 3
 	})
 	steady, digest, missing := trials["steady"], trials["digest"], trials["missing"]
-	g := &garbageBus{t: t, b: d.srv.Bus("garbage"), exp: exp}
+	g := &garbageBus{t: t, b: d.srv.Bus("garbage"), js: d.srv.JetStream(), exp: exp}
 
 	if malformed {
 		// Malformed messages on every subject a service reads.
@@ -446,7 +448,7 @@ func runGarbage(t *testing.T, malformed, checkpointLies bool) {
 		if err := os.WriteFile(filepath.Join(other, "state.json"), []byte("3"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		obs, err := ckpt.Store(t.Context(), d.bus.JS, exp)
+		obs, err := d.bus.Checkpoints(t.Context(), exp)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -476,9 +478,10 @@ func runGarbage(t *testing.T, malformed, checkpointLies bool) {
 
 		// Garbage requests to the restorer: each gets an error reply, with
 		// a code.
+		nc := d.srv.Conn()
 		for _, subject := range []string{api.RestoreSubject, api.CanRestoreSubject} {
 			for _, body := range []string{"", "\x00\xff", `{"path":`, `{"path":5}`, `[]`, `{}`, `{"path":"../../etc"}`} {
-				m, err := g.b.NC.RequestWithContext(t.Context(), subject, []byte(body))
+				m, err := nc.RequestWithContext(t.Context(), subject, []byte(body))
 				if err != nil {
 					t.Errorf("request %q on %s: %v", body, subject, err)
 					continue

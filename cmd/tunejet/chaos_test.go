@@ -47,6 +47,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/state"
@@ -279,7 +281,7 @@ type chaosDeployment struct {
 	rng   *rand.Rand
 	fig   *chaosFigures
 	cl    *natsCluster
-	b     *bus.Bus
+	js    jetstream.JetStream // the test's reads, behind the services' backs
 	env   []string
 	comps []*chaosComp
 	dir   string // the trainable script and experiment files
@@ -301,8 +303,7 @@ type chaosDeployment struct {
 func newChaosDeployment(t *testing.T, sc chaosScale, rng *rand.Rand, fig *chaosFigures) *chaosDeployment {
 	d := &chaosDeployment{t: t, sc: sc, rng: rng, fig: fig, dir: t.TempDir(), marks: t.TempDir(), begin: time.Now(), plan: sc.plan}
 	d.cl = startCluster(t, buildNatsServer(t), sc.nodes)
-	d.b = d.cl.bus(t)
-	d.b.Replicas = sc.nodes
+	d.js = d.cl.js(t)
 	writeFile(t, d.dir, "chaos.py", chaosScript)
 	d.env = baseEnv("MARK_DIR="+d.marks, "STEPS="+strconv.Itoa(sc.steps), "STEP_SLEEP="+sc.stepSleep,
 		"PYTHONPATH="+filepath.Join(moduleRoot, "sdk", "python"), "PYTHONDONTWRITEBYTECODE=1",
@@ -374,7 +375,7 @@ func (d *chaosDeployment) waitRunners() {
 func (d *chaosDeployment) liveRunners() (int, error) {
 	ctx, cancel := context.WithTimeout(d.t.Context(), 2*time.Second)
 	defer cancel()
-	kv, err := d.b.JS.KeyValue(ctx, bus.RunnerBucket)
+	kv, err := d.js.KeyValue(ctx, bus.RunnerBucket)
 	if err != nil {
 		return 0, err
 	}
@@ -436,7 +437,7 @@ func (d *chaosDeployment) runExperiment(exp string, until time.Time) bool {
 func (d *chaosDeployment) lastSeq() uint64 {
 	ctx, cancel := context.WithTimeout(d.t.Context(), 2*time.Second)
 	defer cancel()
-	s, err := d.b.JS.Stream(ctx, bus.StreamName)
+	s, err := d.js.Stream(ctx, bus.StreamName)
 	if err != nil {
 		return 0
 	}
@@ -452,7 +453,7 @@ func (d *chaosDeployment) gap() time.Duration {
 func (d *chaosDeployment) stuck(exp string, run *proc) {
 	t := d.t
 	d.settle()
-	evs := replayCluster(t, d.b, exp)
+	evs := replayCluster(t, d.js, exp)
 	fold := foldEvents(t, evs, exp)
 	d.fig.add(func(f *chaosFigures) { f.violations++; f.stuck++ })
 	for _, tr := range fold.TrialList() {
@@ -461,7 +462,7 @@ func (d *chaosDeployment) stuck(exp string, run *proc) {
 				exp, d.fig.seed, tr.ID, tr.Status, tr.Iteration, chaosStall, timeline(trialEvents(evs, tr.ID)))
 		}
 	}
-	t.Logf("consumers:\n%s", consumers(d.b))
+	t.Logf("consumers:\n%s", consumers(d.js))
 	run.kill()
 }
 
@@ -539,7 +540,7 @@ func (d *chaosDeployment) pick(kind string) *chaosComp {
 func (d *chaosDeployment) leaseHolder(c *chaosComp) *chaosComp {
 	ctx, cancel := context.WithTimeout(d.t.Context(), time.Second)
 	defer cancel()
-	kv, err := d.b.JS.KeyValue(ctx, bus.LeaseBucket)
+	kv, err := d.js.KeyValue(ctx, bus.LeaseBucket)
 	if err != nil {
 		return c
 	}
@@ -598,7 +599,7 @@ func (d *chaosDeployment) settle() {
 // scenario against its log and storage.
 func (d *chaosDeployment) check(exp string) {
 	t := d.t
-	evs := replayCluster(t, d.b, exp)
+	evs := replayCluster(t, d.js, exp)
 	expDir := filepath.Join(d.dir, "storage", exp)
 	stored := loadState(t, expDir)
 	c := chaosCheck{t: t, fig: d.fig, scenario: "deployment", exp: exp, expDir: expDir, steps: d.sc.steps, evs: evs}

@@ -21,7 +21,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/rs/zerolog"
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
@@ -136,14 +135,14 @@ func TestClusterSurvivesLosses(t *testing.T) {
 		}
 	}
 
-	b := cl.bus(t)
+	js := cl.js(t)
 	// Submit only once the services have provisioned the streams (R3) and
 	// both runners are registered: the deployment is up.
 	bustest.Eventually(t, 30*time.Second, "the services to provision and both runners to register", func() bool {
 		checkAlive()
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 		defer cancel()
-		kv, err := b.JS.KeyValue(ctx, bus.RunnerBucket)
+		kv, err := js.KeyValue(ctx, bus.RunnerBucket)
 		if err != nil {
 			return false
 		}
@@ -152,11 +151,11 @@ func TestClusterSurvivesLosses(t *testing.T) {
 	})
 	logf("services up")
 	run := startTunejet(t, "", baseEnv(), "run", "--nats", urls, file)
-	watch := watchExperiment(t, b, exp)
+	watch := watchExperiment(t, js, exp)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("the experiment's events (without reports and syncer events):\n%s", timeline(watch.events()))
-			t.Logf("the consumers of %s:\n%s", bus.StreamName, consumers(b))
+			t.Logf("the consumers of %s:\n%s", bus.StreamName, consumers(js))
 		}
 	})
 	waitLog := func(what string, cond func(evs []*events.Event) bool) {
@@ -179,10 +178,10 @@ func TestClusterSurvivesLosses(t *testing.T) {
 		}
 		return n >= 4
 	})
-	if !checkReplicas(t, b, exp) {
+	if !checkReplicas(t, js, exp) {
 		t.Fatal("a stream or bucket is not replicated on every node: losing one would lose it")
 	}
-	victim := cl.streamLeader(t, b, bus.StreamName)
+	victim := cl.streamLeader(t, js, bus.StreamName)
 	victim.kill()
 	killed := time.Now()
 	logf("killed nats node %s (leader of %s)", victim.name, bus.StreamName)
@@ -230,11 +229,11 @@ func TestClusterSurvivesLosses(t *testing.T) {
 		}
 		return false
 	})
-	leader, standby := leaseHolder(t, b, exp, controllers)
+	leader, standby := leaseHolder(t, js, exp, controllers)
 	delete(alive, leader)
 	leader.kill()
 	logf("killed the lease holder, controller pid %d", leader.cmd.Process.Pid)
-	leaseHolder(t, b, exp, []*proc{standby, leader}) // the killed one cannot renew it
+	leaseHolder(t, js, exp, []*proc{standby, leader}) // the killed one cannot renew it
 	logf("the standby holds the lease")
 
 	// Let the trials run to their end.
@@ -246,9 +245,9 @@ func TestClusterSurvivesLosses(t *testing.T) {
 	}
 	checkAlive()
 
-	evs := replayCluster(t, b, exp)
+	evs := replayCluster(t, js, exp)
 	checkClusterRun(t, evs, exp, storage, standby)
-	checkReplicas(t, b, exp)
+	checkReplicas(t, js, exp)
 	logf("checked")
 }
 
@@ -423,7 +422,7 @@ func checkClusterRun(t *testing.T, evs []*events.Event, exp, storage string, sta
 
 // checkReplicas checks that every stream and bucket tunejet uses is
 // replicated on the three nodes: losing any one node loses nothing.
-func checkReplicas(t *testing.T, b *bus.Bus, exp string) (ok bool) {
+func checkReplicas(t *testing.T, js jetstream.JetStream, exp string) (ok bool) {
 	t.Helper()
 	ok = true
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
@@ -431,7 +430,7 @@ func checkReplicas(t *testing.T, b *bus.Bus, exp string) (ok bool) {
 	names := []string{bus.StreamName, bus.DLQStreamName, bus.AdvisoryStreamName,
 		"KV_" + bus.LeaseBucket, "KV_" + bus.RunnerBucket, "OBJ_" + ckpt.Bucket(exp)}
 	for _, name := range names {
-		s, err := b.JS.Stream(ctx, name)
+		s, err := js.Stream(ctx, name)
 		if err != nil {
 			t.Errorf("stream %s: %v", name, err)
 			ok = false
@@ -448,13 +447,13 @@ func checkReplicas(t *testing.T, b *bus.Bus, exp string) (ok bool) {
 // leaseHolder waits until one of the two controllers holds the
 // experiment's lease (read from the tunejet_leases bucket) and returns it
 // and the other one.
-func leaseHolder(t *testing.T, b *bus.Bus, exp string, controllers []*proc) (holder, other *proc) {
+func leaseHolder(t *testing.T, js jetstream.JetStream, exp string, controllers []*proc) (holder, other *proc) {
 	t.Helper()
 	var value string
 	bustest.Eventually(t, 30*time.Second, "a controller to hold the experiment's lease", func() bool {
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 		defer cancel()
-		kv, err := b.JS.KeyValue(ctx, bus.LeaseBucket)
+		kv, err := js.KeyValue(ctx, bus.LeaseBucket)
 		if err != nil {
 			return false
 		}
@@ -617,31 +616,21 @@ func (cl *natsCluster) urls() string {
 	return strings.Join(out, ",")
 }
 
-// bus connects to the cluster for the test's reads: it reconnects
-// forever, to whichever node is up.
-func (cl *natsCluster) bus(t *testing.T) *bus.Bus {
+// js connects to the cluster for the test's reads, behind the services'
+// backs: it reconnects forever, to whichever node is up.
+func (cl *natsCluster) js(t *testing.T) jetstream.JetStream {
 	t.Helper()
-	nc, err := nats.Connect(cl.urls(), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	b, err := bus.New(nc, "test", zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Replicas = 3
-	return b
+	return bustest.JetStream(t, cl.urls())
 }
 
 // streamLeader is the node leading a stream's Raft group.
-func (cl *natsCluster) streamLeader(t *testing.T, b *bus.Bus, stream string) *natsNode {
+func (cl *natsCluster) streamLeader(t *testing.T, js jetstream.JetStream, stream string) *natsNode {
 	t.Helper()
 	var leader string
 	bustest.Eventually(t, 20*time.Second, "the leader of stream "+stream, func() bool {
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 		defer cancel()
-		s, err := b.JS.Stream(ctx, stream)
+		s, err := js.Stream(ctx, stream)
 		if err != nil {
 			return false
 		}
@@ -763,7 +752,7 @@ func tail(s string, n int) string {
 // view of the log survives the loss of any node (it does not rely on the
 // consumers under test).
 type logReader struct {
-	b    *bus.Bus
+	js   jetstream.JetStream
 	exp  string
 	next uint64 // the next sequence to read
 	evs  []*events.Event
@@ -778,7 +767,7 @@ func (r *logReader) readNew(ctx context.Context) error {
 		return f(ctx)
 	}
 	var s jetstream.Stream
-	if err := get(func(ctx context.Context) (err error) { s, err = r.b.JS.Stream(ctx, bus.StreamName); return err }); err != nil {
+	if err := get(func(ctx context.Context) (err error) { s, err = r.js.Stream(ctx, bus.StreamName); return err }); err != nil {
 		return err
 	}
 	last := s.CachedInfo().State.LastSeq
@@ -810,14 +799,14 @@ type expWatch struct {
 	evs []*events.Event
 }
 
-func watchExperiment(t *testing.T, b *bus.Bus, exp string) *expWatch {
+func watchExperiment(t *testing.T, js jetstream.JetStream, exp string) *expWatch {
 	w := &expWatch{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	t.Cleanup(func() { cancel(); <-done })
 	go func() {
 		defer close(done)
-		r := &logReader{b: b, exp: exp}
+		r := &logReader{js: js, exp: exp}
 		for ctx.Err() == nil {
 			_ = r.readNew(ctx)
 			w.mu.Lock()
@@ -855,9 +844,9 @@ func (w *expWatch) waitFor(t *testing.T, within time.Duration, what string, run 
 }
 
 // replayCluster returns every event of the experiment, read afresh.
-func replayCluster(t *testing.T, b *bus.Bus, exp string) []*events.Event {
+func replayCluster(t *testing.T, js jetstream.JetStream, exp string) []*events.Event {
 	t.Helper()
-	r := &logReader{b: b, exp: exp}
+	r := &logReader{js: js, exp: exp}
 	bustest.Eventually(t, 30*time.Second, "a full read of the log", func() bool {
 		return r.readNew(t.Context()) == nil
 	})
@@ -892,10 +881,10 @@ func trimPayload(p events.Payload) string {
 
 // consumers describes the event log's consumers, for a failed test's log:
 // where each is led and how far it has delivered.
-func consumers(b *bus.Bus) string {
+func consumers(js jetstream.JetStream) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	s, err := b.JS.Stream(ctx, bus.StreamName)
+	s, err := js.Stream(ctx, bus.StreamName)
 	if err != nil {
 		return err.Error()
 	}

@@ -19,7 +19,7 @@ type maxDeliveries struct {
 // experiment's trial work that ran out of deliveries (its last runner
 // stopped heartbeating), replaying those already captured, until ctx ends.
 func (b *Bus) WatchExhausted(ctx context.Context, exp string, fn func(workSeq uint64)) error {
-	s, err := b.JS.Stream(ctx, AdvisoryStreamName)
+	s, err := b.js.Stream(ctx, AdvisoryStreamName)
 	if err != nil {
 		return fmt.Errorf("advisory stream: %w", err)
 	}

@@ -38,8 +38,8 @@ const (
 
 // Bus is a JetStream connection with tunejet's conventions.
 type Bus struct {
-	NC     *nats.Conn
-	JS     jetstream.JetStream
+	nc     *nats.Conn
+	js     jetstream.JetStream
 	Source string // CloudEvents source of events published through it
 	Log    zerolog.Logger
 	// Replicas is the replica count of the streams and buckets this bus
@@ -64,7 +64,7 @@ func New(nc *nats.Conn, source string, log zerolog.Logger) (*Bus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	b := &Bus{NC: nc, JS: js, Source: source, Log: log, log: &streamCache{}}
+	b := &Bus{nc: nc, js: js, Source: source, Log: log, log: &streamCache{}}
 	return b, nil
 }
 
@@ -170,9 +170,9 @@ const jsErrCodeClusterNotAvailable jetstream.ErrorCode = 10008
 // differs: every service provisions on start, and needless updates would
 // churn the server's store while consumers are being created.
 func (b *Bus) ensureStream(ctx context.Context, cfg jetstream.StreamConfig) error {
-	s, err := b.JS.Stream(ctx, cfg.Name)
+	s, err := b.js.Stream(ctx, cfg.Name)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		_, err = b.JS.CreateStream(ctx, cfg)
+		_, err = b.js.CreateStream(ctx, cfg)
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			return nil // another service created it first
 		}
@@ -191,7 +191,7 @@ func (b *Bus) ensureStream(ctx context.Context, cfg jetstream.StreamConfig) erro
 		(cfg.Duplicates == 0 || have.Duplicates == cfg.Duplicates) {
 		return nil
 	}
-	_, err = b.JS.UpdateStream(ctx, cfg)
+	_, err = b.js.UpdateStream(ctx, cfg)
 	return err
 }
 
@@ -220,7 +220,7 @@ func (b *Bus) Stream(ctx context.Context) (jetstream.Stream, error) {
 			return b.log.s, nil
 		}
 	}
-	s, err := b.JS.Stream(ctx, StreamName)
+	s, err := b.js.Stream(ctx, StreamName)
 	if err != nil {
 		return nil, fmt.Errorf("event log stream %s: %w", StreamName, err)
 	}
@@ -297,7 +297,7 @@ func (b *Bus) DeadLetter(ctx context.Context, subject string, seq uint64, hdr na
 	h.Set(HeaderDLQSubject, subject)
 	h.Set(HeaderDLQSequence, strconv.FormatUint(seq, 10))
 	b.Log.Warn().Str("subject", subject).Uint64("seq", seq).Err(cause).Msg("dead-lettering a malformed message")
-	if _, err := b.JS.PublishMsg(ctx, &nats.Msg{Subject: dlqPrefix + "." + subject, Header: h, Data: data}); err != nil {
+	if _, err := b.js.PublishMsg(ctx, &nats.Msg{Subject: dlqPrefix + "." + subject, Header: h, Data: data}); err != nil {
 		b.Log.Error().Err(err).Uint64("seq", seq).Msg("dead letter: publish failed; the message stays in the log")
 		return
 	}

@@ -38,9 +38,9 @@ func publish(t *testing.T, b *bus.Bus, ev *events.Event) uint64 {
 	return seq
 }
 
-func streamInfo(t *testing.T, b *bus.Bus, name string) *jetstream.StreamInfo {
+func streamInfo(t *testing.T, js jetstream.JetStream, name string) *jetstream.StreamInfo {
 	t.Helper()
-	s, err := b.JS.Stream(t.Context(), name)
+	s, err := js.Stream(t.Context(), name)
 	if err != nil {
 		t.Fatalf("stream %s: %v", name, err)
 	}
@@ -52,11 +52,13 @@ func streamInfo(t *testing.T, b *bus.Bus, name string) *jetstream.StreamInfo {
 }
 
 func TestProvisionIsIdempotent(t *testing.T) {
-	b := bustest.Start(t).Bus("test") // provisions once
+	srv := bustest.Start(t)
+	b := srv.Bus("test") // provisions once
+	js := srv.JetStream()
 	before := map[string]*jetstream.StreamInfo{}
-	names := b.JS.StreamNames(t.Context())
+	names := js.StreamNames(t.Context())
 	for name := range names.Name() {
-		before[name] = streamInfo(t, b, name)
+		before[name] = streamInfo(t, js, name)
 	}
 	if names.Err() != nil {
 		t.Fatal(names.Err())
@@ -78,7 +80,7 @@ func TestProvisionIsIdempotent(t *testing.T) {
 		}
 	}
 	for name, was := range before {
-		now := streamInfo(t, b, name)
+		now := streamInfo(t, js, name)
 		if diff := cmp.Diff(was.Config, now.Config); diff != "" {
 			t.Errorf("stream %s config changed by a second Provision (-before +after):\n%s", name, diff)
 		}
@@ -86,13 +88,14 @@ func TestProvisionIsIdempotent(t *testing.T) {
 			t.Errorf("stream %s was recreated: created %v, then %v", name, was.Created, now.Created)
 		}
 	}
-	if n := streamInfo(t, b, bus.StreamName).State.Msgs; n != 1 {
+	if n := streamInfo(t, js, bus.StreamName).State.Msgs; n != 1 {
 		t.Fatalf("the log holds %d messages after re-provisioning, want the 1 published", n)
 	}
 }
 
 func TestPublishDeduplicatesByEventID(t *testing.T) {
-	b := bustest.Start(t).Bus("test")
+	srv := bustest.Start(t)
+	b, js := srv.Bus("test"), srv.JetStream()
 	ev := report(b, "e1", 1)
 	first := publish(t, b, ev)
 	again := *ev
@@ -101,7 +104,7 @@ func TestPublishDeduplicatesByEventID(t *testing.T) {
 	if second != first {
 		t.Fatalf("re-publishing event %s stored it at seq %d, first at %d", ev.ID, second, first)
 	}
-	if n := streamInfo(t, b, bus.StreamName).State.Msgs; n != 1 {
+	if n := streamInfo(t, js, bus.StreamName).State.Msgs; n != 1 {
 		t.Fatalf("the log holds %d messages, want 1", n)
 	}
 	other := publish(t, b, report(b, "e1", 1)) // same content, new id
@@ -111,13 +114,14 @@ func TestPublishDeduplicatesByEventID(t *testing.T) {
 }
 
 func TestPublishRejectsAnInvalidEvent(t *testing.T) {
-	b := bustest.Start(t).Bus("test")
+	srv := bustest.Start(t)
+	b, js := srv.Bus("test"), srv.JetStream()
 	ev := b.Event("e1", events.WriterRunner, &events.TrialReported{TrialID: "t1", Attempt: 1, Result: map[string]any{"loss": 1.0}})
 	_, err := b.Publish(t.Context(), ev)
 	if !errors.Is(err, events.ErrInvalid) || !strings.Contains(err.Error(), "training_iteration") {
 		t.Fatalf("Publish = %v, want ErrInvalid naming training_iteration", err)
 	}
-	if n := streamInfo(t, b, bus.StreamName).State.Msgs; n != 0 {
+	if n := streamInfo(t, js, bus.StreamName).State.Msgs; n != 0 {
 		t.Fatalf("the log holds %d messages, want none", n)
 	}
 }
@@ -240,10 +244,11 @@ func TestWatchFromASequence(t *testing.T) {
 }
 
 func TestWatchPassesMalformedMessagesToInvalid(t *testing.T) {
-	b := bustest.Start(t).Bus("test")
+	srv := bustest.Start(t)
+	b := srv.Bus("test")
 	publish(t, b, report(b, "e1", 1))
 	bad := "tunejet.e1.runner.trial.reported.t1"
-	if _, err := b.JS.Publish(t.Context(), bad, []byte("not a cloudevent")); err != nil {
+	if _, err := srv.JetStream().Publish(t.Context(), bad, []byte("not a cloudevent")); err != nil {
 		t.Fatal(err)
 	}
 	r := watch(t, b, events.ExperimentSubjects("e1"), 0)
@@ -323,17 +328,18 @@ func TestDeadLetterMovesTheMessageOnce(t *testing.T) {
 	if err := b.Provision(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+	js := srv.JetStream()
 	subject := "tunejet.e1.runner.trial.reported.t1"
 	// A careful foreign publisher pins the stream; that directive must not
 	// follow the message into the dead-letter stream.
 	msg := &nats.Msg{Subject: subject, Data: []byte("garbage"), Header: nats.Header{
 		"Nats-Expected-Stream": {bus.StreamName}, events.HeaderMsgID: {"foreign-1"}, "X-Origin": {"fuzzer"},
 	}}
-	ack, err := b.JS.PublishMsg(t.Context(), msg)
+	ack, err := js.PublishMsg(t.Context(), msg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stored, err := b.JS.Stream(t.Context(), bus.StreamName)
+	stored, err := js.Stream(t.Context(), bus.StreamName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,10 +357,10 @@ func TestDeadLetterMovesTheMessageOnce(t *testing.T) {
 	if _, err := stored.GetMsg(t.Context(), ack.Sequence); !errors.Is(err, jetstream.ErrMsgNotFound) {
 		t.Fatalf("the message is still in the log (GetMsg: %v)", err)
 	}
-	if n := streamInfo(t, b, bus.DLQStreamName).State.Msgs; n != 1 {
+	if n := streamInfo(t, js, bus.DLQStreamName).State.Msgs; n != 1 {
 		t.Fatalf("the dead-letter stream holds %d messages, want 1", n)
 	}
-	dlq, err := b.JS.Stream(t.Context(), bus.DLQStreamName)
+	dlq, err := js.Stream(t.Context(), bus.DLQStreamName)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -169,7 +169,7 @@ const consumeWait = 5 * time.Second
 // openConsumer opens c, or creates or updates it unless c.Existing.
 func (b *Bus) openConsumer(ctx context.Context, c Consumer) (jetstream.Consumer, error) {
 	if c.Existing {
-		return b.JS.Consumer(ctx, StreamName, c.Name)
+		return b.js.Consumer(ctx, StreamName, c.Name)
 	}
 	cfg := jetstream.ConsumerConfig{
 		Durable: c.Name, Description: c.Description, FilterSubject: c.Filter,
@@ -179,7 +179,7 @@ func (b *Bus) openConsumer(ctx context.Context, c Consumer) (jetstream.Consumer,
 	if c.StartSeq > 0 {
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, c.StartSeq
 	}
-	return b.JS.CreateOrUpdateConsumer(ctx, StreamName, cfg)
+	return b.js.CreateOrUpdateConsumer(ctx, StreamName, cfg)
 }
 
 // next waits up to wait for one message of cons; it returns nil, with no
@@ -321,7 +321,7 @@ var errDeliveryGap = errors.New("a delivery was lost")
 // consumer is lost or a delivery did not arrive; sent is the log sequence
 // of the last message sent.
 func (b *Bus) follow(ctx context.Context, c Consumer, out chan<- *Delivery) (sent uint64, err error) {
-	if err := b.JS.DeleteConsumer(ctx, StreamName, c.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+	if err := b.js.DeleteConsumer(ctx, StreamName, c.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return 0, fmt.Errorf("reset consumer %s: %w", c.Name, err)
 	}
 	cfg := jetstream.ConsumerConfig{
@@ -332,7 +332,7 @@ func (b *Bus) follow(ctx context.Context, c Consumer, out chan<- *Delivery) (sen
 	if c.StartSeq > 0 {
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, c.StartSeq
 	}
-	cons, err := b.JS.CreateConsumer(ctx, StreamName, cfg)
+	cons, err := b.js.CreateConsumer(ctx, StreamName, cfg)
 	if err != nil {
 		return 0, fmt.Errorf("consumer %s: %w", c.Name, err)
 	}

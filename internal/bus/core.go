@@ -27,7 +27,7 @@ var ErrBadReply = errors.New("the answer does not decode")
 // called. Messages that do not decode are skipped; a panic in fn is
 // recovered and logged with the event.
 func (b *Bus) Subscribe(subject string, fn func(ev *events.Event)) (stop func(), err error) {
-	sub, err := b.NC.Subscribe(subject, func(m *nats.Msg) {
+	sub, err := b.nc.Subscribe(subject, func(m *nats.Msg) {
 		ev, err := events.Decode(m.Subject, m.Header, m.Data)
 		if err != nil {
 			b.Log.Debug().Err(err).Str("subject", m.Subject).Msg("skipping a malformed message")
@@ -49,7 +49,7 @@ func (b *Bus) Request(ctx context.Context, subject string, req, reply any) error
 	if err != nil {
 		return fmt.Errorf("request %s: %w", subject, err)
 	}
-	m, err := b.NC.RequestWithContext(ctx, subject, data)
+	m, err := b.nc.RequestWithContext(ctx, subject, data)
 	if err != nil {
 		return fmt.Errorf("request %s: %w", subject, err)
 	}
@@ -68,7 +68,7 @@ type Handle func(ctx context.Context, req []byte) (reply any)
 // answers each. A panic in h is recovered and logged; the request then
 // gets no answer.
 func (b *Bus) Serve(ctx context.Context, subject, queue string, h Handle) (stop func(), err error) {
-	sub, err := b.NC.QueueSubscribe(subject, queue, func(m *nats.Msg) {
+	sub, err := b.nc.QueueSubscribe(subject, queue, func(m *nats.Msg) {
 		b.answer(ctx, subject, m.Data, h, m.Respond)
 	})
 	if err != nil {
@@ -102,7 +102,7 @@ type Endpoint struct {
 // so that $SRV.PING, INFO and STATS find it, with its endpoints, until the
 // returned stop is called. Handlers get ctx.
 func (b *Bus) Register(ctx context.Context, name, description string, endpoints ...Endpoint) (stop func(), err error) {
-	svc, err := micro.AddService(b.NC, micro.Config{
+	svc, err := micro.AddService(b.nc, micro.Config{
 		Name: "tunejet-" + name, Version: Version, Description: description,
 		Metadata: map[string]string{"source": b.Source},
 	})
@@ -122,13 +122,13 @@ func (b *Bus) Register(ctx context.Context, name, description string, endpoints 
 }
 
 // MaxPayload is the largest message the server takes.
-func (b *Bus) MaxPayload() int64 { return b.NC.MaxPayload() }
+func (b *Bus) MaxPayload() int64 { return b.nc.MaxPayload() }
 
 // Connected reports whether the connection is up.
-func (b *Bus) Connected() bool { return b.NC.IsConnected() }
+func (b *Bus) Connected() bool { return b.nc.IsConnected() }
 
 // Reconnects is how many times the connection was re-established.
-func (b *Bus) Reconnects() uint64 { return b.NC.Stats().Reconnects }
+func (b *Bus) Reconnects() uint64 { return b.nc.Stats().Reconnects }
 
 // Flush waits until the server has every message published so far (at
 // most publishTry when ctx has no deadline).
@@ -138,7 +138,7 @@ func (b *Bus) Flush(ctx context.Context) error {
 		ctx, cancel = context.WithTimeout(ctx, publishTry)
 		defer cancel()
 	}
-	if err := b.NC.FlushWithContext(ctx); err != nil {
+	if err := b.nc.FlushWithContext(ctx); err != nil {
 		return fmt.Errorf("flush: %w", err)
 	}
 	return nil
@@ -154,7 +154,7 @@ func (b *Bus) NakWork(ack string) error {
 	if ack == "" {
 		return errNoAck
 	}
-	if err := b.NC.Publish(ack, []byte("-NAK")); err != nil {
+	if err := b.nc.Publish(ack, []byte("-NAK")); err != nil {
 		return fmt.Errorf("nak work: %w", err)
 	}
 	return nil

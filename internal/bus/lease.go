@@ -69,11 +69,11 @@ func (b *Bus) leaseBucket(ctx context.Context) (jetstream.KeyValue, error) {
 func (b *Bus) bucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	var kv jetstream.KeyValue
 	err := b.retryRequest(ctx, "bucket "+cfg.Bucket, func(ctx context.Context) (err error) {
-		kv, err = b.JS.KeyValue(ctx, cfg.Bucket)
+		kv, err = b.js.KeyValue(ctx, cfg.Bucket)
 		if errors.Is(err, jetstream.ErrBucketNotFound) {
-			kv, err = b.JS.CreateKeyValue(ctx, cfg)
+			kv, err = b.js.CreateKeyValue(ctx, cfg)
 			if errors.Is(err, jetstream.ErrBucketExists) || errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-				kv, err = b.JS.KeyValue(ctx, cfg.Bucket) // another service created it first
+				kv, err = b.js.KeyValue(ctx, cfg.Bucket) // another service created it first
 			}
 		}
 		return err

@@ -14,8 +14,7 @@ import (
 // case of a stream leader that expires a dead holder's entry late.
 func leaseKV(t *testing.T) jetstream.KeyValue {
 	t.Helper()
-	srv := bustest.Start(t)
-	kv, err := srv.Bus("test").JS.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: "leases", History: 1})
+	kv, err := bustest.Start(t).JetStream().CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: "leases", History: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,7 +77,7 @@ func ProbeRunner(ctx context.Context, nc *nats.Conn, runner string) Liveness {
 // AnswerLiveness answers on runner's liveness subject (see the function
 // AnswerLiveness) until the returned stop is called.
 func (b *Bus) AnswerLiveness(runner string) (stop func(), err error) {
-	sub, err := AnswerLiveness(b.NC, runner)
+	sub, err := AnswerLiveness(b.nc, runner)
 	if err != nil {
 		return nil, err
 	}
@@ -86,5 +86,5 @@ func (b *Bus) AnswerLiveness(runner string) (stop func(), err error) {
 
 // ProbeRunner is the function ProbeRunner on this bus's connection.
 func (b *Bus) ProbeRunner(ctx context.Context, runner string) Liveness {
-	return ProbeRunner(ctx, b.NC, runner)
+	return ProbeRunner(ctx, b.nc, runner)
 }

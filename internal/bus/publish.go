@@ -44,7 +44,7 @@ func (b *Bus) PublishMsg(ctx context.Context, msg *nats.Msg, opts ...jetstream.P
 	opts = append(slices.Clip(opts), jetstream.WithRetryWait(publishRetryWait), jetstream.WithRetryAttempts(int(PublishRetryFor/publishRetryWait)))
 	for try := 1; ; try++ {
 		tctx, cancel := context.WithTimeout(ctx, publishTry)
-		ack, err := b.JS.PublishMsg(tctx, msg, opts...)
+		ack, err := b.js.PublishMsg(tctx, msg, opts...)
 		cancel()
 		if err == nil {
 			if try > 1 {

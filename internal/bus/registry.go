@@ -69,7 +69,7 @@ func (b *Bus) ProvisionBuckets(ctx context.Context) error {
 // ExistingRunners opens the runner registry if some runner created it;
 // ok is false when none has yet.
 func (b *Bus) ExistingRunners(ctx context.Context) (kv jetstream.KeyValue, ok bool, err error) {
-	kv, err = b.JS.KeyValue(ctx, RunnerBucket)
+	kv, err = b.js.KeyValue(ctx, RunnerBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, false, nil
 	}

@@ -12,5 +12,5 @@ import (
 // experiment exp's checkpoint bucket. The bus is a ckpt.Opener: the
 // restored-state loader (restore.Loader) reads through it.
 func (b *Bus) Checkpoints(ctx context.Context, exp string) (jetstream.ObjectStore, error) {
-	return ckpt.StoreReplicated(ctx, b.JS, exp, b.replicas())
+	return ckpt.StoreReplicated(ctx, b.js, exp, b.replicas())
 }

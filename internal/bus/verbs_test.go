@@ -125,7 +125,8 @@ func TestConsumeSettlesByTheHandlersError(t *testing.T) {
 // TestConsumeFollowsALostConsumer: a consumer deleted under Consume is
 // created again, and consuming goes on.
 func TestConsumeFollowsALostConsumer(t *testing.T) {
-	b := bustest.Start(t).Bus("test")
+	srv := bustest.Start(t)
+	b := srv.Bus("test")
 	var h handled
 	consume(t, b, bus.Consumer{Name: "c2", Filter: events.ExperimentSubjects("e2"), AckWait: time.Minute}, func(_ context.Context, d *bus.Delivery) error {
 		h.add(iteration(d.Event), d.Num)
@@ -133,7 +134,7 @@ func TestConsumeFollowsALostConsumer(t *testing.T) {
 	})
 	publish(t, b, report(b, "e2", 1))
 	bustest.Eventually(t, wait, "the first message", func() bool { return h.has("1#1") })
-	if err := b.JS.DeleteConsumer(t.Context(), bus.StreamName, "c2"); err != nil {
+	if err := srv.JetStream().DeleteConsumer(t.Context(), bus.StreamName, "c2"); err != nil {
 		t.Fatal(err)
 	}
 	publish(t, b, report(b, "e2", 2))
@@ -141,7 +142,8 @@ func TestConsumeFollowsALostConsumer(t *testing.T) {
 }
 
 func TestLastEvent(t *testing.T) {
-	b := bustest.Start(t).Bus("test")
+	srv := bustest.Start(t)
+	b := srv.Bus("test")
 	subject := events.ExperimentSubjects("e3")
 	ev, seq, err := b.LastEvent(t.Context(), subject)
 	if err != nil || ev != nil || seq != 0 {
@@ -154,7 +156,7 @@ func TestLastEvent(t *testing.T) {
 	if err != nil || ev == nil || seq != want || ev.Seq != want || iteration(ev) != 2 {
 		t.Fatalf("LastEvent = %v, %d, %v; want iteration 2 at %d", ev, seq, err, want)
 	}
-	ack, err := b.JS.PublishMsg(t.Context(), &nats.Msg{Subject: "tunejet.e3.runner.trial.reported.t1", Data: []byte("garbage")})
+	ack, err := srv.JetStream().PublishMsg(t.Context(), &nats.Msg{Subject: "tunejet.e3.runner.trial.reported.t1", Data: []byte("garbage")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +293,8 @@ func TestCheckpointsOpensTheBucket(t *testing.T) {
 // when it is lost, from the message after the last it sent: nothing is
 // missed, nothing sent twice.
 func TestFollowGoesOnAfterALostConsumer(t *testing.T) {
-	b := bustest.Start(t).Bus("test")
+	srv := bustest.Start(t)
+	b := srv.Bus("test")
 	publish(t, b, report(b, "e8", 1))
 	publish(t, b, report(b, "e8", 2))
 	ctx, cancel := context.WithCancel(t.Context())
@@ -310,7 +313,7 @@ func TestFollowGoesOnAfterALostConsumer(t *testing.T) {
 	if d1, d2 := next(), next(); iteration(d1.Event) != 1 || iteration(d2.Event) != 2 || !d2.Last {
 		t.Fatalf("got iterations %d, %d (last %v); want 1, 2 and the second last", iteration(d1.Event), iteration(d2.Event), d2.Last)
 	}
-	if err := b.JS.DeleteConsumer(t.Context(), bus.StreamName, "f1"); err != nil {
+	if err := srv.JetStream().DeleteConsumer(t.Context(), bus.StreamName, "f1"); err != nil {
 		t.Fatal(err)
 	}
 	publish(t, b, report(b, "e8", 3))

@@ -284,16 +284,16 @@ func (b *Bus) EnsureWorkConsumer(ctx context.Context, exp string, wc WorkConfig)
 	if wc.StartSeq > 0 {
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, wc.StartSeq
 	}
-	if c, err := b.JS.Consumer(ctx, StreamName, cfg.Durable); err == nil {
+	if c, err := b.js.Consumer(ctx, StreamName, cfg.Durable); err == nil {
 		have := c.CachedInfo().Config
 		if have.DeliverPolicy != cfg.DeliverPolicy || have.OptStartSeq != cfg.OptStartSeq {
 			// A restored run starts after the restore: the old work goes.
-			if err := b.JS.DeleteConsumer(ctx, StreamName, cfg.Durable); err != nil {
+			if err := b.js.DeleteConsumer(ctx, StreamName, cfg.Durable); err != nil {
 				return nil, fmt.Errorf("work consumer for %s: %w", exp, err)
 			}
 		}
 	}
-	c, err := b.JS.CreateOrUpdateConsumer(ctx, StreamName, cfg)
+	c, err := b.js.CreateOrUpdateConsumer(ctx, StreamName, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("work consumer for %s: %w", exp, err)
 	}
@@ -312,7 +312,7 @@ func (b *Bus) WorkMaxDeliver(ctx context.Context, exp string) (int, error) {
 
 // WorkConsumer returns an experiment's existing work consumer.
 func (b *Bus) WorkConsumer(ctx context.Context, exp string) (jetstream.Consumer, error) {
-	c, err := b.JS.Consumer(ctx, StreamName, WorkConsumerName(exp))
+	c, err := b.js.Consumer(ctx, StreamName, WorkConsumerName(exp))
 	if err != nil {
 		return nil, fmt.Errorf("work consumer for %s: %w", exp, err)
 	}

@@ -31,12 +31,12 @@ func store(t *testing.T) jetstream.ObjectStore {
 
 func storeJS(t *testing.T) (jetstream.ObjectStore, jetstream.JetStream) {
 	t.Helper()
-	b := bustest.Start(t).Bus("test")
-	obs, err := ckpt.Store(t.Context(), b.JS, "exp")
+	js := bustest.Start(t).JetStream()
+	obs, err := ckpt.Store(t.Context(), js, "exp")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return obs, b.JS
+	return obs, js
 }
 
 // random returns n random bytes.
@@ -382,12 +382,12 @@ func TestStageFitsTheServersMaxPayload(t *testing.T) {
 // error, leaves no object behind, and does not wait for an answer that
 // already came.
 func TestStageFailsPromptlyWhenTheServerRefusesChunks(t *testing.T) {
-	b := bustest.Start(t).Bus("test")
+	js := bustest.Start(t).JetStream()
 	ctx := t.Context()
-	if _, err := b.JS.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: ckpt.Bucket("exp"), MaxBytes: 2 * ckpt.ChunkSize}); err != nil {
+	if _, err := js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: ckpt.Bucket("exp"), MaxBytes: 2 * ckpt.ChunkSize}); err != nil {
 		t.Fatal(err)
 	}
-	obs, err := ckpt.Store(ctx, b.JS, "exp")
+	obs, err := ckpt.Store(ctx, js, "exp")
 	if err != nil {
 		t.Fatal(err)
 	}

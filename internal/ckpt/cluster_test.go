@@ -27,9 +27,9 @@ func TestStagedBytesAreTheEventsWhenTheLeaderDies(t *testing.T) {
 		t.Skip("a 3-node cluster losing its leader mid-put takes minutes on a loaded machine: runs with make soak")
 	}
 	c := bustest.StartCluster(t, 3)
-	b := c.Bus("test")
+	js := c.JetStream()
 	ctx := t.Context()
-	obs, err := ckpt.StoreReplicated(ctx, b.JS, "exp", c.Replicas())
+	obs, err := ckpt.StoreReplicated(ctx, js, "exp", c.Replicas())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestStagedBytesAreTheEventsWhenTheLeaderDies(t *testing.T) {
 		done <- result{s, err}
 	}()
 	// Kill the stream's leader once chunks are arriving.
-	stream, err := b.JS.Stream(ctx, "OBJ_"+ckpt.Bucket("exp"))
+	stream, err := js.Stream(ctx, "OBJ_"+ckpt.Bucket("exp"))
 	if err != nil {
 		t.Fatal(err)
 	}

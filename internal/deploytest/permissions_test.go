@@ -199,7 +199,7 @@ func provision(t *testing.T, c *conn) *bus.Bus {
 		if err := b.ProvisionBuckets(ctx); err != nil {
 			t.Fatalf("provision the buckets as %s: %v", c.user, err)
 		}
-		if _, err := ckpt.Store(ctx, b.JS, "e1"); err != nil {
+		if _, err := b.Checkpoints(ctx, "e1"); err != nil {
 			t.Fatalf("create the checkpoint bucket of e1 as %s: %v", c.user, err)
 		}
 	}
@@ -214,7 +214,7 @@ func openStreams(t *testing.T, c *conn) *bus.Bus {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	for _, name := range []string{bus.StreamName, bus.DLQStreamName, bus.AdvisoryStreamName} {
-		if _, err := b.JS.Stream(ctx, name); err != nil {
+		if _, err := c.js(t).Stream(ctx, name); err != nil {
 			t.Fatalf("look up stream %s as %s: %v", name, c.user, err)
 		}
 	}
@@ -248,7 +248,7 @@ func TestRunnerCannotPublishControllerEvents(t *testing.T) {
 	// Through JetStream too: the server drops the publish, so no stream
 	// acknowledges it and the publish fails.
 	pctx, pcancel := context.WithTimeout(ctx, time.Second)
-	_, err = rb.JS.Publish(pctx, forged, []byte(`{}`))
+	_, err = runner.js(t).Publish(pctx, forged, []byte(`{}`))
 	pcancel()
 	if err == nil {
 		t.Fatal("a JetStream publish of a controller event by the runner was acknowledged")
@@ -389,7 +389,7 @@ func TestServicesCanDoTheirWork(t *testing.T) {
 		}
 		// Trial work (its payload does not matter here: the runner below only
 		// moves it through the work consumer).
-		if _, err := b.JS.Publish(ctx, events.Subject(exp, events.WriterController, events.TypeTrialScheduled, trial), []byte(`{}`)); err != nil {
+		if _, err := c.js(t).Publish(ctx, events.Subject(exp, events.WriterController, events.TypeTrialScheduled, trial), []byte(`{}`)); err != nil {
 			t.Fatalf("publish trial work: %v", err)
 		}
 		// Replay the experiment, point reads.
@@ -405,7 +405,7 @@ func TestServicesCanDoTheirWork(t *testing.T) {
 		}
 		// Dead-letter a malformed message: copied to TUNEJET_DLQ, removed from the log.
 		bad := events.Subject(exp, events.WriterController, events.TypeExperimentInterrupted, "")
-		ack, err := b.JS.Publish(ctx, bad, []byte("not an event"))
+		ack, err := c.js(t).Publish(ctx, bad, []byte("not an event"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -424,7 +424,7 @@ func TestServicesCanDoTheirWork(t *testing.T) {
 		watchExhausted(t, b, admin, exp)
 
 		// The leader lease.
-		kv, err := b.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "tunejet_leases", TTL: time.Minute, History: 1})
+		kv, err := c.js(t).CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "tunejet_leases", TTL: time.Minute, History: 1})
 		if err != nil {
 			t.Fatalf("lease bucket: %v", err)
 		}
@@ -558,7 +558,7 @@ func TestServicesCanDoTheirWork(t *testing.T) {
 
 		// A checkpoint: the bucket is created on first use; stage it twice
 		// (the second replaces the first's chunks) and fetch it back.
-		obs, err := ckpt.Store(ctx, b.JS, exp)
+		obs, err := b.Checkpoints(ctx, exp)
 		if err != nil {
 			t.Fatalf("checkpoint bucket: %v", err)
 		}
@@ -601,10 +601,10 @@ func TestServicesCanDoTheirWork(t *testing.T) {
 		}
 		// Its durable consumer: reset, then read and ack.
 		name := "sync_" + exp
-		if err := b.JS.DeleteConsumer(ctx, bus.StreamName, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		if err := c.js(t).DeleteConsumer(ctx, bus.StreamName, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 			t.Fatalf("reset %s: %v", name, err)
 		}
-		cons, err := b.JS.CreateConsumer(ctx, bus.StreamName, jetstream.ConsumerConfig{
+		cons, err := c.js(t).CreateConsumer(ctx, bus.StreamName, jetstream.ConsumerConfig{
 			Durable: name, FilterSubject: events.ExperimentSubjects(exp), AckPolicy: jetstream.AckAllPolicy,
 			AckWait: time.Minute, MaxAckPending: -1, DeliverPolicy: jetstream.DeliverAllPolicy,
 		})
@@ -624,7 +624,7 @@ func TestServicesCanDoTheirWork(t *testing.T) {
 		}
 		it.Stop()
 		// Copy the staged checkpoint out, then remove the staged copy.
-		obs, err := ckpt.Store(ctx, b.JS, exp)
+		obs, err := b.Checkpoints(ctx, exp)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -674,7 +674,7 @@ func TestServicesCanDoTheirWork(t *testing.T) {
 		// Stage a restored state, for this experiment and for one whose log
 		// (and bucket) is gone.
 		for _, e := range []string{exp, "e2"} {
-			obs, err := ckpt.Store(ctx, b.JS, e)
+			obs, err := b.Checkpoints(ctx, e)
 			if err != nil {
 				t.Fatalf("checkpoint bucket of %s: %v", e, err)
 			}
@@ -685,7 +685,7 @@ func TestServicesCanDoTheirWork(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := b.JS.Publish(ctx, events.Subject(exp, events.WriterRestorer, events.TypeExperimentRestored, ""), []byte(`{}`)); err != nil {
+		if _, err := c.js(t).Publish(ctx, events.Subject(exp, events.WriterRestorer, events.TypeExperimentRestored, ""), []byte(`{}`)); err != nil {
 			t.Fatal(err)
 		}
 		// nats micro discovery reaches it.
@@ -703,7 +703,7 @@ func TestServicesCanDoTheirWork(t *testing.T) {
 		if _, err := b.LastSeq(ctx, events.TypeSubjects(exp, events.WriterClient, events.TypeExperimentSubmitted)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.JS.Publish(ctx, events.Subject(exp, events.WriterClient, events.TypeExperimentSubmitted, ""), []byte(`{}`)); err != nil {
+		if _, err := c.js(t).Publish(ctx, events.Subject(exp, events.WriterClient, events.TypeExperimentSubmitted, ""), []byte(`{}`)); err != nil {
 			t.Fatalf("submit: %v", err)
 		}
 		if err := b.Replay(ctx, events.ExperimentSubjects(exp), func(*events.Event) {}); err != nil {
@@ -718,7 +718,7 @@ func TestServicesCanDoTheirWork(t *testing.T) {
 			t.Fatalf("can_restore replied %s", rep.Data)
 		}
 		// The fold of a restored run loads the staged state.
-		obs, err := ckpt.Store(ctx, b.JS, exp)
+		obs, err := b.Checkpoints(ctx, exp)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -733,7 +733,7 @@ func TestServicesCanDoTheirWork(t *testing.T) {
 		if _, err := bus.ListRunners(ctx, kv); err != nil {
 			t.Fatalf("list runners: %v", err)
 		}
-		leases, err := b.JS.KeyValue(ctx, "tunejet_leases")
+		leases, err := c.js(t).KeyValue(ctx, "tunejet_leases")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -774,11 +774,12 @@ func TestServicesCanDoTheirWork(t *testing.T) {
 			t.Fatalf("observer got %s first, want %s: restore requests are not events", m.Subject, stopReq)
 		}
 		// Dead letters, live.
-		cb := connect(t, s, "controller").bus(t)
+		ctl := connect(t, s, "controller")
+		cb := ctl.bus(t)
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		defer cancel()
 		bad := events.Subject(exp, events.WriterController, events.TypeExperimentInterrupted, "")
-		ack, err := cb.JS.Publish(ctx, bad, []byte("garbage"))
+		ack, err := ctl.js(t).Publish(ctx, bad, []byte("garbage"))
 		if err != nil {
 			t.Fatal(err)
 		}

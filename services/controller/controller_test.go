@@ -229,13 +229,13 @@ func envelope(t *testing.T, ev *events.Event) (nats.Header, []byte) {
 
 // deadLettered waits until the message at seq has left the log for the
 // dead-letter stream, and returns the dead letter.
-func deadLettered(t *testing.T, b *bus.Bus, seq uint64) *jetstream.RawStreamMsg {
+func deadLettered(t *testing.T, js jetstream.JetStream, seq uint64) *jetstream.RawStreamMsg {
 	t.Helper()
-	logStream, err := b.Stream(t.Context())
+	logStream, err := js.Stream(t.Context(), bus.StreamName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dlq, err := b.JS.Stream(t.Context(), bus.DLQStreamName)
+	dlq, err := js.Stream(t.Context(), bus.DLQStreamName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,14 +263,15 @@ func deadLettered(t *testing.T, b *bus.Bus, seq uint64) *jetstream.RawStreamMsg 
 func TestGarbageIsDeadLetteredAndTheExperimentStillRuns(t *testing.T) {
 	srv := bustest.Start(t)
 	client := srv.Bus("client")
+	js := srv.JetStream() // a publisher of garbage
 	startController(t, srv, "controller")
 
 	submitted := events.TypeSubjects("e1", events.WriterClient, events.TypeExperimentSubmitted)
-	ack, err := client.JS.Publish(t.Context(), submitted, []byte("\x00\xffnot an event"))
+	ack, err := js.Publish(t.Context(), submitted, []byte("\x00\xffnot an event"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	dead := deadLettered(t, client, ack.Sequence)
+	dead := deadLettered(t, js, ack.Sequence)
 	if got := dead.Header.Get(bus.HeaderDLQError); !strings.Contains(got, "ce-specversion") {
 		t.Errorf("dead letter error %q does not name the missing ce-specversion header", got)
 	}
@@ -301,11 +302,11 @@ func TestGarbageIsDeadLetteredAndTheExperimentStillRuns(t *testing.T) {
 				h[k] = v
 			}
 			h.Set(events.HeaderMsgID, events.NewID())
-			ack, err := client.JS.PublishMsg(t.Context(), &nats.Msg{Subject: g.subject, Header: h, Data: g.data})
+			ack, err := js.PublishMsg(t.Context(), &nats.Msg{Subject: g.subject, Header: h, Data: g.data})
 			if err != nil {
 				t.Fatal(err)
 			}
-			dead := deadLettered(t, client, ack.Sequence)
+			dead := deadLettered(t, js, ack.Sequence)
 			if got := dead.Header.Get(bus.HeaderDLQError); !strings.Contains(got, g.want) {
 				t.Errorf("dead letter error %q does not contain %q", got, g.want)
 			}

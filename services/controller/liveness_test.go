@@ -48,7 +48,7 @@ func newLivenessFixture(t *testing.T, answer bool) *livenessFixture {
 		t.Fatal(err)
 	}
 	// The work's payload does not matter: the watcher never reads it.
-	if _, err := ctl.JS.Publish(ctx, events.Subject(lvExp, events.WriterController, events.TypeTrialScheduled, lvTrial), []byte(`{}`)); err != nil {
+	if _, err := srv.JetStream().Publish(ctx, events.Subject(lvExp, events.WriterController, events.TypeTrialScheduled, lvTrial), []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
 	runner, err := nats.Connect(srv.URL(), nats.Name(lvRunner))
@@ -135,7 +135,7 @@ func (f *livenessFixture) kill() {
 	bustest.Eventually(f.t, livenessWait, "the runner's subscription to go", func() bool {
 		ctx, cancel := context.WithTimeout(f.t.Context(), time.Second)
 		defer cancel()
-		return bus.ProbeRunner(ctx, f.ctl.NC, lvRunner) == bus.Gone
+		return f.ctl.ProbeRunner(ctx, lvRunner) == bus.Gone
 	})
 }
 

@@ -69,7 +69,7 @@ func TestSyncerKeepsTheLatestStagedCopy(t *testing.T) {
 	s := begin(t, srv)
 	s.start(1)
 	ctx := t.Context()
-	obs, err := ckpt.Store(ctx, s.b.JS, exp)
+	obs, err := s.b.Checkpoints(ctx, exp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestSyncerDoesNotWaitForACheckpointItCannotPersist(t *testing.T) {
 	s := begin(t, srv)
 	s.start(1)
 	ctx := t.Context()
-	obs, err := ckpt.Store(ctx, s.b.JS, exp)
+	obs, err := s.b.Checkpoints(ctx, exp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestSyncerStagesTheLatestAgainForARetry(t *testing.T) {
 	s := begin(t, srv)
 	s.start(1)
 	ctx := t.Context()
-	obs, err := ckpt.Store(ctx, s.b.JS, exp)
+	obs, err := s.b.Checkpoints(ctx, exp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func TestSyncerMarksAGoneCheckpoint(t *testing.T) {
 	s := begin(t, srv)
 	s.start(1)
 	ctx := t.Context()
-	obs, err := ckpt.Store(ctx, s.b.JS, exp)
+	obs, err := s.b.Checkpoints(ctx, exp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestSyncerMarksAGoneCheckpoint(t *testing.T) {
 func TestSyncerWritesTheResultACheckpointCarries(t *testing.T) {
 	srv := bustest.Start(t)
 	s := begin(t, srv)
-	obs, err := ckpt.Store(t.Context(), s.b.JS, exp)
+	obs, err := s.b.Checkpoints(t.Context(), exp)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -385,16 +385,16 @@ func TestSyncerFollowsAgainWhenItsConsumerIsLost(t *testing.T) {
 	s.start(1)
 	runSyncer(t, srv)
 	s.report(1, 1, 2, 3)
-	b := srv.Bus("operator")
+	js := srv.JetStream() // an operator's, behind the syncer's back
 	bustest.Eventually(t, wait, "the syncer's consumer to have read the reports", func() bool {
-		c, err := b.JS.Consumer(t.Context(), bus.StreamName, "sync_"+exp)
+		c, err := js.Consumer(t.Context(), bus.StreamName, "sync_"+exp)
 		if err != nil {
 			return false
 		}
 		info, err := c.Info(t.Context())
 		return err == nil && info.Delivered.Stream >= s.last
 	})
-	if err := b.JS.DeleteConsumer(t.Context(), bus.StreamName, "sync_"+exp); err != nil {
+	if err := js.DeleteConsumer(t.Context(), bus.StreamName, "sync_"+exp); err != nil {
 		t.Fatal(err)
 	}
 	s.report(1, 4, 5)
@@ -418,7 +418,7 @@ func TestSyncerDoesNotTakeAMissingCopyForPersisted(t *testing.T) {
 	s := begin(t, srv)
 	s.start(1)
 	ctx := t.Context()
-	obs, err := ckpt.Store(ctx, s.b.JS, exp)
+	obs, err := s.b.Checkpoints(ctx, exp)
 	if err != nil {
 		t.Fatal(err)
 	}

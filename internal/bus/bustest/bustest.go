@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/tunejet/tunejet/internal/bus"
@@ -39,6 +40,32 @@ func (s *Server) Conn() *nats.Conn {
 	}
 	s.t.Cleanup(nc.Close)
 	return nc
+}
+
+// JetStream is a JetStream handle on a new connection to the server: see
+// the package's JetStream.
+func (s *Server) JetStream() jetstream.JetStream {
+	s.t.Helper()
+	return JetStream(s.t, s.URL())
+}
+
+// JetStream is a JetStream handle on a new connection to url (several
+// URLs, comma-separated, fail over; it reconnects forever), closed when
+// the test ends. A bus keeps its connection to itself: tests that read the
+// log behind the services' backs or break things on purpose (delete a
+// consumer, store garbage) use this handle.
+func JetStream(t testing.TB, url string) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.Name("tunejet-test-raw"), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatalf("connect to %s: %v", url, err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatalf("jetstream: %v", err)
+	}
+	return js
 }
 
 // Bus returns a provisioned bus on a new connection.

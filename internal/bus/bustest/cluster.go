@@ -238,6 +238,13 @@ func (c *Cluster) Conn(name string) *nats.Conn {
 	return nc
 }
 
+// JetStream is a JetStream handle on a new connection to the cluster
+// (any node, failing over): see the package's JetStream.
+func (c *Cluster) JetStream() jetstream.JetStream {
+	c.t.Helper()
+	return JetStream(c.t, c.URL())
+}
+
 // Bus returns a bus on a new connection, provisioned with Replicas()
 // replicas.
 func (c *Cluster) Bus(source string) *bus.Bus {

@@ -75,7 +75,7 @@ func TestClusterReplicatesAndSurvivesANode(t *testing.T) {
 
 func logInfo(t *testing.T, b *bus.Bus) *jetstream.StreamInfo {
 	t.Helper()
-	s, err := b.JS.Stream(t.Context(), bus.StreamName)
+	s, err := b.Stream(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
