@@ -6,23 +6,18 @@ import (
 	"time"
 
 	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/tuner"
 )
 
 // Defaults that ApplyDefaults fills in, as in Ray Tune.
 const (
 	DefaultNumSamples           = 1
-	DefaultSearchAlg            = searchRandom
-	DefaultScheduler            = schedulerFIFO
+	DefaultSearchAlg            = tuner.SearchRandom
+	DefaultScheduler            = tuner.SchedulerFIFO
 	DefaultHeartbeatTimeoutS    = events.DefaultHeartbeatTimeoutS
 	DefaultCheckpointScoreOrder = "max"
 	DefaultSyncPeriodS          = 300.0
 	DefaultSyncTimeoutS         = 1800.0
-)
-
-const (
-	searchRandom  = "random"
-	searchGrid    = "grid"
-	schedulerFIFO = "fifo"
 )
 
 // now is the clock of default experiment names; tests replace it.

@@ -30,12 +30,24 @@
 //	  max_concurrent_trials: 2         # 0 or absent: no limit
 //	  time_budget_s: 3600              # > 0
 //	  seed: 42                         # absent: the controller picks one
-//	  search_alg: random               # random (default) | grid
-//	  scheduler: fifo                  # fifo (default, the only one so far)
+//	  search_alg: random               # random (default) | grid | tpe, or:
+//	  search_alg:                      # the mapping form, with its settings
+//	    type: tpe
+//	    n_startup_trials: 10           # Optuna's names; see Tuner settings
+//	    points_to_evaluate:            # random and tpe: run first, in order
+//	      - {lr: 0.01}
+//	  scheduler: fifo                  # fifo (default) | asha | async_hyperband |
+//	                                   # hyperband | median_stopping_rule | pbt, or:
+//	  scheduler:                       # the mapping form, with its settings
+//	    type: asha
+//	    max_t: 100                     # Ray's names; see Tuner settings
 //	run_config:
 //	  storage_path: s3://bucket/results
 //	  name: mnist-lr                   # must equal name if both are given
 //	  stop: {training_iteration: 10}   # flat; nest with "a/b"
+//	  stoppers:                        # Ray's tune.stopper; a list or one mapping
+//	    - {type: maximum_iteration, max_iter: 100}
+//	    - {type: timeout, timeout: 3600}
 //	  failure_config:
 //	    max_failures: 0                # >= -1; -1 retries forever
 //	    fail_fast: false               # bool or "raise"
@@ -54,6 +66,32 @@
 // param_space may hold only grid_search domains and plain values.
 // sync_period 0 (Ray: sync at every chance) is refused, because the spec
 // stores 0 as "unset": use a small period instead.
+//
+// # Tuner settings
+//
+// The mapping forms of search_alg and scheduler hold the name under type
+// and the settings beside it; the spec keeps them as SearchAlgConfig,
+// PointsToEvaluate and SchedulerConfig, as the file gives them. The
+// spec's JSON form is a valid file too: scheduler: asha with
+// scheduler_config: {max_t: 100}, search_alg: tpe with search_alg_config
+// and points_to_evaluate under tune_config; a file gives each in one form
+// only. internal/tuner checks the settings, and every problem is reported
+// at its key's line: a scheduler's settings take Ray's names and defaults
+// (time_attr, max_t, grace_period, reduction_factor, brackets,
+// stop_last_trials, min_samples_required, min_time_slice, hard_stop,
+// perturbation_interval, burn_in_period, hyperparam_mutations with
+// param_space's syntax, quantile_fraction, resample_probability,
+// perturbation_factors); a scheduler takes tune_config's metric and mode
+// unless it sets its own, and both setting one is an error with Ray's
+// message. tpe takes Optuna's names (n_startup_trials, n_ei_candidates,
+// gamma: default | hyperopt, prior_weight, consider_prior,
+// consider_magic_clip, consider_endpoints, multivariate, constant_liar,
+// seed) and needs tune_config's metric and mode; its seed is the
+// experiment's, and is copied to tune_config.seed when that is unset.
+// points_to_evaluate name keys of the param_space, nested keys as nested
+// mappings, with values their domains can produce; grid refuses them.
+// stoppers are parsed by internal/stopper. Unknown keys are refused with
+// a "did you mean" for a close match.
 //
 // # Names
 //

@@ -31,7 +31,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown key in camel case", head + "tune_config:\n  numSamples: 3\n",
 			`exp.yaml:4: tune_config.numSamples: unknown key, did you mean "num_samples"?`},
 		{"unknown key without a close match", head + "tune_config:\n  foo: 1\n",
-			"exp.yaml:4: tune_config.foo: unknown key; valid keys: max_concurrent_trials, metric, mode, num_samples, scheduler, search_alg, seed, time_budget_s"},
+			"exp.yaml:4: tune_config.foo: unknown key; valid keys: max_concurrent_trials, metric, mode, num_samples, points_to_evaluate, scheduler, scheduler_config, search_alg, search_alg_config, seed, time_budget_s"},
 		{"unknown key deep inside", head + "run_config:\n  failure_config:\n    max_failure: 1\n",
 			`exp.yaml:5: run_config.failure_config.max_failure: unknown key, did you mean "max_failures"?`},
 		{"unknown trainable key", "name: exp\ntrainable:\n  command: [a]\n  cwd: /tmp\n",
@@ -75,9 +75,9 @@ func TestParseErrors(t *testing.T) {
 		{"bad mode", head + "param_space: {}\ntune_config:\n  metric: loss\n  mode: avg\n",
 			`exp.yaml:6: tune_config.mode: must be "min" or "max", got "avg"`},
 		{"bad search_alg", head + "tune_config:\n  search_alg: bayes\n",
-			`exp.yaml:4: tune_config.search_alg: must be "random" or "grid", got "bayes"`},
-		{"bad scheduler", head + "tune_config:\n  scheduler: asha\n",
-			`exp.yaml:4: tune_config.scheduler: must be "fifo", got "asha"`},
+			`exp.yaml:4: tune_config.search_alg: unknown search algorithm "bayes"; valid: random, grid, tpe`},
+		{"bad scheduler", head + "tune_config:\n  scheduler: hyperbnd\n",
+			`exp.yaml:4: tune_config.scheduler: unknown scheduler "hyperbnd" (did you mean "hyperband"?); valid: fifo, asha, async_hyperband, hyperband, median_stopping_rule, pbt`},
 		{"uniform low > high", head + "param_space:\n  model:\n    depth: 3\n    lr:\n      uniform: [0.5, 0.1]\n",
 			"exp.yaml:6: param_space.model.lr: uniform: low (0.5) must be <= high (0.1)"},
 		{"domain in a list", head + "param_space:\n  layers:\n    - 64\n    - {randint: [8, 8]}\n",
@@ -499,6 +499,153 @@ func TestParseAliasBombs(t *testing.T) {
 			_, err := Parse("exp.yaml", []byte(tt.file))
 			if err == nil || !strings.HasSuffix(err.Error(), tt.want) {
 				t.Errorf("error:\n got %v\nwant ...%s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseTuner(t *testing.T) {
+	const space = "param_space:\n  lr: {loguniform: [1e-4, 1e-1]}\n  bs: {choice: [16, 32]}\n"
+	tests := []struct {
+		name     string
+		file     string
+		tune     events.TuneConfig
+		stoppers any
+	}{
+		{"scheduler by name", head + "tune_config: {metric: loss, mode: min, scheduler: asha}\n",
+			events.TuneConfig{Metric: "loss", Mode: "min", Scheduler: "asha"}, nil},
+		{"scheduler mapping", head + "tune_config:\n  metric: loss\n  mode: min\n  scheduler: {type: asha, max_t: 81, grace_period: 1.5, stop_last_trials: false}\n",
+			events.TuneConfig{Metric: "loss", Mode: "min", Scheduler: "asha",
+				SchedulerConfig: map[string]any{"max_t": 81, "grace_period": 1.5, "stop_last_trials": false}}, nil},
+		{"scheduler mapping with its own metric", head + "tune_config:\n  scheduler: {type: median_stopping_rule, metric: acc, mode: max}\n",
+			events.TuneConfig{Scheduler: "median_stopping_rule", SchedulerConfig: map[string]any{"metric": "acc", "mode": "max"}}, nil},
+		{"scheduler mapping of type only", head + "tune_config: {scheduler: {type: fifo}}\n",
+			events.TuneConfig{Scheduler: "fifo"}, nil},
+		{"pbt", head + space + "tune_config:\n  metric: loss\n  mode: min\n  scheduler:\n    type: pbt\n    perturbation_interval: 2\n" +
+			"    hyperparam_mutations:\n      lr: {loguniform: [1e-4, 1e-1]}\n      bs: [16, 32, 64]\n    perturbation_factors: [1.5, 0.5]\n",
+			events.TuneConfig{Metric: "loss", Mode: "min", Scheduler: "pbt", SchedulerConfig: map[string]any{
+				"perturbation_interval": 2,
+				"hyperparam_mutations": map[string]any{
+					"lr": map[string]any{"loguniform": []any{1e-4, 1e-1}},
+					"bs": []any{16, 32, 64},
+				},
+				"perturbation_factors": []any{1.5, 0.5},
+			}}, nil},
+		{"tpe mapping with points", head + space + "tune_config:\n  metric: loss\n  mode: min\n  search_alg:\n    type: tpe\n" +
+			"    n_startup_trials: 5\n    gamma: hyperopt\n    points_to_evaluate:\n      - {lr: 0.01, bs: 32}\n      - {lr: 0.001}\n",
+			events.TuneConfig{Metric: "loss", Mode: "min", SearchAlg: "tpe",
+				SearchAlgConfig:  map[string]any{"n_startup_trials": 5, "gamma": "hyperopt"},
+				PointsToEvaluate: []map[string]any{{"lr": 0.01, "bs": 32}, {"lr": 0.001}}}, nil},
+		{"random with points", head + space + "tune_config:\n  search_alg: {type: random, points_to_evaluate: [{bs: 16}]}\n",
+			events.TuneConfig{SearchAlg: "random", PointsToEvaluate: []map[string]any{{"bs": 16}}}, nil},
+		{"tpe seed is the experiment's", head + "tune_config:\n  metric: loss\n  mode: min\n  search_alg: {type: tpe, seed: 7}\n",
+			events.TuneConfig{Metric: "loss", Mode: "min", SearchAlg: "tpe", Seed: int64Ptr(7),
+				SearchAlgConfig: map[string]any{"seed": 7}}, nil},
+		{"wire form", head + space + "tune_config:\n  metric: loss\n  mode: min\n  scheduler: hyperband\n  scheduler_config: {max_t: 27}\n" +
+			"  search_alg: tpe\n  search_alg_config: {multivariate: false}\n  points_to_evaluate: [{bs: 16}]\n",
+			events.TuneConfig{Metric: "loss", Mode: "min", Scheduler: "hyperband", SchedulerConfig: map[string]any{"max_t": 27},
+				SearchAlg: "tpe", SearchAlgConfig: map[string]any{"multivariate": false},
+				PointsToEvaluate: []map[string]any{{"bs": 16}}}, nil},
+		{"stoppers list", head + "run_config:\n  stoppers:\n    - {type: maximum_iteration, max_iter: 10}\n    - {type: timeout, timeout: 60}\n",
+			events.TuneConfig{}, []any{
+				map[string]any{"type": "maximum_iteration", "max_iter": 10},
+				map[string]any{"type": "timeout", "timeout": 60},
+			}},
+		{"one stopper", head + "run_config:\n  stoppers: {type: trial_plateau, metric: loss, std: 0.01, mode: min}\n",
+			events.TuneConfig{}, map[string]any{"type": "trial_plateau", "metric": "loss", "std": 0.01, "mode": "min"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Parse("exp.yaml", []byte(tt.file))
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			want := tt.tune
+			setDefault(&want.NumSamples, DefaultNumSamples)
+			setDefault(&want.SearchAlg, DefaultSearchAlg)
+			setDefault(&want.Scheduler, DefaultScheduler)
+			if diff := cmp.Diff(want, s.TuneConfig); diff != "" {
+				t.Errorf("tune_config (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.stoppers, s.RunConfig.Stoppers); diff != "" {
+				t.Errorf("stoppers (-want +got):\n%s", diff)
+			}
+			// The spec's JSON is an experiment file too, and reads back the same.
+			wire, err := json.Marshal(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			file := strings.Replace(string(wire), `"trainable":{"name":"fn"}`, `"trainable":"fn"`, 1)
+			back, err := Parse("exp.json", []byte(file))
+			if err != nil {
+				t.Fatalf("Parse of the spec's JSON: %v\n%s", err, wire)
+			}
+			if again, _ := json.Marshal(back); string(again) != string(wire) {
+				t.Errorf("the spec's JSON parses to another spec:\n%s\n%s", wire, again)
+			}
+		})
+	}
+}
+
+func int64Ptr(v int64) *int64 { return &v }
+
+func TestParseTunerErrors(t *testing.T) {
+	const space = "param_space:\n  lr: {loguniform: [1e-4, 1e-1]}\n"
+	tests := []struct{ name, file, want string }{
+		{"misspelled scheduler setting",
+			head + "tune_config:\n  metric: loss\n  mode: min\n  scheduler:\n    type: asha\n    grace_peroid: 2\n",
+			`exp.yaml:8: tune_config.scheduler.grace_peroid: unknown key, did you mean "grace_period"?`},
+		{"scheduler setting out of range",
+			head + "tune_config:\n  metric: loss\n  mode: min\n  scheduler:\n    type: asha\n    max_t: 100\n    reduction_factor: 1\n",
+			"exp.yaml:9: tune_config.scheduler.reduction_factor: must be > 1, got 1"},
+		{"scheduler without a type", head + "tune_config:\n  scheduler:\n    max_t: 10\n",
+			"exp.yaml:4: tune_config.scheduler: the mapping form needs a type, e.g. {type: asha, max_t: 100}"},
+		{"scheduler type not a string", head + "tune_config:\n  scheduler:\n    type: [asha]\n",
+			"exp.yaml:5: tune_config.scheduler.type: expected a string, got a list"},
+		{"metric in both places",
+			head + "tune_config:\n  metric: loss\n  mode: min\n  scheduler:\n    type: asha\n    metric: acc\n",
+			"exp.yaml:8: tune_config.scheduler.metric: You passed a `metric` or `mode` argument to `Tuner()`, but the scheduler " +
+				"you are using was already instantiated with their own `metric` and `mode` parameters. Either remove the arguments " +
+				"from your scheduler or from `Tuner()`."},
+		{"metric nowhere", head + "tune_config:\n  mode: min\n  scheduler: asha\n",
+			`exp.yaml:3: tune_config.metric: required by scheduler "asha": set tune_config.metric (or metric in tune_config.scheduler)`},
+		{"pbt mutation", head + "tune_config:\n  metric: loss\n  mode: min\n  scheduler:\n    type: pbt\n    hyperparam_mutations:\n      lr: {unifrom: [0, 1]}\n",
+			`exp.yaml:9: tune_config.scheduler.hyperparam_mutations.lr.unifrom: unknown distribution, did you mean "uniform"? (for a constant mapping, write {literal: {unifrom: ...}})`},
+		{"misspelled tpe setting", head + space + "tune_config:\n  metric: loss\n  mode: min\n  search_alg:\n    type: tpe\n    n_ei_candiates: 4\n",
+			`exp.yaml:10: tune_config.search_alg.n_ei_candiates: unknown key, did you mean "n_ei_candidates"?`},
+		{"tpe without mode", head + space + "tune_config:\n  metric: loss\n  search_alg: tpe\n",
+			`exp.yaml:5: tune_config.mode: required by search_alg "tpe": set tune_config.mode to "min" or "max"`},
+		{"tpe with grid_search", head + "param_space:\n  bs: {grid_search: [1, 2]}\ntune_config: {metric: loss, mode: min, search_alg: tpe}\n",
+			`exp.yaml:4: param_space.bs: grid_search is not supported by search_alg "tpe"; use a bounded domain (uniform, choice, ...) or search_alg random or grid`},
+		{"point outside its domain", head + space + "tune_config:\n  search_alg:\n    type: random\n    points_to_evaluate:\n      - lr: 0.01\n      - lr: 2\n",
+			"exp.yaml:10: tune_config.search_alg.points_to_evaluate.1.lr: must be within the loguniform domain's [0.0001, 0.1], got 2"},
+		{"point with an unknown key", head + space + "tune_config:\n  search_alg:\n    type: random\n    points_to_evaluate:\n      - {lr: 0.01, LR: 2}\n",
+			`exp.yaml:9: tune_config.search_alg.points_to_evaluate.0.LR: not a key of param_space, did you mean "lr"?`},
+		{"points not mappings", head + "tune_config:\n  search_alg: {type: random, points_to_evaluate: [1]}\n",
+			"exp.yaml:4: tune_config.search_alg.points_to_evaluate.0: expected a mapping (a config), got number 1"},
+		{"points with grid", head + "param_space: {a: {grid_search: [1, 2]}}\ntune_config:\n  search_alg: {type: grid, points_to_evaluate: [{a: 1}]}\n",
+			`exp.yaml:5: tune_config.search_alg.points_to_evaluate: search_alg "grid" runs the grid and nothing else; use search_alg "random" or "tpe" to evaluate points first`},
+		{"wire form settings at their keys", head + "tune_config:\n  metric: loss\n  mode: min\n  scheduler: asha\n  scheduler_config:\n    eta: 3\n",
+			"exp.yaml:8: tune_config.scheduler_config.eta: unknown key; valid keys: brackets, grace_period, max_t, metric, mode, reduction_factor, stop_last_trials, time_attr"},
+		{"wire form points at their keys", head + space + "tune_config:\n  points_to_evaluate:\n    - lr: 3\n",
+			"exp.yaml:7: tune_config.points_to_evaluate.0.lr: must be within the loguniform domain's [0.0001, 0.1], got 3"},
+		{"settings in two places", head + "tune_config:\n  scheduler: {type: fifo}\n  scheduler_config: {max_t: 1}\n",
+			"exp.yaml:5: tune_config.scheduler_config: give scheduler's settings in one place: in the mapping scheduler: {type: ...} or here"},
+		{"tpe seed unlike the experiment's", head + "tune_config:\n  metric: loss\n  mode: min\n  seed: 1\n  search_alg: {type: tpe, seed: 2}\n",
+			"exp.yaml:7: tune_config.search_alg.seed: must equal tune_config.seed (1), which tpe draws from, got 2; set only one of them"},
+		{"stopper", head + "run_config:\n  stoppers:\n    - type: maximum_iteration\n      max_iter: 0\n",
+			"exp.yaml:6: run_config.stoppers.0.max_iter: must be >= 1, got 0"},
+		{"stoppers not a list", head + "run_config:\n  stoppers: timeout\n",
+			`exp.yaml:4: run_config.stoppers: expected a list of stoppers or a mapping {type: ...}, got string "timeout"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("exp.yaml", []byte(tt.file))
+			if err == nil {
+				t.Fatal("Parse: no error")
+			}
+			if err.Error() != tt.want {
+				t.Errorf("error:\n got %s\nwant %s", err, tt.want)
 			}
 		})
 	}

@@ -1,6 +1,9 @@
 package spec
 
 import (
+	"fmt"
+	"strconv"
+
 	"go.yaml.in/yaml/v3"
 
 	"github.com/tunejet/tunejet/events"
@@ -85,10 +88,138 @@ func (d *decoder) tuneConfig(tc *events.TuneConfig) setter {
 			"max_concurrent_trials": d.integer(&tc.MaxConcurrentTrials),
 			"time_budget_s":         d.number(&tc.TimeBudgetS),
 			"seed":                  d.int64Ptr(&tc.Seed),
-			"search_alg":            d.str(&tc.SearchAlg),
-			"scheduler":             d.str(&tc.Scheduler),
+			"search_alg":            d.searchAlg(tc),
+			"search_alg_config":     d.settings(&tc.SearchAlgConfig),
+			"points_to_evaluate":    d.points(&tc.PointsToEvaluate),
+			"scheduler":             d.scheduler(tc),
+			"scheduler_config":      d.settings(&tc.SchedulerConfig),
 		})
+		d.oneForm(key, "search_alg", "search_alg_config")
+		d.oneForm(key, "search_alg", "points_to_evaluate")
+		d.oneForm(key, "scheduler", "scheduler_config")
+		d.searchSeed(key, tc)
 	}
+}
+
+// scheduler decodes a name (asha) or the mapping form {type: asha, max_t:
+// 100, ...}: the type is the name, the other keys the settings.
+func (d *decoder) scheduler(tc *events.TuneConfig) setter {
+	return func(key string, n *yaml.Node) {
+		if n.Kind != yaml.MappingNode {
+			d.str(&tc.Scheduler)(key, n)
+			return
+		}
+		tc.Scheduler, tc.SchedulerConfig = d.typed(key, n, "{type: asha, max_t: 100}")
+	}
+}
+
+// searchAlg decodes a name (tpe) or the mapping form {type: tpe,
+// n_startup_trials: 10, points_to_evaluate: [...]}: the type is the name,
+// points_to_evaluate the points, the other keys the settings.
+func (d *decoder) searchAlg(tc *events.TuneConfig) setter {
+	return func(key string, n *yaml.Node) {
+		if n.Kind != yaml.MappingNode {
+			d.str(&tc.SearchAlg)(key, n)
+			return
+		}
+		var cfg map[string]any
+		tc.SearchAlg, cfg = d.typed(key, n, "{type: tpe, n_startup_trials: 10}")
+		const points = "points_to_evaluate"
+		if v, ok := cfg[points]; ok {
+			delete(cfg, points)
+			if v != nil {
+				tc.PointsToEvaluate = d.pointList(join(key, points), v)
+			}
+		}
+		if len(cfg) > 0 {
+			tc.SearchAlgConfig = cfg
+		}
+	}
+}
+
+// typed decodes the mapping form of a name and its settings: the name
+// under type, the settings as plain values (nil when there are none).
+func (d *decoder) typed(key string, n *yaml.Node, example string) (string, map[string]any) {
+	m, _ := d.value(key, n).(map[string]any)
+	typ, ok := m["type"].(string)
+	switch {
+	case m["type"] == nil:
+		d.fail(key, "the mapping form needs a type, e.g. %s", example)
+	case !ok:
+		d.fail(join(key, "type"), "expected a string, got %s", describeValue(m["type"]))
+		d.bad[key] = true
+	}
+	delete(m, "type")
+	if len(m) == 0 {
+		m = nil
+	}
+	return typ, m
+}
+
+// settings decodes a mapping of settings as plain values: the wire form,
+// {scheduler: asha, scheduler_config: {max_t: 100}}.
+func (d *decoder) settings(p *map[string]any) setter {
+	return func(key string, n *yaml.Node) {
+		if !d.expect(key, n, yaml.MappingNode, "a mapping of settings") {
+			return
+		}
+		if m, _ := d.value(key, n).(map[string]any); len(m) > 0 {
+			*p = m
+		}
+	}
+}
+
+// points decodes points_to_evaluate: a list of mappings.
+func (d *decoder) points(p *[]map[string]any) setter {
+	return func(key string, n *yaml.Node) {
+		*p = d.pointList(key, d.value(key, n))
+	}
+}
+
+// pointList checks that v, a decoded value at key, is a list of mappings.
+func (d *decoder) pointList(key string, v any) []map[string]any {
+	l, ok := v.([]any)
+	if !ok {
+		d.fail(key, "expected a list of mappings (configs), got %s", describeValue(v))
+		return nil
+	}
+	out := make([]map[string]any, 0, len(l))
+	for i, e := range l {
+		m, ok := e.(map[string]any)
+		if !ok {
+			d.fail(join(key, strconv.Itoa(i)), "expected a mapping (a config), got %s", describeValue(e))
+			continue
+		}
+		out = append(out, m)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// oneForm refuses settings given both in the mapping form of name and
+// under other, the wire form.
+func (d *decoder) oneForm(key, name, other string) {
+	if _, ok := d.lines[join(key, other)]; !ok {
+		return
+	}
+	if _, ok := d.lines[join(join(key, name), "type")]; ok {
+		d.fail(join(key, other), "give %s's settings in one place: in the mapping %s: {type: ...} or here", name, name)
+	}
+}
+
+// searchSeed copies the search algorithm's seed (Optuna's seed) to
+// tune_config.seed when that is unset: tpe draws from the experiment's
+// seed.
+func (d *decoder) searchSeed(key string, tc *events.TuneConfig) {
+	seed, ok := tc.SearchAlgConfig["seed"].(int)
+	if !ok || tc.Seed != nil {
+		return
+	}
+	s := int64(seed)
+	tc.Seed = &s
+	d.lines[join(key, "seed")] = d.lineOf(join(join(key, "search_alg"), "seed"))
 }
 
 func (d *decoder) runConfig(rc *events.RunConfig, name *string) setter {
@@ -97,6 +228,7 @@ func (d *decoder) runConfig(rc *events.RunConfig, name *string) setter {
 			"storage_path":      d.str(&rc.StoragePath),
 			"name":              d.str(name),
 			"stop":              d.stop(&rc.Stop),
+			"stoppers":          d.stoppers(&rc.Stoppers),
 			"failure_config":    d.failureConfig(&rc.FailureConfig),
 			"checkpoint_config": d.checkpointConfig(&rc.CheckpointConfig),
 			"sync_config":       d.syncConfig(&rc.SyncConfig),
@@ -123,6 +255,18 @@ func (d *decoder) stop(p *map[string]float64) setter {
 			}
 		})
 		*p = m
+	}
+}
+
+// stoppers decodes a list of stoppers or one mapping as plain values;
+// internal/stopper checks them later.
+func (d *decoder) stoppers(p *any) setter {
+	return func(key string, n *yaml.Node) {
+		if n.Kind != yaml.SequenceNode && n.Kind != yaml.MappingNode {
+			d.fail(key, "expected a list of stoppers or a mapping {type: ...}, got %s", describe(n))
+			return
+		}
+		*p = d.value(key, n)
 	}
 }
 
@@ -180,4 +324,21 @@ func (d *decoder) syncConfig(sc *events.SyncConfig) setter {
 			"sync_artifacts_on_checkpoint": d.boolPtr(&sc.SyncArtifactsOnCheckpoint),
 		})
 	}
+}
+
+// describeValue names a decoded value's type and value for messages.
+func describeValue(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case map[string]any:
+		return "a mapping"
+	case []any:
+		return "a list"
+	case string:
+		return fmt.Sprintf("string %q", x)
+	case bool:
+		return fmt.Sprintf("boolean %v", x)
+	}
+	return fmt.Sprintf("number %v", v)
 }

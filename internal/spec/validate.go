@@ -9,6 +9,7 @@ import (
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/search"
+	"github.com/tunejet/tunejet/internal/tuner"
 )
 
 // Validate checks a spec built in Go code with the same rules Parse
@@ -29,10 +30,37 @@ func Validate(s *events.ExperimentSpec) error {
 // error already reported.
 func (d *decoder) validate(s *events.ExperimentSpec) {
 	for _, p := range check(s, d.given) {
-		if !d.spoiled(p.key) {
-			d.fail(p.key, "%s", p.msg)
+		if key := d.fileKey(p.key); !d.spoiled(key) {
+			d.fail(key, "%s", p.msg)
 		}
 	}
+}
+
+// fileKey turns a key of the tuner's settings, which internal/tuner names
+// by the mapping form (tune_config.scheduler.max_t), into the key the file
+// used when it gave them in the wire form (tune_config.scheduler_config.max_t).
+func (d *decoder) fileKey(key string) string {
+	for _, f := range wireForms {
+		if _, wire := d.lines[f.wire]; !wire {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(key, f.mapping); ok && (rest == "" && f.whole || strings.HasPrefix(rest, ".")) {
+			return f.wire + rest
+		}
+	}
+	return key
+}
+
+// wireForms are the tuner's settings that the file may give in the form
+// of the spec's JSON, and where the mapping form holds them. whole is set
+// when the key itself moves, not only the keys below it.
+var wireForms = []struct {
+	mapping, wire string
+	whole         bool
+}{
+	{"tune_config.search_alg.points_to_evaluate", "tune_config.points_to_evaluate", true},
+	{"tune_config.search_alg", "tune_config.search_alg_config", false},
+	{"tune_config.scheduler", "tune_config.scheduler_config", false},
 }
 
 // spoiled reports whether key, a key above it or a key below it could not
@@ -99,7 +127,23 @@ func check(s *events.ExperimentSpec, given func(string) bool) []problem {
 	c.paramSpace(s)
 	c.tuneConfig(&s.TuneConfig)
 	c.runConfig(&s.RunConfig)
+	c.tuner(s)
 	return c.probs
+}
+
+// tuner adds the problems of the scheduler, the search algorithm, the
+// points to evaluate and the stoppers (internal/tuner's Check), but for
+// those at keys already found wrong.
+func (c *checker) tuner(s *events.ExperimentSpec) {
+	found := map[string]bool{}
+	for _, p := range c.probs {
+		found[p.key] = true
+	}
+	for _, e := range tuner.Check(s) {
+		if !found[e.Key] {
+			c.add(e.Key, "%s", e.Msg)
+		}
+	}
 }
 
 func (c *checker) name(name string) {
@@ -124,7 +168,7 @@ func (c *checker) trainable(t *events.Trainable) {
 // search_alg "grid".
 func (c *checker) paramSpace(s *events.ExperimentSpec) {
 	space, err := search.ParseSpace(s.ParamSpace)
-	if err == nil && s.TuneConfig.SearchAlg == searchGrid {
+	if err == nil && s.TuneConfig.SearchAlg == tuner.SearchGrid {
 		err = space.OnlyGrid()
 	}
 	if err == nil {
@@ -148,8 +192,6 @@ func (c *checker) tuneConfig(tc *events.TuneConfig) {
 		c.add(k+"max_concurrent_trials", "must be >= 0 (0 means no limit), got %d", tc.MaxConcurrentTrials)
 	}
 	c.positive(k+"time_budget_s", tc.TimeBudgetS)
-	c.oneOf(k+"search_alg", tc.SearchAlg, searchRandom, searchGrid)
-	c.oneOf(k+"scheduler", tc.Scheduler, schedulerFIFO)
 }
 
 func (c *checker) runConfig(rc *events.RunConfig) {

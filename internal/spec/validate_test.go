@@ -29,8 +29,10 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	s := &events.ExperimentSpec{
 		Name:       "a b",
 		ParamSpace: map[string]any{"lr": map[string]any{"uniform": []any{1, 0}}},
-		TuneConfig: events.TuneConfig{NumSamples: -3, Mode: "avg", SearchAlg: "bayes"},
+		TuneConfig: events.TuneConfig{NumSamples: -3, Metric: "loss", Mode: "avg", SearchAlg: "bayes",
+			Scheduler: "asha", SchedulerConfig: map[string]any{"grace_peroid": 2}},
 		RunConfig: events.RunConfig{
+			Stoppers:         []any{map[string]any{"type": "maximum_iteration", "max_iter": 0}},
 			FailureConfig:    events.FailureConfig{MaxFailures: 1, FailFast: events.FailFastOn, HeartbeatTimeoutS: -1},
 			CheckpointConfig: events.CheckpointConfig{NumToKeep: -1, ScoreOrder: "best"},
 			SyncConfig:       events.SyncConfig{SyncPeriodS: -1, SyncTimeoutS: -2},
@@ -43,13 +45,15 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 		"param_space.lr: uniform: low (1) must be <= high (0)",
 		"tune_config.num_samples: must be a count >= 1, or -1 to sample until stopped; got -3",
 		`tune_config.mode: must be "min" or "max", got "avg"`,
-		`tune_config.search_alg: must be "random" or "grid", got "bayes"`,
 		"run_config.failure_config.max_failures: max_failures must be 0 if fail_fast=True.",
 		"run_config.failure_config.heartbeat_timeout_s: must be > 0 seconds, got -1",
 		"run_config.checkpoint_config.num_to_keep: Received invalid num_to_keep: -1. Must be None or an integer >= 1.",
 		`run_config.checkpoint_config.checkpoint_score_order: checkpoint_score_order must be either "max" or "min".`,
 		"run_config.sync_config.sync_period: must be >= 0 seconds, got -1",
 		"run_config.sync_config.sync_timeout: must be > 0 seconds, got -2",
+		`tune_config.scheduler.grace_peroid: unknown key, did you mean "grace_period"?`,
+		`tune_config.search_alg: unknown search algorithm "bayes"; valid: random, grid, tpe`,
+		"run_config.stoppers.0.max_iter: must be >= 1, got 0",
 	}
 	if err == nil {
 		t.Fatal("Validate: no error")
