@@ -635,6 +635,8 @@ func TestParseTunerErrors(t *testing.T) {
 			"exp.yaml:7: tune_config.search_alg.seed: must equal tune_config.seed (1), which tpe draws from, got 2; set only one of them"},
 		{"stopper", head + "run_config:\n  stoppers:\n    - type: maximum_iteration\n      max_iter: 0\n",
 			"exp.yaml:6: run_config.stoppers.0.max_iter: must be >= 1, got 0"},
+		{"NaN in a point", head + "param_space: {a: 1}\ntune_config:\n  search_alg: {type: random, points_to_evaluate: [{a: .nan}]}\n",
+			"exp.yaml:5: tune_config.search_alg.points_to_evaluate.0.a: expected a finite number, got NaN; JSON cannot hold it"},
 		{"stoppers not a list", head + "run_config:\n  stoppers: timeout\n",
 			`exp.yaml:4: run_config.stoppers: expected a list of stoppers or a mapping {type: ...}, got string "timeout"`},
 	}

@@ -2,6 +2,9 @@ package spec
 
 import (
 	"fmt"
+	"maps"
+	"math"
+	"slices"
 	"strconv"
 
 	"go.yaml.in/yaml/v3"
@@ -140,7 +143,7 @@ func (d *decoder) searchAlg(tc *events.TuneConfig) setter {
 // typed decodes the mapping form of a name and its settings: the name
 // under type, the settings as plain values (nil when there are none).
 func (d *decoder) typed(key string, n *yaml.Node, example string) (string, map[string]any) {
-	m, _ := d.value(key, n).(map[string]any)
+	m, _ := d.plain(key, n).(map[string]any)
 	typ, ok := m["type"].(string)
 	switch {
 	case m["type"] == nil:
@@ -163,7 +166,7 @@ func (d *decoder) settings(p *map[string]any) setter {
 		if !d.expect(key, n, yaml.MappingNode, "a mapping of settings") {
 			return
 		}
-		if m, _ := d.value(key, n).(map[string]any); len(m) > 0 {
+		if m, _ := d.plain(key, n).(map[string]any); len(m) > 0 {
 			*p = m
 		}
 	}
@@ -172,7 +175,7 @@ func (d *decoder) settings(p *map[string]any) setter {
 // points decodes points_to_evaluate: a list of mappings.
 func (d *decoder) points(p *[]map[string]any) setter {
 	return func(key string, n *yaml.Node) {
-		*p = d.pointList(key, d.value(key, n))
+		*p = d.pointList(key, d.plain(key, n))
 	}
 }
 
@@ -266,7 +269,33 @@ func (d *decoder) stoppers(p *any) setter {
 			d.fail(key, "expected a list of stoppers or a mapping {type: ...}, got %s", describe(n))
 			return
 		}
-		*p = d.value(key, n)
+		*p = d.plain(key, n)
+	}
+}
+
+// plain decodes n at key with value and refuses NaN and infinities, which
+// the spec's JSON cannot hold.
+func (d *decoder) plain(key string, n *yaml.Node) any {
+	v := d.value(key, n)
+	d.finite(key, v)
+	return v
+}
+
+// finite reports each NaN or infinite number in v, at its key.
+func (d *decoder) finite(key string, v any) {
+	switch x := v.(type) {
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			d.fail(key, "expected a finite number, got %v; JSON cannot hold it", x)
+		}
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			d.finite(join(key, k), x[k])
+		}
+	case []any:
+		for i, e := range x {
+			d.finite(join(key, strconv.Itoa(i)), e)
+		}
 	}
 }
 
