@@ -1,0 +1,30 @@
+package tuner_test
+
+import (
+	"fmt"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/tuner"
+)
+
+// The scheduler of tune_config.scheduler {type: asha, max_t: 81,
+// grace_peroid: 3}, checked before it is built.
+func ExampleCheck() {
+	spec := &events.ExperimentSpec{
+		Name:      "exp",
+		Trainable: events.Trainable{Name: "train"},
+		TuneConfig: events.TuneConfig{
+			Metric: "loss", Mode: "min", Scheduler: "asha",
+			SchedulerConfig: map[string]any{"max_t": 81, "grace_peroid": 3},
+		},
+	}
+	for _, e := range tuner.Check(spec) {
+		fmt.Println(e)
+	}
+	delete(spec.TuneConfig.SchedulerConfig, "grace_peroid")
+	s, err := tuner.Scheduler(spec)
+	fmt.Printf("%T %v\n", s, err)
+	// Output:
+	// tune_config.scheduler.grace_peroid: unknown key, did you mean "grace_period"?
+	// *sched.ASHA <nil>
+}
