@@ -44,6 +44,10 @@ type Result struct {
 	Path string
 	// NumFailures counts the trial's failures against max_failures.
 	NumFailures int
+	// EndReason says why the trial ended: "finished", "stop_criteria",
+	// "stopped", "time_budget", or the scheduler's or a stopper's reason
+	// ("scheduler: stopped at rung 4 ..."). Empty while it runs.
+	EndReason string
 	// Checkpoint is the trial's latest checkpoint, or nil.
 	Checkpoint *Checkpoint
 	// BestCheckpoints are the kept checkpoints ranked by
@@ -78,7 +82,7 @@ func newResultGrid(st *state.Experiment, storagePath string) *ResultGrid {
 	for _, t := range st.TrialList() {
 		r := Result{
 			TrialID: t.ID, TrialName: t.Name, Status: t.Status, Config: t.Config, Metrics: t.LastResult,
-			NumFailures: t.NumFailures, analysis: t.Metrics,
+			NumFailures: t.NumFailures, EndReason: t.EndReason, analysis: t.Metrics,
 		}
 		if g.ExperimentPath != "" {
 			r.Path = storage.Join(g.ExperimentPath, t.DirName)

@@ -31,9 +31,9 @@ func newResultsCmd() *cobra.Command {
 				return printJSON(g, metric, mode, scope)
 			}
 			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "Trial name\tstatus\titer\tfailures\tconfig")
+			fmt.Fprintln(tw, "Trial name\tstatus\titer\tfailures\tconfig\tend reason")
 			for _, r := range g.Results() {
-				fmt.Fprintf(tw, "%s\t%s\t%v\t%d\t%s\n", r.TrialName, r.Status, r.Metrics["training_iteration"], r.NumFailures, mustJSON(r.Config))
+				fmt.Fprintf(tw, "%s\t%s\t%v\t%d\t%s\t%s\n", r.TrialName, r.Status, r.Metrics["training_iteration"], r.NumFailures, mustJSON(r.Config), r.EndReason)
 			}
 			tw.Flush()
 			if metric != "" || mode != "" {
@@ -65,6 +65,7 @@ type jsonResult struct {
 	Error       string         `json:"error,omitempty"`
 	Path        string         `json:"path"`
 	NumFailures int            `json:"num_failures"`
+	EndReason   string         `json:"end_reason,omitempty"`
 	Checkpoint  string         `json:"checkpoint,omitempty"`
 	Best        []string       `json:"best_checkpoints,omitempty"`
 }
@@ -76,7 +77,7 @@ func printJSON(g *tune.ResultGrid, metric, mode, scope string) error {
 		Best           string       `json:"best_trial_id,omitempty"`
 	}{ExperimentPath: g.ExperimentPath}
 	for _, r := range g.Results() {
-		jr := jsonResult{TrialID: r.TrialID, TrialName: r.TrialName, Status: r.Status, Config: r.Config, Metrics: r.Metrics, Path: r.Path, NumFailures: r.NumFailures}
+		jr := jsonResult{TrialID: r.TrialID, TrialName: r.TrialName, Status: r.Status, Config: r.Config, Metrics: r.Metrics, Path: r.Path, NumFailures: r.NumFailures, EndReason: r.EndReason}
 		if r.Error != nil {
 			jr.Error = r.Error.Error()
 		}

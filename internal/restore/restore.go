@@ -88,12 +88,15 @@ func Apply(st *state.Experiment, cfg events.ResumeConfig, restart Restarter) (*s
 			resume(t)
 		case Restart:
 			nt := restart(t)
+			st.TunerRemove(t)
 			delete(st.Trials, id)
 			st.Trials[nt.ID] = nt
 			st.Order[i] = nt.ID
+			st.TunerAdd(nt)
 		case Skip:
 			if !t.Finished() {
 				t.Status, t.EndReason = events.StatusTerminated, "not resumed"
+				st.TunerRemove(t)
 			}
 		}
 	}

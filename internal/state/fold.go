@@ -35,20 +35,36 @@ func (e *Experiment) apply(ev *events.Event) bool {
 	case *events.ExperimentCompleted:
 		return e.completed(ev, p)
 	case *events.TrialCreated:
-		return e.trialCreated(p)
+		if !e.trialCreated(p) {
+			return false
+		}
+		e.tuneAdd(e.Trials[p.TrialID])
+		return true
 	}
 	t := e.Trials[events.TrialOf(ev.Data)]
 	if t == nil {
 		return false
 	}
 	defer e.moved(t, e.standing(t)) // the tally follows whatever the event changes in the trial
+	finished := t.Finished()
+	changed := e.applyTrial(t, ev)
+	if changed && !finished && t.Finished() {
+		e.tuneEnded(t, ev)
+	}
+	return changed
+}
+
+// applyTrial applies an event about one trial.
+func (e *Experiment) applyTrial(t *Trial, ev *events.Event) bool {
 	switch p := ev.Data.(type) {
 	case *events.TrialScheduled:
 		return t.scheduled(ev, p)
 	case *events.TrialStarted:
 		return t.started(ev, p)
 	case *events.TrialReported:
-		return t.reported(ev, p)
+		return e.reported(t, ev, p)
+	case *events.TrialDecided:
+		return e.published(p)
 	case *events.TrialCheckpointed:
 		return t.checkpointed(ev, p, e.checkpointConfig())
 	case *events.TrialArtifacts:
@@ -200,15 +216,18 @@ func (t *Trial) current(attempt int) bool {
 
 // reported takes each of the event's results (one, or several sent
 // together) the current attempt has not reported yet.
-func (t *Trial) reported(ev *events.Event, p *events.TrialReported) bool {
+func (e *Experiment) reported(t *Trial, ev *events.Event, p *events.TrialReported) bool {
 	if !t.current(p.Attempt) {
 		return false
 	}
 	changed := false
-	for _, r := range p.Earlier {
-		changed = t.result(ev, r) || changed
+	for _, r := range p.Results() {
+		if t.result(ev, r) {
+			changed = true
+			e.tuneResult(t, ev, r)
+		}
 	}
-	return t.result(ev, p.Result) || changed
+	return changed
 }
 
 func (t *Trial) result(ev *events.Event, r map[string]any) bool {

@@ -281,6 +281,9 @@ func TestFoldIgnoresOtherExperiments(t *testing.T) {
 // that fail and are superseded, duplicates, stale runner events, restores.
 func randomLog(t testing.TB, r *rand.Rand) ([]*events.Event, Loader) {
 	l := newLog(t)
+	if r.IntN(2) == 0 { // ASHA judges the results
+		l = newTunedLog(t)
+	}
 	n := 1 + r.IntN(6)
 	run := 1
 	for i := 0; i < n; i++ {

@@ -82,6 +82,9 @@ func Load(data []byte) (*Experiment, error) {
 	if err := e.checkTrials(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
+	if err := e.TunerErr(); err != nil {
+		return nil, fmt.Errorf("%w: field \"tuner\": %w", ErrCorrupt, err)
+	}
 	e.Recount()
 	return e, nil
 }

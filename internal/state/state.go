@@ -56,6 +56,10 @@ type Experiment struct {
 	// state was loaded from; work scheduled before it is stale.
 	RestoredSeq uint64 `json:"restored_seq,omitempty"`
 
+	// Tuner is the scheduler and stoppers (tuner.go); nil when the spec
+	// asks for FIFO alone.
+	Tuner *Tuner `json:"tuner,omitempty"`
+
 	tally tally // the trials counted, kept by the fold (tally.go)
 }
 
@@ -107,10 +111,17 @@ type Trial struct {
 	NextCheckpoint int                    `json:"next_checkpoint"`
 	LastArtifacts  string                 `json:"last_artifacts,omitempty"`
 
-	StopRequested bool      `json:"stop_requested,omitempty"`
-	StopReason    string    `json:"stop_reason,omitempty"`
-	EndReason     string    `json:"end_reason,omitempty"`
-	StartTime     time.Time `json:"start_time"`
+	StopRequested bool   `json:"stop_requested,omitempty"`
+	StopReason    string `json:"stop_reason,omitempty"`
+	// Decisions are the scheduler's and stoppers' decisions about the
+	// trial; StopDecision is the reason of the one that stops it, which
+	// the controller turns into trial.stop_requested. TunerDone: the
+	// scheduler has let go of the trial (stopped, completed or removed).
+	Decisions    []Decision `json:"decisions,omitempty"`
+	StopDecision string     `json:"stop_decision,omitempty"`
+	TunerDone    bool       `json:"tuner_done,omitempty"`
+	EndReason    string     `json:"end_reason,omitempty"`
+	StartTime    time.Time  `json:"start_time"`
 	EndTime       time.Time `json:"end_time"`
 
 	pos int // its position in the experiment's Order, for the tally

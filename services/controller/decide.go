@@ -41,10 +41,11 @@ func Decide(st *state.Experiment, in Inputs) []Action {
 	if st.Status == state.ExperimentPending {
 		return []Action{startAction(st, in)}
 	}
+	acts := tunerActions(st)
 	if reason, errText := stopReason(st, in.Now); reason != "" {
-		return stopActions(st, reason, errText)
+		return append(acts, stopActions(st, reason, errText)...)
 	}
-	acts := createActions(st, in)
+	acts = append(acts, createActions(st, in)...)
 	if len(acts) == 0 && searchDone(st) && st.Unfinished() == 0 {
 		acts = append(acts, Action{ID: actionID(st, ".completed"), Payload: &events.ExperimentCompleted{Reason: "finished"}})
 	}
@@ -95,7 +96,27 @@ func stopReason(st *state.Experiment, now time.Time) (reason, errText string) {
 	if b := st.Spec.TuneConfig.TimeBudgetS; b > 0 && st.Elapsed(now) >= events.Seconds(b) {
 		return "time_budget", ""
 	}
+	if why := st.StoppersStopAll(now); why != "" {
+		return "stopper: " + why, ""
+	}
 	return "", ""
+}
+
+// tunerActions publishes the decisions the scheduler and stoppers made in
+// the fold, each before anything acts on it, then requests the stops they
+// decided (again after a restore, which clears stop requests).
+func tunerActions(st *state.Experiment) []Action {
+	var acts []Action
+	for _, d := range st.PendingDecisions() {
+		acts = append(acts, Action{ID: actionID(st, ".decided.", d.Ordinal), Payload: &d})
+	}
+	if len(acts) > 0 {
+		return acts // the stops follow once the fold holds their decisions
+	}
+	for _, t := range st.Stopping() {
+		acts = append(acts, Action{ID: actionID(st, ".", t.ID, ".tuner-stop"), Payload: &events.TrialStopRequested{TrialID: t.ID, Reason: t.StopDecision}})
+	}
+	return acts
 }
 
 // stopActions stops every unfinished trial, then completes the experiment.

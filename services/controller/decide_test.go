@@ -148,6 +148,8 @@ func describe(a Action) string {
 		return fmt.Sprintf("stop %s %s", p.TrialID, p.Reason)
 	case *events.TrialCompleted:
 		return fmt.Sprintf("end %s %s %s", p.TrialID, p.Status, p.Reason)
+	case *events.TrialDecided:
+		return fmt.Sprintf("decided %d %s %s", p.Ordinal, p.TrialID, p.Action)
 	case *events.ExperimentCompleted:
 		if p.Error != "" {
 			return fmt.Sprintf("completed %s error=%q", p.Reason, p.Error)
@@ -669,4 +671,33 @@ func runningExperiment(b *testing.B, n, inFlight int) (*state.Experiment, Inputs
 		b.Fatalf("%d trials, %d in flight; want %d, %d", len(st.Trials), got, n, inFlight)
 	}
 	return st, in
+}
+
+// The scheduler's decisions, made in the fold, go on the log before
+// anything acts on them; the stop they decide follows once the fold holds
+// them, with the decision's reason, and a trial the scheduler stopped is
+// not scheduled again.
+func TestDecisionsArePublishedBeforeTheStopTheyDecide(t *testing.T) {
+	h := newHistory(t, func(sp *events.ExperimentSpec) {
+		sp.TuneConfig.Metric, sp.TuneConfig.Mode, sp.TuneConfig.Scheduler = "loss", "min", "asha"
+		sp.TuneConfig.SchedulerConfig = map[string]any{"grace_period": 1.0, "reduction_factor": 2.0, "max_t": 4.0}
+	})
+	h.launch()
+	h.run(0, 1)
+	report := func(i int, loss float64) {
+		h.add(events.WriterRunner, &events.TrialReported{TrialID: id(i), Attempt: 1, Result: map[string]any{"training_iteration": 1.0, "loss": loss}})
+	}
+	report(0, 0.5)
+	report(1, 0.9) // worse than trial 0 at rung 1: stopped
+	acts := h.step()
+	if diff := cmp.Diff([]string{"decided 1 " + id(0) + " continue", "decided 2 " + id(1) + " stop"}, describeAll(acts)); diff != "" {
+		t.Fatalf("first step (-want +got):\n%s", diff)
+	}
+	acts = h.step()
+	if len(acts) != 1 || !strings.HasPrefix(describe(acts[0]), "stop "+id(1)+" scheduler: ") {
+		t.Fatalf("second step %v, want the stop of %s with the scheduler's reason", describeAll(acts), id(1))
+	}
+	if acts = h.step(); len(acts) != 0 {
+		t.Fatalf("third step %v, want nothing: the stop is requested", describeAll(acts))
+	}
 }

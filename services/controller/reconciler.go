@@ -199,6 +199,10 @@ func (r *reconciler) reconcile(ctx context.Context) {
 		}
 		r.space = sp
 	}
+	if err := r.st.TunerErr(); err != nil {
+		r.publish(ctx, Action{ID: r.exp + ".invalid", Payload: &events.ExperimentCompleted{Reason: "invalid", Error: err.Error()}})
+		return
+	}
 	if r.st.Status == state.ExperimentRunning && !r.ensureWork(ctx) {
 		return
 	}

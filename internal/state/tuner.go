@@ -1,0 +1,357 @@
+package state
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/sched"
+	"github.com/tunejet/tunejet/internal/stopper"
+	"github.com/tunejet/tunejet/internal/tuner"
+)
+
+// Tuner is the experiment's scheduler and stoppers, kept by the fold. They
+// judge each result in log order, so every reader of the log (and a
+// restore, from the log or a snapshot) holds the same ones and makes the
+// same decisions: a restored experiment goes on exactly as if nothing had
+// happened. The fold draws no random number of its own: a decision that
+// needs one (ASHA's bracket among several) seeds a fresh generator from
+// (experiment seed, decision kind, ordinal).
+//
+// Each decision that asks for something, or records a judgement, is kept
+// pending until the controller has published it as trial.decided, before it
+// acts on it (a stop is followed by trial.stop_requested).
+type Tuner struct {
+	// Scheduler is the scheduler's state (its config is the spec's);
+	// Stoppers is the stoppers' config and state.
+	Scheduler json.RawMessage `json:"scheduler,omitempty"`
+	Stoppers  json.RawMessage `json:"stoppers,omitempty"`
+	// Judged counts the results fed to the scheduler: the ordinal of each
+	// result's generator.
+	Judged uint64 `json:"judged"`
+	// Decisions counts the decisions made; each takes the next ordinal.
+	Decisions int `json:"decisions"`
+	// Pending are the decisions the log does not hold yet, oldest first.
+	Pending []events.TrialDecided `json:"pending,omitempty"`
+	// StopAll is the stoppers' reason to stop the whole experiment, once
+	// they gave one.
+	StopAll string `json:"stop_all,omitempty"`
+	// Stopping are the trials a decision stops that have not ended yet.
+	Stopping []string `json:"stopping,omitempty"`
+
+	sched sched.Scheduler
+	stop  stopper.Stopper // nil: no stoppers
+	err   error           // the spec's tuner could not be built
+}
+
+// Decision is what a trial keeps of a decision about it; the log's
+// trial.decided holds its inputs too.
+type Decision struct {
+	Ordinal int    `json:"ordinal"`
+	By      string `json:"by"`
+	Action  string `json:"action"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// tunes reports whether a spec asks for anything besides FIFO and the stop
+// dict: without, the fold keeps no tuner and results cost nothing more.
+func tunes(spec *events.ExperimentSpec) bool {
+	s := spec.TuneConfig.Scheduler
+	return (s != "" && s != "fifo") || spec.RunConfig.Stoppers != nil
+}
+
+// tuner returns the experiment's tuner, built from the spec (and the state
+// a snapshot carried) on first use; nil when the spec asks for none or it
+// cannot be built (Err says why).
+func (e *Experiment) tuner() *Tuner {
+	if e.Spec == nil || !tunes(e.Spec) {
+		return nil
+	}
+	if e.Tuner == nil {
+		e.Tuner = &Tuner{}
+	}
+	tn := e.Tuner
+	if tn.sched == nil && tn.err == nil {
+		tn.err = tn.build(e.Spec)
+	}
+	if tn.err != nil {
+		return nil
+	}
+	return tn
+}
+
+// build makes the scheduler and stoppers from the spec, restoring the
+// state they had when Scheduler or Stoppers hold one.
+func (tn *Tuner) build(spec *events.ExperimentSpec) error {
+	s, err := tuner.Scheduler(spec)
+	if err != nil {
+		return fmt.Errorf("scheduler: %w", err)
+	}
+	if len(tn.Scheduler) > 0 {
+		if err := s.UnmarshalJSON(tn.Scheduler); err != nil {
+			return fmt.Errorf("scheduler state: %w", err)
+		}
+	}
+	var st stopper.Stopper
+	if len(tn.Stoppers) > 0 {
+		st, err = stopper.Unmarshal(tn.Stoppers)
+	} else {
+		st, err = tuner.Stopper(spec)
+	}
+	if err != nil {
+		return fmt.Errorf("stoppers: %w", err)
+	}
+	tn.sched, tn.stop = s, st
+	return nil
+}
+
+// TunerErr says why the spec's scheduler or stoppers could not be built,
+// or is nil.
+func (e *Experiment) TunerErr() error {
+	if e.tuner() == nil && e.Tuner != nil {
+		return e.Tuner.err
+	}
+	return nil
+}
+
+// MarshalJSON writes the scheduler's and stoppers' current state.
+func (tn *Tuner) MarshalJSON() ([]byte, error) {
+	type plain Tuner
+	if tn.sched != nil {
+		b, err := tn.sched.MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("scheduler state: %w", err)
+		}
+		tn.Scheduler = b
+	}
+	if tn.stop != nil {
+		b, err := stopper.Marshal(tn.stop)
+		if err != nil {
+			return nil, fmt.Errorf("stoppers state: %w", err)
+		}
+		tn.Stoppers = b
+	}
+	return json.Marshal((*plain)(tn))
+}
+
+// decisionRand is the generator of one decision: seeded from the
+// experiment's seed, the decision's kind and its ordinal alone.
+func decisionRand(seed int64, kind string, ordinal uint64) *rand.Rand {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(kind))
+	return rand.New(rand.NewPCG(uint64(seed)^h.Sum64(), ordinal))
+}
+
+// tuneAdd enters a new trial into the scheduler.
+func (e *Experiment) tuneAdd(t *Trial) {
+	tn := e.tuner()
+	if tn == nil {
+		return
+	}
+	d := tn.sched.Add(t.ID, decisionRand(e.Seed, "add", uint64(t.Index)))
+	// ASHA's only bracket is no choice: not worth an event per trial.
+	if !d.Quiet() && (d.Bracket == nil || d.Bracket.Probabilities == nil || len(d.Bracket.Probabilities) > 1) {
+		e.decided(t, events.DecidedByScheduler, d, 0)
+	}
+}
+
+// tuneResult has the stoppers and the scheduler judge one new result of a
+// running trial, as Ray does: a result that ends the trial by the stop
+// dict (done) is not judged, the stoppers come first, and a trial they or
+// the scheduler stop is complete for the scheduler at that result.
+func (e *Experiment) tuneResult(t *Trial, ev *events.Event, r map[string]any) {
+	tn := e.tuner()
+	if tn == nil || t.TunerDone || t.StopRequested || r["done"] == true {
+		return
+	}
+	res := sched.Result{Trial: t.ID, Metrics: numeric(r), Checkpoint: checkpointName(t)}
+	if tn.stop != nil {
+		d := tn.stop.StopTrial(t.ID, r)
+		if sa := tn.stop.StopAll(e.Elapsed(ev.Time).Seconds()); sa.Stop && tn.StopAll == "" {
+			tn.StopAll = sa.Reason
+		}
+		if d.Stop {
+			e.decided(t, events.DecidedByStopper, sched.Decision{Trial: t.ID, Action: sched.Stop, Reason: d.Reason}, ev.Seq)
+			e.letGo(t, tn.sched.Complete(res), ev.Seq)
+			return
+		}
+	}
+	tn.Judged++
+	ds := tn.sched.Result(res, sched.Context{Rand: decisionRand(e.Seed, "result", tn.Judged)})
+	for _, d := range ds {
+		about := e.Trials[d.Trial]
+		if about == nil || d.Quiet() {
+			continue
+		}
+		e.decided(about, events.DecidedByScheduler, d, ev.Seq)
+		if about == t && d.Action == sched.Stop {
+			e.letGo(t, tn.sched.Complete(res), ev.Seq)
+		}
+	}
+}
+
+// tuneEnded tells the scheduler that a trial ended (unless a decision
+// already let it go): complete at its last result if it ran, else removed.
+func (e *Experiment) tuneEnded(t *Trial, ev *events.Event) {
+	tn := e.tuner()
+	if tn == nil {
+		return
+	}
+	if i := slices.Index(tn.Stopping, t.ID); i >= 0 {
+		tn.Stopping = slices.Delete(tn.Stopping, i, i+1)
+	}
+	if t.TunerDone {
+		return
+	}
+	if t.Status == events.StatusTerminated && t.LastResult != nil {
+		e.letGo(t, tn.sched.Complete(sched.Result{Trial: t.ID, Metrics: numeric(t.LastResult), Checkpoint: checkpointName(t)}), ev.Seq)
+		return
+	}
+	e.letGo(t, tn.sched.Remove(t.ID), ev.Seq)
+}
+
+// TunerRemove lets go of a trial a restore took out of the experiment (a
+// restarted trial's old id, or a skipped unfinished trial).
+func (e *Experiment) TunerRemove(t *Trial) {
+	if tn := e.tuner(); tn != nil && !t.TunerDone {
+		e.letGo(t, tn.sched.Remove(t.ID), 0)
+	}
+}
+
+// TunerAdd enters a trial a restore added (a restarted trial's new id).
+func (e *Experiment) TunerAdd(t *Trial) { e.tuneAdd(t) }
+
+// letGo marks a trial as let go by the scheduler, recording what the
+// scheduler decided as it did (a completed trial's final rung record).
+func (e *Experiment) letGo(t *Trial, ds []sched.Decision, resultSeq uint64) {
+	t.TunerDone = true
+	for _, d := range ds {
+		if about := e.Trials[d.Trial]; about != nil && !d.Quiet() {
+			e.decided(about, events.DecidedByScheduler, d, resultSeq)
+		}
+	}
+}
+
+// decided records a decision: pending until the log holds it, kept by its
+// trial, and a stop the controller is to request.
+func (e *Experiment) decided(t *Trial, by string, d sched.Decision, resultSeq uint64) {
+	tn := e.Tuner
+	tn.Decisions++
+	ev := events.TrialDecided{
+		TrialID: t.ID, Ordinal: tn.Decisions, By: by, Action: string(d.Action), Reason: d.Reason,
+		Detail: detail(d), ResultSeq: resultSeq,
+	}
+	tn.Pending = append(tn.Pending, ev)
+	t.Decisions = append(t.Decisions, Decision{Ordinal: ev.Ordinal, By: by, Action: ev.Action, Reason: d.Reason})
+	if d.Action == sched.Stop && t.StopDecision == "" {
+		t.StopDecision = by + ": " + d.Reason
+		t.TunerDone = true
+		tn.Stopping = append(tn.Stopping, t.ID)
+	}
+}
+
+// Stopping returns the trials a decision stops whose stop is not
+// requested yet, in the order they were decided.
+func (e *Experiment) Stopping() []*Trial {
+	if e.Tuner == nil {
+		return nil
+	}
+	var out []*Trial
+	for _, id := range e.Tuner.Stopping {
+		if t := e.Trials[id]; t != nil && !t.Finished() && !t.StopRequested {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// published drops the decisions the log now holds from the pending ones.
+func (e *Experiment) published(p *events.TrialDecided) bool {
+	tn := e.Tuner
+	if tn == nil || len(tn.Pending) == 0 || p.Ordinal < tn.Pending[0].Ordinal {
+		return false
+	}
+	i := sort.Search(len(tn.Pending), func(i int) bool { return tn.Pending[i].Ordinal > p.Ordinal })
+	tn.Pending = tn.Pending[i:]
+	if len(tn.Pending) == 0 {
+		tn.Pending = nil
+	}
+	return true
+}
+
+// PendingDecisions are the decisions to publish, oldest first.
+func (e *Experiment) PendingDecisions() []events.TrialDecided {
+	if e.Tuner == nil {
+		return nil
+	}
+	return e.Tuner.Pending
+}
+
+// StoppersStopAll is the stoppers' reason to stop the experiment at now
+// (a timeout passes without a result too), or "".
+func (e *Experiment) StoppersStopAll(now time.Time) string {
+	tn := e.tuner()
+	if tn == nil {
+		return ""
+	}
+	if tn.StopAll != "" {
+		return tn.StopAll
+	}
+	if tn.stop != nil {
+		if d := tn.stop.StopAll(e.Elapsed(now).Seconds()); d.Stop {
+			return d.Reason
+		}
+	}
+	return ""
+}
+
+// detail is a decision as trial.decided carries it: its JSON, read back as
+// generic values, the way a reader of the event sees it.
+func detail(d sched.Decision) map[string]any {
+	b, err := json.Marshal(d)
+	if err != nil {
+		return nil
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil {
+		return nil
+	}
+	return m
+}
+
+// numeric flattens a result's numbers as Ray flattens results ("a/b").
+func numeric(r map[string]any) map[string]float64 {
+	out := make(map[string]float64, len(r))
+	var walk func(prefix string, m map[string]any)
+	walk = func(prefix string, m map[string]any) {
+		for k, v := range m {
+			switch x := v.(type) {
+			case float64:
+				out[prefix+k] = x
+			case int:
+				out[prefix+k] = float64(x)
+			case int64:
+				out[prefix+k] = float64(x)
+			case bool:
+				// Ray's results hold booleans (done); they are not metrics.
+			case map[string]any:
+				walk(prefix+k+"/", x)
+			}
+		}
+	}
+	walk("", r)
+	return out
+}
+
+// checkpointName is the trial's latest checkpoint's name, or "".
+func checkpointName(t *Trial) string {
+	if c := t.LatestCheckpoint(); c != nil {
+		return c.Name
+	}
+	return ""
+}
