@@ -78,6 +78,10 @@ func TestParseErrors(t *testing.T) {
 			`exp.yaml:4: tune_config.search_alg: unknown search algorithm "bayes"; valid: random, grid, tpe`},
 		{"bad scheduler", head + "tune_config:\n  scheduler: hyperbnd\n",
 			`exp.yaml:4: tune_config.scheduler: unknown scheduler "hyperbnd" (did you mean "hyperband"?); valid: fifo, asha, async_hyperband, hyperband, median_stopping_rule, pbt`},
+		{"a scheduler that pauses", head + "tune_config:\n  metric: loss\n  mode: min\n  scheduler: hyperband\n",
+			"exp.yaml:6: tune_config.scheduler: hyperband pauses trials, which this version of tunejet does not do yet; asha, and median_stopping_rule with hard_stop true, stop them instead"},
+		{"a median rule that pauses", head + "tune_config:\n  metric: loss\n  mode: min\n  scheduler: {type: median_stopping_rule, hard_stop: false}\n",
+			"exp.yaml:6: tune_config.scheduler.hard_stop: false pauses trials, which this version of tunejet does not do yet; asha, and median_stopping_rule with hard_stop true, stop them instead"},
 		{"uniform low > high", head + "param_space:\n  model:\n    depth: 3\n    lr:\n      uniform: [0.5, 0.1]\n",
 			"exp.yaml:6: param_space.model.lr: uniform: low (0.5) must be <= high (0.1)"},
 		{"domain in a list", head + "param_space:\n  layers:\n    - 64\n    - {randint: [8, 8]}\n",
@@ -521,15 +525,10 @@ func TestParseTuner(t *testing.T) {
 			events.TuneConfig{Scheduler: "median_stopping_rule", SchedulerConfig: map[string]any{"metric": "acc", "mode": "max"}}, nil},
 		{"scheduler mapping of type only", head + "tune_config: {scheduler: {type: fifo}}\n",
 			events.TuneConfig{Scheduler: "fifo"}, nil},
-		{"pbt", head + space + "tune_config:\n  metric: loss\n  mode: min\n  scheduler:\n    type: pbt\n    perturbation_interval: 2\n" +
-			"    hyperparam_mutations:\n      lr: {loguniform: [1e-4, 1e-1]}\n      bs: [16, 32, 64]\n    perturbation_factors: [1.5, 0.5]\n",
-			events.TuneConfig{Metric: "loss", Mode: "min", Scheduler: "pbt", SchedulerConfig: map[string]any{
-				"perturbation_interval": 2,
-				"hyperparam_mutations": map[string]any{
-					"lr": map[string]any{"loguniform": []any{1e-4, 1e-1}},
-					"bs": []any{16, 32, 64},
-				},
-				"perturbation_factors": []any{1.5, 0.5},
+		{"median rule", head + space + "tune_config:\n  metric: loss\n  mode: min\n  scheduler:\n    type: median_stopping_rule\n    grace_period: 2\n" +
+			"    time_attr: training_iteration\n    min_samples_required: 2\n",
+			events.TuneConfig{Metric: "loss", Mode: "min", Scheduler: "median_stopping_rule", SchedulerConfig: map[string]any{
+				"grace_period": 2, "time_attr": "training_iteration", "min_samples_required": 2,
 			}}, nil},
 		{"tpe mapping with points", head + space + "tune_config:\n  metric: loss\n  mode: min\n  search_alg:\n    type: tpe\n" +
 			"    n_startup_trials: 5\n    gamma: hyperopt\n    points_to_evaluate:\n      - {lr: 0.01, bs: 32}\n      - {lr: 0.001}\n",
@@ -541,9 +540,9 @@ func TestParseTuner(t *testing.T) {
 		{"tpe seed is the experiment's", head + "tune_config:\n  metric: loss\n  mode: min\n  search_alg: {type: tpe, seed: 7}\n",
 			events.TuneConfig{Metric: "loss", Mode: "min", SearchAlg: "tpe", Seed: int64Ptr(7),
 				SearchAlgConfig: map[string]any{"seed": 7}}, nil},
-		{"wire form", head + space + "tune_config:\n  metric: loss\n  mode: min\n  scheduler: hyperband\n  scheduler_config: {max_t: 27}\n" +
+		{"wire form", head + space + "tune_config:\n  metric: loss\n  mode: min\n  scheduler: asha\n  scheduler_config: {max_t: 27}\n" +
 			"  search_alg: tpe\n  search_alg_config: {multivariate: false}\n  points_to_evaluate: [{bs: 16}]\n",
-			events.TuneConfig{Metric: "loss", Mode: "min", Scheduler: "hyperband", SchedulerConfig: map[string]any{"max_t": 27},
+			events.TuneConfig{Metric: "loss", Mode: "min", Scheduler: "asha", SchedulerConfig: map[string]any{"max_t": 27},
 				SearchAlg: "tpe", SearchAlgConfig: map[string]any{"multivariate": false},
 				PointsToEvaluate: []map[string]any{{"bs": 16}}}, nil},
 		{"stoppers list", head + "run_config:\n  stoppers:\n    - {type: maximum_iteration, max_iter: 10}\n    - {type: timeout, timeout: 60}\n",
