@@ -323,7 +323,10 @@ func restoreRun(b *testing.B, n int, source string) {
 		b.Fatal("the restorer does not answer pings")
 	}
 
-	data, err := json.Marshal(restorer.Request{Path: storage.Join(storagePath, exp), Resume: restore.FromFlags(true, false, false)})
+	// The caller names the trainable, as a restore from a state file in
+	// storage requires (code to run never comes from a file in storage).
+	data, err := json.Marshal(restorer.Request{Path: storage.Join(storagePath, exp), Resume: restore.FromFlags(true, false, false),
+		Trainable: &events.Trainable{Name: "restoree"}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -335,6 +338,10 @@ func restoreRun(b *testing.B, n int, source string) {
 		dumpGoroutines(b)
 		b.Fatalf("restore request: %v", err)
 	}
+	var rep restorer.Reply
+	if err := json.Unmarshal(m.Data, &rep); err != nil || !rep.OK {
+		b.Fatalf("restore: %s (%v)", m.Data, err)
+	}
 	var first *events.TrialStarted
 	select {
 	case first = <-started:
@@ -344,10 +351,6 @@ func restoreRun(b *testing.B, n int, source string) {
 	}
 	t2 := time.Now()
 	b.StopTimer()
-	var rep restorer.Reply
-	if err := json.Unmarshal(m.Data, &rep); err != nil || !rep.OK {
-		b.Fatalf("restore: %s (%v)", m.Data, err)
-	}
 	// Correctness: the restore saw the whole history and resumes exactly
 	// the running trials, each from its checkpoint, on attempt 2.
 	if rep.Counts[events.StatusTerminated] != n-h.running || rep.Counts[events.StatusRunning] != h.running {
