@@ -158,3 +158,14 @@ func (s *Space) Config(values []any) (map[string]any, error) {
 	}
 	return build(s.tree, values).(map[string]any), nil
 }
+
+// Tag is Ray's experiment_tag of trial index with config, a config a
+// searcher built rather than Trial: "<index>_<k=v,...>" over the domains'
+// values in config, in path order.
+func (s *Space) Tag(index int, config map[string]any) string {
+	vals := make([]any, len(s.params))
+	for _, p := range s.params {
+		vals[p.id], _ = Domain{Path: p.path}.Lookup(config)
+	}
+	return s.tag(index, vals)
+}

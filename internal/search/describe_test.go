@@ -145,3 +145,18 @@ func TestDomainIndexAndValue(t *testing.T) {
 		}
 	}
 }
+
+// A config a searcher built gets the tag Trial would give the same values.
+func TestTagOfAConfig(t *testing.T) {
+	s, err := ParseSpace(map[string]any{
+		"lr":    map[string]any{"loguniform": []any{1e-4, 1e-1}},
+		"model": map[string]any{"depth": map[string]any{"randint": []any{1, 8}}, "act": "relu"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	config, tag := s.Trial(3, 7)
+	if got := s.Tag(3, config); got != tag {
+		t.Fatalf("Tag = %q, Trial's tag %q", got, tag)
+	}
+}

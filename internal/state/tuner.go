@@ -3,8 +3,6 @@ package state
 import (
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
-	"math/rand/v2"
 	"slices"
 	"sort"
 	"time"
@@ -139,21 +137,13 @@ func (tn *Tuner) MarshalJSON() ([]byte, error) {
 	return json.Marshal((*plain)(tn))
 }
 
-// decisionRand is the generator of one decision: seeded from the
-// experiment's seed, the decision's kind and its ordinal alone.
-func decisionRand(seed int64, kind string, ordinal uint64) *rand.Rand {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(kind))
-	return rand.New(rand.NewPCG(uint64(seed)^h.Sum64(), ordinal))
-}
-
 // tuneAdd enters a new trial into the scheduler.
 func (e *Experiment) tuneAdd(t *Trial) {
 	tn := e.tuner()
 	if tn == nil {
 		return
 	}
-	d := tn.sched.Add(t.ID, decisionRand(e.Seed, "add", uint64(t.Index)))
+	d := tn.sched.Add(t.ID, tuner.Rand(e.Seed, "add", uint64(t.Index)))
 	// ASHA's only bracket is no choice: not worth an event per trial.
 	if !d.Quiet() && (d.Bracket == nil || d.Bracket.Probabilities == nil || len(d.Bracket.Probabilities) > 1) {
 		e.decided(t, events.DecidedByScheduler, d, 0)
@@ -182,7 +172,7 @@ func (e *Experiment) tuneResult(t *Trial, ev *events.Event, r map[string]any) {
 		}
 	}
 	tn.Judged++
-	ds := tn.sched.Result(res, sched.Context{Rand: decisionRand(e.Seed, "result", tn.Judged)})
+	ds := tn.sched.Result(res, sched.Context{Rand: tuner.Rand(e.Seed, "result", tn.Judged)})
 	for _, d := range ds {
 		about := e.Trials[d.Trial]
 		if about == nil || d.Quiet() {
