@@ -7,6 +7,7 @@ import (
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/state"
+	"github.com/tunejet/tunejet/internal/tpe"
 )
 
 // DefaultMaxPending bounds the trials created ahead of free runner slots
@@ -25,6 +26,9 @@ type Inputs struct {
 	StoragePath string
 	// MaxPending caps in-flight trials when max_concurrent_trials is 0.
 	MaxPending int
+	// Searcher suggests configs for search_alg tpe; nil for random and
+	// grid, whose configs Space draws.
+	Searcher *tpe.Sampler
 }
 
 // Action is one decision: an event for the controller to publish.
@@ -150,8 +154,12 @@ func createActions(st *state.Experiment, in Inputs) []Action {
 	}
 	inFlight := st.InFlight()
 	acts, inFlight := rescheduleActions(st, inFlight, limit)
+	var search *searcher
 	for i := st.NextIndex; inFlight < limit && (st.NumTrials < 0 || i < st.NumTrials); i++ {
-		acts = append(acts, trialActions(st, in, i)...)
+		if search == nil {
+			search = newSearcher(st, in)
+		}
+		acts = append(acts, trialActions(st, in, search, i)...)
 		inFlight++
 	}
 	return acts
@@ -176,14 +184,15 @@ func rescheduleActions(st *state.Experiment, inFlight, limit int) ([]Action, int
 	return acts, inFlight
 }
 
-func trialActions(st *state.Experiment, in Inputs, index int) []Action {
-	config, tag := in.Space.Trial(index, st.Seed)
+func trialActions(st *state.Experiment, in Inputs, s *searcher, index int) []Action {
+	config, tag, seq := s.config(index)
 	id := search.TrialID(st.TrialIDPrefix, index)
 	name := st.Spec.Trainable.Name + "_" + id
 	dir := search.TrialDirName(name, tag, in.Now)
 	return []Action{
 		{ID: actionID(st, ".", id, ".created"), Payload: &events.TrialCreated{
 			TrialID: id, Index: index, TrialName: name, ExperimentTag: tag, DirName: dir, Config: config,
+			SearcherSeq: seq,
 		}},
 		{ID: actionID(st, ".", id, ".scheduled"), Payload: schedule(st, id, name, dir, config, 0)},
 	}

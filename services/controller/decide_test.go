@@ -12,6 +12,7 @@ import (
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/state"
+	"github.com/tunejet/tunejet/internal/tuner"
 )
 
 // history builds an experiment's state the way the controller sees it: by
@@ -658,7 +659,7 @@ func runningExperiment(b *testing.B, n, inFlight int) (*state.Experiment, Inputs
 	}})
 	apply(events.WriterController, Decide(st, in)[0].Payload)
 	for i := range n {
-		for _, a := range trialActions(st, in, i) {
+		for _, a := range trialActions(st, in, newSearcher(st, in), i) {
 			apply(events.WriterController, a.Payload)
 		}
 		tr := search.TrialID(st.TrialIDPrefix, i)
@@ -699,5 +700,61 @@ func TestDecisionsArePublishedBeforeTheStopTheyDecide(t *testing.T) {
 	}
 	if acts = h.step(); len(acts) != 0 {
 		t.Fatalf("third step %v, want nothing: the stop is requested", describeAll(acts))
+	}
+}
+
+// With search_alg tpe, the controller asks TPE for each new trial's config
+// from the trials so far, and records what the suggestion saw; the points
+// to evaluate come first. The same state gives the same suggestion (a
+// restored controller suggests what the interrupted one would have).
+func TestTPESuggestsFromTheTrialsSoFar(t *testing.T) {
+	spec := func(sp *events.ExperimentSpec) {
+		sp.ParamSpace = map[string]any{"x": map[string]any{"uniform": []any{-5.0, 5.0}}, "k": "const"}
+		sp.TuneConfig.NumSamples, sp.TuneConfig.MaxConcurrentTrials = 14, 1
+		sp.TuneConfig.Metric, sp.TuneConfig.Mode, sp.TuneConfig.SearchAlg = "loss", "min", "tpe"
+		sp.TuneConfig.SearchAlgConfig = map[string]any{"n_startup_trials": 4.0}
+		sp.TuneConfig.PointsToEvaluate = []map[string]any{{"x": 1.5}}
+	}
+	h := newHistory(t, spec)
+	sampler, err := tuner.Searcher(h.st.Spec, h.space)
+	if err != nil || sampler == nil {
+		t.Fatalf("Searcher: %v, %v", sampler, err)
+	}
+	h.in.Searcher = sampler
+	h.launch()
+	for i := 0; i < 14; i++ {
+		tr := h.trial(i)
+		x := tr.Config["x"].(float64)
+		if i == 0 && x != 1.5 {
+			t.Fatalf("trial 0 x=%v, want the point to evaluate, 1.5", x)
+		}
+		if x < -5 || x > 5 || tr.Config["k"] != "const" {
+			t.Fatalf("trial %d config %v outside the space", i, tr.Config)
+		}
+		h.run(i)
+		h.add(events.WriterRunner, &events.TrialReported{TrialID: id(i), Attempt: 1, Result: map[string]any{"training_iteration": 1.0, "loss": (x - 2) * (x - 2)}})
+		h.finish("finished", i)
+		if i == 13 {
+			break
+		}
+		before := h.st.LastSeq
+		again := Decide(h.st, h.inputs()) // a controller that restarted here
+		acts := h.step()
+		if diff := cmp.Diff(describeAll(again), describeAll(acts)); diff != "" || cmp.Diff(acts[0].Payload, again[0].Payload) != "" {
+			t.Fatalf("step %d: the same state gave another suggestion", i)
+		}
+		if c := acts[0].Payload.(*events.TrialCreated); c.SearcherSeq != before {
+			t.Fatalf("trial %d saw seq %d, want %d", c.Index, c.SearcherSeq, before)
+		}
+	}
+	// After the random start, TPE looks near the minimum at x=2.
+	near := 0
+	for i := 8; i < 14; i++ {
+		if x := h.trial(i).Config["x"].(float64); x > 0 && x < 4 {
+			near++
+		}
+	}
+	if near < 3 {
+		t.Fatalf("%d of the last 6 suggestions within 2 of the minimum, want at least 3", near)
 	}
 }

@@ -15,17 +15,20 @@ import (
 	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
+	"github.com/tunejet/tunejet/internal/tpe"
+	"github.com/tunejet/tunejet/internal/tuner"
 )
 
 // reconciler runs one experiment: it folds the experiment's events and
 // reconciles whenever its view includes its own last decision.
 type reconciler struct {
-	s     *Service
-	exp   string
-	log   zerolog.Logger
-	st    *state.Experiment
-	space *search.Space
-	evs   chan *events.Event // nil marks "caught up"
+	s        *Service
+	exp      string
+	log      zerolog.Logger
+	st       *state.Experiment
+	space    *search.Space
+	searcher *tpe.Sampler       // search_alg tpe; nil for random and grid
+	evs      chan *events.Event // nil marks "caught up"
 	// exhausted receives the log sequences of trial work that ran out of
 	// deliveries; dead holds those not handled yet.
 	exhausted chan uint64
@@ -197,7 +200,12 @@ func (r *reconciler) reconcile(ctx context.Context) {
 			r.publish(ctx, Action{ID: r.exp + ".invalid", Payload: &events.ExperimentCompleted{Reason: "invalid", Error: err.Error()}})
 			return
 		}
-		r.space = sp
+		searcher, err := tuner.Searcher(r.st.Spec, sp)
+		if err != nil {
+			r.publish(ctx, Action{ID: r.exp + ".invalid", Payload: &events.ExperimentCompleted{Reason: "invalid", Error: err.Error()}})
+			return
+		}
+		r.space, r.searcher = sp, searcher
 	}
 	if err := r.st.TunerErr(); err != nil {
 		r.publish(ctx, Action{ID: r.exp + ".invalid", Payload: &events.ExperimentCompleted{Reason: "invalid", Error: err.Error()}})
@@ -215,7 +223,7 @@ func (r *reconciler) reconcile(ctx context.Context) {
 	}
 	acts := Decide(r.st, Inputs{
 		Now: time.Now(), Space: r.space, NewSeed: randomSeed(), NewPrefix: randomPrefix(),
-		StoragePath: r.storagePath(), MaxPending: r.s.cfg.MaxPending,
+		StoragePath: r.storagePath(), MaxPending: r.s.cfg.MaxPending, Searcher: r.searcher,
 	})
 	for _, a := range acts {
 		if _, ok := a.Payload.(*events.ExperimentStarted); ok && !r.ensureWork(ctx) {

@@ -1,0 +1,109 @@
+package controller
+
+import (
+	"maps"
+	"math"
+	"strings"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/state"
+	"github.com/tunejet/tunejet/internal/tpe"
+	"github.com/tunejet/tunejet/internal/tuner"
+)
+
+// searcher makes the configs of new trials: the search algorithm's (the
+// space's random or grid draw, or a TPE suggestion from the trials so
+// far), with the point to evaluate of that index, if any, over it.
+type searcher struct {
+	st      *state.Experiment
+	in      Inputs
+	history []tpe.Trial // for TPE: the trials so far, and those created since
+}
+
+func newSearcher(st *state.Experiment, in Inputs) *searcher {
+	s := &searcher{st: st, in: in}
+	if in.Searcher != nil {
+		s.history = tpeHistory(st)
+	}
+	return s
+}
+
+// config returns the config and experiment tag of trial index, and the
+// log sequence its suggestion saw (0 when no model was asked).
+func (s *searcher) config(index int) (config map[string]any, tag string, seq uint64) {
+	if s.in.Searcher == nil {
+		config, tag = s.in.Space.Trial(index, s.st.Seed)
+	} else {
+		config = s.in.Searcher.Suggest(s.history, tuner.Rand(s.st.Seed, "suggest", uint64(index)))
+		seq = s.st.LastSeq
+	}
+	if points := s.st.Spec.TuneConfig.PointsToEvaluate; index < len(points) {
+		overlay(config, points[index])
+	}
+	if s.in.Searcher != nil || index < len(s.st.Spec.TuneConfig.PointsToEvaluate) {
+		tag = s.in.Space.Tag(index, config)
+	}
+	if s.in.Searcher != nil {
+		s.history = append(s.history, tpe.Trial{Number: index, State: tpe.Running, Config: config})
+	}
+	return config, tag, seq
+}
+
+// overlay sets the keys point names in config, nested mappings key by key.
+func overlay(config, point map[string]any) {
+	for k, v := range point {
+		sub, isMap := v.(map[string]any)
+		into, intoMap := config[k].(map[string]any)
+		if isMap && intoMap {
+			overlay(into, sub)
+			continue
+		}
+		if isMap {
+			v = maps.Clone(sub)
+		}
+		config[k] = v
+	}
+}
+
+// tpeHistory is what TPE learns from, as Optuna sees its study: a trial
+// that ended with the metric is complete with its last value, one a
+// scheduler stopped is pruned at its last iteration (Optuna's pruned
+// trial), one still pending or running is running (the constant liar puts
+// it above the split), and one that errored, or never reported the
+// metric, is left out.
+func tpeHistory(st *state.Experiment) []tpe.Trial {
+	metric := st.Spec.TuneConfig.Metric
+	var out []tpe.Trial
+	for _, t := range st.TrialList() {
+		h := tpe.Trial{Number: t.Index, Config: t.Config}
+		v, ok := metricValue(t.LastResult, metric)
+		switch {
+		case !t.Finished():
+			h.State = tpe.Running
+		case t.Status == events.StatusError || !ok:
+			continue
+		case strings.HasPrefix(t.StopDecision, events.DecidedByScheduler+":"):
+			h.State, h.Value, h.Step = tpe.Pruned, v, t.Iteration
+		default:
+			h.State, h.Value = tpe.Complete, v
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// metricValue reads a result's metric ("a/b" nests), a finite number.
+func metricValue(r map[string]any, metric string) (float64, bool) {
+	var v any = r
+	for _, k := range strings.Split(metric, "/") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return 0, false
+		}
+		if v, ok = m[k]; !ok {
+			return 0, false
+		}
+	}
+	f, ok := v.(float64)
+	return f, ok && !math.IsNaN(f) && !math.IsInf(f, 0)
+}
