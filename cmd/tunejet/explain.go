@@ -1,0 +1,506 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/cobra"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/internal/restore"
+	"github.com/tunejet/tunejet/internal/sched"
+	"github.com/tunejet/tunejet/internal/state"
+	"github.com/tunejet/tunejet/internal/storage"
+	"github.com/tunejet/tunejet/internal/tuner"
+	"github.com/tunejet/tunejet/services/restorer"
+)
+
+func newExplainCmd() *cobra.Command {
+	var (
+		conn     connFlags
+		storeDir string
+		asJSON   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "explain PATH TRIAL",
+		Short: "Print the decisions about one trial, each with its inputs, oldest first",
+		Long: `Print why a trial ran as it did: its creation (its config, and for tpe the
+log sequence the suggestion saw), then each scheduler's or stopper's
+decision about it with the inputs it came from (for ASHA the rung, the
+cutoff and the other trials' rewards behind it), then how it ended.
+
+PATH is the experiment's directory in storage, <storage_path>/<name>, as a
+path or a URL (what tunejet results and tunejet restore take). TRIAL is a
+trial id, a trial name, or a unique prefix of either.
+
+The decisions come from the event log when it holds the experiment: a
+deployment's with --nats, else the embedded store (--store-dir) if there
+is one. Otherwise they come from the newest experiment_state-*.json under
+PATH, which keeps each decision's reason but not its inputs.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			x, err := explainTrial(cmd.Context(), conn, storeDir, args[0], args[1])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(os.Stdout)
+				enc.SetIndent("", "  ")
+				enc.SetEscapeHTML(false)
+				return enc.Encode(x)
+			}
+			return x.print(os.Stdout)
+		},
+	}
+	conn.add(cmd.Flags(), clientConnectTimeout)
+	cmd.Flags().StringVar(&storeDir, "store-dir", bus.DefaultStoreDir(), "embedded nats-server's JetStream store, read when --nats is not given")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: the trial.decided payloads and the trial's creation and end")
+	return cmd
+}
+
+// The sources of an explanation.
+const (
+	fromLog      = "log"
+	fromSnapshot = "snapshot"
+)
+
+// explanation is what tunejet explain says about one trial.
+type explanation struct {
+	Experiment string `json:"experiment"`
+	// Source is "log" or "snapshot"; Snapshot names the state file.
+	Source   string `json:"source"`
+	Snapshot string `json:"snapshot,omitempty"`
+
+	TrialID   string         `json:"trial_id"`
+	TrialName string         `json:"trial_name"`
+	Config    map[string]any `json:"config"`
+	// SearchAlg is the experiment's search algorithm; SearcherSeq, from
+	// the log, the sequence a model-based searcher's suggestion saw.
+	SearchAlg   string `json:"search_alg"`
+	SearcherSeq uint64 `json:"searcher_seq,omitempty"`
+	// Decisions are the decisions about the trial, oldest first: from the
+	// log, its trial.decided payloads; from a state file, without detail
+	// and result_seq. Pending are those the fold made that the log does
+	// not hold yet.
+	Decisions []events.TrialDecided `json:"decisions"`
+	Pending   []events.TrialDecided `json:"pending,omitempty"`
+	Status    string                `json:"status"`
+	EndReason string                `json:"end_reason,omitempty"`
+
+	timeAttr string // the scheduler's, to say where a decision was made
+}
+
+// explainTrial reads the experiment at expPath from the event log when it
+// is reachable and holds it, else from its newest state file, and
+// explains trial.
+func explainTrial(ctx context.Context, conn connFlags, storeDir, expPath, trial string) (*explanation, error) {
+	p, err := storage.Resolve(expPath, "")
+	if err != nil {
+		return nil, err
+	}
+	_, name, err := restorer.Split(p)
+	if err != nil {
+		return nil, err
+	}
+	b, closeFn, err := explainBus(ctx, conn, storeDir)
+	if err != nil {
+		return nil, err
+	}
+	if b != nil {
+		defer closeFn()
+		x, ok, err := explainFromLog(ctx, b, name, trial)
+		if ok || err != nil {
+			return x, err
+		}
+	}
+	return explainFromSnapshot(ctx, p, trial)
+}
+
+// explainBus connects to the deployment --nats names, or starts an
+// embedded server on the store in storeDir; nil when there is no store
+// there (none is created just to find it empty).
+func explainBus(ctx context.Context, conn connFlags, storeDir string) (*bus.Bus, func(), error) {
+	var (
+		nc       *nats.Conn
+		shutdown = func() {}
+	)
+	if conn.o.URL != "" {
+		opts, err := conn.options(nopLogger())
+		if err != nil {
+			return nil, nil, err
+		}
+		if nc, err = bus.Connect(ctx, opts); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		if _, err := os.Stat(storeDir); errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, nil
+		}
+		emb, err := bus.StartEmbedded(bus.EmbedOptions{StoreDir: storeDir})
+		if err != nil {
+			return nil, nil, err
+		}
+		if nc, err = emb.Connect("tunejet-explain"); err != nil {
+			emb.Shutdown()
+			return nil, nil, err
+		}
+		shutdown = emb.Shutdown
+	}
+	closeFn := func() { nc.Close(); shutdown() }
+	b, err := bus.New(nc, "tunejet/explain", nopLogger())
+	if err == nil {
+		err = b.Provision(ctx)
+	}
+	if err != nil {
+		closeFn()
+		return nil, nil, err
+	}
+	return b, closeFn, nil
+}
+
+// explainFromLog folds the experiment from the log and collects the
+// trial's creation and decisions; ok is false when the log does not hold
+// the experiment.
+func explainFromLog(ctx context.Context, b *bus.Bus, name, trial string) (*explanation, bool, error) {
+	last, err := b.LastSeq(ctx, events.ExperimentSubjects(name))
+	if err != nil || last == 0 {
+		return nil, false, err
+	}
+	st, load := state.New(name), restore.Loader(b, name)
+	created := map[string]*events.TrialCreated{}
+	decided := map[string][]events.TrialDecided{}
+	var ferr error
+	err = b.Replay(ctx, events.ExperimentSubjects(name), func(ev *events.Event) {
+		if ferr != nil {
+			return
+		}
+		switch p := ev.Data.(type) {
+		case *events.TrialCreated:
+			created[p.TrialID] = p
+		case *events.TrialDecided:
+			decided[p.TrialID] = append(decided[p.TrialID], *p)
+		}
+		st, _, ferr = state.Fold(ctx, st, ev, load)
+	})
+	if err = errors.Join(err, ferr); err != nil {
+		return nil, true, fmt.Errorf("explain: read %s from the log: %w", name, err)
+	}
+	t, err := findTrial(st, trial)
+	if err != nil {
+		return nil, true, err
+	}
+	x := newExplanation(st, t, fromLog)
+	x.Decisions = decided[t.ID]
+	if c := created[t.ID]; c != nil {
+		x.Config, x.SearcherSeq = c.Config, c.SearcherSeq
+	}
+	for _, d := range st.PendingDecisions() {
+		if d.TrialID == t.ID {
+			x.Pending = append(x.Pending, d)
+		}
+	}
+	return x, true, nil
+}
+
+// explainFromSnapshot explains the trial from the newest state file in
+// the experiment directory p: each decision's reason, without its inputs.
+func explainFromSnapshot(ctx context.Context, p, trial string) (*explanation, error) {
+	bkt, err := storage.OpenBucket(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	defer bkt.Close()
+	st, key, err := storage.LoadNewestState(ctx, bkt)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("explain: the event log does not hold the experiment at %s and it has no experiment_state-*.json: check that the path is the combination of storage_path and name of your run: %w", p, err)
+	case err != nil:
+		return nil, fmt.Errorf("explain: %s: %w", storage.Join(p, key), err)
+	}
+	t, err := findTrial(st, trial)
+	if err != nil {
+		return nil, err
+	}
+	x := newExplanation(st, t, fromSnapshot)
+	x.Snapshot = key
+	for _, d := range t.Decisions {
+		x.Decisions = append(x.Decisions, events.TrialDecided{TrialID: t.ID, Ordinal: d.Ordinal, By: d.By, Action: d.Action, Reason: d.Reason})
+	}
+	return x, nil
+}
+
+func newExplanation(st *state.Experiment, t *state.Trial, source string) *explanation {
+	x := &explanation{
+		Experiment: st.Name, Source: source, TrialID: t.ID, TrialName: t.Name, Config: t.Config,
+		SearchAlg: "random", Decisions: []events.TrialDecided{}, Status: t.Status, EndReason: t.EndReason,
+	}
+	if st.Spec != nil {
+		if a := st.Spec.TuneConfig.SearchAlg; a != "" {
+			x.SearchAlg = a
+		}
+		x.timeAttr = timeAttr(st.Spec)
+	}
+	return x
+}
+
+// timeAttr is the time_attr of the experiment's scheduler: its setting,
+// else the scheduler's default.
+func timeAttr(spec *events.ExperimentSpec) string {
+	if a, ok := spec.TuneConfig.SchedulerConfig["time_attr"].(string); ok && a != "" {
+		return a
+	}
+	switch spec.TuneConfig.Scheduler {
+	case tuner.SchedulerASHA, tuner.SchedulerAsyncHyperBand:
+		return sched.DefaultASHAConfig().TimeAttr
+	case tuner.SchedulerHyperBand:
+		return sched.DefaultHyperBandConfig().TimeAttr
+	case tuner.SchedulerMedian:
+		return sched.DefaultMedianConfig().TimeAttr
+	case tuner.SchedulerPBT:
+		return sched.DefaultPBTConfig().TimeAttr
+	}
+	return "time"
+}
+
+// findTrial finds a trial by id or name, or by a prefix of either (or a
+// suffix of its id, such as its index 00003) that only one trial has.
+func findTrial(st *state.Experiment, q string) (*state.Trial, error) {
+	trials := st.TrialList()
+	for _, t := range trials {
+		if t.ID == q || t.Name == q {
+			return t, nil
+		}
+	}
+	var found []*state.Trial
+	for _, t := range trials {
+		if q != "" && (strings.HasPrefix(t.ID, q) || strings.HasPrefix(t.Name, q) || strings.HasSuffix(t.ID, q)) {
+			found = append(found, t)
+		}
+	}
+	if len(found) == 1 {
+		return found[0], nil
+	}
+	list := func(ts []*state.Trial) string {
+		var b strings.Builder
+		for _, t := range ts {
+			fmt.Fprintf(&b, "\n  %s  %s", t.ID, t.Name)
+		}
+		return b.String()
+	}
+	if len(found) > 1 {
+		return nil, fmt.Errorf("trial %q of experiment %s is ambiguous; it may be:%s", q, st.Name, list(found))
+	}
+	if len(trials) == 0 {
+		return nil, fmt.Errorf("no trial %q: experiment %s has no trials", q, st.Name)
+	}
+	return nil, fmt.Errorf("no trial %q in experiment %s; its trials are:%s", q, st.Name, list(trials))
+}
+
+// print writes the explanation for a person: one aligned line per step.
+func (x *explanation) print(w io.Writer) error {
+	from := "the event log"
+	if x.Source == fromSnapshot {
+		from = "the state file " + x.Snapshot + ": inputs are in the log"
+	}
+	fmt.Fprintf(w, "Trial %s (%s) of experiment %s, from %s\n", x.TrialName, x.TrialID, x.Experiment, from)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	created := "config " + mustJSON(x.Config)
+	switch {
+	case x.SearchAlg == tuner.SearchTPE && x.SearcherSeq > 0:
+		created += fmt.Sprintf(", suggested by tpe from the log up to seq %d", x.SearcherSeq)
+	case x.SearchAlg == tuner.SearchTPE:
+		created += ", suggested by tpe" // a startup trial, or from a state file
+	}
+	fmt.Fprintf(tw, "created\t\t%s\n", created)
+	end := x.EndReason
+	for _, d := range x.Decisions {
+		fmt.Fprintf(tw, "#%d %s\t%s\t%s\n", d.Ordinal, d.By, d.Action, x.inputs(d))
+		if end == d.By+": "+d.Reason {
+			end = fmt.Sprintf("stopped by #%d", d.Ordinal)
+		}
+	}
+	for _, d := range x.Pending {
+		fmt.Fprintf(tw, "#%d %s\t%s\t%s (not in the log yet)\n", d.Ordinal, d.By, d.Action, x.inputs(d))
+	}
+	if !state.Terminal(x.Status) {
+		end = "not ended"
+	}
+	fmt.Fprintf(tw, "end\t%s\t%s\n", x.Status, end)
+	return tw.Flush()
+}
+
+// inputs says what a decision came from: its inputs when the detail holds
+// them, else its reason.
+func (x *explanation) inputs(d events.TrialDecided) string {
+	var sd sched.Decision
+	if len(d.Detail) > 0 {
+		b, err := json.Marshal(d.Detail)
+		if err == nil {
+			err = json.Unmarshal(b, &sd)
+		}
+		if err != nil {
+			return d.Reason
+		}
+	}
+	switch {
+	case sd.Rung != nil:
+		return x.rung(d.Action, sd.Rung)
+	case sd.Median != nil:
+		return x.median(sd.Median, d.Reason)
+	case sd.Exploit != nil:
+		return x.exploit(sd.Exploit, d.Reason)
+	case sd.Halving != nil:
+		return halving(sd.Halving, d.Reason)
+	case sd.Bracket != nil:
+		return bracket(sd.Bracket)
+	}
+	return d.Reason
+}
+
+// rung says an ASHA judgement at a rung: "at training_iteration 4: rung 4
+// of bracket 0; reward -0.41 < cutoff -0.35, the 75th percentile of 12
+// other trials' rewards between -0.36 and -0.34 [...]".
+func (x *explanation) rung(action string, in *sched.RungInputs) string {
+	s := fmt.Sprintf("at %s %s: rung %s of bracket %d; reward %s", x.timeAttr, num(in.Time), num(in.Milestone), in.Bracket, num(float64(in.Reward)))
+	if in.Cutoff == nil {
+		return s + " recorded, the first at the rung"
+	}
+	switch action {
+	case string(sched.Stop):
+		s += " < "
+	case string(sched.Record):
+		s += " recorded on completion; "
+	default:
+		s += " >= "
+	}
+	s += fmt.Sprintf("cutoff %s, the %s percentile of %s rewards", num(float64(*in.Cutoff)), ordinal(in.Percentile), otherTrials(in.Count))
+	if len(in.Between) == 2 {
+		s += fmt.Sprintf(" between %s and %s", num(float64(in.Between[0])), num(float64(in.Between[1])))
+	}
+	if in.Values != nil {
+		s += " " + list(in.Values)
+	}
+	return s
+}
+
+// median says a median stopping rule judgement.
+func (x *explanation) median(in *sched.MedianInputs, reason string) string {
+	s := fmt.Sprintf("at %s %s: best %s", x.timeAttr, num(in.Time), num(float64(in.Best)))
+	if in.Median == nil {
+		return s + fmt.Sprintf("; %s reached it, %d needed to judge", otherTrials(in.Samples), in.Required)
+	}
+	s += fmt.Sprintf(", median %s of %s running means %s", num(float64(*in.Median)), otherTrials(in.Samples), list(in.Means))
+	if reason != "" {
+		s += "; " + reason
+	}
+	return s
+}
+
+// exploit says a PBT perturbation: the quantiles, the donor and the new
+// config.
+func (x *explanation) exploit(in *sched.ExploitInputs, reason string) string {
+	s := fmt.Sprintf("at %s %s: score %s", x.timeAttr, num(in.Time), num(float64(in.Score)))
+	if in.Quantile != "" {
+		s += ", in the " + in.Quantile + " quantile"
+	}
+	s += "; lower " + ranked(in.Lower) + ", upper " + ranked(in.Upper)
+	if in.Source == "" {
+		return s + "; " + reason
+	}
+	s += fmt.Sprintf("; exploits %s from %s, new config %s", in.Source, in.SourceCheckpoint, mustJSON(in.NewConfig))
+	if len(in.Operations) > 0 {
+		s += " " + mustJSON(in.Operations)
+	}
+	return s
+}
+
+// halving says a HyperBand bracket reaching its milestone.
+func halving(in *sched.HalvingInputs, reason string) string {
+	s := fmt.Sprintf("bracket %d of band %d at milestone %s keeps %d of %s", in.Bracket, in.Band, num(in.Milestone), in.Keep, ranked(in.Ranked))
+	if in.Next > 0 {
+		s += fmt.Sprintf(", next milestone %s", num(in.Next))
+	}
+	if reason != "" {
+		s += "; " + reason
+	}
+	return s
+}
+
+// bracket says the bracket a trial was added to.
+func bracket(in *sched.BracketInputs) string {
+	s := fmt.Sprintf("added to bracket %d", in.Bracket)
+	if in.Band > 0 {
+		s += fmt.Sprintf(" of band %d", in.Band)
+	}
+	if len(in.Probabilities) > 0 {
+		ps := make([]sched.Float, len(in.Probabilities))
+		for i, p := range in.Probabilities {
+			ps[i] = sched.Float(p)
+		}
+		s += ", drawn with probabilities " + list(ps)
+	}
+	return s
+}
+
+// ranked lists trials with their scores, worst first: "[a:0.1 b:0.3]".
+func ranked(rs []sched.Ranked) string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = r.Trial + ":" + num(float64(r.Reward))
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// maxListed bounds the values a line lists; --json has them all.
+const maxListed = 16
+
+// list formats values, eliding the middle of a long list.
+func list(xs []sched.Float) string {
+	parts := make([]string, 0, maxListed+1)
+	for i, v := range xs {
+		switch {
+		case len(xs) <= maxListed || i < maxListed/2 || i >= len(xs)-maxListed/2:
+			parts = append(parts, num(float64(v)))
+		case i == maxListed/2:
+			parts = append(parts, "...")
+		}
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// num formats a value as the schedulers' reasons do.
+func num(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+
+// otherTrials is "1 other trial's" or "12 other trials'".
+func otherTrials(n int) string {
+	if n == 1 {
+		return "1 other trial's"
+	}
+	return strconv.Itoa(n) + " other trials'"
+}
+
+// ordinal is "75th", "50th", "66.6667th" for a percentile.
+func ordinal(p float64) string {
+	s, suffix := num(p), "th"
+	if !strings.Contains(s, ".") && !strings.HasSuffix(s, "11") && !strings.HasSuffix(s, "12") && !strings.HasSuffix(s, "13") {
+		switch s[len(s)-1] {
+		case '1':
+			suffix = "st"
+		case '2':
+			suffix = "nd"
+		case '3':
+			suffix = "rd"
+		}
+	}
+	return s + suffix
+}
