@@ -66,7 +66,12 @@ func (e *Experiment) applyTrial(t *Trial, ev *events.Event) bool {
 	case *events.TrialDecided:
 		return e.published(p)
 	case *events.TrialCheckpointed:
-		return t.checkpointed(ev, p, e.checkpointConfig())
+		results := t.NumResults
+		changed := t.checkpointed(ev, p, e.checkpointConfig())
+		if t.NumResults > results { // the checkpoint's result is the trial's next
+			e.tuneResult(t, ev, p.Checkpoint.Metrics)
+		}
+		return changed
 	case *events.TrialArtifacts:
 		return t.artifacts(p)
 	case *events.CheckpointPersisted:

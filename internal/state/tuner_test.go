@@ -96,3 +96,24 @@ func TestTunerErrNamesTheProblem(t *testing.T) {
 		t.Fatalf("TunerErr() = %v, want one naming reduction_factor", err)
 	}
 }
+
+// A result that comes with a checkpoint is announced by trial.checkpointed
+// (the two are one report): the scheduler judges it there, once.
+func TestAResultWithACheckpointIsJudged(t *testing.T) {
+	l := newTunedLog(t)
+	for i, id := range []string{"a", "b"} {
+		l.create(id, i)
+		l.start(id, 1)
+	}
+	l.report("a", 1, 1, 0.5)
+	result := map[string]any{"training_iteration": 1, "loss": 0.9, "checkpoint_dir_name": events.CheckpointName(1)}
+	l.add(events.WriterRunner, &events.TrialCheckpointed{TrialID: "b", Attempt: 1, Checkpoint: events.CheckpointRef{
+		Name: events.CheckpointName(1), Index: 1, Iteration: 1, Size: 1, Digest: "sha256:" + strings.Repeat("0", 64),
+		Object: events.CheckpointObject("b", 1, events.CheckpointName(1)), Metrics: result,
+	}})
+	l.add(events.WriterRunner, &events.TrialReported{TrialID: "b", Attempt: 1, Result: result}) // the same result again
+	e := fold(l.evs)
+	if b := e.Trials["b"]; b.StopDecision == "" || len(b.Decisions) != 1 {
+		t.Fatalf("b: decisions %v, stop %q; want one, a stop at rung 1", b.Decisions, b.StopDecision)
+	}
+}
