@@ -209,6 +209,7 @@ type jsonResults struct {
 		Error       string         `json:"error"`
 		Path        string         `json:"path"`
 		NumFailures int            `json:"num_failures"`
+		EndReason   string         `json:"end_reason"`
 		Checkpoint  string         `json:"checkpoint"`
 		Best        []string       `json:"best_checkpoints"`
 	} `json:"trials"`

@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -242,6 +243,40 @@ func TestPythonExample(t *testing.T) {
 		if tr.Metrics["step"] != 10.0 || tr.Metrics["training_iteration"] != 10.0 {
 			t.Errorf("trial %s: last result step %v, training_iteration %v; want 10 and 10", tr.TrialName, tr.Metrics["step"], tr.Metrics["training_iteration"])
 		}
+	}
+}
+
+// TestASHAExample runs examples/asha as its README says, on the embedded
+// stack, with short epochs: ASHA stops most trials at an early rung, with
+// its reason, and the best trial trains to max_t.
+func TestASHAExample(t *testing.T) {
+	storagePath := t.TempDir()
+	r := tunejet(t, moduleRoot, embeddedEnv(t, "EPOCH_SECONDS=0.01"), "run", "examples/asha/experiment.yaml",
+		"--storage-path", storagePath, "--store-dir", t.TempDir(), "--name", "asha_example")
+	if r.code != 0 {
+		t.Fatalf("tunejet run examples/asha/experiment.yaml:\n%s", r)
+	}
+	got := resultsJSON(t, filepath.Join(storagePath, "asha_example"))
+	if len(got.Trials) != 24 {
+		t.Fatalf("%d trials, want 24", len(got.Trials))
+	}
+	stopped, best, bestLoss := 0, "", math.Inf(1)
+	for _, tr := range got.Trials {
+		if tr.Status != events.StatusTerminated {
+			t.Errorf("trial %s ended %s, want TERMINATED; error: %s", tr.TrialName, tr.Status, tr.Error)
+		}
+		if strings.HasPrefix(tr.EndReason, "scheduler: stopped at rung") {
+			stopped++
+		}
+		if loss, _ := tr.Metrics["loss"].(float64); loss < bestLoss && tr.Metrics["training_iteration"] == 27.0 {
+			best, bestLoss = tr.TrialName, loss
+		}
+	}
+	if stopped < 12 {
+		t.Errorf("ASHA stopped %d of 24 trials at a rung, want most of them", stopped)
+	}
+	if best == "" {
+		t.Errorf("no trial trained the 27 epochs of max_t")
 	}
 }
 
