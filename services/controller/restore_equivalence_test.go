@@ -279,7 +279,7 @@ func (p *play) run() outcome {
 	p.startController()
 	defer func() { p.stopController() }()
 	submit(p.t, p.b, spec)
-	for p.settle(ctx) {
+	for p.settle() {
 		p.step()
 	}
 	if len(p.cuts) > 0 {
@@ -307,13 +307,13 @@ func (p *play) startController() {
 
 // settle folds the log until the controller has nothing left to do after
 // the runner's last event, and reports whether the experiment goes on.
-func (p *play) settle(ctx context.Context) bool {
+func (p *play) settle() bool {
 	timeout := time.NewTimer(wait)
 	defer timeout.Stop()
 	for {
 		select {
 		case ev := <-p.evs:
-			p.fold(ctx, ev)
+			p.fold(ev)
 			continue
 		default:
 		}
@@ -325,7 +325,7 @@ func (p *play) settle(ctx context.Context) bool {
 		}
 		select {
 		case ev := <-p.evs:
-			p.fold(ctx, ev)
+			p.fold(ev)
 		case <-timeout.C:
 			p.t.Fatalf("%s: no event for %v after event %d (%s); trials: %s", p.exp, wait, len(p.log), p.st.Status, p.describe())
 		}
@@ -343,8 +343,8 @@ func (p *play) quiet() bool {
 	return len(controller.Decide(p.st, controller.Inputs{Now: time.Now(), Space: p.space})) == 0
 }
 
-func (p *play) fold(ctx context.Context, ev *events.Event) {
-	st, _, err := state.Fold(ctx, p.st, ev, restore.Loader(p.b, p.exp))
+func (p *play) fold(ev *events.Event) {
+	st, _, err := state.Fold(p.t.Context(), p.st, ev, restore.Loader(p.b, p.exp))
 	if err != nil {
 		p.t.Fatalf("%s: fold event %d: %v", p.exp, ev.Seq, err)
 	}
@@ -352,19 +352,19 @@ func (p *play) fold(ctx context.Context, ev *events.Event) {
 	p.log = append(p.log, ev)
 	if len(p.cuts) > 0 && len(p.log) == p.cuts[0] {
 		p.cuts = p.cuts[1:]
-		p.cut(ctx)
+		p.cut()
 	}
 }
 
 // cut kills the controller, restores the experiment from the log in the
 // restore variant, and starts a new controller.
-func (p *play) cut(ctx context.Context) {
+func (p *play) cut() {
 	p.stopController()
 	if p.v == restoreFromCheckpoint || p.v == restoreFrom1 {
 		if p.restorer == nil {
 			p.restorer = restorer.New(p.srv.Bus("restorer-"+p.exp), restorer.Config{})
 		}
-		rep := p.restorer.Handle(ctx, api.RestoreRequest{
+		rep := p.restorer.Handle(p.t.Context(), api.RestoreRequest{
 			Path: p.storage + "/" + p.exp, Resume: restore.FromFlags(true, false, false),
 		}, false)
 		if !rep.OK {
