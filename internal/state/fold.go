@@ -240,9 +240,14 @@ func (t *Trial) result(ev *events.Event, r map[string]any) bool {
 	if it <= t.AttemptIteration {
 		return false
 	}
-	// A retry resumes from its checkpoint, so its iterations may repeat
-	// ones an earlier attempt reported: only the attempt's own order counts.
-	t.LastResult, t.LastResultTime, t.Iteration, t.AttemptIteration = r, ev.Time, it, it
+	t.AttemptIteration = it
+	// A retry resumes from its checkpoint, which may be older than the
+	// trial's last result: the iterations it repeats are the trial's
+	// already, each is taken once.
+	if it <= t.Iteration && t.NumResults > 0 {
+		return false
+	}
+	t.LastResult, t.LastResultTime, t.Iteration = r, ev.Time, it
 	t.NumResults++
 	for k, v := range r {
 		f, ok := v.(float64)

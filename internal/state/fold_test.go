@@ -154,7 +154,7 @@ func TestFoldTrialLifecycle(t *testing.T) {
 			l.start("t1", 1)
 			l.add(events.WriterRunner, &events.TrialFailed{TrialID: "t1", Attempt: 1, Cause: events.CausePreempted, Error: "SIGTERM"})
 		}, events.StatusPending, 0, 0, 0},
-		{"a retry may repeat iterations after its checkpoint", func(l *log) {
+		{"a retry repeats iterations after its checkpoint: the trial takes each once", func(l *log) {
 			l.create("t1", 0)
 			l.start("t1", 1)
 			for i := 1; i <= 7; i++ {
@@ -163,7 +163,7 @@ func TestFoldTrialLifecycle(t *testing.T) {
 			l.add(events.WriterRunner, &events.TrialFailed{TrialID: "t1", Attempt: 1, Cause: events.CauseError, Error: "boom", Counted: true})
 			l.start("t1", 2)
 			l.report("t1", 2, 6, 0.4) // resumed from the checkpoint of iteration 5
-		}, events.StatusRunning, 6, 1, 8},
+		}, events.StatusRunning, 7, 1, 7},
 		{"completed", func(l *log) {
 			l.create("t1", 0)
 			l.start("t1", 1)
@@ -594,5 +594,28 @@ func TestAStartOfWorkFromBeforeARestoreChangesNothing(t *testing.T) {
 	l.add(events.WriterRunner, &events.TrialStarted{TrialID: "a", Attempt: 2, Runner: "r2", WorkSeq: work})
 	if tr := foldWith(l.evs, l.load).Trials["a"]; tr.Status != events.StatusRunning || tr.Attempt != 2 || tr.Runner != "r2" {
 		t.Fatalf("the current work's start: %s attempt %d on %s, want RUNNING attempt 2 on r2", tr.Status, tr.Attempt, tr.Runner)
+	}
+}
+
+// A retry that resumes from a checkpoint older than the trial's last result
+// repeats iterations the trial already has: each iteration is the trial's
+// once (result.json holds 1..N once each, in order), and the retry's
+// results count again from the first iteration the trial has not had.
+func TestARetryDoesNotRepeatIterations(t *testing.T) {
+	l := newLog(t)
+	l.create("a", 0)
+	l.start("a", 1)
+	for it := 1; it <= 5; it++ {
+		l.report("a", 1, it, float64(it))
+	}
+	l.add(events.WriterRunner, &events.TrialFailed{TrialID: "a", Attempt: 1, Cause: events.CauseError, Error: "boom", Counted: true})
+	l.start("a", 2)
+	for it := 4; it <= 6; it++ {
+		l.report("a", 2, it, 10*float64(it))
+	}
+	tr := fold(l.evs).Trials["a"]
+	if tr.NumResults != 6 || tr.Iteration != 6 || tr.Metrics["loss"].Count != 6 || tr.LastResult["loss"] != 60.0 {
+		t.Fatalf("results %d, iteration %d, loss count %d, last loss %v; want 6, 6, 6, 60",
+			tr.NumResults, tr.Iteration, tr.Metrics["loss"].Count, tr.LastResult["loss"])
 	}
 }
