@@ -193,14 +193,14 @@ func explainFromLog(ctx context.Context, b *bus.Bus, name, trial string) (*expla
 		st, _, ferr = state.Fold(ctx, st, ev, load)
 	})
 	if err = errors.Join(err, ferr); err != nil {
-		return nil, true, fmt.Errorf("explain: read %s from the log: %w", name, err)
+		return nil, true, fmt.Errorf("read %s from the log: %w", name, err)
 	}
 	t, err := findTrial(st, trial)
 	if err != nil {
 		return nil, true, err
 	}
 	x := newExplanation(st, t, fromLog)
-	x.Decisions = decided[t.ID]
+	x.Decisions = append(x.Decisions, decided[t.ID]...)
 	if c := created[t.ID]; c != nil {
 		x.Config, x.SearcherSeq = c.Config, c.SearcherSeq
 	}
@@ -223,9 +223,9 @@ func explainFromSnapshot(ctx context.Context, p, trial string) (*explanation, er
 	st, key, err := storage.LoadNewestState(ctx, bkt)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("explain: the event log does not hold the experiment at %s and it has no experiment_state-*.json: check that the path is the combination of storage_path and name of your run: %w", p, err)
+		return nil, fmt.Errorf("the event log does not hold the experiment at %s and it has no experiment_state-*.json: check that the path is the combination of storage_path and name of your run: %w", p, err)
 	case err != nil:
-		return nil, fmt.Errorf("explain: %s: %w", storage.Join(p, key), err)
+		return nil, fmt.Errorf("%s: %w", storage.Join(p, key), err)
 	}
 	t, err := findTrial(st, trial)
 	if err != nil {
@@ -356,9 +356,9 @@ func (x *explanation) inputs(d events.TrialDecided) string {
 	case sd.Rung != nil:
 		return x.rung(d.Action, sd.Rung)
 	case sd.Median != nil:
-		return x.median(sd.Median, d.Reason)
+		return x.median(d.Action, sd.Median)
 	case sd.Exploit != nil:
-		return x.exploit(sd.Exploit, d.Reason)
+		return exploit(sd.Exploit, d.Reason)
 	case sd.Halving != nil:
 		return halving(sd.Halving, d.Reason)
 	case sd.Bracket != nil:
@@ -394,46 +394,35 @@ func (x *explanation) rung(action string, in *sched.RungInputs) string {
 }
 
 // median says a median stopping rule judgement.
-func (x *explanation) median(in *sched.MedianInputs, reason string) string {
+func (x *explanation) median(action string, in *sched.MedianInputs) string {
 	s := fmt.Sprintf("at %s %s: best %s", x.timeAttr, num(in.Time), num(float64(in.Best)))
 	if in.Median == nil {
 		return s + fmt.Sprintf("; %s reached it, %d needed to judge", otherTrials(in.Samples), in.Required)
 	}
-	s += fmt.Sprintf(", median %s of %s running means %s", num(float64(*in.Median)), otherTrials(in.Samples), list(in.Means))
-	if reason != "" {
-		s += "; " + reason
+	verdict := "is not worse than"
+	if action == string(sched.Stop) || action == string(sched.Pause) {
+		verdict = "is worse than"
+	}
+	return s + fmt.Sprintf(" %s the median %s of %s running means %s", verdict, num(float64(*in.Median)), otherTrials(in.Samples), list(in.Means))
+}
+
+// exploit says a PBT perturbation: the reason, the quantiles, and the
+// donor's new config.
+func exploit(in *sched.ExploitInputs, reason string) string {
+	s := reason + "; lower quantile " + ranked(in.Lower) + ", upper " + ranked(in.Upper)
+	if in.Source != "" {
+		s += "; new config " + mustJSON(in.NewConfig)
+		if len(in.Operations) > 0 {
+			s += " " + mustJSON(in.Operations)
+		}
 	}
 	return s
 }
 
-// exploit says a PBT perturbation: the quantiles, the donor and the new
-// config.
-func (x *explanation) exploit(in *sched.ExploitInputs, reason string) string {
-	s := fmt.Sprintf("at %s %s: score %s", x.timeAttr, num(in.Time), num(float64(in.Score)))
-	if in.Quantile != "" {
-		s += ", in the " + in.Quantile + " quantile"
-	}
-	s += "; lower " + ranked(in.Lower) + ", upper " + ranked(in.Upper)
-	if in.Source == "" {
-		return s + "; " + reason
-	}
-	s += fmt.Sprintf("; exploits %s from %s, new config %s", in.Source, in.SourceCheckpoint, mustJSON(in.NewConfig))
-	if len(in.Operations) > 0 {
-		s += " " + mustJSON(in.Operations)
-	}
-	return s
-}
-
-// halving says a HyperBand bracket reaching its milestone.
+// halving says a HyperBand bracket reaching its milestone: the reason,
+// which ranks the trial, and the ranking.
 func halving(in *sched.HalvingInputs, reason string) string {
-	s := fmt.Sprintf("bracket %d of band %d at milestone %s keeps %d of %s", in.Bracket, in.Band, num(in.Milestone), in.Keep, ranked(in.Ranked))
-	if in.Next > 0 {
-		s += fmt.Sprintf(", next milestone %s", num(in.Next))
-	}
-	if reason != "" {
-		s += "; " + reason
-	}
-	return s
+	return reason + "; ranked worst first " + ranked(in.Ranked)
 }
 
 // bracket says the bracket a trial was added to.
