@@ -73,8 +73,9 @@ func TestTunerDecidesTheSameAfterACrash(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			srv := bustest.Start(t)
 			want := newPlay(t, srv, c, c.name+"-uninterrupted", uninterrupted, nil).run()
-			if len(want.decisions) == 0 && c.searcher == "" {
-				t.Fatalf("the uninterrupted run made no decision: nothing to compare")
+			stops := func(d string) bool { return strings.Contains(d, `"action":"stop"`) }
+			if c.searcher == "" && !slices.ContainsFunc(want.decisions, stops) {
+				t.Fatalf("the uninterrupted run stopped no trial: the script tests little; decisions %v", want.decisions)
 			}
 			h := fnv.New64a()
 			_, _ = h.Write([]byte(c.name))
