@@ -2,6 +2,7 @@ package tuner
 
 import (
 	"strings"
+	"time"
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/search"
@@ -13,10 +14,12 @@ const (
 	SearchRandom = "random"
 	SearchGrid   = "grid"
 	SearchTPE    = "tpe"
+	// SearchExternal asks a NATS service for each new trial's config.
+	SearchExternal = "external"
 )
 
 // SearchAlgNames lists the names tune_config.search_alg takes.
-var SearchAlgNames = []string{SearchRandom, SearchGrid, SearchTPE}
+var SearchAlgNames = []string{SearchRandom, SearchGrid, SearchTPE, SearchExternal}
 
 // The values of tpe's gamma setting.
 const (
@@ -58,6 +61,9 @@ func searchOptions(spec *events.ExperimentSpec, p *problems) (opts tpe.Options, 
 		set.read(tc.SearchAlgConfig, nil)
 		return opts, false
 	case SearchTPE:
+	case SearchExternal:
+		externalOptions(spec, p)
+		return opts, false
 	default:
 		p.add(keySearchAlg, "unknown search algorithm %q%s; valid: %s", tc.SearchAlg,
 			didYouMean(tc.SearchAlg, SearchAlgNames), strings.Join(SearchAlgNames, ", "))
@@ -97,18 +103,85 @@ func searchOptions(spec *events.ExperimentSpec, p *problems) (opts tpe.Options, 
 		// the prior kernel is always there; prior_weight sets its weight.
 		p.add(set.key("consider_prior"), "false is not supported (Optuna deprecated it); lower prior_weight instead")
 	}
+	needObjective(tc, p)
+	opts.Maximize = tc.Mode == "max"
+	return opts, true
+}
+
+// needObjective adds a problem when tune_config's metric or mode, which
+// the search algorithm learns from, is unset or invalid.
+func needObjective(tc events.TuneConfig, p *problems) {
 	if tc.Metric == "" {
-		p.add(keyMetric, "required by search_alg %q: set tune_config.metric", SearchTPE)
+		p.add(keyMetric, "required by search_alg %q: set tune_config.metric", tc.SearchAlg)
 	}
 	switch tc.Mode {
 	case "":
-		p.add(keyMode, "required by search_alg %q: set tune_config.mode to \"min\" or \"max\"", SearchTPE)
+		p.add(keyMode, "required by search_alg %q: set tune_config.mode to \"min\" or \"max\"", tc.SearchAlg)
 	case "min", "max":
 	default:
 		p.add(keyMode, "must be \"min\" or \"max\", got %q", tc.Mode)
 	}
-	opts.Maximize = tc.Mode == "max"
-	return opts, true
+}
+
+// DefaultExternalTimeout is how long the controller waits for an external
+// searcher's answer when timeout_s is unset.
+const DefaultExternalTimeout = 10 * time.Second
+
+// ExternalConfig is search_alg external: the NATS subject of the service
+// that suggests each new trial's config, and how long to wait for it.
+type ExternalConfig struct {
+	Subject string
+	Timeout time.Duration
+}
+
+// External reads search_alg external's settings: subject (required, a
+// NATS subject without wildcards) and timeout_s (> 0, default 10). It
+// returns nil when the search algorithm is another. Every problem is a
+// *KeyError (joined).
+func External(spec *events.ExperimentSpec) (*ExternalConfig, error) {
+	if spec.TuneConfig.SearchAlg != SearchExternal {
+		return nil, nil
+	}
+	p := &problems{}
+	cfg := externalOptions(spec, p)
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+func externalOptions(spec *events.ExperimentSpec, p *problems) *ExternalConfig {
+	tc := spec.TuneConfig
+	set := settings{prefix: keySearchAlg, name: SearchExternal, p: p}
+	cfg := &ExternalConfig{Timeout: DefaultExternalTimeout}
+	timeout := cfg.Timeout.Seconds()
+	set.read(tc.SearchAlgConfig, map[string]reader{
+		"subject":   set.str(&cfg.Subject),
+		"timeout_s": set.number(&timeout),
+	})
+	if !validSubject(cfg.Subject) {
+		p.add(set.key("subject"), "required: the NATS subject the searcher answers, dot-separated tokens without spaces or wildcards, got %q", cfg.Subject)
+	}
+	if timeout <= 0 {
+		p.add(set.key("timeout_s"), "must be > 0, got %v", timeout)
+	}
+	cfg.Timeout = time.Duration(timeout * float64(time.Second))
+	needObjective(tc, p)
+	return cfg
+}
+
+// validSubject reports whether s is a NATS subject a request can be sent
+// to: non-empty tokens separated by dots, without whitespace or wildcards.
+func validSubject(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, tok := range strings.Split(s, ".") {
+		if tok == "" || tok == "*" || tok == ">" || strings.ContainsAny(tok, " \t\r\n") {
+			return false
+		}
+	}
+	return true
 }
 
 // gamma reads "default" (Optuna's default_gamma) or "hyperopt"

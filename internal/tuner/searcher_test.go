@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/search"
@@ -72,7 +73,20 @@ func TestSearchOptions(t *testing.T) {
 			config: map[string]any{"metric": "loss"},
 			errs:   []string{"tune_config.search_alg.metric: tpe takes tune_config's metric and mode: set tune_config.metric instead"}},
 		{name: "unknown search_alg", alg: "tpee",
-			errs: []string{`tune_config.search_alg: unknown search algorithm "tpee" (did you mean "tpe"?); valid: random, grid, tpe`}},
+			errs: []string{`tune_config.search_alg: unknown search algorithm "tpee" (did you mean "tpe"?); valid: random, grid, tpe, external`}},
+		{name: "external", alg: "external", metric: "loss", mode: "min",
+			config: map[string]any{"subject": "optuna.suggest", "timeout_s": 2.5}},
+		{name: "external needs a subject and an objective", alg: "external", config: map[string]any{"timeout_s": 0, "subjet": "x"},
+			errs: []string{
+				`tune_config.search_alg.subjet: unknown key, did you mean "subject"?`,
+				`tune_config.search_alg.subject: required: the NATS subject the searcher answers, dot-separated tokens without spaces or wildcards, got ""`,
+				"tune_config.search_alg.timeout_s: must be > 0, got 0",
+				`tune_config.metric: required by search_alg "external": set tune_config.metric`,
+				`tune_config.mode: required by search_alg "external": set tune_config.mode to "min" or "max"`,
+			}},
+		{name: "external subject with a wildcard", alg: "external", metric: "loss", mode: "max",
+			config: map[string]any{"subject": "searchers.*"},
+			errs:   []string{`tune_config.search_alg.subject: required: the NATS subject the searcher answers, dot-separated tokens without spaces or wildcards, got "searchers.*"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,6 +114,27 @@ func TestSearchOptions(t *testing.T) {
 				t.Errorf("options:\n got %+v\nwant %+v", got, want)
 			}
 		})
+	}
+}
+
+func TestExternal(t *testing.T) {
+	got, err := External(spec(events.TuneConfig{SearchAlg: "external", Metric: "loss", Mode: "min",
+		SearchAlgConfig: map[string]any{"subject": "my.searcher"}}))
+	if err != nil || *got != (ExternalConfig{Subject: "my.searcher", Timeout: DefaultExternalTimeout}) {
+		t.Errorf("external: %+v, %v", got, err)
+	}
+	got, err = External(spec(events.TuneConfig{SearchAlg: "external", Metric: "loss", Mode: "min",
+		SearchAlgConfig: map[string]any{"subject": "my.searcher", "timeout_s": 0.5}}))
+	if err != nil || got.Timeout != 500*time.Millisecond {
+		t.Errorf("timeout_s 0.5: %+v, %v", got, err)
+	}
+	if got, err := External(spec(events.TuneConfig{SearchAlg: "tpe"})); got != nil || err != nil {
+		t.Errorf("tpe: %v, %v; want nil, nil", got, err)
+	}
+	_, err = External(spec(events.TuneConfig{SearchAlg: "external", Metric: "loss", Mode: "min"}))
+	var ke *KeyError
+	if !errors.As(err, &ke) || ke.Key != "tune_config.search_alg.subject" || !errors.Is(err, ErrInvalid) {
+		t.Errorf("external without subject: %v", err)
 	}
 }
 
