@@ -15,6 +15,11 @@
 //     read: whether the experiment can be restored, from where, and with
 //     which trainable.
 //
+// An external searcher (search_alg external) is the other way round: a
+// service anyone may write, which the controller asks for each new
+// trial's config with a SuggestRequest on the subject the experiment
+// names, and which answers a SuggestReply.
+//
 // # Errors
 //
 // A refused request is a reply with OK false, a human message in Error and

@@ -26,6 +26,8 @@ var messages = []struct {
 }{
 	{"restore-request", reflect.TypeFor[api.RestoreRequest](), []string{"restore-request"}},
 	{"restore-reply", reflect.TypeFor[api.RestoreReply](), []string{"restore-reply", "restore-reply.refused"}},
+	{"suggest-request", reflect.TypeFor[api.SuggestRequest](), []string{"suggest-request"}},
+	{"suggest-reply", reflect.TypeFor[api.SuggestReply](), []string{"suggest-reply", "suggest-reply.refused"}},
 }
 
 func readDoc(t *testing.T, fsys interface{ ReadFile(string) ([]byte, error) }, name string) any {
@@ -128,6 +130,12 @@ func TestSchemasReject(t *testing.T) {
 		{"restore-reply", "restore-reply", func(m map[string]any) { m["seq"] = -1 }},
 		{"restore-reply", "restore-reply.refused", func(m map[string]any) { m["code"] = "nope" }},
 		{"restore-reply", "restore-reply.refused", func(m map[string]any) { m["trainable_from"] = "file" }},
+		{"suggest-request", "suggest-request", func(m map[string]any) { delete(m, "history") }},
+		{"suggest-request", "suggest-request", func(m map[string]any) { m["mode"] = "minimize" }},
+		{"suggest-request", "suggest-request", func(m map[string]any) { m["history"].([]any)[0].(map[string]any)["state"] = "failed" }},
+		{"suggest-reply", "suggest-reply", func(m map[string]any) { delete(m, "config") }},
+		{"suggest-reply", "suggest-reply", func(m map[string]any) { m["config"] = []any{1.0} }},
+		{"suggest-reply", "suggest-reply.refused", func(m map[string]any) { m["code"] = "no_state" }},
 	}
 	for i, tt := range tests {
 		var m map[string]any
@@ -145,19 +153,28 @@ func TestSchemasReject(t *testing.T) {
 	}
 }
 
-// TestSchemaCodesAreTheCodes: the schema's code enum is api.Codes().
+// TestSchemaCodesAreTheCodes: restore-reply's code enum is api.Codes(),
+// suggest-reply's the two codes a searcher answers with.
 func TestSchemaCodesAreTheCodes(t *testing.T) {
-	doc := readDoc(t, schema.FS, "restore-reply.json").(map[string]any)
-	var got []string
-	for _, c := range doc["properties"].(map[string]any)["code"].(map[string]any)["enum"].([]any) {
-		got = append(got, c.(string))
-	}
-	var want []string
+	var all []string
 	for _, c := range api.Codes() {
-		want = append(want, string(c))
+		all = append(all, string(c))
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("code enum (-api.Codes +schema):\n%s", diff)
+	for _, tt := range []struct {
+		schema string
+		want   []string
+	}{
+		{"restore-reply", all},
+		{"suggest-reply", []string{string(api.CodeBadRequest), string(api.CodeInternal)}},
+	} {
+		doc := readDoc(t, schema.FS, tt.schema+".json").(map[string]any)
+		var got []string
+		for _, c := range doc["properties"].(map[string]any)["code"].(map[string]any)["enum"].([]any) {
+			got = append(got, c.(string))
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%s code enum (-api +schema):\n%s", tt.schema, diff)
+		}
 	}
 }
 
@@ -166,7 +183,7 @@ func TestSchemaCodesAreTheCodes(t *testing.T) {
 func TestSchemasShareTheEventsDefinitions(t *testing.T) {
 	submitted := readDoc(t, eventschema.FS, "io.tunejet.experiment.submitted.json").(map[string]any)
 	restored := readDoc(t, eventschema.FS, "io.tunejet.experiment.restored.json").(map[string]any)
-	for _, m := range messages {
+	for _, m := range messages[:2] { // the restorer's messages
 		doc := readDoc(t, schema.FS, m.schema+".json").(map[string]any)
 		if diff := cmp.Diff(submitted["$defs"].(map[string]any)["Trainable"], doc["$defs"].(map[string]any)["Trainable"]); diff != "" {
 			t.Errorf("%s: $defs/Trainable differs from the events' (-events +api):\n%s", m.schema, diff)
