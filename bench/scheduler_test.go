@@ -2,7 +2,10 @@ package bench
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -94,6 +97,8 @@ type schedRun struct {
 	// trial.decided, both by the server's timestamps; called is from the
 	// tune.Report call of the rung's result to the trial.decided.
 	stored, called []time.Duration
+	// byRung is stored's lags by the rung's milestone.
+	byRung map[int][]time.Duration
 }
 
 // BenchmarkSchedulerThroughput checks "report throughput with ASHA on
@@ -156,9 +161,13 @@ func BenchmarkSchedulerThroughput(b *testing.B) {
 		b.Logf("%s/fifo: %.3f end to end (target ≥ 0.8), %.3f of the tune.Report loops' rate; CPU per report %.1f µs against %.1f µs",
 			v.name, rate/fifo, mean(v.name, emitted)/fifoEmitted, mean(v.name, cpu), mean("fifo", cpu))
 		var stored, called []time.Duration
+		byRung := map[int][]time.Duration{}
 		for _, run := range runs[v.name] {
 			stored = append(stored, run.stored...)
 			called = append(called, run.called...)
+			for m, lags := range run.byRung {
+				byRung[m] = append(byRung[m], lags...)
+			}
 		}
 		if len(stored) == 0 {
 			b.Fatalf("%s: no rung decision on the log", v.name)
@@ -168,6 +177,11 @@ func BenchmarkSchedulerThroughput(b *testing.B) {
 		b.Logf("%s: %d rung decisions; trial.reported → trial.decided p50 %.1f ms, p90 %.1f ms, max %.1f ms; tune.Report call → trial.decided p50 %.1f ms, p90 %.1f ms, max %.1f ms",
 			v.name, len(stored), ms(quantile(stored, 0.5)), ms(quantile(stored, 0.9)), ms(quantile(stored, 1)),
 			ms(quantile(called, 0.5)), ms(quantile(called, 0.9)), ms(quantile(called, 1)))
+		var parts []string
+		for _, m := range slices.Sorted(maps.Keys(byRung)) {
+			parts = append(parts, fmt.Sprintf("%d: %.0f", m, ms(quantile(byRung[m], 0.5))))
+		}
+		b.Logf("%s: median lag in ms by rung (training_iteration: ms): %s", v.name, strings.Join(parts, ", "))
 	}
 	b.Logf("load average after: %s", loadAvg())
 }
@@ -231,7 +245,12 @@ func (d *deployment) decisionLags(b *testing.B, exp string, calls *rungCalls, ru
 				continue
 			}
 			decided := stored(ev.Seq)
-			run.stored = append(run.stored, decided.Sub(stored(p.ResultSeq)))
+			lag := decided.Sub(stored(p.ResultSeq))
+			run.stored = append(run.stored, lag)
+			if run.byRung == nil {
+				run.byRung = map[int][]time.Duration{}
+			}
+			run.byRung[int(milestone)] = append(run.byRung[int(milestone)], lag)
 			if at, ok := calls.get(p.TrialID, int(milestone)); ok {
 				run.called = append(run.called, decided.Sub(at))
 			}
