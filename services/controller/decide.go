@@ -29,6 +29,18 @@ type Inputs struct {
 	// Searcher suggests configs for search_alg tpe; nil for random and
 	// grid, whose configs Space draws.
 	Searcher *tpe.Sampler
+	// Suggestion is an external searcher's config for trial st.NextIndex
+	// (search_alg external), which the reconciler asked for; without it
+	// Decide creates no trial.
+	Suggestion *Suggestion
+}
+
+// Suggestion is the config an external searcher suggested for the trial
+// of Index, and the log sequence of the history it was asked with.
+type Suggestion struct {
+	Index  int
+	Config map[string]any
+	Seq    uint64
 }
 
 // Action is one decision: an event for the controller to publish.
@@ -145,6 +157,25 @@ func searchDone(st *state.Experiment) bool {
 // then creates and schedules new trials, while the in-flight window has
 // room and the search has trials left.
 func createActions(st *state.Experiment, in Inputs) []Action {
+	limit := windowLimit(st, in)
+	acts, inFlight := rescheduleActions(st, st.InFlight(), limit)
+	var search *searcher
+	for i := st.NextIndex; inFlight < limit && (st.NumTrials < 0 || i < st.NumTrials); i++ {
+		if search == nil {
+			search = newSearcher(st, in)
+		}
+		trial := trialActions(st, in, search, i)
+		if trial == nil {
+			break // an external searcher's config is not there yet
+		}
+		acts = append(acts, trial...)
+		inFlight++
+	}
+	return acts
+}
+
+// windowLimit is how many trials may be in flight at once.
+func windowLimit(st *state.Experiment, in Inputs) int {
 	limit := st.Spec.TuneConfig.MaxConcurrentTrials
 	if limit <= 0 {
 		limit = in.MaxPending
@@ -152,17 +183,21 @@ func createActions(st *state.Experiment, in Inputs) []Action {
 			limit = DefaultMaxPending
 		}
 	}
-	inFlight := st.InFlight()
-	acts, inFlight := rescheduleActions(st, inFlight, limit)
-	var search *searcher
-	for i := st.NextIndex; inFlight < limit && (st.NumTrials < 0 || i < st.NumTrials); i++ {
-		if search == nil {
-			search = newSearcher(st, in)
-		}
-		acts = append(acts, trialActions(st, in, search, i)...)
-		inFlight++
+	return limit
+}
+
+// wantsTrial reports whether Decide would create trial st.NextIndex now
+// if it had its config: what the reconciler asks an external searcher for.
+func wantsTrial(st *state.Experiment, in Inputs) bool {
+	if st.Spec == nil || st.Status != state.ExperimentRunning || searchDone(st) {
+		return false
 	}
-	return acts
+	if reason, _ := stopReason(st, in.Now); reason != "" {
+		return false
+	}
+	limit := windowLimit(st, in)
+	_, inFlight := rescheduleActions(st, st.InFlight(), limit)
+	return inFlight < limit
 }
 
 // rescheduleActions gives preempted and resumed trials a new work message
@@ -184,8 +219,13 @@ func rescheduleActions(st *state.Experiment, inFlight, limit int) ([]Action, int
 	return acts, inFlight
 }
 
+// trialActions creates and schedules trial index, or returns nil when its
+// config is not known yet (an external searcher has not answered).
 func trialActions(st *state.Experiment, in Inputs, s *searcher, index int) []Action {
-	config, tag, seq := s.config(index)
+	config, tag, seq, ok := s.config(index)
+	if !ok {
+		return nil
+	}
 	id := search.TrialID(st.TrialIDPrefix, index)
 	name := st.Spec.Trainable.Name + "_" + id
 	dir := search.TrialDirName(name, tag, in.Now)

@@ -12,16 +12,18 @@ import (
 )
 
 // searcher makes the configs of new trials: the search algorithm's (the
-// space's random or grid draw, or a TPE suggestion from the trials so
-// far), with the point to evaluate of that index, if any, over it.
+// space's random or grid draw, a TPE suggestion from the trials so far, or
+// the config an external searcher suggested), with the point to evaluate
+// of that index, if any, over it.
 type searcher struct {
-	st      *state.Experiment
-	in      Inputs
-	history []tpe.Trial // for TPE: the trials so far, and those created since
+	st       *state.Experiment
+	in       Inputs
+	external bool        // search_alg external: in.Suggestion is the config
+	history  []tpe.Trial // for TPE: the trials so far, and those created since
 }
 
 func newSearcher(st *state.Experiment, in Inputs) *searcher {
-	s := &searcher{st: st, in: in}
+	s := &searcher{st: st, in: in, external: st.Spec.TuneConfig.SearchAlg == tuner.SearchExternal}
 	if in.Searcher != nil {
 		s.history = tpeHistory(st)
 	}
@@ -29,24 +31,52 @@ func newSearcher(st *state.Experiment, in Inputs) *searcher {
 }
 
 // config returns the config and experiment tag of trial index, and the
-// log sequence its suggestion saw (0 when no model was asked).
-func (s *searcher) config(index int) (config map[string]any, tag string, seq uint64) {
-	if s.in.Searcher == nil {
+// log sequence its suggestion saw (0 when no model was asked); ok is false
+// when an external searcher's config for index is not in the inputs.
+func (s *searcher) config(index int) (config map[string]any, tag string, seq uint64, ok bool) {
+	switch {
+	case s.external:
+		sg := s.in.Suggestion
+		if sg == nil || sg.Index != index {
+			return nil, "", 0, false
+		}
+		config, seq = copyValue(sg.Config).(map[string]any), sg.Seq
+	case s.in.Searcher == nil:
 		config, tag = s.in.Space.Trial(index, s.st.Seed)
-	} else {
+	default:
 		config = s.in.Searcher.Suggest(s.history, tuner.Rand(s.st.Seed, "suggest", uint64(index)))
 		seq = s.st.LastSeq
 	}
 	if points := s.st.Spec.TuneConfig.PointsToEvaluate; index < len(points) {
 		overlay(config, points[index])
 	}
-	if s.in.Searcher != nil || index < len(s.st.Spec.TuneConfig.PointsToEvaluate) {
+	if s.in.Searcher != nil || s.external || index < len(s.st.Spec.TuneConfig.PointsToEvaluate) {
 		tag = s.in.Space.Tag(index, config)
 	}
 	if s.in.Searcher != nil {
 		s.history = append(s.history, tpe.Trial{Number: index, State: tpe.Running, Config: config})
 	}
-	return config, tag, seq
+	return config, tag, seq, true
+}
+
+// copyValue copies a config's mappings and lists, so that overlaying a
+// point changes nothing the inputs hold.
+func copyValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = copyValue(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = copyValue(e)
+		}
+		return out
+	}
+	return v
 }
 
 // overlay sets the keys point names in config, nested mappings key by key.
