@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tunejet/tunejet/internal/bus/bustest"
 )
 
 // foreverScript reports loss = x/i until it is told to stop.
@@ -45,12 +47,9 @@ const (
 // its stopped trial from the event log (every input), from the state file
 // alone (the reasons), and refuses an unknown trial, listing the trials.
 func TestExplain(t *testing.T) {
-	dir := t.TempDir()
-	script := writeFile(t, dir, "forever.py", foreverScript)
-	file := writeFile(t, dir, "exp.yaml", fmt.Sprintf(ashaExperiment, script))
+	file, pyEnv := ashaFile(t)
 	store, storagePath := t.TempDir(), t.TempDir()
-	env := embeddedEnv(t, "PYTHONPATH="+filepath.Join(moduleRoot, "sdk", "python"), "PYTHONDONTWRITEBYTECODE=1")
-	if r := tunejet(t, "", env, "run", file, "--store-dir", store, "--storage-path", storagePath); r.code != 0 {
+	if r := tunejet(t, "", embeddedEnv(t, pyEnv...), "run", file, "--store-dir", store, "--storage-path", storagePath); r.code != 0 {
 		t.Fatalf("tunejet run:\n%s", r)
 	}
 	expDir := filepath.Join(storagePath, "asha_explain")
@@ -152,4 +151,38 @@ func TestExplain(t *testing.T) {
 			t.Errorf("stderr lists %d trials, want the 3:\n%s", n, r)
 		}
 	})
+}
+
+// ashaFile writes the ASHA experiment and its trainable; pyEnv lets the
+// trainable import the Python SDK.
+func ashaFile(t *testing.T) (file string, pyEnv []string) {
+	dir := t.TempDir()
+	script := writeFile(t, dir, "forever.py", foreverScript)
+	return writeFile(t, dir, "exp.yaml", fmt.Sprintf(ashaExperiment, script)),
+		[]string{"PYTHONPATH=" + filepath.Join(moduleRoot, "sdk", "python"), "PYTHONDONTWRITEBYTECODE=1"}
+}
+
+// TestExplainDeployment explains a trial from a deployment's log
+// (--nats), as tunejet status reaches it.
+func TestExplainDeployment(t *testing.T) {
+	srv := bustest.Start(t)
+	url := srv.URL()
+	file, pyEnv := ashaFile(t)
+	env := baseEnv(pyEnv...)
+	startTunejet(t, "", env, "controller", "--nats", url)
+	startTunejet(t, "", env, "syncer", "--nats", url)
+	startTunejet(t, "", env, "runner", "--nats", url, "--slots", "1", "--name", "r1", "--work-dir", t.TempDir())
+	storagePath := t.TempDir()
+	if r := tunejet(t, "", baseEnv(), "run", "--nats", url, file, "--storage-path", storagePath); r.code != 0 {
+		t.Fatalf("tunejet run --nats:\n%s", r)
+	}
+	r := tunejet(t, "", baseEnv(), "explain", "--nats", url, filepath.Join(storagePath, "asha_explain"), "00002")
+	if r.code != 0 {
+		t.Fatalf("tunejet explain --nats:\n%s", r)
+	}
+	for _, want := range []string{"from the event log", thirdFromLog} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("explain does not say %q:\n%s", want, r.stdout)
+		}
+	}
 }
