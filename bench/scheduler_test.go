@@ -93,6 +93,10 @@ func flatReporter(n int, rec *spans, calls *rungCalls) tune.Trainable {
 type schedRun struct {
 	throughput
 	decisions int
+	// endLag is from the last trial.completed to experiment.completed, by
+	// the server's timestamps: how far behind the log the controller's
+	// fold was at the end, whatever the scheduler (FIFO included).
+	endLag time.Duration
 	// stored is each rung decision's lag from its trial.reported to its
 	// trial.decided, both by the server's timestamps; called is from the
 	// tune.Report call of the rung's result to the trial.decided.
@@ -135,8 +139,9 @@ func BenchmarkSchedulerThroughput(b *testing.B) {
 			for _, v := range order {
 				run := runScheduled(b, v, trials, per)
 				runs[v.name] = append(runs[v.name], run)
-				b.Logf("round %d %-12s %8.0f reports/s (Fit %.2fs), loops %8.0f reports/s, %.1f µs CPU/report, %d decisions; load %s",
-					r+1, v.name, run.e2e, run.fit.Seconds(), run.emitted, cpuPerReport(run.throughput, trials*per), run.decisions, loadAvg())
+				b.Logf("round %d %-12s %8.0f reports/s (Fit %.2fs), loops %8.0f reports/s, %.1f µs CPU/report, %d decisions; last write %.2fs after the last report, experiment.completed %.2fs after the last trial.completed; load %s",
+					r+1, v.name, run.e2e, run.fit.Seconds(), run.emitted, cpuPerReport(run.throughput, trials*per), run.decisions,
+					run.writeLag.Seconds(), run.endLag.Seconds(), loadAvg())
 			}
 		}
 	}
@@ -230,8 +235,15 @@ func (d *deployment) decisionLags(b *testing.B, exp string, calls *rungCalls, ru
 		return m.Time
 	}
 	reported := map[uint64]bool{}
+	var lastCompleted uint64
 	for _, ev := range evs {
 		switch p := ev.Data.(type) {
+		case *events.TrialCompleted:
+			lastCompleted = ev.Seq
+		case *events.ExperimentCompleted:
+			if lastCompleted > 0 {
+				run.endLag = stored(ev.Seq).Sub(stored(lastCompleted))
+			}
 		case *events.TrialReported:
 			reported[ev.Seq] = true
 		case *events.TrialDecided:
