@@ -28,6 +28,7 @@ type reconciler struct {
 	st       *state.Experiment
 	space    *search.Space
 	searcher *tpe.Sampler       // search_alg tpe; nil for random and grid
+	external *externalSearcher  // search_alg external; nil for the others
 	evs      chan *events.Event // nil marks "caught up"
 	// exhausted receives the log sequences of trial work that ran out of
 	// deliveries; dead holds those not handled yet.
@@ -100,6 +101,8 @@ func (r *reconciler) run(ctx context.Context) error {
 			r.drain(ctx)
 		case seq := <-r.exhausted:
 			r.dead = append(r.dead, seq)
+		case res := <-r.external.replies():
+			r.external.answered(ctx, res)
 		case <-tick.C:
 		case err := <-watchErr:
 			return err
@@ -201,11 +204,18 @@ func (r *reconciler) reconcile(ctx context.Context) {
 			return
 		}
 		searcher, err := tuner.Searcher(r.st.Spec, sp)
+		var ext *tuner.ExternalConfig
+		if err == nil {
+			ext, err = tuner.External(r.st.Spec)
+		}
 		if err != nil {
 			r.publish(ctx, Action{ID: r.exp + ".invalid", Payload: &events.ExperimentCompleted{Reason: "invalid", Error: err.Error()}})
 			return
 		}
-		r.space, r.searcher = sp, searcher
+		r.space, r.searcher, r.external = sp, searcher, nil
+		if ext != nil {
+			r.external = newExternalSearcher(r.s.bus, *ext, r.st, sp, r.log)
+		}
 	}
 	if err := r.st.TunerErr(); err != nil {
 		r.publish(ctx, Action{ID: r.exp + ".invalid", Payload: &events.ExperimentCompleted{Reason: "invalid", Error: err.Error()}})
@@ -221,10 +231,16 @@ func (r *reconciler) reconcile(ctx context.Context) {
 	for _, s := range []string{events.StatusPending, events.StatusRunning, events.StatusPaused, events.StatusTerminated, events.StatusError} {
 		metrics.Trials.WithLabelValues(r.exp, s).Set(float64(counts[s]))
 	}
-	acts := Decide(r.st, Inputs{
+	in := Inputs{
 		Now: time.Now(), Space: r.space, NewSeed: randomSeed(), NewPrefix: randomPrefix(),
 		StoragePath: r.storagePath(), MaxPending: r.s.cfg.MaxPending, Searcher: r.searcher,
-	})
+	}
+	if r.external != nil {
+		// The I/O Decide must not do: the searcher's config of the next
+		// trial, asked for when Decide would create it.
+		in.Suggestion = r.external.suggestion(ctx, r.st, wantsTrial(r.st, in))
+	}
+	acts := Decide(r.st, in)
 	for _, a := range acts {
 		if _, ok := a.Payload.(*events.ExperimentStarted); ok && !r.ensureWork(ctx) {
 			return
