@@ -64,8 +64,10 @@ import tunejet
 
 marks = os.environ["MARK_DIR"]
 trial, attempt = tunejet.get_trial_id(), tunejet.get_attempt()
-with open(os.path.join(marks, "pid-%s-%d" % (trial, attempt)), "w") as f:
+pid_file = "pid-%s-%d" % (trial, attempt)
+with open(os.path.join(marks, "." + pid_file), "w") as f:  # renamed whole: never seen empty
     f.write("%d\n" % os.getpid())
+os.rename(os.path.join(marks, "." + pid_file), os.path.join(marks, pid_file))
 steps, pause = int(os.environ["STEPS"]), float(os.environ["STEP_SLEEP"])
 it, how = 0, "fresh"
 resume = tunejet.get_checkpoint()

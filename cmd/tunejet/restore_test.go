@@ -33,7 +33,8 @@ import (
 // appends "<trial id> <attempt> <fresh|resumed>" to $MARK_DIR/starts and
 // leaves its pid (its process group) in $MARK_DIR/pid-<trial>-<attempt>.
 const heldScript = `set -eu
-echo $$ > "$MARK_DIR/pid-$TUNEJET_TRIAL_ID-$TUNEJET_ATTEMPT"
+echo $$ > "$MARK_DIR/.pid-$TUNEJET_TRIAL_ID-$TUNEJET_ATTEMPT"
+mv "$MARK_DIR/.pid-$TUNEJET_TRIAL_ID-$TUNEJET_ATTEMPT" "$MARK_DIR/pid-$TUNEJET_TRIAL_ID-$TUNEJET_ATTEMPT"  # whole, never seen empty
 how=fresh
 step=0
 if [ -n "${TUNEJET_CHECKPOINT_DIR:-}" ]; then how=resumed; step=$(cat "$TUNEJET_CHECKPOINT_DIR/step"); fi
