@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,13 +21,15 @@ import (
 // and directory, and its work message. Sub-benchmark `decide` times all of
 // it; `suggest` times the sampler alone on the same history, so the
 // difference is what the controller adds. Decide is pure, so every
-// iteration decides on the same state.
+// iteration decides on the same state. Each reports wall and CPU time per
+// op; on shared cores read the CPU time.
 //
 //	go test -run '^$' -bench BenchmarkDecideTPE1000 -benchtime 50x ./services/controller
 func BenchmarkDecideTPE1000(b *testing.B) {
 	const finished = 1000
 	st, in := finishedTPEExperiment(b, finished)
 	b.Run("decide", func(b *testing.B) {
+		cpu0 := processCPU(b)
 		for b.Loop() {
 			acts := Decide(st, in)
 			if len(acts) != 2 {
@@ -37,22 +40,43 @@ func BenchmarkDecideTPE1000(b *testing.B) {
 			}
 		}
 		b.ReportMetric(msPerOp(b), "ms/decide")
+		b.ReportMetric(cpuMsPerOp(b, cpu0), "cpu_ms/decide")
 	})
 	b.Run("suggest", func(b *testing.B) {
 		history := tpeHistory(st)
 		if len(history) != finished {
 			b.Fatalf("history of %d trials, want %d", len(history), finished)
 		}
+		cpu0 := processCPU(b)
 		for b.Loop() {
 			in.Searcher.Suggest(history, tuner.Rand(st.Seed, "suggest", finished))
 		}
 		b.ReportMetric(msPerOp(b), "ms/suggest")
+		b.ReportMetric(cpuMsPerOp(b, cpu0), "cpu_ms/suggest")
 	})
 }
 
 // msPerOp is a loop's wall time per iteration in milliseconds.
 func msPerOp(b *testing.B) float64 {
 	return float64(b.Elapsed()) / float64(b.N) / float64(time.Millisecond)
+}
+
+// processCPU is the user and system CPU time of this process so far. On
+// shared cores the wall time per op swings with the load; CPU time far
+// less.
+func processCPU(b *testing.B) time.Duration {
+	b.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// cpuMsPerOp is the process's CPU time since cpu0 per iteration in
+// milliseconds (the garbage collector's included).
+func cpuMsPerOp(b *testing.B, cpu0 time.Duration) float64 {
+	return float64(processCPU(b)-cpu0) / float64(b.N) / float64(time.Millisecond)
 }
 
 // finishedTPEExperiment is the state of an experiment with search_alg tpe
