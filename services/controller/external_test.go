@@ -87,6 +87,7 @@ func searcherProcess(t *testing.T, url, subject, bad string) (out *syncBuffer) {
 // reply is one line of the searcher's output.
 type reply struct {
 	Index  int            `json:"index"`
+	Seq    uint64         `json:"seq"`
 	Kind   string         `json:"kind"`
 	Config map[string]any `json:"config"`
 }
@@ -107,7 +108,9 @@ func replies(t *testing.T, out string) []reply {
 
 // An external searcher in another process drives an experiment: while it
 // is down the experiment waits (asking again, failing nothing); once it is
-// up, its configs become the trials' and its bad replies are refused.
+// up, its configs become the trials' and its bad replies are refused. A
+// controller that takes over midway never asks for a trial already
+// created.
 func TestExternalSearcherInAnotherProcess(t *testing.T) {
 	srv := bustest.Start(t)
 	client := srv.Bus("client")
@@ -119,12 +122,13 @@ func TestExternalSearcherInAnotherProcess(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- controller.New(b, controller.Config{Tick: 20 * time.Millisecond}).Run(ctx) }()
-	t.Cleanup(func() {
+	stop := sync.OnceFunc(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("controller: %v", err)
 		}
 	})
+	t.Cleanup(stop)
 
 	const subject, n = "test.searcher.suggest", 6
 	sp := events.ExperimentSpec{
@@ -169,7 +173,12 @@ func TestExternalSearcherInAnotherProcess(t *testing.T) {
 	// The searcher comes up, spoiling its first three replies.
 	out := searcherProcess(t, srv.URL(), subject, "unknown_key,out_of_domain,error")
 	w := newWorker(t, srv, "ext")
-	for range n {
+	for range n / 2 {
+		w.runOne()
+	}
+	stop() // another controller takes over
+	startController(t, srv, "controller-b")
+	for range n - n/2 {
 		w.runOne()
 	}
 	if c := completion(t, client, "ext"); c.Reason != "finished" {
@@ -178,9 +187,18 @@ func TestExternalSearcherInAnotherProcess(t *testing.T) {
 	evs = logOf(t, client, "ext")
 	checkTrials(t, evs, n)
 
+	created := map[int]uint64{} // index → the sequence of its trial.created
+	for _, ev := range evs {
+		if c, ok := ev.Data.(*events.TrialCreated); ok {
+			created[c.Index] = ev.Seq
+		}
+	}
 	good := map[int][]map[string]any{}
 	var kinds []string
 	for _, r := range replies(t, out.String()) {
+		if r.Seq >= created[r.Index] {
+			t.Errorf("asked for trial %d with the log at %d, after its trial.created at %d", r.Index, r.Seq, created[r.Index])
+		}
 		if r.Kind == "good" {
 			r.Config["k"] = "const" // the space's constant
 			good[r.Index] = append(good[r.Index], r.Config)

@@ -9,7 +9,7 @@
 // -bad lists the first replies to spoil, in order: unknown_key adds a key
 // the param space lacks, out_of_domain sets x out of its domain, error
 // answers an error. Each reply is printed to stdout as one JSON line:
-// {"index": ..., "kind": "good"|<bad kind>, "config": ...}.
+// {"index": ..., "seq": ..., "kind": "good"|<bad kind>, "config": ...}.
 package main
 
 import (
@@ -71,7 +71,7 @@ func run(url, subject, bad string) error {
 				reply = api.SuggestReply{Error: "the study is not ready", Code: api.CodeInternal}
 			}
 		}
-		_ = out.Encode(map[string]any{"index": req.Index, "kind": kind, "config": reply.Config})
+		_ = out.Encode(map[string]any{"index": req.Index, "seq": req.Seq, "kind": kind, "config": reply.Config})
 		respond(m, reply)
 	})
 	if err != nil {
