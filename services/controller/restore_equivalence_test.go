@@ -88,11 +88,7 @@ func TestTunerDecidesTheSameAfterACrash(t *testing.T) {
 						got := newPlay(t, srv, c, fmt.Sprintf("%s-%s-%d", c.name, v, i), v, cuts).run()
 						resumed += got.resumed
 						where := fmt.Sprintf("seed %d, cuts after events %v", equivalenceSeed, cuts)
-						diff := cmp.Diff(want.decisions, got.decisions)
-						if why := knownInexact[c.name+"/"+string(v)]; diff != "" && why != "" {
-							t.Skipf("%s: known inexact, %s; the decisions (-uninterrupted +%s):\n%s", where, why, v, diff)
-						}
-						if diff != "" {
+						if diff := cmp.Diff(want.decisions, got.decisions); diff != "" {
 							t.Errorf("%s: the decisions differ from the uninterrupted run's (-uninterrupted +%s):\n%s", where, v, diff)
 						}
 						if diff := cmp.Diff(want.created, got.created); diff != "" {
@@ -125,22 +121,15 @@ const (
 )
 
 // replays is how many times each variant replays the script, each time
-// cut at equivalenceCutsPerReplay random points: at least 20 cuts per
-// case by a kill or a restore from the last result.
-var replays = map[variant]int{kill: 5, restoreFromCheckpoint: 5, restoreFrom1: 3}
-
-// knownInexact names the cases a restore does not yet continue exactly,
-// and why.
-var knownInexact = map[string]string{
-	"median/" + string(restoreFrom1): "the iterations a resumed trial reports again are judged again " +
-		"(state's reported feeds each result new to the attempt to tuneResult): the median rule counts them twice",
-}
+// cut at equivalenceCutsPerReplay random points: 27 cuts per case, 21 of
+// them by a kill or a restore from the last result.
+var replays = map[variant]int{kill: 4, restoreFromCheckpoint: 3, restoreFrom1: 2}
 
 const (
 	// equivalenceSeed seeds the cut points; a failure names it.
 	equivalenceSeed = 12
 	// equivalenceCutsPerReplay is how many times a replay is cut.
-	equivalenceCutsPerReplay = 2
+	equivalenceCutsPerReplay = 3
 )
 
 // An equivalenceCase is one tuner setting and the script's size.
