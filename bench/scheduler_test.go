@@ -120,7 +120,8 @@ type schedRun struct {
 // ratios to FIFO, the CPU time per report, and how far the controller's
 // decisions lag the reports: from a trial.reported holding a rung's result
 // to its trial.decided (server timestamps), and from the tune.Report call
-// of that result to the trial.decided.
+// of that result to the trial.decided. It logs one line per round and
+// one per variant (go test keeps a benchmark's first 10 log lines).
 //
 //	go test -run='^$' -bench=BenchmarkSchedulerThroughput -benchtime=1x -timeout=30m ./bench/
 func BenchmarkSchedulerThroughput(b *testing.B) {
@@ -129,20 +130,23 @@ func BenchmarkSchedulerThroughput(b *testing.B) {
 	rounds := envInt(b, "TUNEJET_BENCH_SCHED_ROUNDS", 1)
 	variants := schedVariants(per)
 	runs := map[string][]schedRun{}
-	b.Logf("load average before: %s", loadAvg())
 	for i := 0; i < b.N; i++ {
 		for r := range rounds {
 			order := slices.Clone(variants)
 			if r%2 == 1 {
 				slices.Reverse(order)
 			}
+			// One log line per round: go test keeps only a benchmark's
+			// first 10 lines of log.
+			var parts []string
 			for _, v := range order {
 				run := runScheduled(b, v, trials, per)
 				runs[v.name] = append(runs[v.name], run)
-				b.Logf("round %d %-12s %8.0f reports/s (Fit %.2fs), loops %8.0f reports/s, %.1f µs CPU/report, %d decisions; last write %.2fs after the last report, experiment.completed %.2fs after the last trial.completed; load %s",
-					r+1, v.name, run.e2e, run.fit.Seconds(), run.emitted, cpuPerReport(run.throughput, trials*per), run.decisions,
-					run.writeLag.Seconds(), run.endLag.Seconds(), loadAvg())
+				parts = append(parts, fmt.Sprintf("%s %.0f reports/s (Fit %.2fs, loops %.0f/s, %.1f µs CPU/report, %d decisions, last write +%.2fs, experiment.completed +%.2fs, load %s)",
+					v.name, run.e2e, run.fit.Seconds(), run.emitted, cpuPerReport(run.throughput, trials*per), run.decisions,
+					run.writeLag.Seconds(), run.endLag.Seconds(), loadAvg()))
 			}
+			b.Logf("round %d: %s", r+1, strings.Join(parts, "; "))
 		}
 	}
 	mean := func(name string, f func(schedRun) float64) float64 {
@@ -163,8 +167,6 @@ func BenchmarkSchedulerThroughput(b *testing.B) {
 		b.ReportMetric(rate, v.name+"_reports/s")
 		b.ReportMetric(rate/fifo, v.name+"/fifo")
 		b.ReportMetric(mean(v.name, cpu), v.name+"_cpu_us/report")
-		b.Logf("%s/fifo: %.3f end to end (target ≥ 0.8), %.3f of the tune.Report loops' rate; CPU per report %.1f µs against %.1f µs",
-			v.name, rate/fifo, mean(v.name, emitted)/fifoEmitted, mean(v.name, cpu), mean("fifo", cpu))
 		var stored, called []time.Duration
 		byRung := map[int][]time.Duration{}
 		for _, run := range runs[v.name] {
@@ -179,16 +181,17 @@ func BenchmarkSchedulerThroughput(b *testing.B) {
 		}
 		b.ReportMetric(ms(quantile(stored, 0.5)), v.name+"_lag_p50_ms")
 		b.ReportMetric(ms(quantile(stored, 1)), v.name+"_lag_max_ms")
-		b.Logf("%s: %d rung decisions; trial.reported → trial.decided p50 %.1f ms, p90 %.1f ms, max %.1f ms; tune.Report call → trial.decided p50 %.1f ms, p90 %.1f ms, max %.1f ms",
-			v.name, len(stored), ms(quantile(stored, 0.5)), ms(quantile(stored, 0.9)), ms(quantile(stored, 1)),
-			ms(quantile(called, 0.5)), ms(quantile(called, 0.9)), ms(quantile(called, 1)))
-		var parts []string
+		var byMilestone []string
 		for _, m := range slices.Sorted(maps.Keys(byRung)) {
-			parts = append(parts, fmt.Sprintf("%d: %.0f", m, ms(quantile(byRung[m], 0.5))))
+			byMilestone = append(byMilestone, fmt.Sprintf("%d: %.0f", m, ms(quantile(byRung[m], 0.5))))
 		}
-		b.Logf("%s: median lag in ms by rung (training_iteration: ms): %s", v.name, strings.Join(parts, ", "))
+		b.Logf("%s/fifo: %.3f end to end (target ≥ 0.8), %.3f of the tune.Report loops' rate; CPU per report %.1f µs against %.1f µs; "+
+			"%d rung decisions, trial.reported → trial.decided p50 %.1f ms, p90 %.1f ms, max %.1f ms; tune.Report call → trial.decided p50 %.1f ms, p90 %.1f ms, max %.1f ms; "+
+			"median lag in ms by rung (training_iteration: ms) %s",
+			v.name, rate/fifo, mean(v.name, emitted)/fifoEmitted, mean(v.name, cpu), mean("fifo", cpu),
+			len(stored), ms(quantile(stored, 0.5)), ms(quantile(stored, 0.9)), ms(quantile(stored, 1)),
+			ms(quantile(called, 0.5)), ms(quantile(called, 0.9)), ms(quantile(called, 1)), strings.Join(byMilestone, ", "))
 	}
-	b.Logf("load average after: %s", loadAvg())
 }
 
 // runScheduled runs one experiment of the load with a variant's scheduler
