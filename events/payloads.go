@@ -120,8 +120,9 @@ type TrialCreated struct {
 	// Config is the resolved configuration the trainable receives.
 	Config map[string]any `json:"config"`
 	// SearcherSeq is the log sequence of the last event a model-based
-	// searcher (tpe) had seen when it suggested Config: the suggestion is
-	// a function of the log up to it, the seed and Index. 0 for random and
+	// searcher (tpe, or an external searcher: what its request's history
+	// reflected) had seen when it suggested Config: a tpe suggestion is a
+	// function of the log up to it, the seed and Index. 0 for random and
 	// grid search, whose configs depend on the seed and Index alone.
 	SearcherSeq uint64 `json:"searcher_seq,omitempty"`
 }

@@ -55,8 +55,9 @@ type TuneConfig struct {
 	// one and records it in experiment.started.
 	Seed *int64 `json:"seed,omitempty"`
 	// SearchAlg is "random" (default: grid × samples, random domains sampled),
-	// "grid" (only grid_search and plain values allowed) or "tpe" (Optuna's
-	// Tree-structured Parzen Estimator).
+	// "grid" (only grid_search and plain values allowed), "tpe" (Optuna's
+	// Tree-structured Parzen Estimator) or "external" (a NATS service
+	// suggests each config; see docs/api.md).
 	SearchAlg string `json:"search_alg,omitempty"`
 	// SearchAlgConfig holds the search algorithm's settings as given, by
 	// Optuna's names for tpe (n_startup_trials, n_ei_candidates, ...).

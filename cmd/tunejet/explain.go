@@ -320,6 +320,10 @@ func (x *explanation) print(w io.Writer) error {
 		created += fmt.Sprintf(", suggested by tpe from the log up to seq %d", x.SearcherSeq)
 	case x.SearchAlg == tuner.SearchTPE:
 		created += ", suggested by tpe" // a startup trial, or from a state file
+	case x.SearchAlg == tuner.SearchExternal && x.SearcherSeq > 0:
+		created += fmt.Sprintf(", suggested by the external searcher from the log up to seq %d", x.SearcherSeq)
+	case x.SearchAlg == tuner.SearchExternal:
+		created += ", suggested by the external searcher"
 	}
 	fmt.Fprintf(tw, "created\t\t%s\n", created)
 	end := x.EndReason

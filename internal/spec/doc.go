@@ -30,7 +30,7 @@
 //	  max_concurrent_trials: 2         # 0 or absent: no limit
 //	  time_budget_s: 3600              # > 0
 //	  seed: 42                         # absent: the controller picks one
-//	  search_alg: random               # random (default) | grid | tpe, or:
+//	  search_alg: random               # random (default) | grid | tpe | external, or:
 //	  search_alg:                      # the mapping form, with its settings
 //	    type: tpe
 //	    n_startup_trials: 10           # Optuna's names; see Tuner settings

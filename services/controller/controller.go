@@ -57,15 +57,22 @@ func New(b *bus.Bus, cfg Config) *Service {
 
 // Run follows submitted experiments until ctx is done.
 func (s *Service) Run(ctx context.Context) error {
-	if err := s.bus.Provision(ctx); err != nil {
+	// Stopped while it sets up is stopped, not failed.
+	stopped := func(err error) error {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return err
 	}
+	if err := s.bus.Provision(ctx); err != nil {
+		return stopped(err)
+	}
 	if err := s.bus.ProvisionBuckets(ctx); err != nil {
-		return err
+		return stopped(err)
 	}
 	unregister, err := s.bus.Register(ctx, "controller", "Decide and schedule trials of submitted experiments")
 	if err != nil {
-		return err
+		return stopped(err)
 	}
 	defer unregister()
 	lctx, stopLiveness := context.WithCancel(ctx)
