@@ -52,7 +52,6 @@ func StartCluster(t testing.TB, n int) *Cluster {
 		routes[i] = &url.URL{Scheme: "nats-route", Host: fmt.Sprintf("127.0.0.1:%d", p)}
 	}
 	c := &Cluster{t: t}
-	t.Cleanup(c.shutdownAll)
 	for i := range n {
 		c.nodes = append(c.nodes, &clusterNode{opts: &server.Options{
 			ServerName: fmt.Sprintf("tunejet-test-%d", i+1),
@@ -66,6 +65,10 @@ func StartCluster(t testing.TB, n int) *Cluster {
 			Routes:     routes,
 		}})
 	}
+	// Cleanups run last first: the nodes stop before their stores (made
+	// above by t.TempDir) are removed, or a node still writing would leave
+	// RemoveAll a directory that is not empty.
+	t.Cleanup(c.shutdownAll)
 	for i := range c.nodes {
 		c.start(i)
 	}
