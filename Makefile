@@ -56,6 +56,24 @@ soak: ## chaos soak, SOAK=10m: kill -9 services, NATS nodes, tunejet run; figure
 	TUNEJET_SOAK=$(SOAK) $(GO) test -run TestStagedBytesAreTheEventsWhenTheLeaderDies -count=1 -timeout 10m ./internal/ckpt
 	TUNEJET_SOAK=$(SOAK) $(GO) test -run TestChaos -count=1 -v -timeout $(SOAK_TIMEOUT) ./cmd/tunejet
 
+# Go fuzzes one target per run; FUZZTIME each, one worker so as to share
+# the machine. New inputs go to the build cache, a failing one to the
+# package's testdata/fuzz (docs/testing.md).
+FUZZTIME ?= 1m
+FUZZ := $(GO) test -run '^$$' -fuzztime $(FUZZTIME) -parallel 1 -fuzz
+
+.PHONY: fuzz
+fuzz: ## fuzz every target in turn, FUZZTIME=1m each
+	$(FUZZ) '^FuzzDecodeBinary$$' ./events
+	$(FUZZ) '^FuzzDecodeStructured$$' ./events
+	$(FUZZ) '^FuzzLeanReported$$' ./events
+	$(FUZZ) '^FuzzReadLine$$' ./internal/trainproto
+	$(FUZZ) '^FuzzDecodeRequest$$' ./internal/trainproto
+	$(FUZZ) '^FuzzParseYAML$$' ./internal/spec
+	$(FUZZ) '^FuzzParseJSON$$' ./internal/spec
+	$(FUZZ) '^FuzzLoad$$' ./internal/state
+	$(FUZZ) '^FuzzLoadState$$' ./internal/state
+
 .PHONY: bench
 bench: ## run the benchmarks recorded in BENCHMARKS.md
 	$(GO) test -run='^$$' -bench=. -benchtime=1x -timeout=60m ./bench/...
