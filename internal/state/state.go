@@ -122,7 +122,7 @@ type Trial struct {
 	TunerDone    bool       `json:"tuner_done,omitempty"`
 	EndReason    string     `json:"end_reason,omitempty"`
 	StartTime    time.Time  `json:"start_time"`
-	EndTime       time.Time `json:"end_time"`
+	EndTime      time.Time  `json:"end_time"`
 
 	pos int // its position in the experiment's Order, for the tally
 }
