@@ -241,10 +241,11 @@ func (t *Trial) result(ev *events.Event, r map[string]any) bool {
 		return false
 	}
 	t.AttemptIteration = it
-	// A retry resumes from its checkpoint, which may be older than the
-	// trial's last result: the iterations it repeats are the trial's
-	// already, each is taken once.
-	if it <= t.Iteration && t.NumResults > 0 {
+	// A retry that resumed from a checkpoint older than the trial's last
+	// result repeats iterations that are the trial's already: each is
+	// taken once. One that started afresh (no checkpoint) runs anew, and
+	// its results are the trial's again, as in Ray.
+	if it <= t.Iteration && t.NumResults > 0 && t.RestoredFrom != "" {
 		return false
 	}
 	t.LastResult, t.LastResultTime, t.Iteration = r, ev.Time, it

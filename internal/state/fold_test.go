@@ -161,9 +161,19 @@ func TestFoldTrialLifecycle(t *testing.T) {
 				l.report("t1", 1, i, 0.5)
 			}
 			l.add(events.WriterRunner, &events.TrialFailed{TrialID: "t1", Attempt: 1, Cause: events.CauseError, Error: "boom", Counted: true})
-			l.start("t1", 2)
+			l.add(events.WriterRunner, &events.TrialStarted{TrialID: "t1", Attempt: 2, Runner: "r1", RestoredFrom: events.CheckpointName(5)})
 			l.report("t1", 2, 6, 0.4) // resumed from the checkpoint of iteration 5
 		}, events.StatusRunning, 7, 1, 7},
+		{"a retry that starts afresh runs anew: its results count again", func(l *log) {
+			l.create("t1", 0)
+			l.start("t1", 1)
+			for i := 1; i <= 3; i++ {
+				l.report("t1", 1, i, 0.5)
+			}
+			l.add(events.WriterRunner, &events.TrialFailed{TrialID: "t1", Attempt: 1, Cause: events.CauseError, Error: "boom", Counted: true})
+			l.start("t1", 2)
+			l.report("t1", 2, 1, 0.4)
+		}, events.StatusRunning, 1, 1, 4},
 		{"completed", func(l *log) {
 			l.create("t1", 0)
 			l.start("t1", 1)
@@ -601,6 +611,8 @@ func TestAStartOfWorkFromBeforeARestoreChangesNothing(t *testing.T) {
 // repeats iterations the trial already has: each iteration is the trial's
 // once (result.json holds 1..N once each, in order), and the retry's
 // results count again from the first iteration the trial has not had.
+// (The trial's checkpoint of iteration 3 is not in this log: the fold
+// keeps a start's resume point whether or not it knows the checkpoint.)
 func TestARetryDoesNotRepeatIterations(t *testing.T) {
 	l := newLog(t)
 	l.create("a", 0)
@@ -609,7 +621,7 @@ func TestARetryDoesNotRepeatIterations(t *testing.T) {
 		l.report("a", 1, it, float64(it))
 	}
 	l.add(events.WriterRunner, &events.TrialFailed{TrialID: "a", Attempt: 1, Cause: events.CauseError, Error: "boom", Counted: true})
-	l.start("a", 2)
+	l.add(events.WriterRunner, &events.TrialStarted{TrialID: "a", Attempt: 2, Runner: "r1", RestoredFrom: events.CheckpointName(3)})
 	for it := 4; it <= 6; it++ {
 		l.report("a", 2, it, 10*float64(it))
 	}

@@ -120,9 +120,12 @@ type Trial struct {
 	Decisions    []Decision `json:"decisions,omitempty"`
 	StopDecision string     `json:"stop_decision,omitempty"`
 	TunerDone    bool       `json:"tuner_done,omitempty"`
-	EndReason    string     `json:"end_reason,omitempty"`
-	StartTime    time.Time  `json:"start_time"`
-	EndTime      time.Time  `json:"end_time"`
+	// JudgedIteration is the last iteration the stoppers and scheduler
+	// judged: each is judged once.
+	JudgedIteration int       `json:"judged_iteration,omitempty"`
+	EndReason       string    `json:"end_reason,omitempty"`
+	StartTime       time.Time `json:"start_time"`
+	EndTime         time.Time `json:"end_time"`
 
 	pos int // its position in the experiment's Order, for the tally
 }

@@ -159,6 +159,13 @@ func (e *Experiment) tuneResult(t *Trial, ev *events.Event, r map[string]any) {
 	if tn == nil || t.TunerDone || t.StopRequested || r["done"] == true {
 		return
 	}
+	// Each iteration is judged once: a retry that started afresh reports
+	// the trial's earlier iterations again.
+	it := intOf(r["training_iteration"])
+	if it <= t.JudgedIteration {
+		return
+	}
+	t.JudgedIteration = it
 	res := sched.Result{Trial: t.ID, Metrics: numeric(r), Checkpoint: checkpointName(t)}
 	if tn.stop != nil {
 		d := tn.stop.StopTrial(t.ID, r)
