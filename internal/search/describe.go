@@ -70,7 +70,7 @@ func (p *param) describe() Domain {
 func copyList(l []any) []any {
 	out := make([]any, len(l))
 	for i, v := range l {
-		out[i] = copyValue(v)
+		out[i] = CopyValue(v)
 	}
 	return out
 }

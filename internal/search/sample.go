@@ -31,7 +31,7 @@ func splitmix(x uint64) uint64 {
 type choiceDist struct{ values []any }
 
 func (d choiceDist) sample(r *rand.Rand) any {
-	return copyValue(d.values[r.IntN(len(d.values))])
+	return CopyValue(d.values[r.IntN(len(d.values))])
 }
 
 // uniformDist is uniform over [low, high), rounded to a multiple of q when

@@ -32,7 +32,7 @@ func (s *Space) resolve(index int, seed int64) []any {
 	point := index % s.gridSize
 	for _, p := range s.grid {
 		n := len(p.values)
-		vals[p.id] = copyValue(p.values[point%n])
+		vals[p.id] = CopyValue(p.values[point%n])
 		point /= n
 	}
 	r := trialRand(seed, index)
@@ -58,7 +58,7 @@ func build(tree any, vals []any) any {
 		}
 		return out
 	case *param:
-		return copyValue(vals[x.id])
+		return CopyValue(vals[x.id])
 	}
 	return tree
 }

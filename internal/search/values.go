@@ -130,19 +130,20 @@ func fromJSONNumber(path []string, n json.Number) (any, error) {
 	return f, nil
 }
 
-// copyValue returns a deep copy of a normalized value.
-func copyValue(v any) any {
+// CopyValue returns a deep copy of a normalized value: its mappings and
+// lists are new, so changing the copy changes nothing the original holds.
+func CopyValue(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = copyValue(e)
+			out[k] = CopyValue(e)
 		}
 		return out
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = copyValue(e)
+			out[i] = CopyValue(e)
 		}
 		return out
 	}

@@ -1,11 +1,11 @@
 package controller
 
 import (
-	"maps"
 	"math"
 	"strings"
 
 	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/tpe"
 	"github.com/tunejet/tunejet/internal/tuner"
@@ -40,7 +40,7 @@ func (s *searcher) config(index int) (config map[string]any, tag string, seq uin
 		if sg == nil || sg.Index != index {
 			return nil, "", 0, false
 		}
-		config, seq = copyValue(sg.Config).(map[string]any), sg.Seq
+		config, seq = search.CopyValue(sg.Config).(map[string]any), sg.Seq
 	case s.in.Searcher == nil:
 		config, tag = s.in.Space.Trial(index, s.st.Seed)
 	default:
@@ -59,26 +59,6 @@ func (s *searcher) config(index int) (config map[string]any, tag string, seq uin
 	return config, tag, seq, true
 }
 
-// copyValue copies a config's mappings and lists, so that overlaying a
-// point changes nothing the inputs hold.
-func copyValue(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = copyValue(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = copyValue(e)
-		}
-		return out
-	}
-	return v
-}
-
 // overlay sets the keys point names in config, nested mappings key by key.
 func overlay(config, point map[string]any) {
 	for k, v := range point {
@@ -89,7 +69,7 @@ func overlay(config, point map[string]any) {
 			continue
 		}
 		if isMap {
-			v = maps.Clone(sub)
+			v = search.CopyValue(sub)
 		}
 		config[k] = v
 	}
