@@ -3,6 +3,7 @@ package sched
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -343,5 +344,131 @@ func TestRestoreMismatch(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(`{"trials":[{"trial":"a"},{"trial":"a"}]}`), newPBT(t, nil)); err == nil {
 		t.Error("pbt: a trial twice restored")
+	}
+}
+
+// rayASHA transcribes Ray's AsyncHyperBandScheduler with one bracket
+// (async_hyperband.py at 490d7ebc) as literally as Go allows: rungs a
+// descending list of (milestone, recorded dict), the rung count Ray's
+// float formula (safe for the configs below), the cutoff nanpercentile of
+// the dict's values taken afresh, on_trial_complete the same on_result.
+type rayASHA struct {
+	maxT, rf       float64
+	stopLastTrials bool
+	milestones     []float64
+	recorded       []map[string]float64
+}
+
+func newRayASHA(grace, maxT, rf float64, stopLastTrials bool) *rayASHA {
+	r := &rayASHA{maxT: maxT, rf: rf, stopLastTrials: stopLastTrials}
+	n := int(math.Log(maxT/grace)/math.Log(rf) + 1)
+	for k := n - 1; k >= 0; k-- {
+		r.milestones = append(r.milestones, grace*math.Pow(rf, float64(k)))
+		r.recorded = append(r.recorded, map[string]float64{})
+	}
+	return r
+}
+
+func (r *rayASHA) onTrialResult(trial string, t, rew float64) Action {
+	if t >= r.maxT && r.stopLastTrials {
+		return Stop
+	}
+	return r.onResult(trial, t, rew)
+}
+
+func (r *rayASHA) onResult(trial string, curIter, curRew float64) Action {
+	action := Continue
+	for i, milestone := range r.milestones {
+		recorded := r.recorded[i]
+		_, in := recorded[trial]
+		if curIter >= milestone && in && !r.stopLastTrials {
+			break
+		}
+		if curIter < milestone || in {
+			continue
+		}
+		if len(recorded) > 0 {
+			values := make([]float64, 0, len(recorded))
+			for _, v := range recorded {
+				values = append(values, v)
+			}
+			if cutoff, _ := nanPercentile(values, (1-1/r.rf)*100); curRew < cutoff {
+				action = Stop
+			}
+		}
+		recorded[trial] = curRew
+		break
+	}
+	return action
+}
+
+// TestASHAMatchesRay drives ASHA and the transcription of Ray's rule with
+// the same results, the ASHA benchmark's learning curves (minimised, with
+// trials in flight reporting in a random order, some skipping epochs and
+// so rungs), and requires the same
+// decision on every result and the same rung records at the end.
+func TestASHAMatchesRay(t *testing.T) {
+	tests := []struct {
+		name            string
+		maxT, rf        float64
+		stopLastTrials  bool
+		inFlight, steps int
+		jump            int // a result advances time by 1 to jump
+	}{
+		{"benchmark, sequential", 81, 3, true, 1, 4050, 1},
+		{"benchmark, 4 in flight", 81, 3, true, 4, 4050, 1},
+		{"benchmark, 4 in flight, skipping rungs", 81, 3, true, 4, 4050, 5},
+		{"ray defaults without stop_last_trials, 3 in flight", 64, 4, false, 3, 3000, 1},
+		{"ray defaults without stop_last_trials, skipping rungs", 64, 4, false, 3, 3000, 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := newASHA(t, func(c *ASHAConfig) {
+				c.Mode, c.MaxT, c.ReductionFactor, c.StopLastTrials = Min, tt.maxT, tt.rf, tt.stopLastTrials
+			})
+			ray := newRayASHA(1, tt.maxT, tt.rf, tt.stopLastTrials)
+			type live struct {
+				id     string
+				x1, x2 float64
+				epoch  float64
+			}
+			r := rand.New(rand.NewPCG(7, 1))
+			var running []*live
+			started := 0
+			for step := range tt.steps {
+				for len(running) < tt.inFlight {
+					started++
+					x1, x2 := sampleX(r)
+					running = append(running, &live{id: fmt.Sprint("t", started), x1: x1, x2: x2})
+					a.Add(running[len(running)-1].id, nil)
+				}
+				i := r.IntN(len(running))
+				tr := running[i]
+				tr.epoch += float64(1 + r.IntN(tt.jump))
+				loss := curve(tr.x1, tr.x2, tr.epoch)
+				res := result(tr.id, tr.epoch, loss)
+				got, want := a.Result(res, Context{})[0], ray.onTrialResult(tr.id, tr.epoch, -loss)
+				if got.Action != want {
+					t.Fatalf("step %d, %s at %v: %s, Ray's rule %s (%s)", step, tr.id, tr.epoch, got.Action, want, got.Reason)
+				}
+				// A stopped trial completes; without stop_last_trials a
+				// trial ends by itself at 100.
+				if got.Action == Stop || tr.epoch >= 100 {
+					a.Complete(res)
+					ray.onResult(tr.id, tr.epoch, -loss)
+					running = slices.Delete(running, i, i+1)
+				}
+			}
+			for i, rung := range a.st.Brackets[0].Rungs {
+				got := map[string]float64{}
+				for id, v := range rung.Recorded {
+					got[id] = float64(v)
+				}
+				if !cmp.Equal(got, ray.recorded[i]) {
+					t.Errorf("rung %v: records differ from Ray's: %s", rung.Milestone, cmp.Diff(ray.recorded[i], got))
+				}
+			}
+			t.Logf("%d trials started", started)
+		})
 	}
 }
