@@ -250,16 +250,24 @@ func DefaultStoreDir() string {
 // Embedded is a running in-process nats-server.
 type Embedded struct {
 	Server *server.Server
+	lock   *storeLock
 }
 
 // StartEmbedded starts a nats-server with JetStream in this process. It
-// leaves signals to the caller.
+// leaves signals to the caller. It locks the store dir for the server's
+// life (two servers writing one store corrupt it): when another server,
+// here or in another process, runs on it, the error wraps ErrStoreInUse
+// and names the process that holds it.
 func StartEmbedded(o EmbedOptions) (*Embedded, error) {
 	if o.StoreDir == "" {
 		o.StoreDir = DefaultStoreDir()
 	}
 	if err := os.MkdirAll(o.StoreDir, 0o755); err != nil {
 		return nil, fmt.Errorf("embedded NATS: store dir: %w", err)
+	}
+	lock, err := lockStore(o.StoreDir)
+	if err != nil {
+		return nil, fmt.Errorf("embedded NATS: %w", err)
 	}
 	opts := &server.Options{
 		ServerName: "tunejet-embedded",
@@ -276,14 +284,17 @@ func StartEmbedded(o EmbedOptions) (*Embedded, error) {
 	}
 	s, err := server.NewServer(opts)
 	if err != nil {
+		lock.release()
 		return nil, fmt.Errorf("embedded NATS: %w", err)
 	}
 	s.Start()
 	if !s.ReadyForConnections(30 * time.Second) {
 		s.Shutdown()
+		s.WaitForShutdown()
+		lock.release()
 		return nil, fmt.Errorf("embedded NATS: not ready after 30s (store %s)", o.StoreDir)
 	}
-	return &Embedded{Server: s}, nil
+	return &Embedded{Server: s, lock: lock}, nil
 }
 
 // Connect opens an in-process client connection.
@@ -298,8 +309,9 @@ func (e *Embedded) Connect(name string) (*nats.Conn, error) {
 // URL is the client URL when the server listens on TCP.
 func (e *Embedded) URL() string { return e.Server.ClientURL() }
 
-// Shutdown stops the server and waits for it.
+// Shutdown stops the server, waits for it, and unlocks the store dir.
 func (e *Embedded) Shutdown() {
 	e.Server.Shutdown()
 	e.Server.WaitForShutdown()
+	e.lock.release()
 }
