@@ -1,12 +1,13 @@
 package sched
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
+
+	"github.com/tunejet/tunejet/internal/search"
 )
 
 // Mutation is how PBT explores one hyperparameter: one of Ray's
@@ -105,7 +106,7 @@ func (e explorer) shift(old any, choices []any, r *rand.Rand) (any, string) {
 }
 
 func (e explorer) perturb(old any, sample func(*rand.Rand) any, r *rand.Rand) (any, string) {
-	x, isInt, isNum := number(old)
+	x, isInt, isNum := search.Number(old)
 	var v any
 	var op string
 	if r.Float64() < e.resample || !isNum {
@@ -115,39 +116,18 @@ func (e explorer) perturb(old any, sample func(*rand.Rand) any, r *rand.Rand) (a
 		v, op = x*f, "* "+strconv.FormatFloat(f, 'g', -1, 64)
 	}
 	if isInt {
-		if y, _, ok := number(v); ok {
+		if y, _, ok := search.Number(v); ok {
 			v = int(y)
 		}
 	}
 	return v, op
 }
 
-// number returns v as a float64, whether it is an int, and whether it is a
-// number at all. A json.Number is an int when it parses as one ("32"), so
-// that a config decoded with UseNumber keeps its ints.
-func number(v any) (float64, bool, bool) {
-	switch x := v.(type) {
-	case int:
-		return float64(x), true, true
-	case int64:
-		return float64(x), true, true
-	case float64:
-		return x, false, true
-	case json.Number:
-		if i, err := strconv.ParseInt(string(x), 10, 64); err == nil {
-			return float64(i), true, true
-		}
-		f, err := x.Float64()
-		return f, false, err == nil
-	}
-	return 0, false, false
-}
-
 // sameValue is Python's == for config values: numbers compare by value
 // (1 == 1.0), anything else by its formatting.
 func sameValue(a, b any) bool {
-	x, _, okA := number(a)
-	y, _, okB := number(b)
+	x, _, okA := search.Number(a)
+	y, _, okB := search.Number(b)
 	if okA || okB {
 		return okA && okB && x == y
 	}

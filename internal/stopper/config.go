@@ -1,7 +1,6 @@
 package stopper
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -197,7 +196,7 @@ func (a *args) number(name string, p *float64, required bool) {
 	if !ok {
 		return
 	}
-	f, isNum := number(v)
+	f, _, isNum := search.Number(v)
 	if !isNum {
 		a.c.add(name, "must be a number, got %s", describe(v))
 		return
@@ -217,7 +216,7 @@ func (a *args) integer(name string, p *int, required bool) {
 	if !ok {
 		return
 	}
-	f, isNum := number(v)
+	f, _, isNum := search.Number(v)
 	if !isNum || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
 		a.c.add(name, "must be an integer, got %s", describe(v))
 		return
@@ -325,24 +324,6 @@ func (c *checker) oneOf(k, v string, allowed ...string) {
 	if !slices.Contains(allowed, v) {
 		c.add(k, "must be one of %s, got %q", strings.Join(allowed, ", "), v)
 	}
-}
-
-// number converts a parsed number to float64.
-func number(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	case uint64:
-		return float64(x), true
-	case json.Number:
-		f, err := x.Float64()
-		return f, err == nil
-	}
-	return 0, false
 }
 
 // describe names a parsed value's type and value for error messages.

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/tunejet/tunejet/internal/search"
 )
 
 // Stopper is one of Ray Tune's stoppers with its state. It asks Ray's two
@@ -183,20 +185,18 @@ func nested(m map[string]any, path []string) (any, bool) {
 	return nested(sub, path[1:])
 }
 
-// toFloat converts a reported number (or a bool, as numpy does) to float64.
+// toFloat reads a reported number (search.Number) or a bool, as 1 or 0:
+// numpy compares a bool metric as a number. The config's numbers take no
+// bools (args.number).
 func toFloat(v any) (float64, bool) {
-	switch x := v.(type) {
-	case bool:
-		if x {
+	if b, isBool := v.(bool); isBool {
+		if b {
 			return 1, true
 		}
 		return 0, true
-	case float32:
-		return float64(x), true
-	case int32:
-		return float64(x), true
 	}
-	return number(v)
+	f, _, ok := search.Number(v)
+	return f, ok
 }
 
 // std is the population standard deviation of xs (numpy's np.std, ddof

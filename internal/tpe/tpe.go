@@ -2,7 +2,6 @@ package tpe
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -373,21 +372,9 @@ func prunedScore(t Trial, key func(Trial) float64) (int, float64) {
 	return -t.Step, key(t)
 }
 
-// number reads a config value as a float: the numbers Go code and JSON
-// decoding produce.
+// number reads a config value as a float: search.Number, the numbers Go
+// code and JSON decoding produce.
 func number(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	case float32:
-		return float64(x), true
-	case json.Number:
-		f, err := x.Float64()
-		return f, err == nil
-	}
-	return 0, false
+	f, _, ok := search.Number(v)
+	return f, ok
 }

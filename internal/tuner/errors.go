@@ -209,26 +209,12 @@ func (s settings) numbers(p *[]float64) reader {
 	}
 }
 
-// toFloat reads a finite number of any decoded kind: int, float64 or
-// json.Number.
+// toFloat reads a finite number: search.Number, but NaN and infinities,
+// which it lets through, are refused, as a setting must be a number JSON
+// can hold.
 func toFloat(v any) (float64, bool) {
-	var f float64
-	switch x := v.(type) {
-	case int:
-		f = float64(x)
-	case int64:
-		f = float64(x)
-	case float64:
-		f = x
-	case interface{ Float64() (float64, error) }: // json.Number
-		var err error
-		if f, err = x.Float64(); err != nil {
-			return 0, false
-		}
-	default:
-		return 0, false
-	}
-	return f, !math.IsNaN(f) && !math.IsInf(f, 0)
+	f, _, ok := search.Number(v)
+	return f, ok && !math.IsNaN(f) && !math.IsInf(f, 0)
 }
 
 // toInt reads an integer: an int, or a number with an integral value (a
