@@ -127,9 +127,9 @@ func medianCI(values []float64) (lo, hi float64) {
 // wide: six disjoint sets of 50 seeds gave a median of 718 to 820 configs
 // tried and a median regret of 0.066 to 0.121; over 2,000 seeds the medians
 // are 800 configs [671, 932] and regret 0.075 [0.037, 0.149]. Random
-// search shows the same spread: its exact median regret at 50 configs is
-// 0.92 (the 1.4th percentile of curve(x, 81) - f*, from 2,000,000 draws),
-// between the reference's 0.987 and the 0.667 of these 30 seeds.
+// search shows the same spread: its median regret at 50 configs is 0.92
+// (the 1.4th percentile of curve(x, 81) - f* over 2,000,000 draws), between
+// the reference's 0.987 and the 0.667 of these 30 seeds.
 func TestASHARegret(t *testing.T) {
 	if os.Getenv("TUNEJET_REGRET") != "1" {
 		t.Skip("set TUNEJET_REGRET=1 to run the ASHA regret benchmark")
