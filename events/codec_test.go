@@ -409,6 +409,11 @@ func TestDecodeMalformed(t *testing.T) {
 			`field "dir_name": ".." is not a directory name`},
 		{"dir_name with backslash", edit(t, encoded(t, events.TypeTrialCreated), set("dir_name", `..\x`)), `field "dir_name"`},
 		{"config null", edit(t, encoded(t, events.TypeTrialCreated), set("config", nil)), `field "config": must be an object`},
+		{"a trial exploiting itself", edit(t, encoded(t, events.TypeTrialScheduled), set("exploit", exploitOf("3f9a2_00001", "3f9a2_00001/checkpoint_000002/attempt_1"))),
+			`field "exploit.source": a trial cannot exploit itself ("3f9a2_00001")`},
+		{"an exploit of another trial's object", edit(t, encoded(t, events.TypeTrialScheduled), set("exploit", exploitOf("3f9a2_00004", "3f9a2_00005/checkpoint_000002/attempt_1"))),
+			`field "exploit.checkpoint.object": "3f9a2_00005/checkpoint_000002/attempt_1" is not a staged copy of the donor 3f9a2_00004`},
+		{"a pause without a reason", edit(t, encoded(t, events.TypeTrialPaused), set("reason", "")), `field "reason": must not be empty`},
 		{"fail_fast neither bool nor raise", edit(t, encoded(t, events.TypeExperimentSubmitted), set("spec.run_config.failure_config.fail_fast", "yes")),
 			"fail_fast must be one of {bool, 'raise'}. Got yes."},
 		{"spec names another experiment", edit(t, encoded(t, events.TypeExperimentSubmitted), set("spec.name", "other")),
@@ -473,4 +478,13 @@ func TestSplit(t *testing.T) {
 	if got := events.Split(single); len(got) != 1 || got[0] != single {
 		t.Errorf("a single report split into %d events", len(got))
 	}
+}
+
+// exploitOf is a trial.scheduled exploit field: the donor and the object of
+// its checkpoint_000002.
+func exploitOf(source, object string) map[string]any {
+	return map[string]any{"source": source, "checkpoint": map[string]any{
+		"name": "checkpoint_000002", "index": 2, "object": object, "size": 10,
+		"digest": "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", "iteration": 4,
+	}}
 }

@@ -117,6 +117,9 @@ func fixtures() []*events.Event {
 			}},
 			ResultSeq: 1277,
 		}},
+		{Writer: events.WriterRunner, Source: runner, Data: &events.TrialPaused{
+			TrialID: fxTrial, Attempt: 3, Reason: "paused at milestone 9 (training_iteration): waiting for 2 trials of band 1 bracket 0 to reach it",
+		}},
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // ErrInvalid is wrapped by every error about a malformed event.
@@ -189,6 +190,18 @@ type TrialScheduled struct {
 	// Artifacts, when set, makes the runner stage the files the trainable
 	// writes in its trial directory (SyncConfig.sync_artifacts).
 	Artifacts *ArtifactSync `json:"artifacts,omitempty"`
+	// Exploit, when set, is a PBT exploit: the trial goes on with Config
+	// (the donor's, explored) from another trial's checkpoint instead of
+	// its own, until it makes a checkpoint of its own.
+	Exploit *Exploit `json:"exploit,omitempty"`
+}
+
+// Exploit is the checkpoint of another trial that a trial resumes from.
+type Exploit struct {
+	// Source is the donor trial's id.
+	Source string `json:"source"`
+	// Checkpoint is the donor's checkpoint; its Object names the staged copy.
+	Checkpoint CheckpointRef `json:"checkpoint"`
 }
 
 // ArtifactSync is the experiment's artifact policy, for runners.
@@ -290,9 +303,22 @@ type TrialFailed struct {
 }
 
 // TrialStopRequested asks the runner of a trial to stop it; the trial ends
-// TERMINATED.
+// TERMINATED. With Pause, the trial is paused instead: the runner ends the
+// attempt with trial.paused, the trial frees its slot, and it resumes later
+// from its latest checkpoint, on any runner.
 type TrialStopRequested struct {
 	TrialID string `json:"trial_id"`
+	Reason  string `json:"reason"`
+	Pause   bool   `json:"pause,omitempty"`
+}
+
+// TrialPaused records that a trial was paused (a scheduler's decision): it
+// holds no slot, and it resumes from its latest checkpoint when it is
+// scheduled again. Attempt is the attempt that paused; 0 when the
+// controller paused a trial that was not running.
+type TrialPaused struct {
+	TrialID string `json:"trial_id"`
+	Attempt int    `json:"attempt"`
 	Reason  string `json:"reason"`
 }
 
@@ -387,6 +413,7 @@ func (*TrialReported) Type() string           { return TypeTrialReported }
 func (*TrialCheckpointed) Type() string       { return TypeTrialCheckpointed }
 func (*TrialFailed) Type() string             { return TypeTrialFailed }
 func (*TrialStopRequested) Type() string      { return TypeTrialStopRequested }
+func (*TrialPaused) Type() string             { return TypeTrialPaused }
 func (*TrialDecided) Type() string            { return TypeTrialDecided }
 func (*TrialCompleted) Type() string          { return TypeTrialCompleted }
 func (*TrialArtifacts) Type() string          { return TypeTrialArtifacts }
@@ -411,6 +438,8 @@ func TrialOf(p Payload) string {
 	case *TrialFailed:
 		return x.TrialID
 	case *TrialStopRequested:
+		return x.TrialID
+	case *TrialPaused:
 		return x.TrialID
 	case *TrialDecided:
 		return x.TrialID
@@ -576,7 +605,21 @@ func (p *TrialScheduled) Validate() error {
 		return fieldErr("heartbeat_timeout_s", "must be > 0, got %v", p.HeartbeatTimeoutS)
 	}
 	if p.Checkpoint != nil {
-		return p.Checkpoint.validate("checkpoint.")
+		if err := p.Checkpoint.validate("checkpoint."); err != nil {
+			return err
+		}
+	}
+	if x := p.Exploit; x != nil {
+		if err := checkID("exploit.source", x.Source); err != nil {
+			return err
+		}
+		if x.Source == p.TrialID {
+			return fieldErr("exploit.source", "a trial cannot exploit itself (%q)", x.Source)
+		}
+		if o := x.Checkpoint.Object; o != "" && !strings.HasPrefix(o, x.Source+"/") {
+			return fieldErr("exploit.checkpoint.object", "%q is not a staged copy of the donor %s", o, x.Source)
+		}
+		return x.Checkpoint.validate("exploit.checkpoint.")
 	}
 	return nil
 }
@@ -683,6 +726,16 @@ func (p *TrialFailed) Validate() error {
 func (p *TrialStopRequested) Validate() error {
 	if err := checkID("trial_id", p.TrialID); err != nil {
 		return err
+	}
+	return checkNonEmpty("reason", p.Reason)
+}
+
+func (p *TrialPaused) Validate() error {
+	if err := checkID("trial_id", p.TrialID); err != nil {
+		return err
+	}
+	if p.Attempt < 0 {
+		return fieldErr("attempt", "must be >= 0, got %d", p.Attempt)
 	}
 	return checkNonEmpty("reason", p.Reason)
 }

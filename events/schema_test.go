@@ -107,6 +107,8 @@ func TestSchemasRejectWhatDecodeRejects(t *testing.T) {
 		{events.TypeTrialFailed, set("cause", "oom")},
 		{events.TypeTrialFailed, set("attempt", 1.5)},
 		{events.TypeTrialStopRequested, set("reason", "")},
+		{events.TypeTrialPaused, set("reason", "")},
+		{events.TypeTrialPaused, set("attempt", -1.0)},
 		{events.TypeTrialCreated, set("dir_name", "../../etc")},
 		{events.TypeTrialCreated, set("dir_name", "..")},
 		{events.TypeTrialCreated, set("dir_name", `a\b`)},

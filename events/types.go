@@ -29,6 +29,7 @@ const (
 	TypeTrialCheckpointed  = "io.tunejet.trial.checkpointed"
 	TypeTrialFailed        = "io.tunejet.trial.failed"
 	TypeTrialStopRequested = "io.tunejet.trial.stop_requested"
+	TypeTrialPaused        = "io.tunejet.trial.paused"
 	TypeTrialDecided       = "io.tunejet.trial.decided"
 	TypeTrialCompleted     = "io.tunejet.trial.completed"
 	TypeTrialArtifacts     = "io.tunejet.trial.artifacts"
@@ -72,6 +73,7 @@ var registry = map[string]typeInfo{
 	TypeTrialCheckpointed:       {[]Writer{WriterRunner}, true, func() Payload { return &TrialCheckpointed{} }},
 	TypeTrialFailed:             {[]Writer{WriterRunner, WriterController}, true, func() Payload { return &TrialFailed{} }},
 	TypeTrialStopRequested:      {[]Writer{WriterController}, true, func() Payload { return &TrialStopRequested{} }},
+	TypeTrialPaused:             {[]Writer{WriterRunner, WriterController}, true, func() Payload { return &TrialPaused{} }},
 	TypeTrialDecided:            {[]Writer{WriterController}, true, func() Payload { return &TrialDecided{} }},
 	TypeTrialCompleted:          {[]Writer{WriterRunner, WriterController}, true, func() Payload { return &TrialCompleted{} }},
 	TypeTrialArtifacts:          {[]Writer{WriterRunner}, true, func() Payload { return &TrialArtifacts{} }},

@@ -17,8 +17,8 @@ var allWriters = []events.Writer{
 
 func TestRegistry(t *testing.T) {
 	types := events.Types()
-	if len(types) != 20 {
-		t.Errorf("%d types, want 20: %v", len(types), types)
+	if len(types) != 21 {
+		t.Errorf("%d types, want 21: %v", len(types), types)
 	}
 	if !slices.IsSorted(types) {
 		t.Errorf("Types() is not sorted: %v", types)
@@ -67,6 +67,7 @@ func TestWriters(t *testing.T) {
 		events.TypeTrialCheckpointed:       {events.WriterRunner},
 		events.TypeTrialFailed:             {events.WriterRunner, events.WriterController},
 		events.TypeTrialStopRequested:      {events.WriterController},
+		events.TypeTrialPaused:             {events.WriterRunner, events.WriterController},
 		events.TypeTrialDecided:            {events.WriterController},
 		events.TypeTrialCompleted:          {events.WriterRunner, events.WriterController},
 		events.TypeTrialArtifacts:          {events.WriterRunner},

@@ -115,9 +115,14 @@ func actionFor(status string, cfg events.ResumeConfig) string {
 	return cfg.Unfinished
 }
 
-// resume puts a trial back to PENDING, waiting for a new work message.
+// resume puts a trial back to PENDING, waiting for a new work message; a
+// PAUSED one stays paused (and resumes as it would have). A pause decided
+// and not yet carried out is requested again.
 func resume(t *state.Trial) {
-	t.Status, t.Scheduled, t.StopRequested, t.StopReason, t.EndReason = events.StatusPending, false, false, "", ""
+	if t.Status != events.StatusPaused {
+		t.Status = events.StatusPending
+	}
+	t.Scheduled, t.StopRequested, t.StopReason, t.EndReason, t.PauseRequested = false, false, "", "", false
 	t.FailuresAtRestore = t.NumFailures
 }
 

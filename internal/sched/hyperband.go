@@ -324,6 +324,12 @@ func (h *HyperBand) remove(ref hbRef, trial string) []Decision {
 	return ds
 }
 
+// HoldsPaused is true: a trial HyperBand pauses waits until its bracket is
+// halved and a Resume decision frees it (Ray's choose_trial_to_run skips a
+// paused trial until then); the other schedulers' paused trials resume
+// whenever a slot is free.
+func (h *HyperBand) HoldsPaused() bool { return true }
+
 // Resumed does nothing: HyperBand knows a trial runs again from its Resume
 // decision or its next result.
 func (h *HyperBand) Resumed(string) {}

@@ -58,16 +58,27 @@ func (e *Experiment) apply(ev *events.Event) bool {
 func (e *Experiment) applyTrial(t *Trial, ev *events.Event) bool {
 	switch p := ev.Data.(type) {
 	case *events.TrialScheduled:
-		return t.scheduled(ev, p)
+		return e.scheduled(t, ev, p)
 	case *events.TrialStarted:
-		return t.started(ev, p)
+		paused := t.Status == events.StatusPaused
+		if !t.started(ev, p) {
+			return false
+		}
+		if paused {
+			e.tuneResumed(t)
+		}
+		return true
 	case *events.TrialReported:
 		return e.reported(t, ev, p)
 	case *events.TrialDecided:
 		return e.published(p)
 	case *events.TrialCheckpointed:
 		results := t.NumResults
-		changed := t.checkpointed(ev, p, e.checkpointConfig())
+		changed := t.checkpointed(ev, p, e.checkpointConfig(), e.pinned(t.ID))
+		if changed && t.ResumeFrom != nil { // its own checkpoint: retries resume from it now
+			t.ResumeFrom = nil
+			e.exploiting(t)
+		}
 		if t.NumResults > results { // the checkpoint's result is the trial's next
 			e.tuneResult(t, ev, p.Checkpoint.Metrics)
 		}
@@ -81,7 +92,12 @@ func (e *Experiment) applyTrial(t *Trial, ev *events.Event) bool {
 	case *events.TrialFailed:
 		return t.failed(ev, p)
 	case *events.TrialStopRequested:
+		if p.Pause {
+			return e.pauseRequested(t, p)
+		}
 		return t.stopRequested(ev, p)
+	case *events.TrialPaused:
+		return e.paused(t, ev, p)
 	case *events.TrialCompleted:
 		return t.completed(ev, p)
 	}
@@ -160,11 +176,21 @@ func (e *Experiment) trialCreated(p *events.TrialCreated) bool {
 	return true
 }
 
-func (t *Trial) scheduled(ev *events.Event, p *events.TrialScheduled) bool {
+// scheduled takes the trial's new work. The work of a PBT exploit gives
+// the trial its new config and the donor's checkpoint to resume from;
+// training goes on from the donor's iteration.
+func (e *Experiment) scheduled(t *Trial, ev *events.Event, p *events.TrialScheduled) bool {
 	if t.Finished() || (t.Scheduled && p.AttemptBase <= t.AttemptBase) {
 		return false
 	}
 	t.Scheduled, t.AttemptBase, t.WorkSeq = true, p.AttemptBase, ev.Seq
+	if x := p.Exploit; x != nil && t.Exploit != nil { // a retry's work names the exploit again
+		t.Config, t.Exploit = p.Config, nil
+		resume := *x
+		t.ResumeFrom = &resume
+		t.Iteration, t.JudgedIteration = x.Checkpoint.Iteration, x.Checkpoint.Iteration
+		e.exploiting(t)
+	}
 	return true
 }
 
@@ -222,7 +248,7 @@ func (t *Trial) current(attempt int) bool {
 // reported takes each of the event's results (one, or several sent
 // together) the current attempt has not reported yet.
 func (e *Experiment) reported(t *Trial, ev *events.Event, p *events.TrialReported) bool {
-	if !t.current(p.Attempt) {
+	if !t.current(p.Attempt) || t.pausing() {
 		return false
 	}
 	changed := false
@@ -287,15 +313,15 @@ func (e *Experiment) checkpointConfig() events.CheckpointConfig {
 // trial.reported event that follows with the same result is then a
 // repeat; a runner that dies between the two loses nothing, and the next
 // attempt resumes after that result.
-func (t *Trial) checkpointed(ev *events.Event, p *events.TrialCheckpointed, cfg events.CheckpointConfig) bool {
-	if !t.current(p.Attempt) || p.Checkpoint.Index < t.NextCheckpoint {
+func (t *Trial) checkpointed(ev *events.Event, p *events.TrialCheckpointed, cfg events.CheckpointConfig, pinned map[string]bool) bool {
+	if !t.current(p.Attempt) || t.pausing() || p.Checkpoint.Index < t.NextCheckpoint {
 		return false
 	}
 	if r := p.Checkpoint.Metrics; r != nil {
 		t.result(ev, r)
 	}
 	t.NextCheckpoint = p.Checkpoint.Index + 1
-	t.registerCheckpoint(p.Checkpoint, cfg)
+	t.registerCheckpoint(p.Checkpoint, cfg, pinned)
 	return true
 }
 
@@ -359,7 +385,7 @@ func (t *Trial) stopRequested(ev *events.Event, p *events.TrialStopRequested) bo
 		return false
 	}
 	t.StopRequested, t.StopReason = true, p.Reason
-	if t.Status == events.StatusPending {
+	if t.Status == events.StatusPending || t.Status == events.StatusPaused {
 		t.Status, t.EndReason, t.EndTime = events.StatusTerminated, p.Reason, ev.Time
 	}
 	return true
@@ -390,4 +416,46 @@ func intOf(v any) int {
 		return n
 	}
 	return 0
+}
+
+// pausing reports whether a decision paused the running trial: the rest of
+// the attempt's results and checkpoints do not count.
+func (t *Trial) pausing() bool {
+	return t.PauseDecision != "" && t.Status == events.StatusRunning
+}
+
+// pauseRequested takes the controller's request to pause a trial. A
+// running trial (or one whose work waits for a runner) is paused by its
+// runner; one with no work is PAUSED at once.
+func (e *Experiment) pauseRequested(t *Trial, p *events.TrialStopRequested) bool {
+	if t.Finished() || t.Status == events.StatusPaused || t.PauseRequested {
+		return false
+	}
+	if t.Status == events.StatusPending && !t.Scheduled {
+		e.pause(t)
+		return true
+	}
+	t.PauseRequested = true
+	return true
+}
+
+// paused takes a runner's word that the current attempt paused.
+func (e *Experiment) paused(t *Trial, ev *events.Event, p *events.TrialPaused) bool {
+	if t.Status != events.StatusRunning || p.Attempt != t.Attempt || ev.Writer != events.WriterRunner {
+		return false
+	}
+	e.pause(t)
+	return true
+}
+
+// pause makes the trial PAUSED: it holds no slot, and it resumes from its
+// latest checkpoint (or an exploit's) when it is scheduled again.
+func (e *Experiment) pause(t *Trial) {
+	t.Status, t.Scheduled = events.StatusPaused, false
+	t.PauseDecision, t.PauseOrdinal, t.PauseRequested = "", 0, false
+	if tn := e.Tuner; tn != nil {
+		if i := slices.Index(tn.Stopping, t.ID); i >= 0 {
+			tn.Stopping = slices.Delete(tn.Stopping, i, i+1)
+		}
+	}
 }

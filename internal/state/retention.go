@@ -13,7 +13,10 @@ import (
 // K without a score attribute) plus the latest, which is never dropped.
 // Dropped ones wait in Dropped until the syncer deletes them, after a
 // snapshot that no longer refers to them is durable.
-func (t *Trial) registerCheckpoint(c events.CheckpointRef, cfg events.CheckpointConfig) {
+//
+// A checkpoint in pinned is kept whatever its rank: a PBT exploit resumes
+// another trial from it.
+func (t *Trial) registerCheckpoint(c events.CheckpointRef, cfg events.CheckpointConfig, pinned map[string]bool) {
 	all := append(slices.Clone(t.Checkpoints), c)
 	if cfg.NumToKeep <= 0 {
 		t.Checkpoints = all
@@ -21,6 +24,9 @@ func (t *Trial) registerCheckpoint(c events.CheckpointRef, cfg events.Checkpoint
 	}
 	ranked := rank(all, cfg)
 	keep := map[string]bool{c.Name: true}
+	for name := range pinned {
+		keep[name] = true
+	}
 	for _, r := range ranked[max(0, len(ranked)-cfg.NumToKeep):] {
 		keep[r.Name] = true
 	}

@@ -26,7 +26,7 @@ func register(cfg events.CheckpointConfig, scores ...any) *Trial {
 		if s != nil {
 			m["score"] = s
 		}
-		t.registerCheckpoint(events.CheckpointRef{Name: fmt.Sprintf("checkpoint_%06d", i), Index: i, Metrics: m}, cfg)
+		t.registerCheckpoint(events.CheckpointRef{Name: fmt.Sprintf("checkpoint_%06d", i), Index: i, Metrics: m}, cfg, nil)
 	}
 	return t
 }
@@ -85,5 +85,29 @@ func TestLookupNested(t *testing.T) {
 	m := map[string]any{"a": map[string]any{"b": map[string]any{"c": 3.0}}, "x/y": 1.0}
 	if Lookup(m, "a/b/c") != 3.0 || Lookup(m, "x/y") != 1.0 || Lookup(m, "a/z") != nil {
 		t.Fatal("nested lookup")
+	}
+}
+
+// TestRetentionKeepsPinnedCheckpoints: a checkpoint a PBT exploit resumes
+// another trial from is kept past num_to_keep, and goes with the next
+// checkpoint once nothing pins it.
+func TestRetentionKeepsPinnedCheckpoints(t *testing.T) {
+	cfg := events.CheckpointConfig{NumToKeep: 1}
+	tr := &Trial{}
+	ref := func(i int) events.CheckpointRef {
+		return events.CheckpointRef{Name: fmt.Sprintf("checkpoint_%06d", i), Index: i}
+	}
+	tr.registerCheckpoint(ref(0), cfg, nil)
+	tr.registerCheckpoint(ref(1), cfg, map[string]bool{"checkpoint_000000": true})
+	tr.registerCheckpoint(ref(2), cfg, map[string]bool{"checkpoint_000000": true})
+	if got, want := names(tr.Checkpoints), []string{"checkpoint_000000", "checkpoint_000002"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("kept %v while checkpoint_000000 is pinned, want %v", got, want)
+	}
+	tr.registerCheckpoint(ref(3), cfg, nil)
+	if got, want := names(tr.Checkpoints), []string{"checkpoint_000003"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("kept %v once nothing pins, want %v", got, want)
+	}
+	if got, want := names(tr.Dropped), []string{"checkpoint_000001", "checkpoint_000000", "checkpoint_000002"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("dropped %v, want %v", got, want)
 	}
 }

@@ -122,12 +122,40 @@ type Trial struct {
 	TunerDone    bool       `json:"tuner_done,omitempty"`
 	// JudgedIteration is the last iteration the stoppers and scheduler
 	// judged: each is judged once.
-	JudgedIteration int       `json:"judged_iteration,omitempty"`
-	EndReason       string    `json:"end_reason,omitempty"`
-	StartTime       time.Time `json:"start_time"`
-	EndTime         time.Time `json:"end_time"`
+	JudgedIteration int `json:"judged_iteration,omitempty"`
+
+	// PauseDecision is the reason of a decision that pauses the running
+	// trial (a scheduler's pause, or a PBT exploit), until it is PAUSED;
+	// PauseOrdinal is that decision's ordinal. The attempt's later results
+	// and checkpoints do not count: in Ray the trial pauses at the result
+	// decided on. PauseRequested: the controller asked its runner to pause
+	// it. Held: a paused trial that waits for the scheduler to resume it
+	// (HyperBand, until its bracket is halved); any other paused trial
+	// resumes when a slot is free.
+	PauseDecision  string `json:"pause_decision,omitempty"`
+	PauseOrdinal   int    `json:"pause_ordinal,omitempty"`
+	PauseRequested bool   `json:"pause_requested,omitempty"`
+	Held           bool   `json:"held,omitempty"`
+	// Exploit is a PBT exploit decided and not scheduled yet: the trial
+	// resumes with its config from the donor's checkpoint. ResumeFrom is
+	// the donor's checkpoint of the exploit scheduled last, until the
+	// trial makes a checkpoint of its own: retries resume from it, and
+	// retention keeps it in the donor.
+	Exploit    *Exploit        `json:"exploit,omitempty"`
+	ResumeFrom *events.Exploit `json:"resume_from,omitempty"`
+
+	EndReason string    `json:"end_reason,omitempty"`
+	StartTime time.Time `json:"start_time"`
+	EndTime   time.Time `json:"end_time"`
 
 	pos int // its position in the experiment's Order, for the tally
+}
+
+// Exploit is a PBT exploit waiting to be scheduled: the donor's checkpoint
+// and the new config.
+type Exploit struct {
+	events.Exploit
+	Config map[string]any `json:"config"`
 }
 
 // MetricStats is Ray's per-trial metric_analysis: computed incrementally
@@ -172,9 +200,10 @@ func (e *Experiment) TrialList() []*Trial {
 }
 
 // NeedsSchedule reports whether a trial waits for a work message: its
-// runner handed it back, or a restore resumed it.
+// runner handed it back, a restore resumed it, or it is PAUSED and free to
+// resume.
 func (t *Trial) NeedsSchedule() bool {
-	return !t.Finished() && !t.Scheduled
+	return !t.Finished() && !t.Scheduled && !(t.Status == events.StatusPaused && t.Held)
 }
 
 // RunFailures counts the failures since the last restore.

@@ -19,11 +19,14 @@ type tally struct {
 	trials   int            // trials counted, to notice trials added by hand
 	status   map[string]int // trials by status; no zero entries
 	inFlight int            // scheduled and not finished
-	// waiting and spent are the positions in Order of the trials that
-	// wait for a work message (NeedsSchedule), ascending: spent those
+	// waiting, paused and spent are the positions in Order of the trials
+	// that wait for a work message (NeedsSchedule), ascending: spent those
 	// whose failures since the last restore used up max_failures (they
-	// end ERROR instead), waiting the others.
-	waiting, spent []int
+	// end ERROR instead), paused the PAUSED ones free to resume (after the
+	// waiting ones, as Ray runs PENDING trials before PAUSED ones),
+	// waiting the others.
+	waiting, paused, spent []int
+	held                   int // PAUSED until the scheduler resumes them
 }
 
 // standing is what the tally knows of one trial.
@@ -40,6 +43,8 @@ const (
 	queueInFlight              // scheduled, not finished
 	queueWaiting               // waits for a work message
 	queueSpent                 // waits for a work message, out of failures
+	queuePaused                // PAUSED, waits for a work message to resume
+	queueHeld                  // PAUSED until the scheduler resumes it
 )
 
 func newTally() tally { return tally{kept: true, status: map[string]int{}} }
@@ -54,6 +59,10 @@ func (e *Experiment) standing(t *Trial) standing {
 		s.queue = queueInFlight
 	case e.failureConfig().Exhausted(t.RunFailures()):
 		s.queue = queueSpent
+	case t.Status == events.StatusPaused && t.Held:
+		s.queue = queueHeld
+	case t.Status == events.StatusPaused:
+		s.queue = queuePaused
 	default:
 		s.queue = queueWaiting
 	}
@@ -77,6 +86,10 @@ func (c *tally) add(pos int, s standing) {
 		c.waiting = insertSorted(c.waiting, pos)
 	case queueSpent:
 		c.spent = insertSorted(c.spent, pos)
+	case queuePaused:
+		c.paused = insertSorted(c.paused, pos)
+	case queueHeld:
+		c.held++
 	}
 }
 
@@ -92,6 +105,10 @@ func (c *tally) remove(pos int, s standing) {
 		c.waiting = deleteSorted(c.waiting, pos)
 	case queueSpent:
 		c.spent = deleteSorted(c.spent, pos)
+	case queuePaused:
+		c.paused = deleteSorted(c.paused, pos)
+	case queueHeld:
+		c.held--
 	}
 }
 
@@ -164,19 +181,23 @@ func (e *Experiment) InFlight() int { return e.counts().inFlight }
 // Unfinished counts trials that have not ended.
 func (e *Experiment) Unfinished() int {
 	c := e.counts()
-	return c.inFlight + len(c.waiting) + len(c.spent)
+	return c.inFlight + len(c.waiting) + len(c.paused) + len(c.spent) + c.held
 }
 
-// NeedingSchedule returns, in creation order, the trials that wait for a
-// work message (NeedsSchedule): every one whose failures since the last
-// restore used up max_failures, and the first room of the others.
+// NeedingSchedule returns the trials that wait for a work message
+// (NeedsSchedule): in creation order, every one whose failures since the
+// last restore used up max_failures and the first room of the others that
+// are not PAUSED; then, while room is left, PAUSED ones free to resume.
 func (e *Experiment) NeedingSchedule(room int) []*Trial {
 	c := e.counts()
-	pos := slices.Concat(c.spent, c.waiting[:min(max(room, 0), len(c.waiting))])
+	room = max(room, 0)
+	waiting := c.waiting[:min(room, len(c.waiting))]
+	paused := c.paused[:min(room-len(waiting), len(c.paused))]
+	pos := slices.Concat(c.spent, waiting)
 	slices.Sort(pos)
-	out := make([]*Trial, len(pos))
-	for i, p := range pos {
-		out[i] = e.Trials[e.Order[p]]
+	out := make([]*Trial, 0, len(pos)+len(paused))
+	for _, p := range slices.Concat(pos, paused) {
+		out = append(out, e.Trials[e.Order[p]])
 	}
 	return out
 }

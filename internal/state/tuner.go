@@ -3,6 +3,9 @@ package state
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"math/rand/v2"
+	"reflect"
 	"slices"
 	"sort"
 	"time"
@@ -39,8 +42,13 @@ type Tuner struct {
 	// StopAll is the stoppers' reason to stop the whole experiment, once
 	// they gave one.
 	StopAll string `json:"stop_all,omitempty"`
-	// Stopping are the trials a decision stops that have not ended yet.
+	// Stopping are the trials a decision stops (or pauses) that have not
+	// ended (or paused) yet.
 	Stopping []string `json:"stopping,omitempty"`
+	// Exploiting are the trials with a PBT exploit pending or a donor's
+	// checkpoint to resume from (Trial.Exploit, Trial.ResumeFrom), in the
+	// order they exploited: retention keeps those checkpoints.
+	Exploiting []string `json:"exploiting,omitempty"`
 
 	sched sched.Scheduler
 	stop  stopper.Stopper // nil: no stoppers
@@ -179,7 +187,7 @@ func (e *Experiment) tuneResult(t *Trial, ev *events.Event, r map[string]any) {
 		}
 	}
 	tn.Judged++
-	ds := tn.sched.Result(res, sched.Context{Rand: tuner.Rand(e.Seed, "result", tn.Judged)})
+	ds := tn.sched.Result(res, sched.Context{Rand: tuner.Rand(e.Seed, "result", tn.Judged), Waiting: e.othersWait(), Config: e.config})
 	for _, d := range ds {
 		about := e.Trials[d.Trial]
 		if about == nil || d.Quiet() {
@@ -202,6 +210,8 @@ func (e *Experiment) tuneEnded(t *Trial, ev *events.Event) {
 	if i := slices.Index(tn.Stopping, t.ID); i >= 0 {
 		tn.Stopping = slices.Delete(tn.Stopping, i, i+1)
 	}
+	t.Exploit, t.ResumeFrom = nil, nil
+	e.exploiting(t)
 	if t.TunerDone {
 		return
 	}
@@ -245,22 +255,164 @@ func (e *Experiment) decided(t *Trial, by string, d sched.Decision, resultSeq ui
 	}
 	tn.Pending = append(tn.Pending, ev)
 	t.Decisions = append(t.Decisions, Decision{Ordinal: ev.Ordinal, By: by, Action: ev.Action, Reason: d.Reason})
-	if d.Action == sched.Stop && t.StopDecision == "" {
-		t.StopDecision = by + ": " + d.Reason
-		t.TunerDone = true
-		tn.Stopping = append(tn.Stopping, t.ID)
+	switch d.Action {
+	case sched.Stop:
+		if t.StopDecision == "" {
+			t.StopDecision = by + ": " + d.Reason
+			t.TunerDone = true
+			tn.Stopping = append(tn.Stopping, t.ID)
+		}
+	case sched.Pause, sched.Exploit:
+		if t.StopDecision != "" || t.PauseDecision != "" || t.Status != events.StatusRunning {
+			return
+		}
+		t.PauseDecision, t.PauseOrdinal = by+": "+d.Reason, ev.Ordinal
+		h, ok := tn.sched.(interface{ HoldsPaused() bool })
+		t.Held = ok && h.HoldsPaused() && d.Action == sched.Pause
+		if d.Action == sched.Exploit {
+			t.Exploit = e.exploitOf(d.Exploit)
+			e.exploiting(t)
+		}
+		if !slices.Contains(tn.Stopping, t.ID) {
+			tn.Stopping = append(tn.Stopping, t.ID)
+		}
+	case sched.Resume:
+		was := e.standing(t)
+		t.Held = false
+		e.moved(t, was)
 	}
 }
 
-// Stopping returns the trials a decision stops whose stop is not
-// requested yet, in the order they were decided.
+// FillConfig draws, into the config of a new trial of index, every key
+// the scheduler mutates and the config lacks (PBT's hyperparam_mutations
+// outside the param_space, as Ray's on_trial_add), and reports whether it
+// drew any.
+func (e *Experiment) FillConfig(config map[string]any, index int) bool {
+	tn := e.tuner()
+	if tn == nil {
+		return false
+	}
+	f, ok := tn.sched.(interface {
+		FillConfig(map[string]any, *rand.Rand) map[string]any
+	})
+	if !ok {
+		return false
+	}
+	filled := f.FillConfig(config, tuner.Rand(e.Seed, "fill", uint64(index)))
+	if reflect.DeepEqual(filled, config) {
+		return false
+	}
+	maps.Copy(config, filled)
+	return true
+}
+
+// tuneResumed tells the scheduler that a paused trial runs again.
+func (e *Experiment) tuneResumed(t *Trial) {
+	if tn := e.tuner(); tn != nil {
+		tn.sched.Resumed(t.ID)
+	}
+}
+
+// othersWait reports whether a trial waits for a slot (PENDING or PAUSED),
+// as Ray's median rule and PBT ask before they pause one to let it run.
+func (e *Experiment) othersWait() bool {
+	c := e.counts()
+	return c.status[events.StatusPending] > 0 || c.status[events.StatusPaused] > 0
+}
+
+// config is a trial's current config, for PBT's donor.
+func (e *Experiment) config(trial string) map[string]any {
+	if t := e.Trials[trial]; t != nil {
+		return t.Config
+	}
+	return nil
+}
+
+// exploitOf finds the donor's checkpoint an exploit names: one of the
+// donor's kept checkpoints, or the one the donor itself resumes from (a
+// donor that exploited and has not checkpointed since).
+func (e *Experiment) exploitOf(in *sched.ExploitInputs) *Exploit {
+	if in == nil || e.Trials[in.Source] == nil {
+		return nil
+	}
+	donor := e.Trials[in.Source]
+	x := &Exploit{Config: in.NewConfig}
+	if r := donor.ResumeFrom; r != nil && checkpointName(donor) == in.SourceCheckpoint {
+		x.Exploit = *r
+		return x
+	}
+	i := slices.IndexFunc(donor.Checkpoints, func(c events.CheckpointRef) bool { return c.Name == in.SourceCheckpoint })
+	if i < 0 {
+		return nil
+	}
+	x.Source, x.Checkpoint = donor.ID, donor.Checkpoints[i]
+	if x.Checkpoint.Object == "" {
+		x.Checkpoint.Object = events.LegacyCheckpointObject(donor.ID, x.Checkpoint.Name)
+	}
+	return x
+}
+
+// exploiting keeps t in the Exploiting list while it has an exploit
+// pending or a donor's checkpoint to resume from.
+func (e *Experiment) exploiting(t *Trial) {
+	tn := e.Tuner
+	if tn == nil {
+		return
+	}
+	i := slices.Index(tn.Exploiting, t.ID)
+	switch on := t.Exploit != nil || t.ResumeFrom != nil; {
+	case on && i < 0:
+		tn.Exploiting = append(tn.Exploiting, t.ID)
+	case !on && i >= 0:
+		tn.Exploiting = slices.Delete(tn.Exploiting, i, i+1)
+	}
+}
+
+// pinned are the checkpoints of trial that an exploit resumes another
+// trial from: retention keeps them.
+func (e *Experiment) pinned(trial string) map[string]bool {
+	if e.Tuner == nil || len(e.Tuner.Exploiting) == 0 {
+		return nil
+	}
+	var out map[string]bool
+	for _, id := range e.Tuner.Exploiting {
+		t := e.Trials[id]
+		if t == nil {
+			continue
+		}
+		for _, x := range []*events.Exploit{t.ResumeFrom, exploitRef(t.Exploit)} {
+			if x != nil && x.Source == trial {
+				if out == nil {
+					out = map[string]bool{}
+				}
+				out[x.Checkpoint.Name] = true
+			}
+		}
+	}
+	return out
+}
+
+func exploitRef(x *Exploit) *events.Exploit {
+	if x == nil {
+		return nil
+	}
+	return &x.Exploit
+}
+
+// Stopping returns the trials a decision stops or pauses whose stop or
+// pause is not requested yet, in the order they were decided; a trial
+// with a PauseDecision is to be paused, the others stopped.
 func (e *Experiment) Stopping() []*Trial {
 	if e.Tuner == nil {
 		return nil
 	}
 	var out []*Trial
 	for _, id := range e.Tuner.Stopping {
-		if t := e.Trials[id]; t != nil && !t.Finished() && !t.StopRequested {
+		t := e.Trials[id]
+		if t == nil || t.Finished() || t.StopRequested {
+			continue
+		}
+		if t.StopDecision != "" || (t.PauseDecision != "" && !t.PauseRequested && t.Status != events.StatusPaused) {
 			out = append(out, t)
 		}
 	}
@@ -345,8 +497,13 @@ func numeric(r map[string]any) map[string]float64 {
 	return out
 }
 
-// checkpointName is the trial's latest checkpoint's name, or "".
+// checkpointName is the name of the checkpoint the trial would resume
+// from, or "": its latest, or "<donor>/<name>" when it resumes from a
+// donor's (PBT hands it on to the trials that exploit this one).
 func checkpointName(t *Trial) string {
+	if r := t.ResumeFrom; r != nil {
+		return r.Source + "/" + r.Checkpoint.Name
+	}
 	if c := t.LatestCheckpoint(); c != nil {
 		return c.Name
 	}

@@ -69,13 +69,17 @@ type Request struct {
 // Reply is one reply line from the runner. Each reply carries only the
 // fields of its kind:
 //
-//	report:          {"ok": true, "stop": false}
+//	report:          {"ok": true, "stop": false}  (paused: {"ok": true, "stop": true, "pause": true})
 //	get_checkpoint:  {"ok": true, "checkpoint_dir": "/path"}  (or null)
 //	any failure:     {"ok": false, "error": "message"}
 type Reply struct {
 	OK bool `json:"ok"`
 	// Stop, in a report reply, asks the trainable to exit 0 now.
 	Stop bool `json:"stop,omitempty"`
+	// Pause, with Stop, says the trial is paused rather than stopped: it
+	// resumes later from its latest checkpoint. The trainable exits all
+	// the same.
+	Pause bool `json:"pause,omitempty"`
 	// CheckpointDir, in a get_checkpoint reply, is the directory holding the
 	// checkpoint to resume from; "" (null on the wire) for none.
 	CheckpointDir string `json:"checkpoint_dir,omitempty"`
@@ -86,8 +90,9 @@ type Reply struct {
 // The exact wire forms the server writes; Reply decodes all of them.
 type (
 	reportReply struct {
-		OK   bool `json:"ok"`
-		Stop bool `json:"stop"`
+		OK    bool `json:"ok"`
+		Stop  bool `json:"stop"`
+		Pause bool `json:"pause,omitempty"`
 	}
 	checkpointReply struct {
 		OK            bool    `json:"ok"`

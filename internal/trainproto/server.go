@@ -28,6 +28,14 @@ type Handler interface {
 	GetCheckpoint(ctx context.Context) (dir string, err error)
 }
 
+// Pauser is implemented by a Handler that tells, when Report asks a
+// trainable to stop, whether the trial is paused rather than stopped: it
+// resumes later, on any runner, from its latest checkpoint. The reply says
+// so ("pause": true); the trainable exits either way.
+type Pauser interface {
+	Paused() bool
+}
+
 // Serve accepts connections on ln and answers their requests with h until
 // ctx is done, then closes ln and every connection, waits for its goroutines
 // (including Handler calls, whose ctx is cancelled) and returns nil. Serve
@@ -95,7 +103,8 @@ func handle(ctx context.Context, h Handler, line []byte) any {
 		if err != nil {
 			return errorReply{Error: err.Error()}
 		}
-		return reportReply{OK: true, Stop: stop}
+		p, ok := h.(Pauser)
+		return reportReply{OK: true, Stop: stop, Pause: stop && ok && p.Paused()}
 	}
 	dir, err := h.GetCheckpoint(ctx)
 	if err != nil {

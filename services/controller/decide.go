@@ -119,8 +119,8 @@ func stopReason(st *state.Experiment, now time.Time) (reason, errText string) {
 }
 
 // tunerActions publishes the decisions the scheduler and stoppers made in
-// the fold, each before anything acts on it, then requests the stops they
-// decided (again after a restore, which clears stop requests).
+// the fold, each before anything acts on it, then requests the stops and
+// pauses they decided (again after a restore, which clears requests).
 func tunerActions(st *state.Experiment) []Action {
 	var acts []Action
 	for _, d := range st.PendingDecisions() {
@@ -130,6 +130,11 @@ func tunerActions(st *state.Experiment) []Action {
 		return acts // the stops follow once the fold holds their decisions
 	}
 	for _, t := range st.Stopping() {
+		if t.StopDecision == "" {
+			acts = append(acts, Action{ID: actionID(st, ".", t.ID, ".tuner-pause.", t.PauseOrdinal), Payload: &events.TrialStopRequested{
+				TrialID: t.ID, Reason: t.PauseDecision, Pause: true}})
+			continue
+		}
 		acts = append(acts, Action{ID: actionID(st, ".", t.ID, ".tuner-stop"), Payload: &events.TrialStopRequested{TrialID: t.ID, Reason: t.StopDecision}})
 	}
 	return acts
@@ -200,7 +205,7 @@ func wantsTrial(st *state.Experiment, in Inputs) bool {
 	return inFlight < limit
 }
 
-// rescheduleActions gives preempted and resumed trials a new work message
+// rescheduleActions gives preempted, resumed and paused trials a new work message
 // (a fresh delivery budget, attempts counting on from the last one) while
 // the window has room, or ends them ERROR when counted preemptions have
 // used up max_failures.
@@ -213,7 +218,11 @@ func rescheduleActions(st *state.Experiment, inFlight, limit int) ([]Action, int
 				TrialID: t.ID, Status: events.StatusError, Reason: "max_failures"}})
 			continue
 		}
-		acts = append(acts, Action{ID: actionID(st, ".", t.ID, ".scheduled.", t.Attempt), Payload: schedule(st, t.ID, t.Name, t.DirName, t.Config, t.Attempt)})
+		work := schedule(st, t.ID, t.Name, t.DirName, t.Config, t.Attempt)
+		if x := t.Exploit; x != nil {
+			work.Config, work.Exploit = x.Config, &x.Exploit
+		}
+		acts = append(acts, Action{ID: actionID(st, ".", t.ID, ".scheduled.", t.Attempt), Payload: work})
 		inFlight++
 	}
 	return acts, inFlight
@@ -252,6 +261,9 @@ func schedule(st *state.Experiment, id, name, dir string, config map[string]any,
 	}
 	if t := st.Trials[id]; t != nil {
 		work.Checkpoint = t.LatestCheckpoint()
+		if r := t.ResumeFrom; r != nil { // a retry of an exploit resumes from the donor's
+			work.Exploit = r
+		}
 	}
 	return work
 }

@@ -50,7 +50,8 @@ func (s *searcher) config(index int) (config map[string]any, tag string, seq uin
 	if points := s.st.Spec.TuneConfig.PointsToEvaluate; index < len(points) {
 		overlay(config, points[index])
 	}
-	if s.in.Searcher != nil || s.external || index < len(s.st.Spec.TuneConfig.PointsToEvaluate) {
+	filled := s.st.FillConfig(config, index)
+	if s.in.Searcher != nil || s.external || index < len(s.st.Spec.TuneConfig.PointsToEvaluate) || filled {
 		tag = s.in.Space.Tag(index, config)
 	}
 	if s.in.Searcher != nil {

@@ -447,7 +447,7 @@ func (s *Service) reachCheckpoints(ctx context.Context, st *state.Experiment, ex
 	}
 	for _, t := range st.TrialList() {
 		c := t.LatestCheckpoint()
-		if !t.NeedsSchedule() {
+		if t.Finished() || t.Scheduled { // not to run again (a held PAUSED trial will)
 			continue
 		}
 		if err := checkNames(t, c); err != nil {

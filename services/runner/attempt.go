@@ -96,7 +96,7 @@ func (a *attempt) run(ctx context.Context) error {
 	o := decide(situation{
 		Trial: a.work.TrialID, Runner: a.s.cfg.Name, Attempt: a.num, Tries: a.tries, MaxFailures: a.work.MaxFailures,
 		Started: started, Ended: ended, Superseded: a.superseded.Load(), ShuttingDown: ctx.Err() != nil,
-		StopReason: a.stopper.Reason(), Err: err, CountPreemption: a.s.cfg.CountPreemption,
+		StopReason: a.stopper.Reason(), Paused: a.stopper.Paused(), Err: err, CountPreemption: a.s.cfg.CountPreemption,
 	})
 	a.logOutcome(o, err)
 	return a.settle(ctx, o)
@@ -123,16 +123,17 @@ func (a *attempt) live(ctx context.Context) (started, ended bool, err error) {
 	if a.beforeRestore(ctx) {
 		return false, true, nil
 	}
-	switch ended, stopReason := a.endedByController(ctx); {
-	case stopReason != "":
-		// A stop was requested; the runner that ran the trial may have died
-		// before ending it, so this attempt records the outcome itself.
-		a.stopper.Stop(stopReason)
+	switch ended, request := a.endedByController(ctx); {
+	case request != nil:
+		// A stop or pause was requested; the runner that ran the trial may
+		// have died before ending it, so this attempt records the outcome
+		// itself.
+		a.request(request)
 		return false, false, nil
 	case ended:
 		return false, true, nil
 	}
-	ref, err := a.begin(ctx)
+	ref, donor, err := a.begin(ctx)
 	if err != nil {
 		return false, false, fmt.Errorf("start the trial: %w", err)
 	}
@@ -147,6 +148,10 @@ func (a *attempt) live(ctx context.Context) (started, ended bool, err error) {
 	if restored != "" {
 		defer func() { _ = os.RemoveAll(filepath.Dir(restored)) }()
 		sess.resumeFrom(ref, restored)
+		if w := a.work.Checkpoint; donor != "" && w != nil {
+			// From a donor's checkpoint, the trial's own numbering goes on.
+			sess.stager.next = max(sess.stager.next, w.Index+1)
+		}
 	}
 	err = a.execute(sess)
 	if !a.superseded.Load() {
@@ -185,28 +190,29 @@ var errSuperseded = errors.New("a newer attempt of the trial has started")
 
 // begin publishes trial.started, which fences every earlier attempt off
 // the trial, and returns the checkpoint this attempt resumes from: the
-// newest the log keeps whose staged copy is usable (resumePoint). An earlier attempt that is cut
+// newest the log keeps whose staged copy is usable (resumePoint), or a PBT
+// donor's, with the donor's id. An earlier attempt that is cut
 // off but not dead may still write (checkpoints, reports, a late start)
 // until this start is in the log, so the start is published only if no
 // runner event of the trial came after the ones read; else it reads again.
-func (a *attempt) begin(ctx context.Context) (*events.CheckpointRef, error) {
+func (a *attempt) begin(ctx context.Context) (_ *events.CheckpointRef, donor string, _ error) {
 	subject := events.TrialSubjects(a.exp, events.WriterRunner, a.work.TrialID)
 	for try := 1; ; try++ {
 		fence, err := a.s.bus.LastSeq(ctx, subject) // read first: what follows covers it
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		refs, current, err := a.checkpoints(ctx)
+		refs, donor, current, err := a.checkpoints(ctx)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		if current >= a.num {
 			a.superseded.Store(true)
-			return nil, fmt.Errorf("attempt %d: %w (attempt %d)", a.num, errSuperseded, current)
+			return nil, "", fmt.Errorf("attempt %d: %w (attempt %d)", a.num, errSuperseded, current)
 		}
 		ref, err := a.resumePoint(ctx, refs)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		started := &events.TrialStarted{
 			TrialID: a.work.TrialID, Attempt: a.num, Runner: a.s.cfg.Name, Hostname: a.s.hostname, PID: pid,
@@ -214,6 +220,9 @@ func (a *attempt) begin(ctx context.Context) (*events.CheckpointRef, error) {
 		}
 		if ref != nil {
 			started.RestoredFrom = ref.Name
+			if donor != "" {
+				started.RestoredFrom = donor + "/" + ref.Name
+			}
 		}
 		var fences []bus.Fence
 		if try < startTries {
@@ -225,9 +234,9 @@ func (a *attempt) begin(ctx context.Context) (*events.CheckpointRef, error) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("publish trial.started: %w", err)
+			return nil, "", fmt.Errorf("publish trial.started: %w", err)
 		}
-		return ref, nil
+		return ref, donor, nil
 	}
 }
 
@@ -236,25 +245,34 @@ func (a *attempt) watchStop() (stop func(), err error) {
 	subj := events.Subject(a.exp, events.WriterController, events.TypeTrialStopRequested, a.work.TrialID)
 	return a.s.bus.Subscribe(subj, func(ev *events.Event) {
 		if p, ok := eventData[*events.TrialStopRequested](ev, nil); ok {
-			a.stopper.Stop(p.Reason)
+			a.request(p)
 		}
 	})
 }
 
+// request carries out a stop or pause request.
+func (a *attempt) request(p *events.TrialStopRequested) {
+	if p.Pause {
+		a.stopper.Pause(p.Reason)
+		return
+	}
+	a.stopper.Stop(p.Reason)
+}
+
 // endedByController reports whether the controller has already ended the
-// trial (the work is stale), or the reason of a stop it requested.
-func (a *attempt) endedByController(ctx context.Context) (ended bool, stopReason string) {
+// trial (the work is stale), or the stop or pause it requested last.
+func (a *attempt) endedByController(ctx context.Context) (ended bool, request *events.TrialStopRequested) {
 	ev, _, err := a.s.bus.LastEvent(ctx, events.TrialSubjects(a.exp, events.WriterController, a.work.TrialID))
 	if err != nil || ev == nil {
-		return false, ""
+		return false, nil
 	}
 	switch p := ev.Data.(type) {
 	case *events.TrialStopRequested:
-		return true, p.Reason
+		return true, p
 	case *events.TrialCompleted, *events.TrialFailed:
-		return true, ""
+		return true, nil
 	}
-	return false, ""
+	return false, nil
 }
 
 // beforeRestore reports whether the work was scheduled before the
@@ -309,24 +327,44 @@ func (a *attempt) lastStart(ctx context.Context) (seq uint64, attempt int, err e
 	return seq, p.Attempt, nil
 }
 
-// stopper ends an attempt as TERMINATED: the controller asked, or a stop
-// criterion was met. The first reason wins; the attempt's context is
-// cancelled with session.ErrStopped.
+// stopper ends an attempt as TERMINATED (the controller asked, or a stop
+// criterion was met) or PAUSED (a scheduler paused the trial). The first
+// stop's reason wins, and a stop overrides a pause; the attempt's context
+// is cancelled with session.ErrStopped.
 type stopper struct {
 	cancel context.CancelCauseFunc
 
 	mu     sync.Mutex
 	reason string
+	paused bool
 }
 
 // Stop stops the attempt for reason.
 func (s *stopper) Stop(reason string) {
 	s.mu.Lock()
-	if s.reason == "" {
-		s.reason = reason
+	if s.reason == "" || s.paused {
+		s.reason, s.paused = reason, false
 	}
 	s.mu.Unlock()
 	s.cancel(session.ErrStopped)
+}
+
+// Pause ends the attempt with the trial paused, for reason, unless it was
+// stopped already.
+func (s *stopper) Pause(reason string) {
+	s.mu.Lock()
+	if s.reason == "" {
+		s.reason, s.paused = reason, true
+	}
+	s.mu.Unlock()
+	s.cancel(session.ErrStopped)
+}
+
+// Paused reports whether the attempt ends with the trial paused.
+func (s *stopper) Paused() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.paused
 }
 
 // Reason is why the attempt was stopped, or "".

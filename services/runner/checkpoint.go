@@ -38,13 +38,14 @@ func (s *Service) store(ctx context.Context, exp string) (ckpt.Objects, error) {
 // checkpoints folds the trial's lifecycle events (everything but its
 // reports) and returns the checkpoints the fold keeps for it, newest first
 // (a zombie attempt's checkpoint is never among them), and the trial's
-// current attempt.
-func (a *attempt) checkpoints(ctx context.Context) (refs []events.CheckpointRef, current int, err error) {
+// current attempt. After a PBT exploit, until the trial checkpoints again,
+// it is the donor's checkpoint alone, and donor names the donor.
+func (a *attempt) checkpoints(ctx context.Context) (refs []events.CheckpointRef, donor string, current int, err error) {
 	if a.num == 1 && a.work.AttemptBase == 0 {
 		if w := a.work.Checkpoint; w != nil {
-			return []events.CheckpointRef{*w}, 0, nil
+			return []events.CheckpointRef{*w}, "", 0, nil
 		}
-		return nil, 0, nil // a first attempt has made no checkpoint yet
+		return nil, "", 0, nil // a first attempt has made no checkpoint yet
 	}
 	id := a.work.TrialID
 	filters := []string{events.TrialSubjects(a.exp, events.WriterController, id)}
@@ -56,7 +57,7 @@ func (a *attempt) checkpoints(ctx context.Context) (refs []events.CheckpointRef,
 	restored := events.TypeSubjects(a.exp, events.WriterRestorer, events.TypeExperimentRestored)
 	from, err := a.s.bus.LastSeq(ctx, restored)
 	if err != nil {
-		return nil, 0, fmt.Errorf("read checkpoints of %s: %w", id, err)
+		return nil, "", 0, fmt.Errorf("read checkpoints of %s: %w", id, err)
 	}
 	filters = append(filters, restored)
 	st, load := state.New(a.exp), restore.Loader(a.s.bus, a.exp)
@@ -69,10 +70,13 @@ func (a *attempt) checkpoints(ctx context.Context) (refs []events.CheckpointRef,
 		}
 	}, CaughtUp: cancel})
 	if err != nil && !errors.Is(err, context.Canceled) || ferr != nil {
-		return nil, 0, fmt.Errorf("read checkpoints of %s: %w", id, errors.Join(err, ferr))
+		return nil, "", 0, fmt.Errorf("read checkpoints of %s: %w", id, errors.Join(err, ferr))
 	}
 	var kept []events.CheckpointRef
 	if t := st.Trials[id]; t != nil {
+		if r := t.ResumeFrom; r != nil {
+			return []events.CheckpointRef{r.Checkpoint}, r.Source, t.Attempt, nil
+		}
 		kept, current = t.Checkpoints, t.Attempt
 	}
 	// The work's own reference comes first when it is as new: after a
@@ -85,7 +89,7 @@ func (a *attempt) checkpoints(ctx context.Context) (refs []events.CheckpointRef,
 			refs = append(refs, kept[i])
 		}
 	}
-	return refs, current, nil
+	return refs, "", current, nil
 }
 
 // resumePoint picks, from refs (newest first), the checkpoint this attempt

@@ -189,6 +189,12 @@ func (h handler) Report(ctx context.Context, metrics map[string]any, checkpointD
 
 func (h handler) GetCheckpoint(context.Context) (string, error) { return h.s.Checkpoint(), nil }
 
+// Paused tells the trainable, once told to stop, that the trial is paused.
+func (h handler) Paused() bool {
+	p, ok := h.s.(interface{ Paused() bool })
+	return ok && p.Paused()
+}
+
 // tailBuffer keeps the last lines written to it.
 type tailBuffer struct {
 	mu    sync.Mutex

@@ -42,6 +42,7 @@ type situation struct {
 	Superseded      bool   // a newer attempt has started elsewhere
 	ShuttingDown    bool   // the runner is stopping (SIGTERM, preemption)
 	StopReason      string // the controller or a stop criterion stopped it
+	Paused          bool   // the stop is a pause: the trial resumes later
 	Err             error  // the trainable's error, or why it could not run
 	CountPreemption bool
 }
@@ -83,6 +84,14 @@ func decide(s situation) outcome {
 		// It could not start (the log or the bucket did not answer):
 		// another delivery tries again.
 		return outcome{Settle: nak, Delay: backoff(s.Attempt)}
+	case s.StopReason != "" && s.Paused:
+		// Paused at a scheduler's decision: the trial frees its slot and
+		// resumes from its latest checkpoint when scheduled again.
+		p := []events.Payload{&events.TrialPaused{TrialID: s.Trial, Attempt: s.Attempt, Reason: s.StopReason}}
+		if !s.Started {
+			p = append([]events.Payload{started(s)}, p...)
+		}
+		return outcome{Publish: p, Settle: ack}
 	case s.StopReason != "" || s.Err == nil:
 		reason := s.StopReason
 		if reason == "" {

@@ -22,6 +22,8 @@ func describe(o outcome) string {
 			parts = append(parts, fmt.Sprintf("completed(%d,%s,%s)", p.Attempt, p.Status, p.Reason))
 		case *events.TrialFailed:
 			parts = append(parts, fmt.Sprintf("failed(%d,%s,%s,final=%t,counted=%t)", p.Attempt, p.Cause, p.ErrorType, p.Final, p.Counted))
+		case *events.TrialPaused:
+			parts = append(parts, fmt.Sprintf("paused(%d,%s)", p.Attempt, p.Reason))
 		}
 	}
 	s := strings.Join(parts, " ") + " -> " + o.Settle.String()
@@ -47,6 +49,14 @@ func TestDecideOutcome(t *testing.T) {
 			"completed(3,TERMINATED,stop_criteria) -> ack"},
 		{"stopped before it ran: started, then ended", with(func(s *situation) { s.Started = false; s.StopReason = "stop" }),
 			"started(3) completed(3,TERMINATED,stop) -> ack"},
+		{"paused by the scheduler", with(func(s *situation) { s.StopReason = "hyperband"; s.Paused = true }),
+			"paused(3,hyperband) -> ack"},
+		{"paused while the trainable failed: paused all the same", with(func(s *situation) { s.StopReason = "pbt"; s.Paused = true; s.Err = crash }),
+			"paused(3,pbt) -> ack"},
+		{"paused before it ran (its runner died pausing it): started, then paused", with(func(s *situation) { s.Started = false; s.StopReason = "median"; s.Paused = true }),
+			"started(3) paused(3,median) -> ack"},
+		{"paused while the runner stops: paused, not handed back", with(func(s *situation) { s.StopReason = "pbt"; s.Paused = true; s.ShuttingDown = true }),
+			"paused(3,pbt) -> ack"},
 		{"the controller had ended it: stale work", with(func(s *situation) { s.Started = false; s.Ended = true }), "-> ack"},
 		{"superseded: says nothing, settles nothing", with(func(s *situation) { s.Superseded = true; s.Err = crash }), "-> leave"},
 		{"the last allowed failure ends it", with(func(s *situation) { s.Err = crash }),

@@ -65,6 +65,9 @@ func (t *trialSession) resumeFrom(ref *events.CheckpointRef, dir string) {
 	t.stager.next = ref.Index + 1
 }
 
+// Paused reports whether the trial is told to stop because it is paused.
+func (t *trialSession) Paused() bool { return t.stopper.Paused() }
+
 // Report implements session.Session: it adds Ray's automatic fields,
 // stages the checkpoint directory (if any) before it returns, checks the
 // stop criteria and publishes the result.

@@ -93,6 +93,8 @@ func plan(prev, st *state.Experiment, before *state.Trial, ev *events.Event) []j
 	case *events.TrialStarted:
 		// A retry may have resumed from an older checkpoint than the latest.
 		jobs = append(jobs, spareLatest(t)...)
+	case *events.TrialScheduled:
+		jobs = append(jobs, exploitJobs(st, before, t, p)...)
 	case *events.TrialArtifacts:
 		jobs = append(jobs, job{kind: copyArtifacts, trial: p.TrialID, artifacts: p})
 	case *events.ExperimentInterrupted:
@@ -109,6 +111,27 @@ func plan(prev, st *state.Experiment, before *state.Trial, ev *events.Event) []j
 	}
 	if t.Finished() && (before == nil || !before.Finished()) {
 		jobs = append(jobs, job{kind: uploadTrial, trial: t.ID})
+	}
+	return jobs
+}
+
+// exploitJobs are what a PBT exploit's work requires: the trial's new
+// config in params.json (Ray writes it at every start), and the donor's
+// checkpoint staged for the runner that resumes from it (its staged copy
+// may have gone once storage held it).
+func exploitJobs(st *state.Experiment, before, t *state.Trial, p *events.TrialScheduled) []job {
+	x := p.Exploit
+	if x == nil || t == nil {
+		return nil
+	}
+	var jobs []job
+	if before == nil || !reflect.DeepEqual(before.Config, t.Config) {
+		jobs = append(jobs, job{kind: writeParams, trial: t.ID})
+	}
+	if donor := st.Trials[x.Source]; donor != nil {
+		jobs = append(jobs, job{kind: checkResumable, trial: donor.ID, copies: []stagedCopy{
+			{ref: x.Checkpoint, object: objectOf(donor, x.Checkpoint), persisted: donor.Persisted[x.Checkpoint.Name]},
+		}})
 	}
 	return jobs
 }

@@ -1,0 +1,120 @@
+package state
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tunejet/tunejet/events"
+)
+
+// newPBTLog is a log whose spec asks for PBT minimizing loss, perturbing
+// every 2 iterations, with one trial in each quantile of two, and
+// checkpoints kept one at a time.
+func newPBTLog(t testing.TB) *log {
+	l := &log{t: t, when: newLog(t).when}
+	l.add(events.WriterClient, &events.ExperimentSubmitted{Spec: events.ExperimentSpec{
+		Name: "exp", Trainable: events.Trainable{Name: "fn"},
+		TuneConfig: events.TuneConfig{
+			NumSamples: 1, Metric: "loss", Mode: "min", Scheduler: "pbt",
+			SchedulerConfig: map[string]any{
+				"time_attr": "training_iteration", "perturbation_interval": 2.0, "quantile_fraction": 0.5,
+				"resample_probability": 0.0, "hyperparam_mutations": map[string]any{"x": []any{0.0, 1.0, 2.0, 3.0}},
+			},
+		},
+		RunConfig: events.RunConfig{CheckpointConfig: events.CheckpointConfig{NumToKeep: 1}},
+	}})
+	l.add(events.WriterController, &events.ExperimentStarted{Run: 1, Session: "2026-01-02_03-04-05", Seed: 1, TrialIDPrefix: "abcde", NumTrials: 2, StoragePath: "/tmp/x"})
+	return l
+}
+
+// checkpoint reports a result with checkpoint number index.
+func (l *log) checkpoint(id string, attempt, index, it int, loss float64) {
+	name := events.CheckpointName(index)
+	l.add(events.WriterRunner, &events.TrialCheckpointed{TrialID: id, Attempt: attempt, Checkpoint: events.CheckpointRef{
+		Name: name, Index: index, Iteration: it, Size: 1, Digest: "sha256:" + strings.Repeat("0", 64),
+		Object: events.CheckpointObject(id, attempt, name), Metrics: map[string]any{"training_iteration": it, "loss": loss},
+	}})
+}
+
+// decide publishes the pending decisions, as the controller does.
+func (l *log) decide() *Experiment {
+	for _, d := range fold(l.evs).PendingDecisions() {
+		l.add(events.WriterController, &d)
+	}
+	return fold(l.evs)
+}
+
+// A PBT exploit, from the decision to the exploiting trial's own next
+// checkpoint: the trial pauses at the result decided on (later results
+// of that attempt do not count), frees its slot, is scheduled again with
+// the new config and the donor's checkpoint, goes on from the donor's
+// iteration, and retention keeps the donor's checkpoint until the trial
+// has one of its own.
+func TestPBTExploitPausesAndResumesFromTheDonor(t *testing.T) {
+	l := newPBTLog(t)
+	for i, id := range []string{"a", "b"} {
+		l.create(id, i)
+		l.start(id, 1)
+	}
+	l.checkpoint("a", 1, 0, 2, 0.5) // alone: no quantiles yet
+	l.checkpoint("b", 1, 0, 2, 2.0) // lower, but a has offered no checkpoint
+	l.checkpoint("a", 1, 1, 4, 0.25)
+	l.checkpoint("b", 1, 1, 4, 2.5) // lower: exploits a from checkpoint_000001
+	e := l.decide()
+	b := e.Trials["b"]
+	if b.Exploit == nil || b.Exploit.Source != "a" || b.Exploit.Checkpoint.Name != "checkpoint_000001" || b.Exploit.Checkpoint.Iteration != 4 {
+		t.Fatalf("b's exploit %+v, want a's checkpoint_000001 at iteration 4", b.Exploit)
+	}
+	if !strings.HasPrefix(b.PauseDecision, "scheduler: ") || b.Held {
+		t.Fatalf("b pause decision %q held %v; want the scheduler's, not held", b.PauseDecision, b.Held)
+	}
+	if s := e.Stopping(); len(s) != 1 || s[0].ID != "b" || s[0].StopDecision != "" {
+		t.Fatalf("trials to stop or pause: %v, want b to pause", s)
+	}
+
+	l.checkpoint("b", 1, 2, 5, 9.0) // reported before the pause reached it: not counted
+	l.add(events.WriterController, &events.TrialStopRequested{TrialID: "b", Reason: b.PauseDecision, Pause: true})
+	l.checkpoint("a", 1, 2, 6, 0.2) // num_to_keep 1, but checkpoint_000001 is pinned
+	l.add(events.WriterRunner, &events.TrialPaused{TrialID: "b", Attempt: 1, Reason: b.PauseDecision})
+	e = fold(l.evs)
+	b = e.Trials["b"]
+	if b.Status != events.StatusPaused || b.Scheduled || b.Iteration != 4 || len(b.Checkpoints) != 1 {
+		t.Fatalf("b: %s scheduled %v iteration %d checkpoints %d; want PAUSED, unscheduled, at 4 with 1", b.Status, b.Scheduled, b.Iteration, len(b.Checkpoints))
+	}
+	if got := names(e.Trials["a"].Checkpoints); len(got) != 2 || got[0] != "checkpoint_000001" {
+		t.Fatalf("a keeps %v, want the pinned checkpoint_000001 and the latest", got)
+	}
+	if n := e.NeedingSchedule(1); len(n) != 1 || n[0].ID != "b" {
+		t.Fatalf("needing schedule %v, want b", n)
+	}
+	if len(e.Stopping()) != 0 {
+		t.Fatalf("trials to stop or pause once b paused: %v", e.Stopping())
+	}
+
+	x := b.Exploit
+	l.add(events.WriterController, &events.TrialScheduled{TrialID: "b", TrialName: "fn_b", DirName: "fn_b", Config: x.Config,
+		Trainable: events.Trainable{Name: "fn"}, HeartbeatTimeoutS: 3, AttemptBase: 1, Exploit: &x.Exploit})
+	l.add(events.WriterRunner, &events.TrialStarted{TrialID: "b", Attempt: 2, Runner: "r2", RestoredFrom: "a/checkpoint_000001"})
+	l.report("b", 2, 5, 0.3)
+	e = fold(l.evs)
+	b = e.Trials["b"]
+	if b.Status != events.StatusRunning || b.Iteration != 5 || b.LastResult["loss"] != 0.3 || b.ResumeFrom == nil {
+		t.Fatalf("b: %s at %d, last %v, resume from %v; want RUNNING at 5 from the donor's checkpoint", b.Status, b.Iteration, b.LastResult, b.ResumeFrom)
+	}
+	if b.Config["x"] != x.Config["x"] || len(b.Checkpoints) != 1 {
+		t.Fatalf("b's config %v and checkpoints %v; want the exploit's config and its own checkpoint kept", b.Config, names(b.Checkpoints))
+	}
+	l.checkpoint("b", 2, 2, 6, 0.05) // upper now: b offers its own checkpoint
+	l.checkpoint("a", 1, 3, 8, 0.1)  // lower: a exploits b
+	e = fold(l.evs)
+	if b := e.Trials["b"]; b.ResumeFrom != nil || slices.Contains(e.Tuner.Exploiting, "b") {
+		t.Fatalf("b resumes from %v, exploiting %v; want neither once b has a checkpoint of its own", b.ResumeFrom, e.Tuner.Exploiting)
+	}
+	if a := e.Trials["a"]; a.Exploit == nil || a.Exploit.Source != "b" || a.Exploit.Checkpoint.Name != "checkpoint_000002" {
+		t.Fatalf("a's exploit %+v, want b's checkpoint_000002", a.Exploit)
+	}
+	if got := names(e.Trials["a"].Checkpoints); len(got) != 1 || got[0] != "checkpoint_000003" {
+		t.Errorf("a keeps %v once nothing pins, want only its latest", got)
+	}
+}
