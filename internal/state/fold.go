@@ -184,7 +184,7 @@ func (e *Experiment) scheduled(t *Trial, ev *events.Event, p *events.TrialSchedu
 		return false
 	}
 	t.Scheduled, t.AttemptBase, t.WorkSeq = true, p.AttemptBase, ev.Seq
-	if x := p.Exploit; x != nil && t.Exploit != nil { // a retry's work names the exploit again
+	if x := p.Exploit; x != nil && !sameCheckpoint(t.ResumeFrom, x) { // a retry's work names it again
 		t.Config, t.Exploit = p.Config, nil
 		resume := *x
 		t.ResumeFrom = &resume
@@ -418,10 +418,13 @@ func intOf(v any) int {
 	return 0
 }
 
-// pausing reports whether a decision paused the running trial: the rest of
-// the attempt's results and checkpoints do not count.
+// pausing reports whether the controller asked the running trial's
+// runner to pause it: the rest of the attempt's results and checkpoints do
+// not count. (The request, not the decision, is the cut: a runner's own
+// fold of the trial, which holds no tuner, must agree on the checkpoint
+// the trial resumes from.)
 func (t *Trial) pausing() bool {
-	return t.PauseDecision != "" && t.Status == events.StatusRunning
+	return t.PauseRequested && t.Status == events.StatusRunning
 }
 
 // pauseRequested takes the controller's request to pause a trial. A
@@ -458,4 +461,9 @@ func (e *Experiment) pause(t *Trial) {
 			tn.Stopping = slices.Delete(tn.Stopping, i, i+1)
 		}
 	}
+}
+
+// sameCheckpoint reports whether a names the staged copy x does.
+func sameCheckpoint(a, x *events.Exploit) bool {
+	return a != nil && a.Source == x.Source && a.Checkpoint.Name == x.Checkpoint.Name && a.Checkpoint.Object == x.Checkpoint.Object
 }

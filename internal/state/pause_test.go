@@ -73,14 +73,19 @@ func TestPBTExploitPausesAndResumesFromTheDonor(t *testing.T) {
 		t.Fatalf("trials to stop or pause: %v, want b to pause", s)
 	}
 
-	l.checkpoint("b", 1, 2, 5, 9.0) // reported before the pause reached it: not counted
+	l.checkpoint("b", 1, 2, 5, 0.01) // before the request: counted, not judged
 	l.add(events.WriterController, &events.TrialStopRequested{TrialID: "b", Reason: b.PauseDecision, Pause: true})
-	l.checkpoint("a", 1, 2, 6, 0.2) // num_to_keep 1, but checkpoint_000001 is pinned
+	l.checkpoint("b", 1, 3, 6, 0.01) // after it: not counted
+	l.checkpoint("a", 1, 2, 6, 0.2)  // num_to_keep 1, but checkpoint_000001 is pinned
 	l.add(events.WriterRunner, &events.TrialPaused{TrialID: "b", Attempt: 1, Reason: b.PauseDecision})
 	e = fold(l.evs)
 	b = e.Trials["b"]
-	if b.Status != events.StatusPaused || b.Scheduled || b.Iteration != 4 || len(b.Checkpoints) != 1 {
-		t.Fatalf("b: %s scheduled %v iteration %d checkpoints %d; want PAUSED, unscheduled, at 4 with 1", b.Status, b.Scheduled, b.Iteration, len(b.Checkpoints))
+	if b.Status != events.StatusPaused || b.Scheduled || b.Iteration != 5 || names(b.Checkpoints)[0] != "checkpoint_000002" {
+		t.Fatalf("b: %s scheduled %v iteration %d checkpoints %v; want PAUSED, unscheduled, at 5 with checkpoint_000002",
+			b.Status, b.Scheduled, b.Iteration, names(b.Checkpoints))
+	}
+	if n := len(b.Decisions); n != 2 {
+		t.Fatalf("b has %d decisions, want 2: none on the result after the exploit", n)
 	}
 	if got := names(e.Trials["a"].Checkpoints); len(got) != 2 || got[0] != "checkpoint_000001" {
 		t.Fatalf("a keeps %v, want the pinned checkpoint_000001 and the latest", got)
@@ -102,17 +107,17 @@ func TestPBTExploitPausesAndResumesFromTheDonor(t *testing.T) {
 	if b.Status != events.StatusRunning || b.Iteration != 5 || b.LastResult["loss"] != 0.3 || b.ResumeFrom == nil {
 		t.Fatalf("b: %s at %d, last %v, resume from %v; want RUNNING at 5 from the donor's checkpoint", b.Status, b.Iteration, b.LastResult, b.ResumeFrom)
 	}
-	if b.Config["x"] != x.Config["x"] || len(b.Checkpoints) != 1 {
+	if b.Config["x"] != x.Config["x"] || names(b.Checkpoints)[0] != "checkpoint_000002" {
 		t.Fatalf("b's config %v and checkpoints %v; want the exploit's config and its own checkpoint kept", b.Config, names(b.Checkpoints))
 	}
-	l.checkpoint("b", 2, 2, 6, 0.05) // upper now: b offers its own checkpoint
+	l.checkpoint("b", 2, 3, 6, 0.05) // upper now: b offers its own checkpoint
 	l.checkpoint("a", 1, 3, 8, 0.1)  // lower: a exploits b
 	e = fold(l.evs)
 	if b := e.Trials["b"]; b.ResumeFrom != nil || slices.Contains(e.Tuner.Exploiting, "b") {
 		t.Fatalf("b resumes from %v, exploiting %v; want neither once b has a checkpoint of its own", b.ResumeFrom, e.Tuner.Exploiting)
 	}
-	if a := e.Trials["a"]; a.Exploit == nil || a.Exploit.Source != "b" || a.Exploit.Checkpoint.Name != "checkpoint_000002" {
-		t.Fatalf("a's exploit %+v, want b's checkpoint_000002", a.Exploit)
+	if a := e.Trials["a"]; a.Exploit == nil || a.Exploit.Source != "b" || a.Exploit.Checkpoint.Name != "checkpoint_000003" {
+		t.Fatalf("a's exploit %+v, want b's checkpoint_000003", a.Exploit)
 	}
 	if got := names(e.Trials["a"].Checkpoints); len(got) != 1 || got[0] != "checkpoint_000003" {
 		t.Errorf("a keeps %v once nothing pins, want only its latest", got)

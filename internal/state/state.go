@@ -126,10 +126,11 @@ type Trial struct {
 
 	// PauseDecision is the reason of a decision that pauses the running
 	// trial (a scheduler's pause, or a PBT exploit), until it is PAUSED;
-	// PauseOrdinal is that decision's ordinal. The attempt's later results
-	// and checkpoints do not count: in Ray the trial pauses at the result
-	// decided on. PauseRequested: the controller asked its runner to pause
-	// it. Held: a paused trial that waits for the scheduler to resume it
+	// PauseOrdinal is that decision's ordinal. The scheduler judges none of
+	// the attempt's later results. PauseRequested: the controller asked
+	// its runner to pause it; the attempt's results and checkpoints after
+	// the request do not count. Held: a paused trial that waits for the
+	// scheduler to resume it
 	// (HyperBand, until its bracket is halved); any other paused trial
 	// resumes when a slot is free.
 	PauseDecision  string `json:"pause_decision,omitempty"`

@@ -164,7 +164,7 @@ func (e *Experiment) tuneAdd(t *Trial) {
 // the scheduler stop is complete for the scheduler at that result.
 func (e *Experiment) tuneResult(t *Trial, ev *events.Event, r map[string]any) {
 	tn := e.tuner()
-	if tn == nil || t.TunerDone || t.StopRequested || r["done"] == true {
+	if tn == nil || t.TunerDone || t.StopRequested || t.PauseDecision != "" || r["done"] == true {
 		return
 	}
 	// Each iteration is judged once: a retry that started afresh reports

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/tunejet/tunejet/events"
-	"github.com/tunejet/tunejet/internal/sched"
 	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/stopper"
 	"github.com/tunejet/tunejet/internal/tpe"
@@ -35,9 +34,7 @@ func Stopper(spec *events.ExperimentSpec) (stopper.Stopper, error) {
 // that need it are skipped.
 func Check(spec *events.ExperimentSpec) []*KeyError {
 	p := &problems{}
-	if cfg := schedulerConfig(spec, p); cfg != nil {
-		checkRunnable(cfg, p)
-	}
+	schedulerConfig(spec, p)
 	space, spaceErr := search.ParseSpace(spec.ParamSpace)
 	if opts, isTPE := searchOptions(spec, p); isTPE && spaceErr == nil {
 		_, err := tpe.New(space, opts)
@@ -49,24 +46,6 @@ func Check(spec *events.ExperimentSpec) []*KeyError {
 	_, err := Stopper(spec)
 	p.addErr(keyStoppers, err)
 	return p.errs
-}
-
-// checkRunnable refuses the schedulers that pause trials: the controller
-// does not pause (PAUSED, and a paused trial's resume on any runner, are
-// not built yet), and a pause it did not carry out would leave the trial
-// running as if nothing had been decided.
-func checkRunnable(cfg any, p *problems) {
-	const why = "pauses trials, which this version of tunejet does not do yet; asha, and median_stopping_rule with hard_stop true, stop them instead"
-	switch c := cfg.(type) {
-	case sched.HyperBandConfig:
-		p.add(keyScheduler, "hyperband %s", why)
-	case sched.PBTConfig:
-		p.add(keyScheduler, "pbt %s", why)
-	case sched.MedianConfig:
-		if !c.HardStop {
-			p.add(keyScheduler+".hard_stop", "false %s", why)
-		}
-	}
 }
 
 // checkPoints checks that each point of points_to_evaluate names only keys
