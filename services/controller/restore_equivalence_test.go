@@ -73,9 +73,8 @@ func TestTunerDecidesTheSameAfterACrash(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			srv := bustest.Start(t)
 			want := newPlay(t, srv, c, c.name+"-uninterrupted", uninterrupted, nil).run()
-			stops := func(d string) bool { return strings.Contains(d, `"action":"stop"`) }
-			if c.searcher == "" && !slices.ContainsFunc(want.decisions, stops) {
-				t.Fatalf("the uninterrupted run stopped no trial: the script tests little; decisions %v", want.decisions)
+			if c.searcher == "" {
+				requireStops(t, want)
 			}
 			h := fnv.New64a()
 			_, _ = h.Write([]byte(c.name))
@@ -101,6 +100,16 @@ func TestTunerDecidesTheSameAfterACrash(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// requireStops fails the test when the uninterrupted run stopped no
+// trial: the script would test little.
+func requireStops(t *testing.T, want outcome) {
+	t.Helper()
+	stops := func(d string) bool { return strings.Contains(d, `"action":"stop"`) }
+	if !slices.ContainsFunc(want.decisions, stops) {
+		t.Fatalf("the uninterrupted run stopped no trial: the script tests little; decisions %v", want.decisions)
 	}
 }
 
@@ -201,6 +210,11 @@ type play struct {
 	storage string
 	v       variant
 	cuts    []int // after how many folded events to cut, ascending
+	// ext is the external searcher of search_alg external, replaced by
+	// one that lost its memory at each cut; nil for the native searchers.
+	ext *suggester
+	// marks are what the test's fold held at each cut.
+	marks []cutMark
 
 	stopController func()
 	controllers    int
@@ -244,6 +258,9 @@ func (p *play) spec() events.ExperimentSpec {
 		RunConfig: events.RunConfig{StoragePath: p.storage},
 	}
 	p.c.tune(&sp)
+	if p.ext != nil {
+		sp.TuneConfig.SearchAlgConfig = map[string]any{"subject": p.ext.subject, "timeout_s": externalTimeout.Seconds()}
+	}
 	return sp
 }
 
@@ -325,12 +342,18 @@ func (p *play) settle() bool {
 // quiet reports whether the controller has nothing to do: Decide, on the
 // log so far, decides nothing. (Without a searcher Decide draws new trials
 // from the space instead of asking TPE; whether it creates any is the
-// same.)
+// same. With an external searcher it is given a config for the next
+// trial, as if the searcher had answered: the controller is not quiet
+// while it waits for one.)
 func (p *play) quiet() bool {
 	if p.st.Spec == nil || p.st.Status == state.ExperimentPending {
 		return false
 	}
-	return len(controller.Decide(p.st, controller.Inputs{Now: time.Now(), Space: p.space})) == 0
+	in := controller.Inputs{Now: time.Now(), Space: p.space}
+	if p.ext != nil {
+		in.Suggestion = &controller.Suggestion{Index: p.st.NextIndex, Config: map[string]any{"x": 0.0}}
+	}
+	return len(controller.Decide(p.st, in)) == 0
 }
 
 func (p *play) fold(ev *events.Event) {
@@ -346,10 +369,15 @@ func (p *play) fold(ev *events.Event) {
 	}
 }
 
-// cut kills the controller, restores the experiment from the log in the
-// restore variant, and starts a new controller.
+// cut kills the controller, replaces the external searcher with one that
+// lost its memory, restores the experiment from the log in the restore
+// variants, and starts a new controller.
 func (p *play) cut() {
+	p.marks = append(p.marks, p.mark())
 	p.stopController()
+	if p.ext != nil {
+		p.ext.replace(p.t)
+	}
 	if p.v == restoreFromCheckpoint || p.v == restoreFrom1 {
 		if p.restorer == nil {
 			p.restorer = restorer.New(p.srv.Bus("restorer-"+p.exp), restorer.Config{})
