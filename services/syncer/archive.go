@@ -19,14 +19,15 @@ func (p *persister) objectStore(ctx context.Context) (ckpt.Objects, error) {
 
 // copyArchive streams a staged archive into storage under prefix,
 // verifying its digest. Symlinks and folders have no place in a bucket and
-// are skipped; an empty checkpoint stores nothing (its name is in the
-// state).
+// are skipped, and so are the files keep names (paths in the archive):
+// storage's own files, which the syncer writes. An empty checkpoint stores
+// nothing (its name is in the state).
 //
 // The bytes go from the Object Store straight into the storage writers,
 // hashed once (by nats.go's Get, see ckpt.Walk). A file's writer is closed
 // (on a bucket: its last part uploaded) while the next file streams, up to
 // parallelCloses at once; copyArchive returns when every one is closed.
-func (p *persister) copyArchive(ctx context.Context, object, digest, prefix string) error {
+func (p *persister) copyArchive(ctx context.Context, object, digest, prefix string, keep map[string]bool) error {
 	obs, err := p.objectStore(ctx)
 	if err != nil {
 		return err
@@ -40,7 +41,7 @@ func (p *persister) copyArchive(ctx context.Context, object, digest, prefix stri
 	defer cancel()
 	closes := newCloser(parallelCloses)
 	err = ckpt.Walk(r, digest, func(hdr *tar.Header, rel string, body io.Reader) error {
-		if hdr.Typeflag != tar.TypeReg {
+		if hdr.Typeflag != tar.TypeReg || keep[rel] {
 			return nil
 		}
 		if err := closes.failed(); err != nil {

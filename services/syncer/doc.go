@@ -10,10 +10,14 @@
 //   - .validate_storage_marker when the experiment starts;
 //   - params.json when a trial is created, by the controller or by a
 //     restore (restart_errored);
-//   - result.json lines, progress.csv rows and error.txt entries, staged in
-//     a local directory as reports and failures arrive and uploaded on
-//     SyncConfig.sync_period, together with experiment_state-<session>.json,
-//     the fold's snapshot with the stream sequence it reflects;
+//   - result.json lines, progress.csv rows and error.txt entries: on a
+//     file system (a local or NFS path, or a file:// URL) appended in place
+//     as reports and failures arrive, flushed within flushDelay, as Ray
+//     writes them; on a bucket staged in a local directory and uploaded
+//     whole on SyncConfig.sync_period (an object per row would be
+//     wasteful). On a file system params.json is written at once too;
+//   - experiment_state-<session>.json, the fold's snapshot with the stream
+//     sequence it reflects, on SyncConfig.sync_period;
 //   - checkpoint_NNNNNN/ folders, persisted promptly from the experiment's
 //     Object Store and announced with checkpoint.persisted;
 //   - artifacts (SyncConfig.sync_artifacts), copied into the trial folder.
@@ -27,21 +31,26 @@
 // params.json, persist a checkpoint, spare a trial's latest staged copy,
 // check the copies a retry resumes from, copy artifacts, upload an ended
 // trial's files, snapshot. The writer runs the jobs on its executors:
-// staging (the result files in a local directory, in Ray's formats from
-// internal/storage), persister (a queue that copies staged checkpoints and
-// artifacts from the Object Store and removes the staged copies), and the
-// sync (syncUp), which uploads the staged files, then the snapshot, then
-// deletes the checkpoints retention dropped (deletions decides which) and
-// acks the log.
+// staging (the result files, in place or in a local directory, in Ray's
+// formats from internal/storage), persister (a queue that copies staged
+// checkpoints and artifacts from the Object Store and removes the staged
+// copies), and the sync (syncUp), which uploads the staged files (or makes
+// the files written in place durable), then the snapshot, then deletes
+// the checkpoints retention dropped (deletions decides which) and acks
+// the log.
 //
 // # Durability and exactly once
 //
 // The syncer reads each experiment through a durable consumer (sync_<name>)
 // and acks only what a durable snapshot covers. On start it loads the
 // newest snapshot from storage and consumes from the sequence after it;
-// before appending to a trial's files it downloads them and cuts them to
-// what that snapshot counted. A syncer killed mid-batch and restarted
-// therefore writes every result line and checkpoint exactly once.
+// before appending to a trial's files it cuts them to what that snapshot
+// counted (downloaded copies on a bucket, the files themselves on a file
+// system), so the lines written after the snapshot, folded again, are
+// written once more and only once. A syncer killed mid-batch and restarted
+// therefore writes every result line and checkpoint exactly once. Each
+// line goes out in one write, so a kill leaves at most a last line cut
+// short, which the cut removes.
 //
 // # Failures
 //

@@ -99,7 +99,7 @@ func (p *persister) copyCheckpoint(ctx context.Context, key, op, object, digest,
 	var lasting error // a failure trying again at once cannot mend
 	err := p.sync.Run(ctx, op, func(ctx context.Context) error {
 		lasting = nil
-		err := p.copyArchive(ctx, object, digest, prefix)
+		err := p.copyArchive(ctx, object, digest, prefix, nil)
 		if errors.Is(err, ckpt.ErrRemoved) {
 			// Only a syncer removes a staged copy, after persisting it:
 			// an earlier syncer did, and this one had not seen it yet.
@@ -185,6 +185,13 @@ type artifactJob struct {
 	a   *events.TrialArtifacts
 }
 
+// trialFileNames are the trial folder's own files, which the syncer writes
+// (result files grow in place on a file system): an artifact of the same
+// name does not replace them.
+var trialFileNames = map[string]bool{
+	storage.ResultFile: true, storage.ProgressFile: true, storage.ErrorFile: true, storage.ParamsFile: true,
+}
+
 // copyArtifacts queues the copy of staged artifacts into the trial folder
 // dir; until it succeeds the archive stays in p.artifacts and each sync
 // submits it again (resubmit).
@@ -200,7 +207,7 @@ func (p *persister) copyArtifacts(ctx context.Context, dir string, a *events.Tri
 	p.ops.Submit(key, func(ctx context.Context) error {
 		defer p.release(key)
 		err := p.sync.Run(ctx, op, func(ctx context.Context) error {
-			return p.copyArchive(ctx, a.Object, a.Digest, dir+"/")
+			return p.copyArchive(ctx, a.Object, a.Digest, dir+"/", trialFileNames)
 		})
 		if err != nil {
 			p.tell.failure(ctx, op, err, p.sync.Config().MaxRetries+1)

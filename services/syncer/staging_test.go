@@ -31,7 +31,7 @@ func TestStagingResumesFromTheSnapshot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := newStaging(t.TempDir(), bucket)
+	s := newStaging(t.TempDir(), bucket, nil)
 	defer s.close()
 
 	// The snapshot counted 1 result and 1 failure; the log then brings the
@@ -81,5 +81,73 @@ func TestStagingResumesFromTheSnapshot(t *testing.T) {
 	}
 	if s.trials["t1"] != nil {
 		t.Error("a dropped trial's files are still open")
+	}
+}
+
+// TestStagingInPlaceResumesFromTheSnapshot: on a file system the result
+// files are written in place. Lines stored ahead of the snapshot a syncer
+// resumes from (it died before the snapshot) are cut off the files in
+// storage, the results and failures folded again are appended once, and
+// nothing is left to upload but params.json.
+func TestStagingInPlaceResumesFromTheSnapshot(t *testing.T) {
+	ctx := t.Context()
+	dir := &storage.Dir{Root: t.TempDir()}
+	trialDir := "fn_t1"
+	stored := map[string]string{
+		storage.ResultFile:   "{\"training_iteration\":1}\n{\"training_iteration\":2}\n{\"training_iteration\":3}\n{\"trai",
+		storage.ProgressFile: "training_iteration\n1\n2\n3\n",
+		storage.ErrorFile:    "Failure # 1 (occurred at 2026-01-02_03-04-05)\nfirst\nFailure # 2 (occurred at 2026-01-02_03-04-06)\nsecond\n",
+	}
+	for name, content := range stored {
+		if err := dir.WriteAtomic(trialDir+"/"+name, []byte(content)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := newStaging(t.TempDir(), memblob.OpenBucket(nil), dir)
+	defer s.close()
+
+	// The snapshot counted 1 result and 1 failure; the log then brings the
+	// second result again, and the second failure.
+	tr := &state.Trial{ID: "t1", DirName: trialDir, Config: map[string]any{"x": 1.0}, NumResults: 2, NumFailures: 1,
+		LastResult: map[string]any{"training_iteration": 2.0}}
+	if err := s.appendResult(ctx, tr); err != nil {
+		t.Fatal(err)
+	}
+	tr.NumFailures, tr.LastError = 2, "second"
+	if err := s.appendFailure(ctx, tr, time.Date(2026, 1, 2, 3, 4, 6, 0, time.Local)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.appendResult(ctx, tr); err != nil { // met again: written once
+		t.Fatal(err)
+	}
+	if err := s.writeParams(tr); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.flushWritten(); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		storage.ResultFile:   "{\"training_iteration\":1}\n{\"config\":{\"x\":1},\"training_iteration\":2}\n",
+		storage.ProgressFile: "training_iteration\n1\n2\n",
+		storage.ErrorFile:    stored[storage.ErrorFile],
+		storage.ParamsFile:   "{\n  \"x\": 1\n}\n",
+	}
+	for name, content := range want {
+		got, err := dir.Read(trialDir + "/" + name)
+		if err != nil || string(got) != content {
+			t.Errorf("%s in storage:\n%s(%v)\nwant\n%s", name, got, err, content)
+		}
+	}
+
+	uploads, err := s.uploads(experiment(tr), s.params, s.changed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(uploads) != 0 {
+		t.Errorf("uploads %d files, want none: the files are in storage already", len(uploads))
+	}
+	s.drop("t1")
+	if _, err := dir.Read(trialDir + "/" + storage.ResultFile); err != nil {
+		t.Errorf("dropping the trial's files removed them from storage: %v", err)
 	}
 }

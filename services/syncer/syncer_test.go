@@ -45,10 +45,18 @@ type script struct {
 	last    uint64 // sequence of the last event published
 }
 
-// begin publishes the experiment's submission, start, and one trial.
+// begin publishes the experiment's submission, start, and one trial, on a
+// storage path in a fresh directory. The experiment's sync_period is the
+// default, 300 s.
 func begin(t *testing.T, srv *bustest.Server) *script {
 	t.Helper()
-	s := &script{t: t, b: srv.Bus("script"), storage: t.TempDir(), now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	return beginAt(t, srv, t.TempDir())
+}
+
+// beginAt is begin on the storage path storagePath.
+func beginAt(t *testing.T, srv *bustest.Server, storagePath string) *script {
+	t.Helper()
+	s := &script{t: t, b: srv.Bus("script"), storage: storagePath, now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	s.add(events.WriterClient, &events.ExperimentSubmitted{Spec: events.ExperimentSpec{
 		Name: exp, Trainable: events.Trainable{Name: "fn"}, TuneConfig: events.TuneConfig{NumSamples: 1},
 		ParamSpace: map[string]any{"x": 1.0, "model": map[string]any{"layers": 2.0}},
@@ -94,7 +102,15 @@ func (s *script) end(attempt int) {
 	s.add(events.WriterController, &events.ExperimentCompleted{Reason: "finished"})
 }
 
-func (s *script) dir() *storage.Dir { return &storage.Dir{Root: filepath.Join(s.storage, exp)} }
+// dir is the experiment's directory, for a storage path on a file system.
+func (s *script) dir() *storage.Dir {
+	s.t.Helper()
+	d, err := storage.Open(s.storage, exp)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return d
+}
 
 // runSyncer runs a syncer on its own connection until stop is called.
 func runSyncer(t *testing.T, srv *bustest.Server) (stop func()) {

@@ -14,6 +14,7 @@ import (
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/restore"
 	"github.com/tunejet/tunejet/internal/state"
+	"github.com/tunejet/tunejet/internal/storage"
 )
 
 // writer keeps one experiment's storage in step with its events: it
@@ -35,7 +36,7 @@ type writer struct {
 	sync   *blobsync.Syncer
 	tell   announcer
 
-	files *staging   // result files, staged locally until a sync uploads them
+	files *staging   // result files, written in place or staged until a sync uploads them
 	store *persister // checkpoints and artifacts, copied from the Object Store
 
 	dirty   bool          // the state changed since the last snapshot
@@ -52,7 +53,7 @@ func (w *writer) run(ctx context.Context) error {
 		return err
 	}
 	defer func() { _ = w.root.Close() }()
-	w.files = newStaging(filepath.Join(w.s.cfg.WorkDir, w.exp), w.bucket)
+	w.files = newStaging(filepath.Join(w.s.cfg.WorkDir, w.exp), w.bucket, w.directDir())
 	defer w.files.close()
 	ops := blobsync.NewQueue(context.WithoutCancel(ctx), w.log)
 	defer ops.Close()
@@ -62,6 +63,12 @@ func (w *writer) run(ctx context.Context) error {
 	defer stop()
 	tick := time.NewTicker(w.s.syncConfig(w.syncSpec()).SyncPeriod)
 	defer tick.Stop()
+	// Rows written in place are flushed once the log is read up to date,
+	// and at most flushDelay after they were written while it is not.
+	flush := time.NewTimer(flushDelay)
+	flush.Stop()
+	defer flush.Stop()
+	flushArmed := false
 	upToDate := false
 	for {
 		select {
@@ -75,6 +82,17 @@ func (w *writer) run(ctx context.Context) error {
 			if n := len(w.files.finished); n > 0 && (upToDate || n >= uploadConcurrency) {
 				w.uploadFinished(ctx)
 			}
+			if len(w.files.unflushed) > 0 {
+				if upToDate {
+					w.flushWritten()
+				} else if !flushArmed {
+					flush.Reset(flushDelay)
+					flushArmed = true
+				}
+			}
+		case <-flush.C:
+			flushArmed = false
+			w.flushWritten()
 		case <-tick.C:
 			if upToDate { // only then does the fold know what is persisted
 				w.store.resubmit(ctx, w.st)
@@ -90,6 +108,30 @@ func (w *writer) run(ctx context.Context) error {
 }
 
 func (w *writer) syncSpec() events.SyncConfig { return w.spec.RunConfig.SyncConfig }
+
+// flushDelay bounds how long a row written in place waits in a buffer
+// while the writer is behind the log (once it is up to date, rows are
+// flushed at once): readers of storage see results within about a second.
+const flushDelay = 200 * time.Millisecond
+
+// directDir is the experiment's directory when storage is a file system
+// (a local or NFS path, or a file:// URL), where result files are written
+// in place as results arrive; nil for a bucket, which gets them whole with
+// each sync.
+func (w *writer) directDir() *storage.Dir {
+	d, err := storage.Open(w.storagePath, w.exp)
+	if err != nil {
+		return nil
+	}
+	return d
+}
+
+// flushWritten flushes the rows written in place to storage.
+func (w *writer) flushWritten() {
+	if err := w.files.flushWritten(); err != nil {
+		w.log.Warn().Err(err).Msg("flush result files; the next flush tries again")
+	}
+}
 
 // handle folds one message and stages what it adds: result rows one by
 // one, for results sent together too.
@@ -141,7 +183,7 @@ func (w *writer) runJob(ctx context.Context, j job) error {
 	case syncNow:
 		_ = w.syncUp(ctx)
 	case writeParams:
-		w.files.params[j.trial] = true
+		return w.files.writeParams(t)
 	case appendResult:
 		return w.files.appendResult(ctx, t)
 	case appendFailure:
