@@ -65,6 +65,9 @@ type Stack struct {
 // StartStack starts the embedded stack.
 func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	emb, err := bus.StartEmbedded(bus.EmbedOptions{StoreDir: cfg.StoreDir, Listen: cfg.Listen, Port: -1})
+	if errors.Is(err, bus.ErrStoreInUse) {
+		return nil, fmt.Errorf("%w; another tunejet runs on this store: wait for it to end, or give this one its own store dir (--store-dir, tune.WithStoreDir)", err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -128,7 +128,8 @@ func explainTrial(ctx context.Context, conn connFlags, storeDir, expPath, trial 
 
 // explainBus connects to the deployment --nats names, or starts an
 // embedded server on the store in storeDir; nil when there is no store
-// there (none is created just to find it empty).
+// there (none is created just to find it empty), or when another process
+// serves it.
 func explainBus(ctx context.Context, conn connFlags, storeDir string) (*bus.Bus, func(), error) {
 	var (
 		nc       *nats.Conn
@@ -147,6 +148,12 @@ func explainBus(ctx context.Context, conn connFlags, storeDir string) (*bus.Bus,
 			return nil, nil, nil
 		}
 		emb, err := bus.StartEmbedded(bus.EmbedOptions{StoreDir: storeDir})
+		if errors.Is(err, bus.ErrStoreInUse) {
+			// The experiment runs in another process, whose server does not
+			// listen: explain from its newest stored snapshot instead.
+			fmt.Fprintf(os.Stderr, "%v\nThe experiment is running: explaining from its newest stored snapshot; explain again after it ends for the log's detail.\n", err)
+			return nil, nil, nil
+		}
 		if err != nil {
 			return nil, nil, err
 		}

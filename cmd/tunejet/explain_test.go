@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/bus/bustest"
 )
 
@@ -136,6 +137,21 @@ func TestExplain(t *testing.T) {
 		}
 		if _, err := os.Stat(noStore); err == nil {
 			t.Errorf("explain created the store %s it only looked for", noStore)
+		}
+	})
+
+	t.Run("while another process serves the store", func(t *testing.T) {
+		emb, err := bus.StartEmbedded(bus.EmbedOptions{StoreDir: store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer emb.Shutdown()
+		r := tunejet(t, "", baseEnv(), "explain", expDir, "00002", "--store-dir", store)
+		if r.code != 0 {
+			t.Fatalf("tunejet explain:\n%s", r)
+		}
+		if !strings.Contains(r.stderr, "store dir in use") || !strings.Contains(r.stdout, "from the state file") || !strings.Contains(r.stdout, thirdReason) {
+			t.Errorf("want the store named in use and the stop explained from the state file:\n%s", r)
 		}
 	})
 
