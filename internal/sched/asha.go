@@ -341,3 +341,6 @@ func (a *ASHA) UnmarshalJSON(data []byte) error {
 	a.st = st
 	return nil
 }
+
+// Attrs are time_attr and the metric.
+func (a *ASHA) Attrs() []string { return a.cfg.attrs(a.cfg.TimeAttr) }

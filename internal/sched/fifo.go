@@ -36,3 +36,6 @@ func (*FIFO) UnmarshalJSON(data []byte) error {
 	var v struct{}
 	return unmarshalState("fifo", data, &v)
 }
+
+// Attrs is empty: FIFO reads no result.
+func (*FIFO) Attrs() []string { return nil }

@@ -373,3 +373,6 @@ func (h *HyperBand) UnmarshalJSON(data []byte) error {
 	h.st = st
 	return nil
 }
+
+// Attrs are time_attr and the metric.
+func (h *HyperBand) Attrs() []string { return h.cfg.attrs(h.cfg.TimeAttr) }

@@ -261,3 +261,6 @@ func (m *Median) UnmarshalJSON(data []byte) error {
 	m.st = st
 	return nil
 }
+
+// Attrs are time_attr and the metric.
+func (m *Median) Attrs() []string { return m.cfg.attrs(m.cfg.TimeAttr) }

@@ -316,3 +316,6 @@ func (p *PBT) UnmarshalJSON(data []byte) error {
 	p.st, p.index = st, index
 	return nil
 }
+
+// Attrs are time_attr and the metric.
+func (p *PBT) Attrs() []string { return p.cfg.attrs(p.cfg.TimeAttr) }

@@ -123,6 +123,9 @@ type Scheduler interface {
 	// Remove tells the scheduler that a trial that was not running ended,
 	// or that a trial errored (Ray's on_trial_remove / on_trial_error).
 	Remove(trial string) []Decision
+	// Attrs are the result keys the scheduler reads (its time_attr and
+	// metric): Result.Metrics needs no other.
+	Attrs() []string
 	// MarshalJSON returns the scheduler's state (not its config).
 	json.Marshaler
 	// UnmarshalJSON replaces the state of a scheduler built from the same
@@ -212,6 +215,9 @@ type Objective struct {
 	// Mode is "max" or "min". Required.
 	Mode Mode `json:"mode"`
 }
+
+// attrs are the keys a scheduler with objective o and timeAttr reads.
+func (o Objective) attrs(timeAttr string) []string { return []string{timeAttr, o.Metric} }
 
 // reward returns sign * metric and the time of res, and whether res holds
 // both attributes with a finite time.

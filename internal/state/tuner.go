@@ -174,7 +174,7 @@ func (e *Experiment) tuneResult(t *Trial, ev *events.Event, r map[string]any) {
 		return
 	}
 	t.JudgedIteration = it
-	res := sched.Result{Trial: t.ID, Metrics: numeric(r), Checkpoint: checkpointName(t)}
+	res := sched.Result{Trial: t.ID, Metrics: numeric(r, tn.sched.Attrs()), Checkpoint: checkpointName(t)}
 	if tn.stop != nil {
 		d := tn.stop.StopTrial(t.ID, r)
 		if sa := tn.stop.StopAll(e.Elapsed(ev.Time).Seconds()); sa.Stop && tn.StopAll == "" {
@@ -216,7 +216,7 @@ func (e *Experiment) tuneEnded(t *Trial, ev *events.Event) {
 		return
 	}
 	if t.Status == events.StatusTerminated && t.LastResult != nil {
-		e.letGo(t, tn.sched.Complete(sched.Result{Trial: t.ID, Metrics: numeric(t.LastResult), Checkpoint: checkpointName(t)}), ev.Seq)
+		e.letGo(t, tn.sched.Complete(sched.Result{Trial: t.ID, Metrics: numeric(t.LastResult, tn.sched.Attrs()), Checkpoint: checkpointName(t)}), ev.Seq)
 		return
 	}
 	e.letGo(t, tn.sched.Remove(t.ID), ev.Seq)
@@ -473,27 +473,22 @@ func detail(d sched.Decision) map[string]any {
 	return m
 }
 
-// numeric flattens a result's numbers as Ray flattens results ("a/b").
-func numeric(r map[string]any) map[string]float64 {
-	out := make(map[string]float64, len(r))
-	var walk func(prefix string, m map[string]any)
-	walk = func(prefix string, m map[string]any) {
-		for k, v := range m {
-			switch x := v.(type) {
-			case float64:
-				out[prefix+k] = x
-			case int:
-				out[prefix+k] = float64(x)
-			case int64:
-				out[prefix+k] = float64(x)
-			case bool:
-				// Ray's results hold booleans (done); they are not metrics.
-			case map[string]any:
-				walk(prefix+k+"/", x)
-			}
+// numeric reads the numbers of a result at keys, "a/b" nesting as Ray
+// flattens results. A bool (Ray's done) is not a metric. Only the keys
+// the scheduler reads: flattening the whole result was half of the fold's
+// cost per result.
+func numeric(r map[string]any, keys []string) map[string]float64 {
+	out := make(map[string]float64, len(keys))
+	for _, k := range keys {
+		switch x := Lookup(r, k).(type) {
+		case float64:
+			out[k] = x
+		case int:
+			out[k] = float64(x)
+		case int64:
+			out[k] = float64(x)
 		}
 	}
-	walk("", r)
 	return out
 }
 
