@@ -33,7 +33,10 @@ const (
 
 // ErrStopped is what Report returns once the trial has been told to stop
 // (a stop criterion was met, or the controller asked). Returning it, or
-// any error, from the trainable then ends the trial TERMINATED.
+// any error, from the trainable then ends the trial TERMINATED; or PAUSED,
+// when a scheduler paused it: it runs again later from its latest
+// checkpoint (GetCheckpoint), so a trainable that reports checkpoints
+// loses nothing.
 var ErrStopped = session.ErrStopped
 
 // ReportOption adds to a report.

@@ -29,9 +29,11 @@ Example::
 
 ``report`` returns once the runner has accepted the result (and copied the
 checkpoint directory, if any). When the runner answers that the trial should
-stop (a stop criterion was met, or the experiment is stopping), ``report``
-calls ``sys.exit(0)``: ``finally`` blocks and ``with`` statements still run,
-and the runner sends SIGTERM, then SIGKILL, if the process does not end.
+stop (a stop criterion was met, a scheduler stopped or paused it, or the
+experiment is stopping), ``report`` calls ``sys.exit(0)``: ``finally`` blocks
+and ``with`` statements still run, and the runner sends SIGTERM, then SIGKILL,
+if the process does not end. A paused trial runs again later from its latest
+checkpoint (``get_checkpoint()``), so report checkpoints to make it pausable.
 
 Exit status 0 completes the trial; any other status (an uncaught exception
 exits with 1) fails it, and the last lines of stderr become its error text.
