@@ -3,6 +3,7 @@ package sched
 import (
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -19,6 +20,11 @@ type Mutation struct {
 	// Sample is a distribution: explore multiplies the value by one of the
 	// perturbation factors, or resamples it. It must draw only from r.
 	Sample func(r *rand.Rand) any
+	// Int says that Sample draws ints: a value that is a whole number is
+	// then an int, even as the float64 that a JSON round trip (the log,
+	// a state file) makes of every number, so it stays an int when
+	// perturbed.
+	Int bool
 	// Nested holds the mutations of a nested mapping of the config.
 	Nested map[string]Mutation
 }
@@ -82,7 +88,7 @@ func (e explorer) explore(config map[string]any, ms map[string]Mutation, r *rand
 		case m.Choices != nil:
 			out[k], ops[prefix+k] = e.shift(old, m.Choices, r)
 		default:
-			out[k], ops[prefix+k] = e.perturb(old, m.Sample, r)
+			out[k], ops[prefix+k] = e.perturb(old, m, r)
 		}
 	}
 	return out
@@ -105,12 +111,13 @@ func (e explorer) shift(old any, choices []any, r *rand.Rand) (any, string) {
 	return deepCopy(choices[next]), op
 }
 
-func (e explorer) perturb(old any, sample func(*rand.Rand) any, r *rand.Rand) (any, string) {
+func (e explorer) perturb(old any, m Mutation, r *rand.Rand) (any, string) {
 	x, isInt, isNum := search.Number(old)
+	isInt = isInt || (m.Int && isNum && x == math.Trunc(x))
 	var v any
 	var op string
 	if r.Float64() < e.resample || !isNum {
-		v, op = sample(r), "resample"
+		v, op = m.Sample(r), "resample"
 	} else {
 		f := e.factors[r.IntN(len(e.factors))]
 		v, op = x*f, "* "+strconv.FormatFloat(f, 'g', -1, 64)

@@ -151,6 +151,22 @@ func TestPBTExplore(t *testing.T) {
 			}
 			return 100, "shift right"
 		}},
+		// The float64 a JSON round trip makes of an int: an int domain's
+		// value stays an int; a float domain's 32.0 is a float.
+		{"whole float64 of an int domain", 0, Mutation{Sample: uniform, Int: true}, 32.0, func(r *rand.Rand) (any, string) {
+			r.Float64()
+			if r.IntN(2) == 0 {
+				return 38, "* 1.2"
+			}
+			return 25, "* 0.8"
+		}},
+		{"whole float64 of a float domain", 0, Mutation{Sample: uniform}, 32.0, func(r *rand.Rand) (any, string) {
+			r.Float64()
+			if r.IntN(2) == 0 {
+				return 32.0 * 1.2, "* 1.2"
+			}
+			return 32.0 * 0.8, "* 0.8"
+		}},
 		// An int resampled from a float distribution is truncated too.
 		{"int resampled", 1, Mutation{Sample: uniform}, 3, func(r *rand.Rand) (any, string) {
 			r.Float64()

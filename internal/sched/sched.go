@@ -74,10 +74,11 @@ type Context struct {
 	Waiting bool
 	// Config returns a trial's current config. PBT reads the donor's config
 	// through it to build an exploiting trial's new one. Explore keeps an
-	// int an int (Ray's isinstance(v, int)) only if it is a Go int or a
-	// json.Number that parses as one: a config decoded from JSON into
-	// float64s loses that, and a restored controller must pass the same
-	// types as an uninterrupted one.
+	// int an int (Ray's isinstance(v, int)) when it is a Go int, a
+	// json.Number that parses as one, or a whole number whose mutation
+	// draws ints (Mutation.Int): the fold's configs come from JSON, as
+	// float64s, and a restored controller must pass the same types as an
+	// uninterrupted one.
 	Config func(trial string) map[string]any
 	// Rand is this call's generator, which the caller seeds afresh for each
 	// decision, e.g. from (experiment seed, "result", ordinal). PBT draws

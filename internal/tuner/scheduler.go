@@ -229,7 +229,7 @@ func mutationsOf(key string, path []string, config map[string]any, space *search
 				p.add(key+"."+dotted, "grid_search cannot be explored; use a list of values instead")
 				continue
 			}
-			out[k] = sched.Mutation{Sample: sampler(space, d)}
+			out[k] = sched.Mutation{Sample: sampler(space, d), Int: d.Int}
 			continue
 		}
 		switch x := v.(type) {
