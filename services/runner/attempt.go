@@ -182,7 +182,13 @@ func (a *attempt) logOutcome(o outcome, err error) {
 }
 
 // startTries bounds how often trial.started is refused because another
-// attempt wrote about the trial meanwhile; the last try is not fenced.
+// attempt wrote about the trial meanwhile; the last try is not fenced, so
+// an earlier attempt that goes on writing cannot keep this one from
+// starting. That start may name an older resume point than the newest
+// checkpoint in the log: the fold then drops the newer checkpoints and
+// takes each repeated iteration once (internal/state's
+// TestStartFromAnOlderCheckpointDropsTheNewerOnes and
+// TestARetryDoesNotRepeatIterations), so nothing is lost or counted twice.
 const startTries = 5
 
 // errSuperseded ends an attempt that finds a newer one already started.
