@@ -56,21 +56,39 @@ func setDefault[T comparable](p *T, v T) {
 	}
 }
 
-// commandName is the default name of a command trainable: the base name,
-// without extension, of the last argument that does not start with "-"
-// (["python3", "train.py"] gives "train").
+// commandName is the default name of a command trainable, as Ray names a
+// trainable after its function: the script it runs (["python3",
+// "train.py", "--epochs", "3"] gives "train"), else the module of
+// "python3 -m pkg.train" ("train"), else the program ("./bin/trainer"
+// gives "trainer", "sh -c '...'" gives "sh"); never an argument that is
+// code or a value. Characters a trial name cannot hold become '_'.
 func commandName(command []string) string {
-	for i := len(command) - 1; i >= 0; i-- {
-		a := command[i]
-		if a == "" || strings.HasPrefix(a, "-") {
-			continue
+	if len(command) == 0 {
+		return ""
+	}
+	for i, a := range command[1:] {
+		if a == "-m" && i+2 < len(command) {
+			mod := command[i+2]
+			return idSafe(mod[strings.LastIndex(mod, ".")+1:])
 		}
-		base := filepath.Base(a)
-		if name := strings.TrimSuffix(base, filepath.Ext(base)); name != "" {
-			return name
+		if scriptExt[filepath.Ext(a)] && !strings.ContainsAny(a, " \t\n") {
+			return idSafe(strings.TrimSuffix(filepath.Base(a), filepath.Ext(a)))
 		}
 	}
-	return ""
+	if strings.HasPrefix(command[0], "-") {
+		return ""
+	}
+	base := filepath.Base(command[0])
+	if scriptExt[filepath.Ext(base)] {
+		base = strings.TrimSuffix(base, filepath.Ext(base))
+	}
+	return idSafe(base)
+}
+
+// scriptExt are the extensions of the scripts interpreters run.
+var scriptExt = map[string]bool{
+	".py": true, ".sh": true, ".bash": true, ".js": true, ".mjs": true, ".ts": true, ".rb": true,
+	".pl": true, ".R": true, ".r": true, ".jl": true, ".lua": true, ".php": true,
 }
 
 // defaultName is Ray's default experiment name, made a valid experiment id:
