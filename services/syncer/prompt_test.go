@@ -8,8 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/nats-io/nats.go"
@@ -336,4 +338,63 @@ func registerMem(t *testing.T, b *blob.Bucket) string {
 	}
 	storage.RegisterMem(parsed.Host, b)
 	return u
+}
+
+// BenchmarkResultRowInPlace measures, on a directory storage path with
+// sync_period 300 s, how soon a result reaches progress.csv in storage:
+// "latency" publishes one trial.reported at a time and waits for its row
+// (ns/op is publish to readable row); "burst" publishes b.N reports and
+// waits for the last row (ns/op per row).
+func BenchmarkResultRowInPlace(b *testing.B) {
+	srv := bustest.Start(b)
+	runSyncerWith(b, srv, syncer.Config{}) // the experiment's sync_period: 300 s
+	s := begin(b, srv)
+	s.start(1)
+	it := 1
+	s.report(1, it)
+	progress := filepath.Join(s.dir().Root, trialD, storage.ProgressFile)
+	size := func() int64 {
+		info, err := os.Stat(progress)
+		if err != nil {
+			return 0
+		}
+		return info.Size()
+	}
+	// grown waits until progress.csv is larger than from.
+	grown := func(from int64) {
+		deadline := time.Now().Add(wait)
+		for size() <= from {
+			if time.Now().After(deadline) {
+				b.Fatalf("progress.csv did not grow past %d bytes within %v", from, wait)
+			}
+			runtime.Gosched()
+		}
+	}
+	grown(0)
+	b.Run("latency", func(b *testing.B) {
+		for b.Loop() {
+			from := size()
+			it++
+			s.report(1, it)
+			grown(from)
+		}
+	})
+	b.Run("burst", func(b *testing.B) {
+		// Timed to the last row in storage, not only the publishing.
+		first := it + 1
+		b.ResetTimer()
+		for range b.N {
+			it++
+			s.report(1, it)
+		}
+		deadline := time.Now().Add(wait)
+		for s.lineCount(storage.ProgressFile) < it+1 { // a header and a row per report
+			if time.Now().After(deadline) {
+				b.Fatalf("the burst's rows did not reach progress.csv within %v", wait)
+			}
+			runtime.Gosched()
+		}
+		b.StopTimer()
+		b.ReportMetric(float64(it-first+1)/b.Elapsed().Seconds(), "rows/s")
+	})
 }

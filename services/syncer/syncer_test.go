@@ -38,7 +38,7 @@ var config = map[string]any{"x": 1.0, "model": map[string]any{"layers": 2.0}}
 // script publishes a hand-made event history of experiment "exp", the way
 // the controller and a runner would.
 type script struct {
-	t       *testing.T
+	t       testing.TB
 	b       *bus.Bus
 	storage string
 	now     time.Time
@@ -48,13 +48,13 @@ type script struct {
 // begin publishes the experiment's submission, start, and one trial, on a
 // storage path in a fresh directory. The experiment's sync_period is the
 // default, 300 s.
-func begin(t *testing.T, srv *bustest.Server) *script {
+func begin(t testing.TB, srv *bustest.Server) *script {
 	t.Helper()
 	return beginAt(t, srv, t.TempDir())
 }
 
 // beginAt is begin on the storage path storagePath.
-func beginAt(t *testing.T, srv *bustest.Server, storagePath string) *script {
+func beginAt(t testing.TB, srv *bustest.Server, storagePath string) *script {
 	t.Helper()
 	s := &script{t: t, b: srv.Bus("script"), storage: storagePath, now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	s.add(events.WriterClient, &events.ExperimentSubmitted{Spec: events.ExperimentSpec{
@@ -113,12 +113,12 @@ func (s *script) dir() *storage.Dir {
 }
 
 // runSyncer runs a syncer on its own connection until stop is called.
-func runSyncer(t *testing.T, srv *bustest.Server) (stop func()) {
+func runSyncer(t testing.TB, srv *bustest.Server) (stop func()) {
 	t.Helper()
 	return runSyncerWith(t, srv, syncer.Config{Period: 20 * time.Millisecond})
 }
 
-func runSyncerWith(t *testing.T, srv *bustest.Server, cfg syncer.Config) (stop func()) {
+func runSyncerWith(t testing.TB, srv *bustest.Server, cfg syncer.Config) (stop func()) {
 	t.Helper()
 	b := srv.Bus("syncer")
 	ctx, cancel := context.WithCancel(t.Context())
@@ -376,7 +376,7 @@ func TestSyncerUploadsFinishedTrialsAtOnce(t *testing.T) {
 }
 
 // logOf returns every event of the experiment in the log, in order.
-func logOf(t *testing.T, b *bus.Bus) []*events.Event {
+func logOf(t testing.TB, b *bus.Bus) []*events.Event {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
