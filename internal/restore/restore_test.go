@@ -193,3 +193,42 @@ func TestApplyRecounts(t *testing.T) {
 		t.Fatalf("%d in flight after a restore, want 0", got.InFlight())
 	}
 }
+
+// A restore keeps a PAUSED trial paused: one free to resume is scheduled
+// again when a slot is free, one HyperBand holds waits for its resume; a
+// pause decided and not carried out is requested again (the request is
+// cleared, the decision kept).
+func TestApplyKeepsPausedTrialsPaused(t *testing.T) {
+	st := state.New("exp")
+	for _, tr := range []*state.Trial{
+		{ID: "free", Status: events.StatusPaused},
+		{ID: "held", Status: events.StatusPaused, Held: true},
+		{ID: "pausing", Status: events.StatusRunning, Scheduled: true, Attempt: 2, PauseDecision: "scheduler: paused", PauseRequested: true},
+	} {
+		st.Trials[tr.ID] = tr
+		st.Order = append(st.Order, tr.ID)
+	}
+	st.Recount()
+	got, err := Apply(st, FromFlags(true, false, false), restart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	free, held, pausing := got.Trials["free"], got.Trials["held"], got.Trials["pausing"]
+	if free.Status != events.StatusPaused || held.Status != events.StatusPaused || !held.Held {
+		t.Errorf("free %s, held %s (held %v); want both PAUSED, held still held", free.Status, held.Status, held.Held)
+	}
+	if pausing.Status != events.StatusPending || pausing.PauseRequested || pausing.PauseDecision == "" {
+		t.Errorf("pausing: %s, requested %v, decision %q; want PENDING with its decision, to be requested again",
+			pausing.Status, pausing.PauseRequested, pausing.PauseDecision)
+	}
+	var ids []string
+	for _, tr := range got.NeedingSchedule(10) {
+		ids = append(ids, tr.ID)
+	}
+	if fmt.Sprint(ids) != "[pausing free]" {
+		t.Errorf("needing schedule %v, want [pausing free]: PENDING first, then the PAUSED one free to resume", ids)
+	}
+	if got.Unfinished() != 3 {
+		t.Errorf("%d unfinished, want 3", got.Unfinished())
+	}
+}

@@ -106,7 +106,7 @@ func (g *tallyGen) step() string {
 	}
 	tr := g.e.Trials[g.e.Order[r.IntN(len(g.e.Order))]]
 	attempt := tr.Attempt + r.IntN(3) - 1 // mostly the current attempt or the next
-	switch r.IntN(12) {
+	switch r.IntN(14) {
 	case 0:
 		g.fold(events.WriterController, &events.TrialScheduled{TrialID: tr.ID, AttemptBase: tr.Attempt + r.IntN(2)})
 	case 1, 2:
@@ -138,6 +138,10 @@ func (g *tallyGen) step() string {
 		return "a restore"
 	case 11:
 		g.fold(events.WriterRunner, &events.TrialFailed{TrialID: tr.ID, Attempt: attempt, Cause: events.CausePreempted, Error: "preempted", Counted: r.IntN(2) == 0})
+	case 12:
+		g.fold(events.WriterController, &events.TrialStopRequested{TrialID: tr.ID, Reason: "paused", Pause: true})
+	case 13:
+		g.fold(events.WriterRunner, &events.TrialPaused{TrialID: tr.ID, Attempt: attempt, Reason: "paused"})
 	}
 	return g.last.Type() + " " + tr.ID
 }
@@ -148,7 +152,7 @@ func checkTally(e *Experiment) error {
 		return fmt.Errorf("the fold's tally is not kept (kept %v, %d trials counted of %d)", e.tally.kept, e.tally.trials, len(e.Order))
 	}
 	counts, inFlight, unfinished := map[string]int{}, 0, 0
-	var spentOnes, waitingOnes []string
+	var spentOnes, waitingOnes, pausedOnes []string
 	fc := e.Spec.RunConfig.FailureConfig
 	for _, t := range e.TrialList() {
 		counts[t.Status]++
@@ -162,6 +166,8 @@ func checkTally(e *Experiment) error {
 		case !t.NeedsSchedule():
 		case fc.Exhausted(t.RunFailures()):
 			spentOnes = append(spentOnes, t.ID)
+		case t.Status == events.StatusPaused:
+			pausedOnes = append(pausedOnes, t.ID)
 		default:
 			waitingOnes = append(waitingOnes, t.ID)
 		}
@@ -172,9 +178,11 @@ func checkTally(e *Experiment) error {
 	if e.InFlight() != inFlight || e.Unfinished() != unfinished {
 		return fmt.Errorf("%d in flight, %d unfinished; a recount says %d, %d", e.InFlight(), e.Unfinished(), inFlight, unfinished)
 	}
-	for _, room := range []int{0, 1, len(waitingOnes) / 2, len(waitingOnes) + 1} {
-		want := slices.Concat(spentOnes, waitingOnes[:min(room, len(waitingOnes))])
+	for _, room := range []int{0, 1, len(waitingOnes) / 2, len(waitingOnes) + 1, len(waitingOnes) + len(pausedOnes)} {
+		waiting := waitingOnes[:min(room, len(waitingOnes))]
+		want := slices.Concat(spentOnes, waiting)
 		slices.SortFunc(want, func(a, b string) int { return slices.Index(e.Order, a) - slices.Index(e.Order, b) })
+		want = append(want, pausedOnes[:min(room-len(waiting), len(pausedOnes))]...)
 		var got []string
 		for _, t := range e.NeedingSchedule(room) {
 			got = append(got, t.ID)
