@@ -225,8 +225,8 @@ func TestApplyKeepsPausedTrialsPaused(t *testing.T) {
 	for _, tr := range got.NeedingSchedule(10) {
 		ids = append(ids, tr.ID)
 	}
-	if fmt.Sprint(ids) != "[pausing free]" {
-		t.Errorf("needing schedule %v, want [pausing free]: PENDING first, then the PAUSED one free to resume", ids)
+	if fmt.Sprint(ids) != "[free]" {
+		t.Errorf("needing schedule %v, want [free]: the pausing trial waits for its pause", ids)
 	}
 	if got.Unfinished() != 3 {
 		t.Errorf("%d unfinished, want 3", got.Unfinished())

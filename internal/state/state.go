@@ -202,9 +202,9 @@ func (e *Experiment) TrialList() []*Trial {
 
 // NeedsSchedule reports whether a trial waits for a work message: its
 // runner handed it back, a restore resumed it, or it is PAUSED and free to
-// resume.
+// resume. A trial a decision pauses waits for its pause first.
 func (t *Trial) NeedsSchedule() bool {
-	return !t.Finished() && !t.Scheduled && !(t.Status == events.StatusPaused && t.Held)
+	return !t.Finished() && !t.Scheduled && !(t.Status == events.StatusPaused && t.Held) && t.PauseDecision == ""
 }
 
 // RunFailures counts the failures since the last restore.

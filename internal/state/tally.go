@@ -44,7 +44,7 @@ const (
 	queueWaiting               // waits for a work message
 	queueSpent                 // waits for a work message, out of failures
 	queuePaused                // PAUSED, waits for a work message to resume
-	queueHeld                  // PAUSED until the scheduler resumes it
+	queueHeld                  // PAUSED until the scheduler resumes it, or to be paused
 )
 
 func newTally() tally { return tally{kept: true, status: map[string]int{}} }
@@ -59,7 +59,9 @@ func (e *Experiment) standing(t *Trial) standing {
 		s.queue = queueInFlight
 	case e.failureConfig().Exhausted(t.RunFailures()):
 		s.queue = queueSpent
-	case t.Status == events.StatusPaused && t.Held:
+	case (t.Status == events.StatusPaused && t.Held) || t.PauseDecision != "":
+		// A trial to be paused (a restore or a lost runner left it PENDING
+		// before its pause was requested) waits for its pause, not for work.
 		s.queue = queueHeld
 	case t.Status == events.StatusPaused:
 		s.queue = queuePaused

@@ -80,6 +80,17 @@ func TestTunerDecidesTheSameAfterACrash(t *testing.T) {
 			_, _ = h.Write([]byte(c.name))
 			rng := rand.New(rand.NewPCG(equivalenceSeed, h.Sum64()))
 			for _, v := range []variant{kill, restoreFromCheckpoint, restoreFrom1} {
+				if v == restoreFrom1 && c.checkpoints {
+					continue // its trainable always checkpoints
+				}
+				if v != kill && c.slots > 0 {
+					// A restore schedules every unfinished trial again, in
+					// creation order: with fewer slots than trials, other
+					// trials than before the cut hold the slots, and the
+					// script's later results come in another order than the
+					// uninterrupted run's. Only the kill variant keeps it.
+					continue
+				}
 				resumed := 0
 				for i := range replays[v] {
 					cuts := cutPoints(rng, want.events, equivalenceCutsPerReplay)
@@ -103,13 +114,15 @@ func TestTunerDecidesTheSameAfterACrash(t *testing.T) {
 	}
 }
 
-// requireStops fails the test when the uninterrupted run stopped no
-// trial: the script would test little.
+// requireStops fails the test when the uninterrupted run stopped, paused
+// or exploited no trial: the script would test little.
 func requireStops(t *testing.T, want outcome) {
 	t.Helper()
-	stops := func(d string) bool { return strings.Contains(d, `"action":"stop"`) }
-	if !slices.ContainsFunc(want.decisions, stops) {
-		t.Fatalf("the uninterrupted run stopped no trial: the script tests little; decisions %v", want.decisions)
+	acts := func(d string) bool {
+		return strings.Contains(d, `"action":"stop"`) || strings.Contains(d, `"action":"pause"`) || strings.Contains(d, `"action":"exploit"`)
+	}
+	if !slices.ContainsFunc(want.decisions, acts) {
+		t.Fatalf("the uninterrupted run stopped, paused and exploited no trial: the script tests little; decisions %v", want.decisions)
 	}
 }
 
@@ -147,7 +160,16 @@ type equivalenceCase struct {
 	trials   int    // num_samples
 	iters    int    // the results a trial reports when nothing stops it
 	searcher string // search_alg, "" for random
-	tune     func(*events.ExperimentSpec)
+	// checkpoints: the scripted trainable stages a checkpoint with every
+	// result in every variant (a pausable trainable; PBT exploits only a
+	// trial with a checkpoint), and the variant that keeps none is skipped.
+	checkpoints bool
+	// slots, when not 0, is how many trials the script runs at once: the
+	// others wait PENDING or PAUSED, which the median rule and PBT pause
+	// running trials for. Such a case is replayed with kills only (see
+	// the test).
+	slots int
+	tune  func(*events.ExperimentSpec)
 }
 
 var equivalenceCases = []equivalenceCase{
@@ -166,6 +188,25 @@ var equivalenceCases = []equivalenceCase{
 	}},
 	{name: "tpe", trials: 10, iters: 3, searcher: "tpe", tune: func(sp *events.ExperimentSpec) {
 		sp.TuneConfig.SearchAlgConfig = map[string]any{"n_startup_trials": 3.0}
+	}},
+	{name: "hyperband", trials: 9, iters: 9, checkpoints: true, tune: func(sp *events.ExperimentSpec) {
+		sp.TuneConfig.Scheduler = "hyperband"
+		sp.TuneConfig.SchedulerConfig = map[string]any{"max_t": 9.0, "reduction_factor": 3.0}
+	}},
+	{name: "median-pause", trials: 6, iters: 6, checkpoints: true, slots: 2, tune: func(sp *events.ExperimentSpec) {
+		sp.TuneConfig.MaxConcurrentTrials = 4
+		sp.TuneConfig.Scheduler = "median_stopping_rule"
+		sp.TuneConfig.SchedulerConfig = map[string]any{
+			"time_attr": "training_iteration", "grace_period": 2.0, "min_samples_required": 2.0, "hard_stop": false,
+		}
+	}},
+	{name: "pbt", trials: 4, iters: 12, checkpoints: true, tune: func(sp *events.ExperimentSpec) {
+		sp.TuneConfig.MaxConcurrentTrials = 4
+		sp.TuneConfig.Scheduler = "pbt"
+		sp.TuneConfig.SchedulerConfig = map[string]any{
+			"time_attr": "training_iteration", "perturbation_interval": 3.0, "quantile_fraction": 0.25,
+			"hyperparam_mutations": map[string]any{"x": map[string]any{"uniform": []any{-4.0, 4.0}}},
+		}
 	}},
 }
 
@@ -237,7 +278,7 @@ func newPlay(t *testing.T, srv *bustest.Server, c equivalenceCase, exp string, v
 		evs: make(chan *events.Event, 4096), st: state.New(exp),
 		reported: map[string]int{}, high: map[string]int{},
 	}
-	if v == restoreFromCheckpoint {
+	if v == restoreFromCheckpoint || c.checkpoints {
 		p.checkpoint = t.TempDir()
 		if err := os.WriteFile(filepath.Join(p.checkpoint, "weights"), []byte("w"), 0o600); err != nil {
 			t.Fatal(err)
@@ -401,17 +442,27 @@ func (p *play) cut() {
 // fewest results, the earliest created on a tie.
 func (p *play) step() {
 	trials := p.st.TrialList()
+	running := 0
 	for _, t := range trials {
 		if t.Status == events.StatusRunning && t.StopRequested {
 			p.publish(&events.TrialCompleted{TrialID: t.ID, Attempt: t.Attempt, Status: events.StatusTerminated, Reason: t.StopReason})
 			return
 		}
+		if t.Status == events.StatusRunning && t.PauseRequested {
+			p.publish(&events.TrialPaused{TrialID: t.ID, Attempt: t.Attempt, Reason: "paused"})
+			return
+		}
+		if t.Status == events.StatusRunning {
+			running++
+		}
 	}
 	for _, t := range trials {
-		if t.Status == events.StatusPending && t.Scheduled {
+		if (t.Status == events.StatusPending || t.Status == events.StatusPaused) && t.Scheduled && (p.c.slots == 0 || running < p.c.slots) {
 			started := &events.TrialStarted{TrialID: t.ID, Attempt: max(t.Attempt, t.AttemptBase) + 1, Runner: "script", WorkSeq: t.WorkSeq}
 			p.reported[t.ID] = 0
-			if c := t.LatestCheckpoint(); c != nil {
+			if r := t.ResumeFrom; r != nil {
+				p.reported[t.ID], started.RestoredFrom = r.Checkpoint.Iteration, r.Source+"/"+r.Checkpoint.Name
+			} else if c := t.LatestCheckpoint(); c != nil {
 				p.reported[t.ID], started.RestoredFrom = c.Iteration, c.Name
 			}
 			p.publish(started)
