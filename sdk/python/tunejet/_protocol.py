@@ -1,51 +1,8 @@
-"""Report results from a Python training script run by a tunejet runner.
+"""The trainable protocol's client: a command trainable's side of
+docs/trainable-protocol.md, over the runner's Unix socket.
 
-A tunejet runner starts your script (``trainable: {command: ["python3",
-"train.py"]}`` in the experiment file) once per attempt of each trial, with
-the trial directory as working directory. This module is the script's side
-of the protocol in docs/trainable-protocol.md. It uses only the standard
-library (Python 3.8+): copy it next to your script, or put ``sdk/python`` on
-``sys.path`` or ``PYTHONPATH``.
-
-Example::
-
-    import json, os, tempfile
-    import tunejet
-
-    config = tunejet.get_config()          # the trial's config, a dict
-    step = 0
-    resume = tunejet.get_checkpoint()      # None on a fresh start
-    if resume:
-        with open(os.path.join(resume, "state.json")) as f:
-            step = json.load(f)["step"]
-    while step < 100:
-        step += 1
-        loss = train_one_epoch(config["lr"])
-        with tempfile.TemporaryDirectory() as ckpt:
-            with open(os.path.join(ckpt, "state.json"), "w") as f:
-                json.dump({"step": step}, f)
-            tunejet.report({"loss": loss}, checkpoint_dir=ckpt)
-        # report() has returned: the checkpoint is staged, ckpt may go.
-
-``report`` returns once the runner has accepted the result (and copied the
-checkpoint directory, if any). When the runner answers that the trial should
-stop (a stop criterion was met, a scheduler stopped or paused it, or the
-experiment is stopping), ``report`` calls ``sys.exit(0)``: ``finally`` blocks
-and ``with`` statements still run, and the runner sends SIGTERM, then SIGKILL,
-if the process does not end. A paused trial runs again later from its latest
-checkpoint (``get_checkpoint()``), so report checkpoints to make it pausable.
-
-Exit status 0 completes the trial; any other status (an uncaught exception
-exits with 1) fails it, and the last lines of stderr become its error text.
-
-Every function raises RuntimeError when the script is not run by a tunejet
-runner (``TUNEJET_SOCKET`` is not set); ``in_session()`` tells beforehand.
-``report`` raises RuntimeError when the runner rejects a report, for
-instance when ``checkpoint_dir`` is not a directory.
-
-Metric values must be JSON values: numbers, strings, booleans, None, lists
-and dicts. Scalars with an ``item()`` method (NumPy, PyTorch) are converted,
-and NaN and infinities, which JSON cannot carry, are sent as null.
+The package re-exports these functions as ``tunejet.report``,
+``tunejet.get_checkpoint`` and so on; see the package's docstring.
 """
 
 import json

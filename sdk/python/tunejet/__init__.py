@@ -1,0 +1,85 @@
+"""tunejet's Python package: Ray Tune's driver API, and the trial side of
+the trainable protocol.
+
+Two ways to use it, both with the standard library only (Python 3.9+):
+
+* A Ray Tune script changes only its imports: ``from tunejet import tune``,
+  ``from tunejet import train`` and ``from tunejet.train import RunConfig,
+  Checkpoint``. ``tune.Tuner(...).fit()`` writes an experiment file, runs it
+  with the ``tunejet`` binary (TUNEJET_BIN, else ``tunejet`` on PATH) and
+  returns a ``ResultGrid``; each trial runs the trainable function in a
+  fresh Python process. See sdk/python/README.md.
+
+* A command trainable (``trainable: {command: ["python3", "train.py"]}`` in
+  an experiment file) calls the functions below, which speak the protocol
+  in docs/trainable-protocol.md over the runner's Unix socket.
+
+Example of a command trainable::
+
+    import json, os, tempfile
+    import tunejet
+
+    config = tunejet.get_config()          # the trial's config, a dict
+    step = 0
+    resume = tunejet.get_checkpoint()      # None on a fresh start
+    if resume:
+        with open(os.path.join(resume, "state.json")) as f:
+            step = json.load(f)["step"]
+    while step < 100:
+        step += 1
+        loss = train_one_epoch(config["lr"])
+        with tempfile.TemporaryDirectory() as ckpt:
+            with open(os.path.join(ckpt, "state.json"), "w") as f:
+                json.dump({"step": step}, f)
+            tunejet.report({"loss": loss}, checkpoint_dir=ckpt)
+        # report() has returned: the checkpoint is staged, ckpt may go.
+
+``report`` returns once the runner has accepted the result (and copied the
+checkpoint directory, if any). When the runner answers that the trial should
+stop (a stop criterion was met, a scheduler stopped or paused it, or the
+experiment is stopping), ``report`` calls ``sys.exit(0)``: ``finally`` blocks
+and ``with`` statements still run, and the runner sends SIGTERM, then SIGKILL,
+if the process does not end. A paused trial runs again later from its latest
+checkpoint (``get_checkpoint()``), so report checkpoints to make it pausable.
+
+Exit status 0 completes the trial; any other status (an uncaught exception
+exits with 1) fails it, and the last lines of stderr become its error text.
+
+Every function raises RuntimeError when the script is not run by a tunejet
+runner (``TUNEJET_SOCKET`` is not set); ``in_session()`` tells beforehand.
+``report`` raises RuntimeError when the runner rejects a report, for
+instance when ``checkpoint_dir`` is not a directory.
+
+Metric values must be JSON values: numbers, strings, booleans, None, lists
+and dicts. Scalars with an ``item()`` method (NumPy, PyTorch) are converted,
+and NaN and infinities, which JSON cannot carry, are sent as null.
+"""
+
+from tunejet._protocol import (
+    get_attempt,
+    get_checkpoint,
+    get_config,
+    get_experiment_name,
+    get_trial_dir,
+    get_trial_id,
+    get_trial_name,
+    in_session,
+    report,
+)
+from tunejet import train, tune  # noqa: E402  (Ray's `from ray import tune`)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "report",
+    "get_checkpoint",
+    "get_config",
+    "get_trial_dir",
+    "get_trial_id",
+    "get_trial_name",
+    "get_experiment_name",
+    "get_attempt",
+    "in_session",
+    "train",
+    "tune",
+]

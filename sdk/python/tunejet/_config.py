@@ -1,0 +1,230 @@
+"""TuneConfig, RunConfig and their parts, in Ray's names, and how each
+becomes the experiment file's keys."""
+
+import dataclasses
+import datetime
+import os
+from typing import Any, Optional
+
+from tunejet import _space
+
+
+@dataclasses.dataclass
+class FailureConfig:
+    """As Ray's: retries of a failed trial, from its latest checkpoint.
+
+    max_failures: 0 means the first failure is final, -1 retries forever.
+    fail_fast: True stops the experiment at the first trial error; "raise"
+    also makes fit() raise.
+    """
+
+    max_failures: int = 0
+    fail_fast: Any = False
+
+    def to_spec(self):
+        return {"max_failures": self.max_failures, "fail_fast": self.fail_fast}
+
+
+@dataclasses.dataclass
+class CheckpointConfig:
+    """As Ray's: how many checkpoints to keep and how to rank them.
+
+    checkpoint_frequency and checkpoint_at_end apply to class trainables in
+    Ray, which tunejet does not run; they must stay unset.
+    """
+
+    num_to_keep: Optional[int] = None
+    checkpoint_score_attribute: Optional[str] = None
+    checkpoint_score_order: str = "max"
+    checkpoint_frequency: int = 0
+    checkpoint_at_end: Optional[bool] = None
+
+    def to_spec(self):
+        if self.checkpoint_frequency or self.checkpoint_at_end:
+            raise ValueError(
+                "CheckpointConfig: checkpoint_frequency and checkpoint_at_end apply to class "
+                "trainables, which tunejet does not run; report checkpoints from the function"
+            )
+        spec = {"checkpoint_score_order": self.checkpoint_score_order}
+        if self.num_to_keep is not None:
+            spec["num_to_keep"] = self.num_to_keep
+        if self.checkpoint_score_attribute is not None:
+            spec["checkpoint_score_attribute"] = self.checkpoint_score_attribute
+        return spec
+
+
+@dataclasses.dataclass
+class SyncConfig:
+    """As Ray's: how often results and state are written to storage."""
+
+    sync_period: float = 300
+    sync_timeout: float = 1800
+    sync_artifacts: bool = False
+    sync_artifacts_on_checkpoint: bool = True
+
+    def to_spec(self):
+        return {
+            "sync_period": self.sync_period,
+            "sync_timeout": self.sync_timeout,
+            "sync_artifacts": self.sync_artifacts,
+            "sync_artifacts_on_checkpoint": self.sync_artifacts_on_checkpoint,
+        }
+
+
+@dataclasses.dataclass
+class RunConfig:
+    """As Ray's: where results go, when trials stop, failures, checkpoints.
+
+    storage_path defaults to ~/tunejet_results (Ray: ~/ray_results) and may
+    be a bucket URL (s3://, gs://); name defaults to Ray's
+    "<trainable>_<date>_<time>". stop is a dict of result keys to
+    thresholds, a Stopper of tunejet.tune.stopper, or a list of Stoppers.
+    verbose, progress_reporter, callbacks and log_to_file are accepted and
+    not used.
+    """
+
+    name: Optional[str] = None
+    storage_path: Optional[str] = None
+    stop: Any = None
+    failure_config: Optional[FailureConfig] = None
+    checkpoint_config: Optional[CheckpointConfig] = None
+    sync_config: Optional[SyncConfig] = None
+    verbose: Any = None
+    progress_reporter: Any = None
+    callbacks: Any = None
+    log_to_file: Any = False
+    storage_filesystem: Any = None
+
+    def to_spec(self):
+        spec = {}
+        if self.storage_filesystem is not None:
+            raise ValueError("RunConfig.storage_filesystem is not supported: give storage_path a URL")
+        if self.callbacks:
+            raise ValueError("RunConfig.callbacks are not supported: tunejet runs no driver-side callbacks")
+        stop, stoppers = _stop_spec(self.stop)
+        if stop:
+            spec["stop"] = stop
+        if stoppers:
+            spec["stoppers"] = stoppers
+        if self.failure_config is not None:
+            spec["failure_config"] = self.failure_config.to_spec()
+        if self.checkpoint_config is not None:
+            spec["checkpoint_config"] = self.checkpoint_config.to_spec()
+        if self.sync_config is not None:
+            spec["sync_config"] = self.sync_config.to_spec()
+        return spec
+
+
+def _stop_spec(stop):
+    """Return (stop criteria, stoppers) for the file from RunConfig.stop."""
+    from tunejet.tune import stopper
+
+    if stop is None:
+        return None, None
+    if isinstance(stop, dict):
+        for k, v in stop.items():
+            if isinstance(v, dict):
+                raise ValueError(
+                    "Stopping criteria is now flattened by default. Use forward slashes to "
+                    "nest values `key1/key2/key3`."
+                )
+            if not isinstance(v, (int, float)):
+                raise TypeError("stop[%r] must be a number, got %r" % (k, v))
+        return dict(stop), None
+    if isinstance(stop, stopper.Stopper):
+        return None, stop.to_spec()
+    if isinstance(stop, (list, tuple)) and all(isinstance(s, stopper.Stopper) for s in stop):
+        return None, [s.to_spec() for s in stop]
+    if callable(stop):
+        raise ValueError(
+            "a stop function is not supported (tunejet decides stops without running Python); "
+            "use a dict of thresholds or the stoppers of tunejet.tune.stopper"
+        )
+    raise TypeError("RunConfig.stop must be a dict or a Stopper, got %s" % type(stop).__name__)
+
+
+@dataclasses.dataclass
+class TuneConfig:
+    """As Ray's: the objective, the number of samples, the search algorithm
+    and the scheduler.
+
+    search_alg and scheduler take a name ("tpe", "asha"), a dict with a
+    "type" and Ray's settings, or the classes of tunejet.tune.search and
+    tunejet.tune.schedulers. seed makes the run repeatable (tunejet picks
+    one when unset). reuse_actors is accepted and not used.
+    """
+
+    metric: Optional[str] = None
+    mode: Optional[str] = None
+    search_alg: Any = None
+    scheduler: Any = None
+    num_samples: int = 1
+    max_concurrent_trials: Optional[int] = None
+    time_budget_s: Any = None
+    seed: Optional[int] = None
+    reuse_actors: Any = None
+    trial_name_creator: Any = None
+    trial_dirname_creator: Any = None
+    chdir_to_trial_dir: Any = None
+
+    def to_spec(self):
+        if self.trial_name_creator is not None or self.trial_dirname_creator is not None:
+            raise ValueError(
+                "TuneConfig.trial_name_creator and trial_dirname_creator are not supported: "
+                "tunejet names trials <trainable>_<id> as Ray does by default"
+            )
+        spec = {"num_samples": self.num_samples}
+        if self.metric is not None:
+            spec["metric"] = self.metric
+        if self.mode is not None:
+            spec["mode"] = self.mode
+        concurrency = self.max_concurrent_trials
+        search = _tuner_part(self.search_alg, "search_alg")
+        if isinstance(search, tuple):  # ConcurrencyLimiter
+            search, limit = search
+            concurrency = limit if not concurrency else min(concurrency, limit)
+        if search is not None:
+            spec["search_alg"] = search
+        scheduler = _tuner_part(self.scheduler, "scheduler")
+        if scheduler is not None:
+            spec["scheduler"] = scheduler
+        if concurrency:
+            spec["max_concurrent_trials"] = concurrency
+        if self.time_budget_s is not None:
+            budget = self.time_budget_s
+            if isinstance(budget, datetime.timedelta):
+                budget = budget.total_seconds()
+            spec["time_budget_s"] = budget
+        seed = self.seed
+        if seed is None and isinstance(getattr(self.search_alg, "random_state", None), int):
+            seed = self.search_alg.random_state  # BasicVariantGenerator's
+        if seed is not None:
+            spec["seed"] = seed
+        return spec
+
+
+def _tuner_part(value, key):
+    """Return a search_alg or scheduler for the file: a name, a dict, or
+    (for a ConcurrencyLimiter) a (search_alg, max_concurrent) pair."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return _space._plain(value, "tune_config." + key)
+    to_spec = getattr(value, "to_spec", None)
+    if callable(to_spec):
+        return to_spec()
+    raise TypeError(
+        "tune_config.%s must be a name, a dict {\"type\": ...} or a class of tunejet.tune, got %s"
+        % (key, type(value).__name__)
+    )
+
+
+def default_storage_path():
+    """Return Ray's default storage folder, named for tunejet."""
+    return os.path.join(os.path.expanduser("~"), "tunejet_results")
+
+
+def default_name(trainable_name):
+    """Return Ray's default experiment name: <trainable>_<local date_time>."""
+    stamp = datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+    return "%s_%s" % (trainable_name, stamp)

@@ -1,0 +1,398 @@
+"""Tuner: Ray Tune's driver, running experiments with the tunejet binary.
+
+fit() writes an experiment file whose trainable is the command
+``python -m tunejet._worker <trainable name>``, runs ``tunejet run FILE``
+and reads the results back from storage. Each trial's worker runs the
+driver's script again, as __main__ with the driver's argv, sys.path and
+working directory, until the script's fit() call of the same rank: in a
+worker, Tuner records its trainable and fit() raises _TrainableFound, so
+that the experiment does not run again; the worker then calls that
+trainable with the trial's config. What the worker needs travels in the
+TUNEJET_DRIVER environment variable, which the trials inherit from the
+tunejet process (the embedded stack).
+"""
+
+import collections
+import functools
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import warnings
+
+from tunejet import _config, _result, _space
+
+# The environment variable that carries the driver's description to workers.
+DRIVER_ENV = "TUNEJET_DRIVER"
+
+# How many of the tunejet process's last stderr lines an error quotes.
+_STDERR_TAIL = 20
+
+
+class _TrainableFound(BaseException):
+    """Raised by fit() in a worker at the fit() call it is to run: carries
+    the trainable given to that call's Tuner. A BaseException, so that a
+    script's ``except Exception`` around fit() does not swallow it."""
+
+    def __init__(self, trainable):
+        super().__init__("trainable found")
+        self.trainable = trainable
+
+
+class _Worker:
+    """A worker's view of the driver: which fit() call it runs, the
+    experiment paths of the driver's earlier fit() calls and the driver's
+    can_restore answers, replayed in order."""
+
+    def __init__(self, info):
+        self.target = info["fit"]
+        self.fits = info.get("fits") or []
+        self.can_restore = list(info.get("can_restore") or [])
+        self.binary = info.get("bin")
+        self.count = 0
+
+
+_worker = None  # a _Worker in a trial's process, else None
+
+# The driver's history, passed to its workers so that they take the same
+# path through the script: experiment paths of finished fit() calls and
+# can_restore answers, in call order.
+_fits = []
+_can_restore_answers = []
+
+
+def _enter_worker(info):
+    """Switch this process to worker mode (called by tunejet._worker)."""
+    global _worker
+    _worker = _Worker(info)
+
+
+class Trainable:
+    """Ray's class trainable API, which tunejet does not run: subclasses
+    are refused by Tuner. Write a function trainable instead."""
+
+
+def with_parameters(trainable, **kwargs):
+    """Return trainable with kwargs passed to each call, as Ray's.
+
+    Ray ships the objects through its object store; here each trial's
+    process builds them again, by running the script up to fit().
+    """
+    _check_function(trainable)
+
+    @functools.wraps(trainable)
+    def inner(config):
+        return trainable(config, **kwargs)
+
+    return inner
+
+
+def with_resources(trainable, resources):
+    """Return trainable: per-trial resources are not there yet, and every
+    trial takes one slot of a runner. Asking for GPUs or several CPUs warns."""
+    _check_function(trainable)
+    if isinstance(resources, dict):
+        wanted = {str(k).lower(): v for k, v in resources.items()}
+        if wanted.get("gpu") or wanted.get("cpu", 1) != 1 or set(wanted) - {"cpu", "gpu"}:
+            warnings.warn(
+                "tune.with_resources: per-trial resources are not supported yet; "
+                "every trial takes one runner slot (%r ignored)" % (resources,),
+                stacklevel=2,
+            )
+    return trainable
+
+
+def _check_function(trainable):
+    if isinstance(trainable, type):
+        raise TypeError(
+            "class trainables (%s) are not supported: pass a function that takes the "
+            "config and calls tunejet.train.report" % trainable.__name__
+        )
+    if not callable(trainable):
+        raise TypeError(
+            "the trainable must be a function taking the config, got %r "
+            "(registered trainable names are not supported)" % (trainable,)
+        )
+
+
+def _trainable_name(trainable):
+    name = getattr(trainable, "__name__", None) or type(trainable).__name__
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", name).lstrip("_-")
+    return name or "trainable"
+
+
+class Tuner:
+    """Ray's Tuner: ``Tuner(trainable, param_space=..., tune_config=...,
+    run_config=...).fit()`` runs the experiment and returns a ResultGrid.
+
+    trainable is a function taking the config dict, defined in the script
+    that calls fit() (or importable by its module and name).
+    """
+
+    def __init__(self, trainable=None, *, param_space=None, tune_config=None, run_config=None, _restore=None):
+        if _worker is None:
+            _check_function(trainable)
+        self._trainable = trainable
+        self._param_space = param_space
+        self._tune_config = tune_config or _config.TuneConfig()
+        self._run_config = run_config or _config.RunConfig()
+        self._restore = _restore
+        self._experiment_path = _restore["path"] if _restore else None
+
+    @classmethod
+    def restore(
+        cls,
+        path,
+        trainable,
+        resume_unfinished=True,
+        resume_errored=False,
+        restart_errored=False,
+        param_space=None,
+        storage_filesystem=None,
+        _resume_config=None,
+    ):
+        """Return a Tuner whose fit() continues the experiment at path, as
+        Ray's: finished trials are kept, unfinished ones resume from their
+        latest checkpoint, errored ones stay ERROR unless resume_errored
+        (from their checkpoint) or restart_errored (from scratch).
+        param_space re-specifies the same keys."""
+        if storage_filesystem is not None:
+            raise ValueError("storage_filesystem is not supported: give path as a URL")
+        if _worker is None:
+            _check_function(trainable)
+        restore = {
+            "path": _absolute(os.fspath(path)),
+            "resume_unfinished": resume_unfinished,
+            "resume_errored": resume_errored,
+            "restart_errored": restart_errored,
+        }
+        return cls(trainable, param_space=param_space, _restore=restore)
+
+    @classmethod
+    def can_restore(cls, path, storage_filesystem=None):
+        """Return True when the experiment at path has state to restore."""
+        if storage_filesystem is not None:
+            raise ValueError("storage_filesystem is not supported: give path as a URL")
+        if _worker is not None:
+            return _worker.can_restore.pop(0) if _worker.can_restore else True
+        binary = _binary()
+        proc = subprocess.run(
+            [binary, "can-restore", _absolute(os.fspath(path))],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        if proc.returncode not in (0, 1):
+            raise _result.TuneError(
+                "tunejet can-restore exited with status %d: %s" % (proc.returncode, proc.stderr.strip())
+            )
+        answer = proc.returncode == 0
+        _can_restore_answers.append(answer)
+        return answer
+
+    def fit(self):
+        """Run the experiment to its end and return its ResultGrid.
+
+        Ctrl-C stops it cleanly (the trials' state is kept), prints how to
+        restore it and raises KeyboardInterrupt.
+        """
+        if _worker is not None:
+            return self._worker_fit()
+        binary = _binary()
+        trainable_name = _trainable_name(self._trainable)
+        workdir = tempfile.mkdtemp(prefix="tunejet-driver-")
+        try:
+            if self._restore:
+                path = self._restore["path"]
+                args = self._restore_args(binary, workdir, trainable_name)
+            else:
+                spec = self._spec(trainable_name)
+                path = _experiment_path(spec["run_config"]["storage_path"], spec["name"])
+                file = os.path.join(workdir, "experiment.json")
+                with open(file, "w") as f:
+                    json.dump(spec, f, indent=2)
+                args = [binary, "run", file]
+            self._experiment_path = path
+            env = self._env(binary)
+            _run(args, env, path, trainable_name)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        _fits.append(path)
+        grid = self.get_results()
+        fc = self._run_config.failure_config
+        if fc is not None and str(fc.fail_fast).lower() == "raise" and grid.errors:
+            raise grid.errors[0]
+        return grid
+
+    def get_results(self):
+        """Return the ResultGrid of the experiment, read from its storage."""
+        if self._experiment_path is None:
+            raise RuntimeError("fit() has not run: there are no results yet")
+        metric, mode = self._tune_config.metric, self._tune_config.mode
+        if self._restore or not metric:
+            metric, mode = _result.read_objective(self._experiment_path)
+        return load_results(_binary(), self._experiment_path, metric, mode)
+
+    def _spec(self, trainable_name):
+        rc = self._run_config
+        storage = rc.storage_path or _config.default_storage_path()
+        if "://" not in storage:
+            storage = _absolute(storage)
+        name = rc.name or _config.default_name(trainable_name)
+        run_config = {"storage_path": storage}
+        run_config.update(rc.to_spec())
+        return {
+            "name": name,
+            "trainable": _trainable_spec(trainable_name),
+            "param_space": _space.to_spec(self._param_space or {}),
+            "tune_config": self._tune_config.to_spec(),
+            "run_config": run_config,
+        }
+
+    def _restore_args(self, binary, workdir, trainable_name):
+        r = self._restore
+        file = os.path.join(workdir, "experiment.json")
+        with open(file, "w") as f:
+            json.dump({"trainable": _trainable_spec(trainable_name)}, f, indent=2)
+        args = [binary, "restore", r["path"], file]
+        if not r["resume_unfinished"]:
+            args.append("--resume-unfinished=false")
+        if r["resume_errored"]:
+            args.append("--resume-errored")
+        if r["restart_errored"]:
+            args.append("--restart-errored")
+        if self._param_space is not None:
+            space = os.path.join(workdir, "param_space.json")
+            with open(space, "w") as f:
+                json.dump(_space.to_spec(self._param_space), f, indent=2)
+            args += ["--param-space", space]
+        return args
+
+    def _env(self, binary):
+        """Return the tunejet process's environment: TUNEJET_DRIVER for the
+        workers, and PYTHONPATH so that they import this package."""
+        main = sys.modules.get("__main__")
+        script = getattr(main, "__file__", None)
+        info = {
+            "fit": len(_fits),
+            "fits": list(_fits),
+            "can_restore": list(_can_restore_answers),
+            "bin": binary,
+            "cwd": os.getcwd(),
+            "sys_path": [p for p in sys.path if p],
+        }
+        if script:
+            info["script"] = os.path.abspath(script)
+            info["argv"] = sys.argv[1:]
+        else:
+            module = getattr(self._trainable, "__module__", None)
+            qualname = getattr(self._trainable, "__qualname__", "")
+            if not module or module == "__main__" or "<" in qualname:
+                raise _result.TuneError(
+                    "the trainable must be defined in the script that calls fit(), or be a "
+                    "top-level function of an importable module: %r is neither" % (self._trainable,)
+                )
+            info["module"], info["qualname"] = module, qualname
+        env = dict(os.environ)
+        env[DRIVER_ENV] = json.dumps(info)
+        package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        paths = [package_parent] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+        env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+        return env
+
+    def _worker_fit(self):
+        k = _worker.count
+        _worker.count += 1
+        if k == _worker.target:
+            raise _TrainableFound(self._trainable)
+        if k < len(_worker.fits):
+            # An earlier fit() of the driver: its results, read when used.
+            path, binary = _worker.fits[k], _worker.binary
+            metric, mode = self._tune_config.metric, self._tune_config.mode
+            return _result.ResultGrid(path, None, metric, mode, loader=lambda: _load_records(binary, path))
+        raise RuntimeError("fit() call %d of the script is not the one this trial runs (%d)" % (k, _worker.target))
+
+
+def _trainable_spec(trainable_name):
+    return {"command": [sys.executable, "-m", "tunejet._worker", trainable_name], "name": trainable_name}
+
+
+def _absolute(path):
+    if "://" in path:
+        return path
+    return os.path.abspath(os.path.expanduser(path))
+
+
+def _experiment_path(storage, name):
+    if "://" not in storage:
+        return os.path.join(storage, name)
+    base, sep, query = storage.partition("?")
+    return base.rstrip("/") + "/" + name + sep + query
+
+
+def _binary():
+    """Return the tunejet binary: TUNEJET_BIN, else tunejet on PATH."""
+    binary = os.environ.get("TUNEJET_BIN") or shutil.which("tunejet")
+    if not binary:
+        raise _result.TuneError(
+            "the tunejet binary was not found: set TUNEJET_BIN to its path or put tunejet on "
+            "PATH (in the repository, `make build` builds bin/tunejet)"
+        )
+    if not os.access(binary, os.X_OK):
+        raise _result.TuneError("TUNEJET_BIN=%s is not an executable file" % binary)
+    return binary
+
+
+def _run(args, env, path, trainable_name):
+    """Run the tunejet process to its end, its stdout on ours and its
+    stderr both on ours and kept for errors. Ctrl-C is forwarded once per
+    press (the second one makes tunejet exit at once), then re-raised."""
+    proc = subprocess.Popen(args, env=env, stderr=subprocess.PIPE, start_new_session=True)
+    tail = collections.deque(maxlen=_STDERR_TAIL)
+
+    def copy():
+        for raw in proc.stderr:
+            line = raw.decode("utf-8", "replace")
+            tail.append(line.rstrip("\n"))
+            sys.stderr.write(line)
+            sys.stderr.flush()
+
+    copier = threading.Thread(target=copy, daemon=True)
+    copier.start()
+    interrupted = False
+    while True:
+        try:
+            code = proc.wait()
+            break
+        except KeyboardInterrupt:
+            interrupted = True
+            proc.send_signal(signal.SIGINT)
+    copier.join()
+    if interrupted or code == 130:
+        sys.stderr.write(
+            "Resume it from Python with:\n    tuner = Tuner.restore(%r, trainable=%s)\n    tuner.fit()\n"
+            % (path, trainable_name)
+        )
+        raise KeyboardInterrupt
+    if code != 0:
+        raise _result.TuneError(
+            "%s exited with status %d:\n%s" % (" ".join(args[:2]), code, "\n".join(tail))
+        )
+
+
+def _load_records(binary, path):
+    """Return the trial records of `tunejet results PATH --json`."""
+    proc = subprocess.run([binary, "results", path, "--json"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise _result.TuneError("cannot read the results at %s: %s" % (path, proc.stderr.strip()))
+    return json.loads(proc.stdout).get("trials") or []
+
+
+def load_results(binary, path, metric=None, mode=None):
+    """Return the ResultGrid of the experiment at path."""
+    return _result.ResultGrid(path, [_result.Result(r) for r in _load_records(binary, path)], metric, mode)

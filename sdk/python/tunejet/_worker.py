@@ -1,0 +1,103 @@
+"""One trial of a Python driver's experiment: ``python -m tunejet._worker NAME``.
+
+The runner starts this command once per attempt, in the trial directory.
+It runs the driver's script (or imports the trainable's module) to find
+the trainable, calls it with the trial's config in the trial directory,
+and exits 0 when it returns. An exception is printed, from the
+trainable's frame on, to stderr, whose last lines become the trial's
+error, and fails the attempt (exit status 1).
+"""
+
+import importlib
+import json
+import os
+import sys
+import traceback
+import types
+
+from tunejet import _protocol, _session, _tuner
+
+
+class _Fatal(Exception):
+    """The worker cannot run the trial; the message says why."""
+
+
+def find_trainable(info, name):
+    """Return the trainable of the driver's fit() call info["fit"]."""
+    _tuner._enter_worker(info)
+    sys.path[:0] = [p for p in info.get("sys_path", []) if p not in sys.path]
+    if "script" not in info:
+        module = importlib.import_module(info["module"])
+        trainable = module
+        for part in info["qualname"].split("."):
+            trainable = getattr(trainable, part)
+        return trainable
+    script = info["script"]
+    trial_dir = os.getcwd()
+    sys.argv = [script] + list(info.get("argv", []))
+    sys.path.insert(0, os.path.dirname(script))
+    main = types.ModuleType("__main__")
+    main.__file__ = script
+    main.__builtins__ = __builtins__
+    sys.modules["__main__"] = main
+    try:
+        with open(script, "rb") as f:
+            code = compile(f.read(), script, "exec")
+        os.chdir(info.get("cwd") or trial_dir)
+        exec(code, main.__dict__)
+    except _tuner._TrainableFound as found:
+        return found.trainable
+    finally:
+        os.chdir(trial_dir)
+    raise _Fatal(
+        "%s ended without reaching its fit() call number %d, which runs this trial "
+        "(does the script take another path when run again?)" % (script, info["fit"] + 1)
+    )
+
+
+def _print_error(exc, skip):
+    """Print exc's traceback without its first skip frames (the worker's)."""
+    tb = exc.__traceback__
+    for _ in range(skip):
+        if tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+    sys.stderr.write("".join(traceback.format_exception(type(exc), exc, tb)))
+    sys.stderr.flush()
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: python -m tunejet._worker TRAINABLE_NAME (run by a tunejet runner)")
+    name = sys.argv[1]
+    raw = os.environ.get(_tuner.DRIVER_ENV)
+    if not raw:
+        sys.exit(
+            "%s is not set: this trial was started by a Tuner's fit(), whose trials run on "
+            "the tunejet process fit() starts (the embedded stack)" % _tuner.DRIVER_ENV
+        )
+    try:
+        trainable = find_trainable(json.loads(raw), name)
+    except _Fatal as e:
+        sys.exit(str(e))
+    except Exception as e:
+        sys.stderr.write("running the script to find the trainable failed:\n")
+        _print_error(e, 2)
+        sys.exit(1)
+    found = _tuner._trainable_name(trainable)
+    if found != name:
+        sys.exit(
+            "the script's fit() call gives trainable %r, and this experiment runs %r "
+            "(was the script changed?)" % (found, name)
+        )
+    config = _protocol.get_config()
+    try:
+        out = trainable(config)
+    except Exception as e:
+        _print_error(e, 1)
+        sys.exit(1)
+    if isinstance(out, dict):
+        _session.report(out)
+
+
+if __name__ == "__main__":
+    main()
