@@ -1,0 +1,259 @@
+"""The driver API without the tunejet binary: what goes into the
+experiment file, results, checkpoints and the worker mode of Tuner."""
+
+import json
+import os
+import shutil
+import tempfile
+import unittest
+from unittest import mock
+
+import tunejet
+from tunejet import _config, _result, _space, _tuner, train, tune
+from tunejet.tune import schedulers, search, stopper
+from tunejet.tune.search.optuna import OptunaSearch
+
+
+class SpaceTest(unittest.TestCase):
+    def test_distributions_in_the_file_syntax(self):
+        space = {
+            "lr": tune.loguniform(1e-4, 1e-1),
+            "base2": tune.lograndint(16, 256, base=2),
+            "q": tune.quniform(0, 1, 0.1),
+            "n": tune.randint(1, 10),
+            "noise": tune.randn(),
+            "act": tune.choice(["relu", "tanh"]),
+            "x": tune.grid_search([1, 2]),
+            "model": {"width": tune.qrandint(8, 64, 8), "depth": 3},
+            "const": {"uniform": [1, 2]},
+            "opt": {"name": "adam"},
+            "list": [1, 2],
+        }
+        self.assertEqual(
+            _space.to_spec(space),
+            {
+                "lr": {"loguniform": [1e-4, 1e-1]},
+                "base2": {"lograndint": [16, 256, 2]},
+                "q": {"quniform": [0, 1, 0.1]},
+                "n": {"randint": [1, 10]},
+                "noise": {"randn": [0.0, 1.0]},
+                "act": {"choice": ["relu", "tanh"]},
+                "x": {"grid_search": [1, 2]},
+                "model": {"width": {"qrandint": [8, 64, 8]}, "depth": 3},
+                "const": {"literal": {"uniform": [1, 2]}},
+                "opt": {"literal": {"name": "adam"}},
+                "list": [1, 2],
+            },
+        )
+
+    def test_refuses_what_json_cannot_hold(self):
+        with self.assertRaisesRegex(TypeError, "with_parameters"):
+            _space.to_spec({"data": object()})
+        with self.assertRaisesRegex(ValueError, "JSON"):
+            _space.to_spec({"x": float("nan")})
+        with self.assertRaisesRegex(NotImplementedError, "sample_from"):
+            tune.sample_from(lambda spec: 1)
+
+
+class ConfigTest(unittest.TestCase):
+    def test_tune_config(self):
+        tc = tune.TuneConfig(
+            metric="loss",
+            mode="min",
+            num_samples=4,
+            scheduler=schedulers.ASHAScheduler(max_t=27, grace_period=1),
+            search_alg=search.ConcurrencyLimiter(OptunaSearch(points_to_evaluate=[{"lr": 0.01}], seed=7), 2),
+            time_budget_s=60,
+        )
+        self.assertEqual(
+            tc.to_spec(),
+            {
+                "num_samples": 4,
+                "metric": "loss",
+                "mode": "min",
+                "scheduler": {"type": "asha", "max_t": 27, "grace_period": 1},
+                "search_alg": {"type": "tpe", "seed": 7, "points_to_evaluate": [{"lr": 0.01}]},
+                "max_concurrent_trials": 2,
+                "time_budget_s": 60,
+            },
+        )
+        self.assertEqual(tune.TuneConfig(scheduler="fifo").to_spec(), {"num_samples": 1, "scheduler": "fifo"})
+
+    def test_pbt_mutations(self):
+        pbt = schedulers.PopulationBasedTraining(
+            perturbation_interval=4, hyperparam_mutations={"lr": tune.loguniform(1e-4, 1e-1), "bs": [16, 32]}
+        )
+        self.assertEqual(
+            pbt.to_spec(),
+            {
+                "type": "pbt",
+                "perturbation_interval": 4,
+                "hyperparam_mutations": {"lr": {"loguniform": [1e-4, 1e-1]}, "bs": {"choice": [16, 32]}},
+            },
+        )
+
+    def test_run_config(self):
+        rc = train.RunConfig(
+            stop=[stopper.MaximumIterationStopper(10), stopper.TimeoutStopper(60)],
+            failure_config=train.FailureConfig(max_failures=2),
+            checkpoint_config=train.CheckpointConfig(num_to_keep=1, checkpoint_score_attribute="loss", checkpoint_score_order="min"),
+            sync_config=train.SyncConfig(sync_period=5),
+        )
+        self.assertEqual(
+            rc.to_spec(),
+            {
+                "stoppers": [{"type": "maximum_iteration", "max_iter": 10}, {"type": "timeout", "timeout": 60}],
+                "failure_config": {"max_failures": 2, "fail_fast": False},
+                "checkpoint_config": {"checkpoint_score_order": "min", "num_to_keep": 1, "checkpoint_score_attribute": "loss"},
+                "sync_config": {"sync_period": 5, "sync_timeout": 1800, "sync_artifacts": False, "sync_artifacts_on_checkpoint": True},
+            },
+        )
+        with self.assertRaisesRegex(ValueError, "flattened"):
+            train.RunConfig(stop={"a": {"b": 1}}).to_spec()
+        with self.assertRaisesRegex(ValueError, "stop function"):
+            train.RunConfig(stop=lambda trial_id, result: False).to_spec()
+
+    def test_the_file_of_a_tuner(self):
+        def my_train(config):
+            pass
+
+        tuner = tune.Tuner(
+            my_train,
+            param_space={"x": tune.uniform(0, 1)},
+            run_config=train.RunConfig(storage_path="relative/results"),
+        )
+        spec = tuner._spec("my_train")
+        self.assertEqual(spec["run_config"]["storage_path"], os.path.abspath("relative/results"))
+        self.assertRegex(spec["name"], r"^my_train_\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d$")
+        self.assertEqual(spec["trainable"]["name"], "my_train")
+        self.assertEqual(spec["trainable"]["command"][1:], ["-m", "tunejet._worker", "my_train"])
+
+    def test_refuses_class_trainables(self):
+        class MyTrainable(tune.Trainable):
+            pass
+
+        with self.assertRaisesRegex(TypeError, "class trainables"):
+            tune.Tuner(MyTrainable)
+
+
+class ResultTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.dir)
+
+    def trial(self, trial_id, losses, status="TERMINATED", error=None):
+        path = os.path.join(self.dir, trial_id)
+        os.makedirs(os.path.join(path, "checkpoint_000000"))
+        with open(os.path.join(path, "result.json"), "w") as f:
+            for i, loss in enumerate(losses):
+                f.write(json.dumps({"loss": loss, "training_iteration": i + 1}) + "\n")
+        return _result.Result(
+            {
+                "trial_id": trial_id,
+                "status": status,
+                "config": {"id": trial_id},
+                "metrics": {"loss": losses[-1], "training_iteration": len(losses)},
+                "path": path,
+                "error": error,
+                "checkpoint": os.path.join(path, "checkpoint_000000"),
+            }
+        )
+
+    def test_best_result_by_scope(self):
+        grid = _result.ResultGrid(
+            self.dir,
+            [self.trial("a", [5, 1, 4]), self.trial("b", [3, 3, 3]), self.trial("c", [9], "ERROR", "Traceback...\nValueError: x")],
+            "loss",
+            "min",
+        )
+        self.assertEqual(grid.get_best_result().trial_id, "b")
+        self.assertEqual(grid.get_best_result(scope="all").trial_id, "a")
+        self.assertEqual(grid.get_best_result(scope="avg").trial_id, "b")
+        self.assertEqual(grid.get_best_result(mode="max").trial_id, "c")
+        self.assertEqual((len(grid), grid.num_errors, grid.num_terminated), (3, 1, 2))
+        self.assertEqual([str(e) for e in grid.errors], ["Traceback...\nValueError: x"])
+        self.assertIsInstance(grid[2].error, tune.TuneError)
+        with self.assertRaisesRegex(RuntimeError, "No best trial found"):
+            grid.get_best_result("accuracy")
+        with self.assertRaisesRegex(ValueError, "No metric is provided"):
+            _result.ResultGrid(self.dir, [], None, None).get_best_result()
+
+    def test_dataframes_need_pandas(self):
+        grid = _result.ResultGrid(self.dir, [self.trial("a", [1])])
+        with mock.patch.dict("sys.modules", {"pandas": None}):
+            with self.assertRaisesRegex(ImportError, "pandas is needed"):
+                grid.get_dataframe()
+            with self.assertRaisesRegex(ImportError, "pandas is needed"):
+                grid[0].metrics_dataframe
+
+
+class CheckpointTest(unittest.TestCase):
+    def test_directory_round_trip(self):
+        src = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, src)
+        with open(os.path.join(src, "w.json"), "w") as f:
+            f.write("{}")
+        ckpt = train.Checkpoint.from_directory(src)
+        with ckpt.as_directory() as d:
+            self.assertEqual(os.listdir(d), ["w.json"])
+        copy = ckpt.to_directory()
+        self.addCleanup(shutil.rmtree, copy)
+        self.assertEqual(os.listdir(copy), ["w.json"])
+        self.assertIs(tune.Checkpoint, train.Checkpoint)
+
+    def test_report_takes_a_checkpoint(self):
+        with self.assertRaisesRegex(TypeError, "Checkpoint.from_directory"):
+            train.report({"loss": 1}, checkpoint="/tmp")
+
+
+class WorkerModeTest(unittest.TestCase):
+    def setUp(self):
+        patcher = mock.patch.object(_tuner, "_worker", None)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+
+    def test_fit_hands_over_the_trainable_of_its_rank(self):
+        _tuner._enter_worker({"fit": 1, "fits": ["/nowhere/first"], "can_restore": [False], "bin": "tunejet"})
+
+        def first(config):
+            pass
+
+        def second(config):
+            pass
+
+        self.assertFalse(tune.Tuner.can_restore("/nowhere/first"))
+        grid = tune.Tuner(first).fit()  # an earlier fit(): its results, read when used
+        self.assertEqual(grid.experiment_path, "/nowhere/first")
+        with self.assertRaises(_tuner._TrainableFound) as found:
+            try:
+                tune.Tuner.restore("/nowhere/first", trainable=second, resume_errored=True).fit()
+            except Exception:  # a script's handler does not catch it
+                self.fail("_TrainableFound was caught as an Exception")
+        self.assertIs(found.exception.trainable, second)
+
+    def test_with_parameters_keeps_the_name(self):
+        def train_fn(config, data):
+            return config["x"] + data
+
+        wrapped = tune.with_parameters(train_fn, data=2)
+        self.assertEqual(wrapped({"x": 1}), 3)
+        self.assertEqual(_tuner._trainable_name(wrapped), "train_fn")
+
+
+class BinaryTest(unittest.TestCase):
+    def test_missing_binary_says_how_to_build_it(self):
+        with mock.patch.dict(os.environ, {"TUNEJET_BIN": "", "PATH": ""}):
+            with self.assertRaisesRegex(tune.TuneError, "make build"):
+                _tuner._binary()
+
+    def test_package_keeps_the_protocol_functions(self):
+        for name in ["report", "get_checkpoint", "get_config", "get_trial_id", "get_attempt", "in_session"]:
+            self.assertTrue(callable(getattr(tunejet, name)), name)
+        with mock.patch.dict(os.environ, {"TUNEJET_SOCKET": ""}):
+            self.assertFalse(tunejet.in_session())
+            with self.assertRaisesRegex(RuntimeError, "not running under a tunejet runner"):
+                train.get_context()
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,182 @@
+"""The driver end to end beyond the Ray examples: errors with their
+traceback, closures and with_parameters, get_context, a returned dict,
+a script that is run again by each trial, and Ctrl-C then restore."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+from tests import support
+from tunejet import _tuner
+
+DRIVER = textwrap.dedent(
+    '''
+    import json, os, sys
+    from tunejet import train, tune
+
+    with open("top_level.log", "a") as f:
+        f.write("%d\\n" % os.getpid())
+
+
+    def helper(x):
+        raise ValueError("bad x=%s" % x)
+
+
+    def make_trainable(offset):
+        def trainable(config, data=None):
+            ctx = train.get_context()
+            if config["x"] == 2:
+                helper(config["x"])
+            train.report({
+                "y": config["x"] + offset + len(data),
+                "trial_id": ctx.get_trial_id(),
+                "trial_dir": ctx.get_trial_dir(),
+                "cwd": os.getcwd(),
+                "argv": sys.argv[1:],
+            })
+            return {"y": config["x"] + offset + len(data) + 100, "final": True}
+        return trainable
+
+
+    tuner = tune.Tuner(
+        tune.with_parameters(make_trainable(10), data=[1, 2, 3]),
+        param_space={"x": tune.grid_search([1, 2, 3]), "nested": {"a": tune.choice(["p"])}},
+        tune_config=tune.TuneConfig(metric="y", mode="max"),
+        run_config=train.RunConfig(name="driver", storage_path="results"),
+    )
+    grid = tuner.fit()
+    with open("after_fit.log", "a") as f:
+        f.write("%d\\n" % os.getpid())
+    best = grid.get_best_result()
+    print("RESULT " + json.dumps({
+        "num_errors": grid.num_errors,
+        "num_terminated": grid.num_terminated,
+        "errors": [str(e) for e in grid.errors],
+        "best_x": best.config["x"],
+        "best_y": best.metrics["y"],
+        "best_path": best.path,
+    }))
+    '''
+)
+
+# A long trial for Ctrl-C: it reports a checkpoint each step and writes a
+# marker file once it has reported; a restore continues it to step 20.
+INTERRUPTED = textwrap.dedent(
+    '''
+    import json, os, sys, tempfile, time
+    from tunejet import train, tune
+
+    def slow(config):
+        start = 0
+        checkpoint = train.get_checkpoint()
+        if checkpoint:
+            with open(os.path.join(checkpoint.path, "step.json")) as f:
+                start = json.load(f)
+        first = start + 1
+        for step in range(first, 21):
+            with tempfile.TemporaryDirectory() as d:
+                with open(os.path.join(d, "step.json"), "w") as f:
+                    json.dump(step, f)
+                train.report({"step": step, "first": first, "attempt": train.get_context().get_attempt()},
+                             checkpoint=train.Checkpoint.from_directory(d))
+            open(os.path.join(config["marker_dir"], "reported"), "w").close()
+            if checkpoint is None:
+                time.sleep(0.2)
+
+    path = os.path.abspath(os.path.join("results", "interrupted"))
+    if sys.argv[1] == "run":
+        tuner = tune.Tuner(slow, param_space={"marker_dir": os.getcwd()},
+                           run_config=train.RunConfig(name="interrupted", storage_path="results"))
+    else:
+        assert tune.Tuner.can_restore(path)
+        tuner = tune.Tuner.restore(path, trainable=slow)
+    grid = tuner.fit()
+    print("RESULT " + json.dumps(grid[0].metrics))
+    '''
+)
+
+
+def _result(out):
+    for line in out.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT "):])
+    raise AssertionError("no RESULT line in:\n" + out)
+
+
+def setUpModule():
+    support.binary()
+
+
+class DriverTest(unittest.TestCase):
+    def setUp(self):
+        self.home = tempfile.mkdtemp(prefix="tunejet-home-")
+        self.addCleanup(shutil.rmtree, self.home, True)
+
+    def write(self, name, text):
+        path = os.path.join(self.home, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def lines(self, name):
+        with open(os.path.join(self.home, name)) as f:
+            return f.read().split()
+
+    def test_trials_run_the_trainable_not_the_experiment(self):
+        script = self.write("driver.py", DRIVER)
+        out = _result(support.run_script(self, script, "--flag", home=self.home))
+        self.assertEqual(out["num_errors"], 1)
+        self.assertEqual(out["num_terminated"], 2)
+        self.assertEqual((out["best_x"], out["best_y"]), (3, 116))
+        # The error is the trainable's traceback, from its frame on.
+        error = out["errors"][0]
+        self.assertIn("Traceback (most recent call last):", error)
+        self.assertIn("in trainable", error)
+        self.assertIn("in helper", error)
+        self.assertIn("ValueError: bad x=2", error)
+        self.assertNotIn("_worker.py", error)
+        # The script's top level ran in the driver and in each of the 3
+        # trials; what follows fit() only in the driver.
+        self.assertEqual(len(self.lines("top_level.log")), 4)
+        self.assertEqual(len(self.lines("after_fit.log")), 1)
+        grid = _tuner.load_results(support.binary(), os.path.join(self.home, "results", "driver"))
+        self.assertEqual(out["best_path"], os.path.join(self.home, "results", "driver", os.path.basename(out["best_path"])))
+        for r in grid:
+            self.assertEqual(r.config["nested"], {"a": "p"})
+            if r.status != "TERMINATED":
+                continue
+            first, last = r.history()
+            self.assertEqual(first["trial_id"], r.trial_id)
+            self.assertEqual(first["cwd"], first["trial_dir"])
+            self.assertEqual(first["argv"], ["--flag"])
+            self.assertEqual(last["final"], True, "the dict the trainable returned is its last result")
+
+    def test_ctrl_c_then_restore(self):
+        script = self.write("interrupted.py", INTERRUPTED)
+        driver = subprocess.Popen(
+            [sys.executable, script, "run"], cwd=self.home, env=support.environ(self.home),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        self.addCleanup(driver.kill)
+        support.eventually(self, lambda: os.path.exists(os.path.join(self.home, "reported")), "the trial's first report")
+        driver.send_signal(signal.SIGINT)
+        out, err = driver.communicate(timeout=support.SCRIPT_TIMEOUT_S)
+        self.assertNotEqual(driver.returncode, 0, out + err)
+        self.assertIn("KeyboardInterrupt", err)
+        self.assertIn("Tuner.restore(%r, trainable=slow)" % os.path.join(self.home, "results", "interrupted"), err)
+        self.assertNotIn("RESULT", out)
+
+        metrics = _result(support.run_script(self, script, "restore", home=self.home))
+        self.assertEqual(metrics["step"], 20)
+        self.assertGreater(metrics["first"], 1, "the restored trial resumed from its checkpoint")
+        self.assertGreaterEqual(metrics["attempt"], 2)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,93 @@
+"""Ray Tune example scripts, with only their imports changed, run end to
+end: the driver API, the worker, the tunejet binary and the results."""
+
+import json
+import os
+import shutil
+import tempfile
+import unittest
+
+from tests import support
+from tunejet import _tuner
+
+
+def setUpModule():
+    support.binary()
+
+
+def tearDownModule():
+    support.remove_built()
+
+
+class RayExampleTest(unittest.TestCase):
+    def setUp(self):
+        self.home = tempfile.mkdtemp(prefix="tunejet-home-")
+        self.addCleanup(shutil.rmtree, self.home, True)
+
+    def results(self, *parts):
+        return _tuner.load_results(support.binary(), os.path.join(self.home, *parts), "", "")
+
+    def test_function_trainable_with_checkpoints(self):
+        out = support.run_script(self, os.path.join(support.EXAMPLES, "func_checkpointing.py"), "--smoke-test", home=self.home)
+        grid = self.results("tunejet_results", "func_checkpointing")
+        self.assertEqual(len(grid), 3)
+        self.assertEqual(grid.num_terminated, 3)
+        for r in grid:
+            self.assertEqual(r.metrics["training_iteration"], 3, r)
+            self.assertEqual([h["iterations"] for h in r.history()], [0, 1, 2])
+            with r.checkpoint.as_directory() as d, open(os.path.join(d, "checkpoint.json")) as f:
+                self.assertEqual(json.load(f), {"step": 2})
+        best = grid.get_best_result("mean_loss", "min")
+        self.assertEqual(best.metrics["mean_loss"], min(r.metrics["mean_loss"] for r in grid))
+        self.assertIn("Best hyperparameters:  %s" % (best.config,), out)
+        self.assertIn("Best checkpoint:  %r" % (best.checkpoint,), out)
+
+    def test_max_failures_resumes_from_the_checkpoint(self):
+        out = support.run_script(self, os.path.join(support.EXAMPLES, "trial_fault_tolerance.py"), home=self.home)
+        self.assertIn("Errors: 0 Terminated: 2", out)
+        grid = self.results("ray_results", "trial_fault_tolerance")
+        self.assertEqual(sorted(r.config["lr"] for r in grid), [0.1, 0.2])
+        for r in grid:
+            self.assertEqual(r.status, "TERMINATED")
+            self.assertEqual(r.num_failures, 1)
+            # Epochs 1 and 2 before the crash, 3 to 5 after: resumed, not restarted.
+            self.assertEqual([h["epoch"] for h in r.history()], [1, 2, 3, 4, 5])
+            with open(os.path.join(r.path, "error.txt")) as f:
+                error = f.read()
+            self.assertIn('trial_fault_tolerance.py", line', error)
+            self.assertIn("in trainable", error)
+            self.assertIn("RuntimeError: simulated crash at epoch 3", error)
+            self.assertNotIn("_worker.py", error)
+
+    def test_restore_resume_errored(self):
+        out = support.run_script(self, os.path.join(support.EXAMPLES, "restore_errored.py"), home=self.home)
+        self.assertIn("Errors: 2 Terminated: 0", out)
+        self.assertIn("After restore: Errors: 0 Terminated: 2", out)
+        # x was 1.0: JSON numbers come back as ints when they are whole.
+        self.assertIn("Best config: {'num_epochs': 4, 'x': 1}", out)
+        grid = self.results("ray_results", "tune_fault_tolerance_guide")
+        self.assertEqual(grid.num_terminated, 2)
+        for r in grid:
+            self.assertEqual([h["epoch"] for h in r.history()], [1, 2, 3, 4])
+            self.assertIsNone(r.error)
+        # Run again: the experiment can be restored and has nothing left to do.
+        out = support.run_script(self, os.path.join(support.EXAMPLES, "restore_errored.py"), home=self.home)
+        self.assertIn("Errors: 0 Terminated: 2", out)
+
+    def test_async_hyperband_stops_trials_early(self):
+        out = support.run_script(self, os.path.join(support.EXAMPLES, "async_hyperband.py"), "--smoke-test", home=self.home)
+        grid = self.results("tunejet_results", "asha_test")
+        self.assertEqual(len(grid), 8)
+        self.assertEqual(grid.num_terminated, 8)
+        iterations = sorted(r.metrics["training_iteration"] for r in grid)
+        self.assertEqual(iterations[-1], 9, "some trial reaches max_t")
+        self.assertLess(iterations[0], 9, "ASHA stopped no trial: %s" % iterations)
+        for r in grid:
+            if r.metrics["training_iteration"] < 9:
+                self.assertTrue(r.end_reason, r)
+        best = grid.get_best_result("mean_loss", "min")
+        self.assertIn("Best hyperparameters found were:  %s" % (best.config,), out)
+
+
+if __name__ == "__main__":
+    unittest.main()
