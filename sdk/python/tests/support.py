@@ -43,6 +43,7 @@ def remove_built():
 def environ(home):
     """Return the environment of a driver script run with HOME=home."""
     env = dict(os.environ)
+    env.pop("NATS_URL", None)  # the driver runs the embedded stack
     env.update(
         HOME=home,
         TUNEJET_BIN=binary(),

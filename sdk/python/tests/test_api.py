@@ -246,6 +246,14 @@ class BinaryTest(unittest.TestCase):
             with self.assertRaisesRegex(tune.TuneError, "make build"):
                 _tuner._binary()
 
+    def test_deployments_are_refused(self):
+        def f(config):
+            pass
+
+        with mock.patch.dict(os.environ, {"NATS_URL": "nats://localhost:4222"}):
+            with self.assertRaisesRegex(tune.TuneError, "unset NATS_URL"):
+                tune.Tuner(f).fit()
+
     def test_package_keeps_the_protocol_functions(self):
         for name in ["report", "get_checkpoint", "get_config", "get_trial_id", "get_attempt", "in_session"]:
             self.assertTrue(callable(getattr(tunejet, name)), name)

@@ -203,6 +203,11 @@ class Tuner:
         """
         if _worker is not None:
             return self._worker_fit()
+        if os.environ.get("NATS_URL"):
+            raise _result.TuneError(
+                "NATS_URL is set: a Tuner runs its trials on the embedded stack of the tunejet "
+                "process it starts, and a deployment's runners cannot run them yet; unset NATS_URL"
+            )
         binary = _binary()
         trainable_name = _trainable_name(self._trainable)
         workdir = tempfile.mkdtemp(prefix="tunejet-driver-")
