@@ -4,12 +4,13 @@ experiment file, results, checkpoints and the worker mode of Tuner."""
 import json
 import os
 import shutil
+import sys
 import tempfile
 import unittest
 from unittest import mock
 
 import tunejet
-from tunejet import _config, _result, _space, _tuner, train, tune
+from tunejet import _result, _space, _tuner, _worker, train, tune
 from tunejet.tune import schedulers, search, stopper
 from tunejet.tune.search.optuna import OptunaSearch
 
@@ -238,6 +239,48 @@ class WorkerModeTest(unittest.TestCase):
         wrapped = tune.with_parameters(train_fn, data=2)
         self.assertEqual(wrapped({"x": 1}), 3)
         self.assertEqual(_tuner._trainable_name(wrapped), "train_fn")
+
+
+class FindTrainableTest(unittest.TestCase):
+    """The worker runs the driver's script up to its fit() call."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.dir)
+        for patcher in (
+            mock.patch.object(_tuner, "_worker", None),
+            mock.patch.object(sys, "argv", list(sys.argv)),
+            mock.patch.object(sys, "path", list(sys.path)),
+            mock.patch.dict(sys.modules),
+        ):
+            patcher.start()
+            self.addCleanup(patcher.stop)
+        cwd = os.getcwd()
+        self.addCleanup(os.chdir, cwd)
+
+    def find(self, source, fit=0):
+        script = os.path.join(self.dir, "script.py")
+        with open(script, "w") as f:
+            f.write(source)
+        return _worker.find_trainable({"script": script, "argv": ["--x"], "cwd": self.dir, "fit": fit}, "f")
+
+    def test_returns_the_trainable_of_the_fit_call(self):
+        source = (
+            "import sys\n"
+            "from tunejet import tune\n"
+            "ARGV = sys.argv[1:]\n"
+            "def f(config):\n"
+            "    return ARGV\n"
+            "tune.Tuner(f).fit()\n"
+            "raise AssertionError('after fit')\n"
+        )
+        self.assertEqual(self.find(source)({}), ["--x"])
+
+    def test_a_script_that_ends_or_exits_first(self):
+        with self.assertRaisesRegex(_worker._Fatal, "ended without reaching its fit"):
+            self.find("x = 1\n")
+        with self.assertRaisesRegex(_worker._Fatal, "exited \\(status 0\\) before its fit"):
+            self.find("import sys\nsys.exit(0)\n")
 
 
 class BinaryTest(unittest.TestCase):

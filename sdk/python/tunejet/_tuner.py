@@ -305,6 +305,8 @@ class Tuner:
             info["module"], info["qualname"] = module, qualname
         env = dict(os.environ)
         env[DRIVER_ENV] = json.dumps(info)
+        if "TUNEJET_LOG_FORMAT" not in env and sys.stderr.isatty():
+            env["TUNEJET_LOG_FORMAT"] = "console"  # its stderr is a pipe to ours
         package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         paths = [package_parent] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
         env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))

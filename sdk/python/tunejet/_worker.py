@@ -47,6 +47,11 @@ def find_trainable(info, name):
         exec(code, main.__dict__)
     except _tuner._TrainableFound as found:
         return found.trainable
+    except SystemExit as e:
+        raise _Fatal(
+            "%s exited (status %r) before its fit() call number %d, which runs this trial"
+            % (script, e.code, info["fit"] + 1)
+        ) from None
     finally:
         os.chdir(trial_dir)
     raise _Fatal(
