@@ -129,6 +129,27 @@ class ConfigTest(unittest.TestCase):
         self.assertEqual(spec["trainable"]["name"], "my_train")
         self.assertEqual(spec["trainable"]["command"][1:], ["-m", "tunejet._worker", "my_train"])
 
+    def test_the_command_of_a_restore(self):
+        def my_train(config):
+            pass
+
+        tuner = tune.Tuner.restore(
+            "~/results/exp", my_train, resume_unfinished=False, restart_errored=True, param_space={"x": tune.uniform(0, 2)}
+        )
+        workdir = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, workdir)
+        args = tuner._restore_args("tunejet", workdir, "my_train")
+        path = os.path.join(os.path.expanduser("~"), "results", "exp")
+        file, space = os.path.join(workdir, "experiment.json"), os.path.join(workdir, "param_space.json")
+        self.assertEqual(
+            args,
+            ["tunejet", "restore", path, file, "--resume-unfinished=false", "--restart-errored", "--param-space", space],
+        )
+        with open(file) as f:
+            self.assertEqual(json.load(f)["trainable"]["name"], "my_train")
+        with open(space) as f:
+            self.assertEqual(json.load(f), {"x": {"uniform": [0, 2]}})
+
     def test_refuses_class_trainables(self):
         class MyTrainable(tune.Trainable):
             pass
