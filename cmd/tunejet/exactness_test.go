@@ -1,0 +1,274 @@
+package main_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/bus/bustest"
+)
+
+// The crash-at-random-points equivalence test of the tuner, with the whole
+// embedded process killed: `tunejet run FILE` on the embedded stack runs an
+// experiment uninterrupted and its decisions are read from the store's
+// log; then the same experiment (same seed) runs again, and at a few
+// seeded random moments its process group gets SIGKILL, its trainables
+// are killed as a crash of their host would kill them, and `tunejet
+// restore PATH FILE` continues it, itself killed at the next moment.
+//
+// The trainable (testdata/exactness/train.sh) reports a pure function of
+// its config and iteration, checkpointing each; with max_concurrent_trials
+// 1, the results of the log come in a fixed order, so each run gets "the
+// same later results". A moment is when the trainable has had its k-th
+// report accepted (k seeded among the uninterrupted run's reports); the
+// kill lands wherever the process is then, a few events later.
+//
+// "The same" is as in the controller's TestTunerDecidesTheSameAfterACrash:
+// the trial.decided events, in log order, equal byte for byte in ordinal,
+// trial, maker, action, reason and detail, and the trial.created events in
+// index and config, trial ids compared by index. The test takes about a
+// minute (more on a loaded machine); -short skips it.
+func TestDecisionsSurviveKillingTheProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs tunejet ten times")
+	}
+	script := filepath.Join(moduleRoot, "cmd", "tunejet", "testdata", "exactness", "train.sh")
+	for _, c := range exactCases {
+		t.Run(c.name, func(t *testing.T) {
+			h := fnv.New64a()
+			_, _ = h.Write([]byte(c.name))
+			rng := rand.New(rand.NewPCG(exactSeed, h.Sum64()))
+			file := writeFile(t, t.TempDir(), "experiment.yaml", fmt.Sprintf(exactExperiment, c.name, script, c.trials, c.tune))
+			want := runExact(t, c, file, script, nil)
+			if c.stops && !slices.ContainsFunc(want.decisions, func(d string) bool { return strings.Contains(d, `"action":"stop"`) }) {
+				t.Fatalf("the uninterrupted run stopped no trial: the test tests little; decisions %v", want.decisions)
+			}
+			for i := range exactReplays {
+				var moments []int
+				for len(moments) < min(exactKillsPerReplay, want.reports-1) {
+					if k := 1 + rng.IntN(want.reports-1); !slices.Contains(moments, k) {
+						moments = append(moments, k)
+					}
+				}
+				slices.Sort(moments)
+				t.Run(strconv.Itoa(i), func(t *testing.T) {
+					got := runExact(t, c, file, script, moments)
+					where := fmt.Sprintf("seed %d, killed after reports %v (log seq then %v)", exactSeed, moments, got.killedAt)
+					if len(got.killedAt) == 0 {
+						t.Errorf("%s: the run ended before the first kill", where)
+					}
+					t.Logf("%s: %d decisions, %d trials; %d trials resumed from a checkpoint", where, len(got.decisions), len(got.created), got.resumed)
+					if diff := cmp.Diff(want.decisions, got.decisions); diff != "" {
+						t.Errorf("%s: the decisions differ from the uninterrupted run's (-uninterrupted +killed):\n%s", where, diff)
+					}
+					if diff := cmp.Diff(want.created, got.created); diff != "" {
+						t.Errorf("%s: the trials created differ from the uninterrupted run's (-uninterrupted +killed):\n%s", where, diff)
+					}
+				})
+			}
+		})
+	}
+}
+
+const (
+	// exactSeed seeds the kill moments; a failure names it.
+	exactSeed = 12
+	// exactReplays is how many times each case runs with kills, and
+	// exactKillsPerReplay how many kills each (the last restore runs to
+	// the end).
+	exactReplays        = 1
+	exactKillsPerReplay = 3
+)
+
+// exactExperiment is the experiment file: name, script, num_samples and
+// the tuner's lines.
+const exactExperiment = `name: %s
+trainable:
+  name: exact
+  command: ["/bin/sh", %q]
+param_space:
+  x: {uniform: [-4, 4]}
+tune_config:
+  metric: loss
+  mode: min
+  num_samples: %d
+  max_concurrent_trials: 1
+  seed: 2026
+%s`
+
+// An exactCase is one tuner setting.
+type exactCase struct {
+	name   string
+	trials int
+	iters  int    // the results a trial reports when nothing stops it
+	tune   string // tune_config lines
+	stops  bool   // whether the uninterrupted run must stop a trial
+}
+
+// The tpe case has no scheduler, so no trial.decided: its decisions are
+// TPE's suggestions, the trial.created configs.
+var exactCases = []exactCase{
+	{name: "asha", trials: 6, iters: 4, stops: true, tune: `  scheduler: asha
+  scheduler_config: {grace_period: 1, reduction_factor: 2, max_t: 4}
+`},
+	{name: "tpe", trials: 6, iters: 2, tune: `  search_alg: tpe
+  search_alg_config: {n_startup_trials: 2}
+`},
+}
+
+// exactOutcome is what a run decided, in canonical JSON, trial ids by
+// index.
+type exactOutcome struct {
+	decisions []string
+	created   []string
+	reports   int      // the trainable's accepted reports
+	killedAt  []uint64 // the log's last sequence at each kill
+	resumed   int      // trials resumed from a checkpoint after a restore
+}
+
+// runExact runs the experiment to its end on the embedded stack, killed
+// after each of the moments' numbers of reports, and restored.
+func runExact(t *testing.T, c exactCase, file, script string, moments []int) exactOutcome {
+	t.Helper()
+	store, storage, marks := t.TempDir(), t.TempDir(), t.TempDir()
+	t.Cleanup(func() { killTrainablesOf(t, marks, script) })
+	env := embeddedEnv(t, "MARK_DIR="+marks, "ITERS="+strconv.Itoa(c.iters))
+	expDir := filepath.Join(storage, c.name)
+	var out exactOutcome
+	p := startGroup(t, env, "run", file, "--store-dir", store, "--storage-path", storage, "--slots", "1")
+	for _, k := range moments {
+		if !waitReports(t, p, marks, k) {
+			break // it completed first
+		}
+		p.killGroup()
+		killTrainablesOf(t, marks, script)
+		evs := storeLog(t, store, c.name)
+		out.killedAt = append(out.killedAt, evs[len(evs)-1].Seq)
+		p = startGroup(t, env, "restore", expDir, file, "--store-dir", store, "--slots", "1")
+	}
+	r := p.wait(t)
+	evs := storeLog(t, store, c.name)
+	if want := fmt.Sprintf("Experiment finished: %d trials", c.trials); r.code != 0 || !strings.Contains(r.stdout, want) {
+		t.Fatalf("%s: want exit 0 and %q:\n%s\nthe log:\n%s", p.name, want, r, timeline(evs))
+	}
+	out.reports = reportsMarked(t, marks)
+	out.decisions, out.created = exactDecisions(t, evs)
+	for _, ev := range evs {
+		if s, ok := ev.Data.(*events.TrialStarted); ok && s.RestoredFrom != "" {
+			out.resumed++
+		}
+	}
+	return out
+}
+
+// exactDecisions reads a log's decisions and created trials.
+func exactDecisions(t *testing.T, evs []*events.Event) (decisions, created []string) {
+	t.Helper()
+	prefix := ""
+	for _, ev := range evs {
+		if s, ok := ev.Data.(*events.ExperimentStarted); ok {
+			prefix = s.TrialIDPrefix + "_"
+		}
+	}
+	canonical := func(v any) string {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.ReplaceAll(string(b), prefix, "trial_")
+	}
+	type decision struct {
+		Ordinal int            `json:"ordinal"`
+		Trial   string         `json:"trial"`
+		By      string         `json:"by"`
+		Action  string         `json:"action"`
+		Reason  string         `json:"reason"`
+		Detail  map[string]any `json:"detail"`
+	}
+	type trial struct {
+		Index  int            `json:"index"`
+		Config map[string]any `json:"config"`
+	}
+	for _, ev := range evs {
+		switch d := ev.Data.(type) {
+		case *events.TrialDecided:
+			decisions = append(decisions, canonical(decision{d.Ordinal, d.TrialID, d.By, d.Action, d.Reason, d.Detail}))
+		case *events.TrialCreated:
+			created = append(created, canonical(trial{d.Index, d.Config}))
+		}
+	}
+	return decisions, created
+}
+
+// waitReports waits until the trainable has had k reports accepted; false
+// if p exits first.
+func waitReports(t *testing.T, p *proc, marks string, k int) bool {
+	t.Helper()
+	reached := false
+	bustest.Eventually(t, processTimeout, fmt.Sprintf("%d reports", k), func() bool {
+		reached = reportsMarked(t, marks) >= k
+		return reached || p.exited()
+	})
+	return reached && !p.exited()
+}
+
+// reportsMarked counts the reports the trainable recorded.
+func reportsMarked(t *testing.T, marks string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(marks, "reports"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), "\n")
+}
+
+// startGroup starts tunejet as startTunejet does, in a process group of
+// its own, which killGroup kills.
+func startGroup(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{name: strings.Join(args, " "), stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(tunejetBin, args...)
+	p.cmd.Env = env
+	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start tunejet %s: %v", p.name, err)
+	}
+	go func() {
+		p.waitErr = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.killGroup()
+		if t.Failed() {
+			t.Logf("tunejet %s:\n--- stdout ---\n%s\n--- stderr ---\n%s", p.name, p.stdout, p.stderr)
+		}
+	})
+	return p
+}
+
+// killGroup sends SIGKILL to the process group and waits for the process
+// to be reaped.
+func (p *proc) killGroup() {
+	if p.exited() {
+		return
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case <-p.done:
+	case <-time.After(processTimeout):
+	}
+}
