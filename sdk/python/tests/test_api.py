@@ -253,6 +253,22 @@ class WorkerModeTest(unittest.TestCase):
                 self.fail("_TrainableFound was caught as an Exception")
         self.assertIs(found.exception.trainable, second)
 
+    def test_a_failed_fit_keeps_its_rank(self):
+        def f(config):
+            pass
+
+        with mock.patch.object(_tuner, "_fits", []), mock.patch.dict(os.environ, {"TUNEJET_BIN": "", "PATH": ""}):
+            for _ in range(2):
+                with self.assertRaises(tune.TuneError):
+                    tune.Tuner(f).fit()
+            self.assertEqual(_tuner._fits, [None, None])
+        _tuner._enter_worker({"fit": 2, "fits": [None, None]})
+        for _ in range(2):
+            with self.assertRaisesRegex(tune.TuneError, "failed in the driver"):
+                tune.Tuner(f).fit()
+        with self.assertRaises(_tuner._TrainableFound):
+            tune.Tuner(f).fit()
+
     def test_with_parameters_keeps_the_name(self):
         def train_fn(config, data):
             return config["x"] + data

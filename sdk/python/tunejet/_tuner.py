@@ -208,6 +208,10 @@ class Tuner:
                 "NATS_URL is set: a Tuner runs its trials on the embedded stack of the tunejet "
                 "process it starts, and a deployment's runners cannot run them yet; unset NATS_URL"
             )
+        # The rank of this call among the script's fit() calls, which the
+        # workers count too: taken first, whatever happens next.
+        rank = len(_fits)
+        _fits.append(None)
         binary = _binary()
         trainable_name = _trainable_name(self._trainable)
         workdir = tempfile.mkdtemp(prefix="tunejet-driver-")
@@ -223,11 +227,11 @@ class Tuner:
                     json.dump(spec, f, indent=2)
                 args = [binary, "run", file]
             self._experiment_path = path
-            env = self._env(binary)
+            _fits[rank] = path
+            env = self._env(binary, rank)
             _run(args, env, path, trainable_name)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
-        _fits.append(path)
         grid = self.get_results()
         fc = self._run_config.failure_config
         if fc is not None and str(fc.fail_fast).lower() == "raise" and grid.errors:
@@ -278,14 +282,14 @@ class Tuner:
             args += ["--param-space", space]
         return args
 
-    def _env(self, binary):
+    def _env(self, binary, rank):
         """Return the tunejet process's environment: TUNEJET_DRIVER for the
         workers, and PYTHONPATH so that they import this package."""
         main = sys.modules.get("__main__")
         script = getattr(main, "__file__", None)
         info = {
-            "fit": len(_fits),
-            "fits": list(_fits),
+            "fit": rank,
+            "fits": _fits[:rank],
             "can_restore": list(_can_restore_answers),
             "bin": binary,
             "cwd": os.getcwd(),
@@ -317,12 +321,14 @@ class Tuner:
         _worker.count += 1
         if k == _worker.target:
             raise _TrainableFound(self._trainable)
-        if k < len(_worker.fits):
+        if k < len(_worker.fits) and _worker.fits[k]:
             # An earlier fit() of the driver: its results, read when used.
             path, binary = _worker.fits[k], _worker.binary
             metric, mode = self._tune_config.metric, self._tune_config.mode
             return _result.ResultGrid(path, None, metric, mode, loader=lambda: _load_records(binary, path))
-        raise RuntimeError("fit() call %d of the script is not the one this trial runs (%d)" % (k, _worker.target))
+        if k < len(_worker.fits):
+            raise _result.TuneError("fit() call %d of the script failed in the driver" % (k + 1))
+        raise RuntimeError("fit() call %d of the script comes after the one this trial runs" % (k + 1))
 
 
 def _trainable_spec(trainable_name):
