@@ -1,0 +1,324 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/internal/restore"
+	"github.com/tunejet/tunejet/internal/state"
+)
+
+// live is one experiment as the log tells it: its state, folded with the
+// fold every reader uses, and each trial's learning curve of the
+// experiment's metric, kept up to date by a watch on the experiment's
+// subjects for as long as the server runs.
+type live struct {
+	name string
+
+	mu     sync.Mutex
+	st     *state.Experiment
+	metric string // the curves' metric: the experiment's, else the first reported
+	curves map[string]*curve
+	// seq counts the events that changed the state; changed is, per
+	// trial, the seq of the last one that changed it.
+	seq     uint64
+	changed map[string]uint64
+	err     error // the fold's or the watch's, which end the watch
+	subs    map[chan struct{}]struct{}
+
+	caught chan struct{} // closed once the replay has caught up
+}
+
+// curve is a trial's learning curve: (training_iteration, metric) points
+// in iteration order. gen changes when a trial starts again from an
+// earlier iteration (a restore from a checkpoint): the points after it
+// are dropped, and readers take the curve again from its start.
+type curve struct {
+	gen    int
+	points [][2]float64
+}
+
+// autoFields are the result fields every report carries: never the
+// curve's metric when the experiment names none.
+var autoFields = map[string]bool{
+	"training_iteration": true, "time_this_iter_s": true, "time_total_s": true, "timestamp": true,
+	"time_since_restore": true, "iterations_since_restore": true, "timesteps_total": true,
+	"episodes_total": true, "timesteps_since_restore": true, "pid": true, "done": true,
+}
+
+func newLive(name string) *live {
+	return &live{
+		name: name, st: state.New(name), curves: map[string]*curve{}, changed: map[string]uint64{},
+		subs: map[chan struct{}]struct{}{}, caught: make(chan struct{}),
+	}
+}
+
+// watch folds the experiment's events until ctx ends or the watch fails.
+func (l *live) watch(ctx context.Context, b *bus.Bus) {
+	load := restore.Loader(b, l.name)
+	var once sync.Once
+	caughtUp := func() { once.Do(func() { close(l.caught) }) }
+	err := b.Watch(ctx, events.ExperimentSubjects(l.name), 0, bus.Handler{
+		Event:    func(ev *events.Event) { l.apply(ctx, ev, load) },
+		CaughtUp: caughtUp,
+	})
+	if err != nil && ctx.Err() == nil {
+		l.mu.Lock()
+		l.err = errors.Join(l.err, err)
+		l.mu.Unlock()
+		b.Log.Error().Err(err).Str("experiment", l.name).Msg("dashboard: watch ended")
+	}
+	caughtUp()
+	l.notify()
+}
+
+// apply folds one event and records the results it adds to the curves.
+func (l *live) apply(ctx context.Context, ev *events.Event, load state.Loader) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return
+	}
+	next, changed, err := state.Fold(ctx, l.st, ev, load)
+	if err != nil {
+		l.err = fmt.Errorf("fold %s at %d: %w", l.name, ev.Seq, err)
+		return
+	}
+	if !changed {
+		return
+	}
+	l.st = next
+	if l.metric == "" && l.st.Spec != nil {
+		l.metric = l.st.Spec.TuneConfig.Metric
+	}
+	l.seq++
+	trial := ev.Trial()
+	if p, ok := ev.Data.(*events.TrialReported); ok {
+		for _, r := range p.Results() {
+			l.addPoint(trial, r)
+		}
+	}
+	if trial == "" {
+		// An experiment-level event (a start, a restore, an end) may
+		// change every trial.
+		for id := range l.st.Trials {
+			l.changed[id] = l.seq
+		}
+	} else {
+		l.changed[trial] = l.seq
+	}
+	l.notifyLocked()
+}
+
+func (l *live) addPoint(trial string, r map[string]any) {
+	if l.metric == "" {
+		l.metric = firstMetric(r)
+	}
+	it, ok1 := number(r["training_iteration"])
+	v, ok2 := number(r[l.metric])
+	if !ok1 || !ok2 {
+		return
+	}
+	c := l.curves[trial]
+	if c == nil {
+		c = &curve{}
+		l.curves[trial] = c
+	}
+	if n := len(c.points); n > 0 && it <= c.points[n-1][0] {
+		// The trial went back to an earlier iteration: its curve goes on
+		// from there.
+		keep := sort.Search(n, func(i int) bool { return c.points[i][0] >= it })
+		c.points = c.points[:keep:keep]
+		c.gen++
+	}
+	c.points = append(c.points, [2]float64{it, v})
+}
+
+// firstMetric is the first numeric field of a result, by name, that is not
+// one every report carries.
+func firstMetric(r map[string]any) string {
+	for _, k := range slices.Sorted(maps.Keys(r)) {
+		if _, ok := number(r[k]); ok && !autoFields[k] {
+			return k
+		}
+	}
+	return ""
+}
+
+// number is v as a finite float64, if it is a number.
+func number(v any) (float64, bool) {
+	f, ok := anyFloat(v)
+	return f, ok && !math.IsNaN(f) && !math.IsInf(f, 0)
+}
+
+func anyFloat(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, true
+	case float32:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case uint64:
+		return float64(n), true
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+func (l *live) notify() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.notifyLocked()
+}
+
+// notifyLocked signals every subscriber; l.mu is held.
+func (l *live) notifyLocked() {
+	for ch := range l.subs {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// subscribe returns a channel that receives a signal (coalesced) after
+// each change, and its cancel.
+func (l *live) subscribe() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	l.mu.Lock()
+	l.subs[ch] = struct{}{}
+	l.mu.Unlock()
+	return ch, func() {
+		l.mu.Lock()
+		delete(l.subs, ch)
+		l.mu.Unlock()
+	}
+}
+
+// Summary is an experiment's line on the experiments page.
+type Summary struct {
+	Name      string         `json:"name"`
+	Status    string         `json:"status"`
+	Metric    string         `json:"metric,omitempty"`
+	Mode      string         `json:"mode,omitempty"`
+	NumTrials int            `json:"num_trials"`
+	Counts    map[string]int `json:"counts"`
+	StartTime *time.Time     `json:"start_time,omitempty"`
+	EndTime   *time.Time     `json:"end_time,omitempty"`
+	EndReason string         `json:"end_reason,omitempty"`
+	Error     string         `json:"error,omitempty"`
+}
+
+// TrialRow is a trial's row in the trials table, with its learning
+// curve from point PointsFrom on.
+type TrialRow struct {
+	ID          string         `json:"trial_id"`
+	Name        string         `json:"trial_name"`
+	Status      string         `json:"status"`
+	Config      map[string]any `json:"config"`
+	Iteration   int            `json:"training_iteration"`
+	Attempt     int            `json:"attempt"`
+	NumFailures int            `json:"num_failures"`
+	Last        *float64       `json:"last,omitempty"`
+	Runner      string         `json:"runner,omitempty"`
+	EndReason   string         `json:"end_reason,omitempty"`
+	Error       string         `json:"error,omitempty"`
+	// PointsFrom is the index of Points[0] in the whole curve: 0 means
+	// Points is the whole curve, replacing any the reader holds.
+	PointsFrom int          `json:"points_from"`
+	Points     [][2]float64 `json:"points"`
+}
+
+// Update is what the experiment page receives: the whole experiment
+// first, then the trials that changed since the last update.
+type Update struct {
+	Experiment Summary    `json:"experiment"`
+	Trials     []TrialRow `json:"trials"`
+	// WatchError is set when the dashboard stopped following the log.
+	WatchError string `json:"watch_error,omitempty"`
+}
+
+// sent is what one reader has been sent: the seq it is up to, and per
+// trial the curve generation and the number of points.
+type sent struct {
+	seq    uint64
+	curves map[string][2]int // gen, points
+}
+
+// update returns what changed since s (everything when s is new) and
+// moves s on; ok is false when nothing did.
+func (l *live) update(s *sent) (u Update, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	first := s.curves == nil
+	if first {
+		s.curves = map[string][2]int{}
+	}
+	if !first && l.seq == s.seq {
+		return Update{}, false
+	}
+	u.Experiment = l.summary()
+	u.Trials = []TrialRow{}
+	if l.err != nil {
+		u.WatchError = l.err.Error()
+	}
+	for _, t := range l.st.TrialList() {
+		if !first && l.changed[t.ID] <= s.seq {
+			continue
+		}
+		row := l.row(t)
+		if c := l.curves[t.ID]; c != nil {
+			was, from := s.curves[t.ID], 0
+			if was[0] == c.gen && was[1] <= len(c.points) {
+				from = was[1]
+			}
+			row.PointsFrom, row.Points = from, slices.Clone(c.points[from:])
+			s.curves[t.ID] = [2]int{c.gen, len(c.points)}
+		}
+		u.Trials = append(u.Trials, row)
+	}
+	s.seq = l.seq
+	return u, true
+}
+
+func (l *live) summary() Summary {
+	st := l.st
+	s := Summary{Name: l.name, Status: st.Status, Metric: l.metric, NumTrials: len(st.Trials), Counts: st.Counts(), EndReason: st.EndReason, Error: st.Error}
+	if st.Spec != nil {
+		s.Mode = st.Spec.TuneConfig.Mode
+	}
+	if !st.StartTime.IsZero() {
+		s.StartTime = &st.StartTime
+	}
+	if !st.EndTime.IsZero() {
+		s.EndTime = &st.EndTime
+	}
+	return s
+}
+
+func (l *live) row(t *state.Trial) TrialRow {
+	r := TrialRow{
+		ID: t.ID, Name: t.Name, Status: t.Status, Config: maps.Clone(t.Config), Iteration: t.Iteration,
+		Attempt: t.Attempt, NumFailures: t.NumFailures, Runner: t.Runner, EndReason: t.EndReason,
+		Error: t.LastError, Points: [][2]float64{},
+	}
+	if v, ok := number(t.LastResult[l.metric]); ok && l.metric != "" {
+		r.Last = &v
+	}
+	return r
+}
