@@ -278,7 +278,7 @@ func (t *Tuner) watchFrom(ctx context.Context, b *bus.Bus, name string, from uin
 	defer cancel()
 	var table *statusTable
 	if t.progress != nil {
-		table = newStatusTable(t.progress)
+		table = newStatusTable(t.progress, t.verbose)
 		stop := table.run(wctx, func(f func(*state.Experiment)) { mu.Lock(); defer mu.Unlock(); f(st) })
 		defer stop()
 	}
@@ -335,6 +335,9 @@ func (t *Tuner) watchFrom(ctx context.Context, b *bus.Bus, name string, from uin
 		return st, nil
 	}
 	if ctx.Err() != nil || st.Status == state.ExperimentInterrupted {
+		if table != nil {
+			table.final(st) // the last table, as Ray prints it when interrupted
+		}
 		return st, fmt.Errorf("%w: %s", ErrInterrupted, name)
 	}
 	return st, err

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -12,30 +14,45 @@ import (
 	"time"
 
 	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/state"
 )
 
-// maxTableRows bounds the trials shown; the rest are summarized, as in Ray.
+// maxTableRows bounds the trials shown at verbosity 2; the rest are
+// summarized, as in Ray.
 const maxTableRows = 20
+
+// The verbosity levels, Ray's verbose: 0 silent, 1 the experiment's status
+// line, 2 the trial table too (the default), 3 every trial and every metric.
+const (
+	VerboseSilent = 0
+	VerboseStatus = 1
+	VerboseTable  = 2
+	VerboseAll    = 3
+)
 
 // statusTable draws Ray's trial status table: redrawn in place on a
 // terminal, printed when it changes otherwise.
 type statusTable struct {
 	w        io.Writer
 	tty      bool
+	verbose  int
 	started  time.Time
 	lastText string
 	lines    int // lines drawn last time (for redrawing in place)
+
+	spec   *events.ExperimentSpec // the spec params was read from
+	params []string               // the varying hyperparameters' keys
 }
 
-func newStatusTable(w io.Writer) *statusTable {
+func newStatusTable(w io.Writer, verbose int) *statusTable {
 	tty := false
 	if f, ok := w.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 			tty = true
 		}
 	}
-	return &statusTable{w: w, tty: tty, started: time.Now()}
+	return &statusTable{w: w, tty: tty, verbose: verbose, started: time.Now()}
 }
 
 // run redraws the table every pollEvery until ctx ends; the returned func
@@ -64,7 +81,10 @@ func (t *statusTable) run(ctx context.Context, with func(func(*state.Experiment)
 }
 
 func (t *statusTable) draw(st *state.Experiment) {
-	text := render(st, time.Since(t.started))
+	if st.Spec != t.spec {
+		t.spec, t.params = st.Spec, paramColumns(st.Spec)
+	}
+	text := render(st, time.Since(t.started), t.verbose, t.params)
 	if text == t.lastText {
 		return
 	}
@@ -81,34 +101,148 @@ func (t *statusTable) final(st *state.Experiment) {
 	t.draw(st)
 }
 
-// render formats the status of an experiment as Ray's progress reporter does.
-func render(st *state.Experiment, elapsed time.Duration) string {
-	var b strings.Builder
-	metric := ""
-	if st.Spec != nil {
-		metric = st.Spec.TuneConfig.Metric
+// render formats the status of an experiment as Ray's progress reporter
+// does: the status line; from verbosity 2 the current best trial and a
+// table of the trials with the hyperparameters that vary (params), the
+// iteration, the total time, the metric and, once a scheduler or stopper
+// ended a trial shown, why; at verbosity 3 every trial and every metric.
+func render(st *state.Experiment, elapsed time.Duration, verbose int, params []string) string {
+	if verbose <= VerboseSilent {
+		return ""
 	}
+	var b strings.Builder
 	fmt.Fprintf(&b, "== Status ==\nExperiment %s: %s | elapsed %s | %s\n",
 		st.Name, st.Status, elapsed.Truncate(time.Second), TrialCounts(st.Counts()))
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	header := "Trial name\tstatus\titer\ttotal time (s)"
-	if metric != "" {
-		header += "\t" + metric
+	if verbose == VerboseStatus {
+		return b.String()
 	}
-	fmt.Fprintln(tw, header)
-	trials := tableRows(st)
+	var metric, mode string
+	if st.Spec != nil {
+		metric, mode = st.Spec.TuneConfig.Metric, st.Spec.TuneConfig.Mode
+	}
+	if best := bestTrial(st, metric, mode); best != nil {
+		fmt.Fprintf(&b, "Current best trial: %s with %s=%s and params=%s\n", best.ID, metric, metricCell(best.LastResult[metric]), compactJSON(best.Config))
+	}
+	trials := tableRows(st, verbose)
+	metrics := metricColumns(st, trials, metric, verbose)
+	reasons := slices.ContainsFunc(trials, func(t *state.Trial) bool { return decidedEnd(t) != "" })
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	header := append([]string{"Trial name", "status"}, params...)
+	header = append(append(header, "iter", "total time (s)"), metrics...)
+	if reasons {
+		header = append(header, "reason")
+	}
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
 	for _, tr := range trials {
-		row := fmt.Sprintf("%s\t%s\t%d\t%.1f", tr.Name, tr.Status, tr.Iteration, num(tr.LastResult["time_total_s"]))
-		if metric != "" {
-			row += "\t" + metricCell(tr.LastResult[metric])
+		row := []string{tr.Name, tr.Status}
+		for _, p := range params {
+			row = append(row, metricCell(state.Lookup(tr.Config, p)))
 		}
-		fmt.Fprintln(tw, row)
+		row = append(row, fmt.Sprint(tr.Iteration), fmt.Sprintf("%.1f", num(tr.LastResult["time_total_s"])))
+		for _, m := range metrics {
+			row = append(row, metricCell(state.Lookup(tr.LastResult, m)))
+		}
+		if reasons {
+			row = append(row, decidedEnd(tr))
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
 	tw.Flush()
 	if more := len(st.Order) - len(trials); more > 0 {
 		fmt.Fprintf(&b, "... %d more trials not shown\n", more)
 	}
 	return b.String()
+}
+
+// maxParamColumns bounds the hyperparameter columns, as Ray's reporter
+// bounds its parameter columns.
+const maxParamColumns = 6
+
+// paramColumns are the keys of the param_space's domains ("a/b" nested),
+// in key order: the hyperparameters that vary from trial to trial.
+func paramColumns(spec *events.ExperimentSpec) []string {
+	if spec == nil {
+		return nil
+	}
+	space, err := search.ParseSpace(spec.ParamSpace)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, d := range space.Domains() {
+		if len(out) == maxParamColumns {
+			break
+		}
+		out = append(out, strings.Join(d.Path, "/"))
+	}
+	return out
+}
+
+// metricColumns are the metric, and at verbosity 3 every other numeric
+// result key the shown trials reported (not tunejet's own fields), sorted.
+func metricColumns(st *state.Experiment, shown []*state.Trial, metric string, verbose int) []string {
+	var out []string
+	if metric != "" {
+		out = append(out, metric)
+	}
+	if verbose < VerboseAll {
+		return out
+	}
+	seen := map[string]bool{metric: true}
+	var more []string
+	for _, tr := range shown {
+		for k, v := range tr.LastResult {
+			if _, isNum := v.(float64); isNum && !seen[k] && !autoResultField[k] {
+				seen[k] = true
+				more = append(more, k)
+			}
+		}
+	}
+	sort.Strings(more)
+	return append(out, more...)
+}
+
+// autoResultField are the result keys tunejet fills in.
+var autoResultField = map[string]bool{
+	"training_iteration": true, "time_this_iter_s": true, "time_total_s": true, "time_since_restore": true,
+	"iterations_since_restore": true, "timestamp": true, "pid": true, "done": true,
+}
+
+// decidedEnd is why a scheduler or stopper ended (or pauses) the trial,
+// shortened for the table; "" otherwise.
+func decidedEnd(t *state.Trial) string {
+	why := t.StopDecision
+	if why == "" && t.Status == events.StatusPaused {
+		why = "paused"
+	}
+	if why == "" {
+		return ""
+	}
+	const most = 60
+	if len(why) > most {
+		why = why[:most-3] + "..."
+	}
+	return why
+}
+
+// bestTrial is the trial whose last result is best by metric and mode, or
+// nil.
+func bestTrial(st *state.Experiment, metric, mode string) *state.Trial {
+	if metric == "" || (mode != "min" && mode != "max") {
+		return nil
+	}
+	var best *state.Trial
+	var bestV float64
+	for _, tr := range st.TrialList() {
+		v, ok := state.Lookup(tr.LastResult, metric).(float64)
+		if !ok || math.IsNaN(v) {
+			continue
+		}
+		if best == nil || (mode == "min" && v < bestV) || (mode == "max" && v > bestV) {
+			best, bestV = tr, v
+		}
+	}
+	return best
 }
 
 // TrialCounts says how many trials are in each status, as the status
@@ -127,12 +261,13 @@ func TrialCounts(c map[string]int) string {
 }
 
 // tableRows picks the rows to show: running trials first, then errors,
-// then the rest, in creation order within each group.
-func tableRows(st *state.Experiment) []*state.Trial {
-	rank := map[string]int{events.StatusRunning: 0, events.StatusError: 1, events.StatusPending: 2, events.StatusTerminated: 3}
+// paused, pending and the rest, in creation order within each group; at
+// verbosity 3 every trial.
+func tableRows(st *state.Experiment, verbose int) []*state.Trial {
+	rank := map[string]int{events.StatusRunning: 0, events.StatusError: 1, events.StatusPaused: 2, events.StatusPending: 3, events.StatusTerminated: 4}
 	trials := st.TrialList()
 	sort.SliceStable(trials, func(i, j int) bool { return rank[trials[i].Status] < rank[trials[j].Status] })
-	if len(trials) > maxTableRows {
+	if len(trials) > maxTableRows && verbose < VerboseAll {
 		trials = trials[:maxTableRows]
 	}
 	return trials

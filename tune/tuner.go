@@ -67,6 +67,7 @@ type Tuner struct {
 	slots    int
 	log      zerolog.Logger
 	progress io.Writer
+	verbose  int
 	syncWait time.Duration
 	restore  *restoreOptions // set by Restore and the resume options
 	results  *ResultGrid     // of the last Fit
@@ -79,7 +80,7 @@ type Option func(*Tuner) error
 // Command, or the registered name (string) of a Go trainable that runs on
 // a deployment's runners.
 func NewTuner(trainable any, opts ...Option) (*Tuner, error) {
-	t := &Tuner{log: zerolog.Nop(), syncWait: defaultSyncWait}
+	t := &Tuner{log: zerolog.Nop(), syncWait: defaultSyncWait, verbose: VerboseTable}
 	switch tr := trainable.(type) {
 	case Trainable:
 		t.fn, t.spec.Trainable.Name = tr, funcName(tr)
@@ -174,6 +175,20 @@ func WithRunnerSlots(n int) Option {
 // WithLogger sets the services' logger. Default: no logs.
 func WithLogger(l zerolog.Logger) Option {
 	return func(t *Tuner) error { t.log = l; return nil }
+}
+
+// WithVerbose sets how much the status table of WithProgress shows, as
+// Ray's verbose: 0 nothing, 1 the experiment's status line, 2 (the
+// default) the trial table with the varying hyperparameters and the
+// metric, 3 every trial and every metric.
+func WithVerbose(level int) Option {
+	return func(t *Tuner) error {
+		if level < VerboseSilent || level > VerboseAll {
+			return fmt.Errorf("verbose must be 0, 1, 2 or 3, got %d", level)
+		}
+		t.verbose = level
+		return nil
+	}
 }
 
 // WithProgress draws a live status table of the trials on w while Fit

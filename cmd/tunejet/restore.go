@@ -21,6 +21,7 @@ type stackFlags struct {
 	logs     logFlags
 	storeDir string
 	slots    int
+	verbose  int
 }
 
 func (f *stackFlags) add(cmd *cobra.Command) {
@@ -28,6 +29,7 @@ func (f *stackFlags) add(cmd *cobra.Command) {
 	f.logs.add(cmd.Flags(), "warn")
 	cmd.Flags().StringVar(&f.storeDir, "store-dir", bus.DefaultStoreDir(), "embedded nats-server's JetStream store")
 	cmd.Flags().IntVar(&f.slots, "slots", 0, "embedded runner's trial slots (default: number of CPUs)")
+	cmd.Flags().IntVar(&f.verbose, "verbose", tune.VerboseTable, "status table, as Ray's verbose: 0 none, 1 the status line, 2 the trials with their varying hyperparameters and metric, 3 every trial and metric")
 }
 
 // options are the tune options the flags say.
@@ -36,7 +38,7 @@ func (f *stackFlags) options() ([]tune.Option, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := []tune.Option{tune.WithProgress(os.Stdout), tune.WithLogger(log), tune.WithRunnerSlots(f.slots)}
+	opts := []tune.Option{tune.WithProgress(os.Stdout), tune.WithVerbose(f.verbose), tune.WithLogger(log), tune.WithRunnerSlots(f.slots)}
 	if f.conn.o.URL != "" {
 		o, err := f.conn.options(log)
 		if err != nil {
