@@ -23,6 +23,8 @@ run: ## run the quickstart experiment on the embedded stack
 test: ## run every test with the race detector
 	$(GO) test -race -count=1 -timeout 20m ./cmd/...
 	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v /cmd/)
+	$(GO) build -o $(BIN) ./cmd/tunejet
+	TUNEJET_BIN=$(CURDIR)/$(BIN) python3 -m unittest discover -s sdk/python/tests -t sdk/python
 
 .PHONY: test-short
 test-short: ## run the fast tests only

@@ -8,7 +8,7 @@ or is restored resumes where it was. When ASHA stops the trial, report()
 exits the process (status 0) and the trial ends TERMINATED with ASHA's
 reason.
 
-Run it through tunejet (see README.md); it uses sdk/python/tunejet.py from
+Run it through tunejet (see README.md); it uses sdk/python/tunejet from
 this repository without installing anything.
 """
 

@@ -6,7 +6,7 @@ report carries a checkpoint (a directory with state.json). When the attempt
 resumes from a checkpoint (after a failure, or on a restored experiment),
 training continues from the step and weight saved in it.
 
-Run it through tunejet (see README.md); it uses sdk/python/tunejet.py from
+Run it through tunejet (see README.md); it uses sdk/python/tunejet from
 this repository without installing anything.
 """
 

@@ -26,7 +26,7 @@
 // may delete the directory right after. "stop": true asks the trainable to
 // exit 0 promptly. The exit code decides the attempt: 0 completed, anything
 // else failed. docs/trainable-protocol.md is the full description for
-// trainable authors; sdk/python/tunejet.py is the Python client.
+// trainable authors; sdk/python/tunejet is the Python client.
 //
 // # Server and client
 //

@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// These tests run the real Python SDK (sdk/python/tunejet.py) and example
+// These tests run the real Python SDK (sdk/python/tunejet) and example
 // (examples/python/train.py) against the real server. python3 is required:
 // a missing interpreter fails the tests rather than skipping them.
 
