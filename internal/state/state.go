@@ -121,8 +121,12 @@ type Trial struct {
 	StopDecision string     `json:"stop_decision,omitempty"`
 	TunerDone    bool       `json:"tuner_done,omitempty"`
 	// JudgedIteration is the last iteration the stoppers and scheduler
-	// judged: each is judged once.
-	JudgedIteration int `json:"judged_iteration,omitempty"`
+	// judged: each is judged once. JudgedValue is the experiment's metric
+	// in that result, when it held a number: what TPE counts for a trial a
+	// scheduler stopped (Optuna's pruned value), whatever the trial
+	// reported before the stop reached it.
+	JudgedIteration int      `json:"judged_iteration,omitempty"`
+	JudgedValue     *float64 `json:"judged_value,omitempty"`
 
 	// PauseDecision is the reason of a decision that pauses the running
 	// trial (a scheduler's pause, or a PBT exploit), until it is PAUSED;

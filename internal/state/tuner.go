@@ -174,6 +174,9 @@ func (e *Experiment) tuneResult(t *Trial, ev *events.Event, r map[string]any) {
 		return
 	}
 	t.JudgedIteration = it
+	if v, ok := Lookup(r, e.Spec.TuneConfig.Metric).(float64); ok {
+		t.JudgedValue = &v
+	}
 	res := sched.Result{Trial: t.ID, Metrics: numeric(r, tn.sched.Attrs()), Checkpoint: checkpointName(t)}
 	if tn.stop != nil {
 		d := tn.stop.StopTrial(t.ID, r)

@@ -78,8 +78,8 @@ func overlay(config, point map[string]any) {
 
 // tpeHistory is what TPE learns from, as Optuna sees its study: a trial
 // that ended with the metric is complete with its last value, one a
-// scheduler stopped is pruned at its last iteration (Optuna's pruned
-// trial), one still pending or running is running (the constant liar puts
+// scheduler stopped is pruned with the value and iteration it was judged
+// at last (Optuna's pruned trial), one still pending or running is running (the constant liar puts
 // it above the split), and one that errored, or never reported the
 // metric, is left out.
 func tpeHistory(st *state.Experiment) []tpe.Trial {
@@ -93,8 +93,10 @@ func tpeHistory(st *state.Experiment) []tpe.Trial {
 			h.State = tpe.Running
 		case t.Status == events.StatusError || !ok:
 			continue
-		case strings.HasPrefix(t.StopDecision, events.DecidedByScheduler+":"):
-			h.State, h.Value, h.Step = tpe.Pruned, v, t.Iteration
+		case strings.HasPrefix(t.StopDecision, events.DecidedByScheduler+":") && t.JudgedValue != nil:
+			// At the result it was stopped at: results that came before the
+			// stop reached its runner are timing's, not the decision's.
+			h.State, h.Value, h.Step = tpe.Pruned, *t.JudgedValue, t.JudgedIteration
 		default:
 			h.State, h.Value = tpe.Complete, v
 		}

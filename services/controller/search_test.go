@@ -1,0 +1,64 @@
+package controller
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/state"
+	"github.com/tunejet/tunejet/internal/tpe"
+)
+
+// A trial a scheduler stopped counts for TPE as Optuna counts a pruned
+// one: with the value and step of the result it was stopped at, whatever
+// it reported before the stop reached its runner (a timing matter).
+func TestTPEHistoryKeepsThePrunedValue(t *testing.T) {
+	st := state.New("exp")
+	seq := uint64(0)
+	when := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	fold := func(w events.Writer, p events.Payload) {
+		seq++
+		when = when.Add(time.Second)
+		ev := events.New("exp", w, "test", p)
+		ev.Seq, ev.Time = seq, when
+		next, _, err := state.Fold(context.Background(), st, ev, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st = next
+	}
+	fold(events.WriterClient, &events.ExperimentSubmitted{Spec: events.ExperimentSpec{
+		Name: "exp", Trainable: events.Trainable{Name: "fn"},
+		TuneConfig: events.TuneConfig{
+			NumSamples: 1, Metric: "loss", Mode: "min", SearchAlg: "tpe", Scheduler: "asha",
+			SchedulerConfig: map[string]any{"grace_period": 1.0, "reduction_factor": 2.0, "max_t": 4.0},
+		},
+	}})
+	fold(events.WriterController, &events.ExperimentStarted{Run: 1, Session: "2026-01-02_03-04-05", Seed: 1, TrialIDPrefix: "abcde", NumTrials: 2})
+	for i, id := range []string{"a", "b"} {
+		fold(events.WriterController, &events.TrialCreated{TrialID: id, Index: i, TrialName: "fn_" + id, DirName: "fn_" + id, Config: map[string]any{"x": float64(i)}})
+		fold(events.WriterController, &events.TrialScheduled{TrialID: id, TrialName: "fn_" + id, DirName: "fn_" + id, Config: map[string]any{}, Trainable: events.Trainable{Name: "fn"}, HeartbeatTimeoutS: 3})
+		fold(events.WriterRunner, &events.TrialStarted{TrialID: id, Attempt: 1, Runner: "r1"})
+	}
+	report := func(id string, it int, loss float64) {
+		fold(events.WriterRunner, &events.TrialReported{TrialID: id, Attempt: 1, Result: map[string]any{"training_iteration": it, "loss": loss}})
+	}
+	report("a", 1, 0.5)
+	report("b", 1, 0.9) // worse than the cutoff: stopped at iteration 1
+	report("b", 2, 0.1) // before the stop reached its runner
+	fold(events.WriterRunner, &events.TrialCompleted{TrialID: "b", Attempt: 1, Status: events.StatusTerminated, Reason: st.Trials["b"].StopDecision})
+	if b := st.Trials["b"]; b.StopDecision == "" || b.Iteration != 2 {
+		t.Fatalf("b: stop %q at iteration %d; want a scheduler's stop and a last iteration of 2", b.StopDecision, b.Iteration)
+	}
+	for _, h := range tpeHistory(st) {
+		if h.Number != 1 {
+			continue
+		}
+		if h.State != tpe.Pruned || h.Value != 0.9 || h.Step != 1 {
+			t.Errorf("b in TPE's history: %+v; want pruned at step 1 with 0.9", h)
+		}
+		return
+	}
+	t.Fatal("b is not in TPE's history")
+}
