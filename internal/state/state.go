@@ -208,7 +208,8 @@ func (e *Experiment) TrialList() []*Trial {
 // runner handed it back, a restore resumed it, or it is PAUSED and free to
 // resume. A trial a decision pauses waits for its pause first.
 func (t *Trial) NeedsSchedule() bool {
-	return !t.Finished() && !t.Scheduled && !(t.Status == events.StatusPaused && t.Held) && t.PauseDecision == ""
+	held := t.Status == events.StatusPaused && t.Held
+	return !t.Finished() && !t.Scheduled && !held && t.PauseDecision == ""
 }
 
 // RunFailures counts the failures since the last restore.
