@@ -78,8 +78,9 @@ func overlay(config, point map[string]any) {
 
 // tpeHistory is what TPE learns from, as Optuna sees its study: a trial
 // that ended with the metric is complete with its last value, one a
-// scheduler stopped is pruned with the value and iteration it was judged
-// at last (Optuna's pruned trial), one still pending or running is running (the constant liar puts
+// scheduler cut short is pruned with the value and iteration it was judged
+// at last (Optuna's pruned trial; one a scheduler ended at its end is
+// complete with that value), one still pending or running is running (the constant liar puts
 // it above the split), and one that errored, or never reported the
 // metric, is left out.
 func tpeHistory(st *state.Experiment) []tpe.Trial {
@@ -88,21 +89,35 @@ func tpeHistory(st *state.Experiment) []tpe.Trial {
 	for _, t := range st.TrialList() {
 		h := tpe.Trial{Number: t.Index, Config: t.Config}
 		v, ok := metricValue(t.LastResult, metric)
+		stopped := strings.HasPrefix(t.StopDecision, events.DecidedByScheduler+": ") && t.JudgedValue != nil
+		if stopped {
+			// At the result it was stopped at: results that came before the
+			// stop reached its runner are timing's, not the decision's.
+			v = *t.JudgedValue
+			ok = !math.IsNaN(v) && !math.IsInf(v, 0)
+		}
 		switch {
 		case !t.Finished():
 			h.State = tpe.Running
 		case t.Status == events.StatusError || !ok:
 			continue
-		case strings.HasPrefix(t.StopDecision, events.DecidedByScheduler+":") && t.JudgedValue != nil:
-			// At the result it was stopped at: results that came before the
-			// stop reached its runner are timing's, not the decision's.
-			h.State, h.Value, h.Step = tpe.Pruned, *t.JudgedValue, t.JudgedIteration
+		case stopped && pruned(t.StopDecision):
+			h.State, h.Value, h.Step = tpe.Pruned, v, t.JudgedIteration
 		default:
 			h.State, h.Value = tpe.Complete, v
 		}
 		out = append(out, h)
 	}
 	return out
+}
+
+// pruned reports whether a stop decision cut the trial short: a
+// scheduler's, but not one that ends a trial that trained to its end
+// (ASHA at max_t, a HyperBand bracket at its last milestone), which
+// Optuna counts complete.
+func pruned(stopDecision string) bool {
+	why, ok := strings.CutPrefix(stopDecision, events.DecidedByScheduler+": ")
+	return ok && !strings.HasPrefix(why, "reached max_t") && !strings.HasPrefix(why, "bracket finished")
 }
 
 // metricValue reads a result's metric ("a/b" nests), a finite number.

@@ -62,3 +62,19 @@ func TestTPEHistoryKeepsThePrunedValue(t *testing.T) {
 	}
 	t.Fatal("b is not in TPE's history")
 }
+
+// A trial a scheduler ended because it trained to the end is complete,
+// not pruned, as Optuna counts it.
+func TestPrunedOnlyCutShort(t *testing.T) {
+	for reason, want := range map[string]bool{
+		"scheduler: stopped at rung 4 (training_iteration 4): -0.9 < cutoff -0.5":                        true,
+		"scheduler: reached max_t: training_iteration 81 >= 81":                                          false,
+		"scheduler: bracket finished: every live trial of band 0 bracket 0 reached its last milestone 9": false,
+		"stopper: trial_plateau": false,
+		"":                       false,
+	} {
+		if got := pruned(reason); got != want {
+			t.Errorf("pruned(%q) = %v, want %v", reason, got, want)
+		}
+	}
+}
