@@ -84,20 +84,22 @@ func (s *Server) streamExperiment(w http.ResponseWriter, r *http.Request) {
 			}
 			flusher.Flush()
 		}
-		if !waitForChange(r.Context(), changed, w, flusher) {
+		if !waitForChange(r.Context(), s.ctx, changed, w, flusher) {
 			return
 		}
 	}
 }
 
 // waitForChange waits for a change, keeping the stream alive meanwhile;
-// false when the reader went away.
-func waitForChange(ctx context.Context, changed <-chan struct{}, w io.Writer, flusher http.Flusher) bool {
+// false when the reader went away or the server stops.
+func waitForChange(ctx, serverCtx context.Context, changed <-chan struct{}, w io.Writer, flusher http.Flusher) bool {
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			return false
+		case <-serverCtx.Done():
 			return false
 		case <-changed:
 			return true

@@ -62,7 +62,7 @@ func startStepped(t *testing.T, token string) *stepped {
 	b := dashBus(t, opts.URL)
 	ctx, cancel := context.WithCancel(context.Background())
 	e.dash = httptest.NewServer(dashboard.New(ctx, b, dashboard.Config{Token: token, Log: testLog(t)}).Handler())
-	t.Cleanup(func() { cancel(); e.dash.Close() })
+	t.Cleanup(func() { cancel(); e.dash.CloseClientConnections(); e.dash.Close() })
 
 	tuner, err := tune.NewTuner(train, tune.WithNATS(opts), tune.WithName(e.name), tune.WithTrainableName("stepped"),
 		tune.WithParamSpace(tune.ParamSpace{"x": tune.GridSearch(anys(xs)...)}),
