@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/internal/dashboard"
+	"github.com/tunejet/tunejet/tune"
+)
+
+func newDashboardCmd() *cobra.Command {
+	var (
+		conn           connFlags
+		logs           logFlags
+		storeDir, addr string
+		token          string
+	)
+	cmd := &cobra.Command{
+		Use:   "dashboard",
+		Short: "Serve a live web dashboard of the experiments in the event log",
+		Long: `Serve a web page that shows every experiment the event log holds and, for
+one experiment, its trials and their learning curves, updated live as the
+trials report. It reads the log of a deployment (--nats), else the embedded
+store (--store-dir). The embedded store is locked while tunejet run runs on
+it: open the dashboard of such a run with tunejet run --dashboard.
+
+The dashboard is read-only. It listens on 127.0.0.1:8265 by default; to
+listen on any other interface it needs a token (--token or
+TUNEJET_DASHBOARD_TOKEN), which visitors then present once as
+http://HOST:PORT/?token=TOKEN (or as Authorization: Bearer TOKEN). The NATS
+token flag is --nats-token here.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			log, err := logs.logger()
+			if err != nil {
+				return err
+			}
+			if err := dashboard.CheckAddr(addr, token); err != nil {
+				return err
+			}
+			b, closeFn, err := dashboardBus(ctx, conn, storeDir, log)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			ln, err := dashboard.Listen(ctx, addr, token)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "Dashboard: %s\n", dashboard.URL(ln))
+			return dashboard.New(ctx, b, dashboard.Config{Token: token, Log: log}).Serve(ctx, ln)
+		},
+	}
+	addConnFlagsWithoutToken(cmd.Flags(), &conn)
+	logs.add(cmd.Flags(), "warn")
+	cmd.Flags().StringVar(&storeDir, "store-dir", bus.DefaultStoreDir(), "embedded nats-server's JetStream store, read when --nats is not given")
+	cmd.Flags().StringVar(&addr, "addr", dashboard.DefaultAddr, "address to listen on; anything but loopback needs --token")
+	cmd.Flags().StringVar(&token, "token", os.Getenv(dashboard.TokenEnv), "token every visitor must present (env "+dashboard.TokenEnv+")")
+	return cmd
+}
+
+// addConnFlagsWithoutToken registers the NATS connection flags with the
+// NATS token as --nats-token, leaving --token to the dashboard's own.
+func addConnFlagsWithoutToken(fs *pflag.FlagSet, conn *connFlags) {
+	tmp := pflag.NewFlagSet("nats", pflag.ContinueOnError)
+	conn.add(tmp, clientConnectTimeout)
+	tmp.VisitAll(func(f *pflag.Flag) {
+		if f.Name == "token" {
+			f.Name = "nats-token"
+		}
+		fs.AddFlag(f)
+	})
+}
+
+// dashboardBus connects to the deployment --nats names, or starts an
+// embedded server on the store in storeDir.
+func dashboardBus(ctx context.Context, conn connFlags, storeDir string, log zerolog.Logger) (*bus.Bus, func(), error) {
+	var (
+		nc       *nats.Conn
+		shutdown = func() {}
+	)
+	if conn.o.URL != "" {
+		opts, err := conn.options(log)
+		if err != nil {
+			return nil, nil, err
+		}
+		if nc, err = bus.Connect(ctx, opts); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		if _, err := os.Stat(storeDir); errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, fmt.Errorf("no embedded store at %s: give the deployment's --nats URL, or the --store-dir of your runs", storeDir)
+		}
+		emb, err := bus.StartEmbedded(bus.EmbedOptions{StoreDir: storeDir})
+		if errors.Is(err, bus.ErrStoreInUse) {
+			return nil, nil, fmt.Errorf("%w: a tunejet run is using it; open its dashboard with `tunejet run --dashboard`", err)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if nc, err = emb.Connect("tunejet-dashboard"); err != nil {
+			emb.Shutdown()
+			return nil, nil, err
+		}
+		shutdown = emb.Shutdown
+	}
+	closeFn := func() { nc.Close(); shutdown() }
+	b, err := bus.New(nc, "tunejet/dashboard", log)
+	if err == nil {
+		err = b.Provision(ctx)
+	}
+	if err != nil {
+		closeFn()
+		return nil, nil, err
+	}
+	return b, closeFn, nil
+}
+
+// runDashboard is tunejet run's --dashboard: the dashboard served by the
+// process that runs the experiment.
+type runDashboard struct {
+	addr, token string
+}
+
+func (d *runDashboard) add(fs *pflag.FlagSet) {
+	fs.StringVar(&d.addr, "dashboard", "", "serve the live dashboard while the experiment runs, on this address ("+dashboard.DefaultAddr+" when given without one)")
+	fs.Lookup("dashboard").NoOptDefVal = dashboard.DefaultAddr
+	fs.StringVar(&d.token, "dashboard-token", os.Getenv(dashboard.TokenEnv), "token the dashboard's visitors must present; needed off loopback (env "+dashboard.TokenEnv+")")
+}
+
+// start serves the dashboard when --dashboard asks for it, printing its
+// URL on w, and returns the tune options to run with and the stop to
+// call once the run is over (it may be called again).
+//
+// With a deployment the dashboard reads the deployment's log. The
+// embedded stack is started here rather than by the tuner, listening on
+// loopback, so that the dashboard can read its log too; the tuner then
+// submits to it as to a deployment.
+func (d *runDashboard) start(ctx context.Context, sf *stackFlags, opts []tune.Option, w io.Writer) ([]tune.Option, func() error, error) {
+	if d.addr == "" {
+		return opts, func() error { return nil }, nil
+	}
+	log, err := sf.logs.logger()
+	if err != nil {
+		return nil, nil, err
+	}
+	ln, err := dashboard.Listen(ctx, d.addr, d.token)
+	if err != nil {
+		return nil, nil, err
+	}
+	var (
+		cleanups []func() error
+		once     sync.Once
+		stopErr  error
+	)
+	stop := func() error {
+		once.Do(func() {
+			for i := len(cleanups) - 1; i >= 0; i-- {
+				stopErr = errors.Join(stopErr, cleanups[i]())
+			}
+		})
+		return stopErr
+	}
+	cleanups = append(cleanups, func() error { _ = ln.Close(); return nil }) // closed already once served
+	connOpts, err := sf.conn.options(log)
+	if err != nil {
+		return nil, nil, errors.Join(err, stop())
+	}
+	if connOpts.URL == "" {
+		stack, err := tune.StartStack(ctx, tune.StackConfig{StoreDir: sf.storeDir, Slots: sf.slots, Log: log, Listen: true})
+		if err != nil {
+			return nil, nil, errors.Join(err, stop())
+		}
+		cleanups = append(cleanups, stack.Close)
+		no := stack.NATSOptions()
+		opts = append(opts, tune.WithNATS(no))
+		connOpts = bus.ConnectOptions{URL: no.URL, ConnectTimeout: clientConnectTimeout, Log: log}
+	}
+	connOpts.Name = "tunejet-dashboard"
+	nc, err := bus.Connect(ctx, connOpts)
+	if err != nil {
+		return nil, nil, errors.Join(err, stop())
+	}
+	cleanups = append(cleanups, func() error { nc.Close(); return nil })
+	b, err := bus.New(nc, "tunejet/dashboard", log)
+	if err != nil {
+		return nil, nil, errors.Join(err, stop())
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	served := make(chan struct{})
+	srv := dashboard.New(sctx, b, dashboard.Config{Token: d.token, Log: log})
+	go func() {
+		defer close(served)
+		if err := srv.Serve(sctx, ln); err != nil {
+			log.Error().Err(err).Msg("dashboard stopped")
+		}
+	}()
+	// Stopped before the connection and the stack: the event streams end
+	// first.
+	cleanups = append(cleanups, func() error { cancel(); <-served; return nil })
+	fmt.Fprintf(w, "Dashboard: %s\n", dashboard.URL(ln))
+	return opts, stop, nil
+}
