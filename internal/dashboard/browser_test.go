@@ -114,6 +114,7 @@ func TestBrowserShowsTrialsAndLiveCurves(t *testing.T) {
 		waitFor(t, ctx, "each trial's first point",
 			`document.querySelector('polyline[data-trial="`+ids[x]+`"]')?.dataset.n === "1"`)
 	}
+	waitFor(t, ctx, "that it follows the log", `document.getElementById("live").textContent === "live" && !document.getElementById("live").hidden`)
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](`window.notReloaded = true`)); err != nil {
 		t.Fatal(err)
 	}

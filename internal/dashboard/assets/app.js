@@ -34,7 +34,11 @@ async function getJSON(url) {
 
 function fmt(v) {
   if (v === undefined || v === null) return "";
-  if (typeof v === "number") return Number.isInteger(v) ? String(v) : v.toPrecision(5);
+  if (typeof v === "number") {
+    const a = Math.abs(v);
+    if (a >= 1e5 || (a > 0 && a < 1e-3)) return v.toExponential(3);
+    return Number.isInteger(v) ? String(v) : v.toPrecision(5);
+  }
   if (typeof v === "object") return JSON.stringify(v);
   return String(v);
 }
