@@ -73,13 +73,19 @@ func (l *live) watch(ctx context.Context, b *bus.Bus) {
 		CaughtUp: caughtUp,
 	})
 	if err != nil && ctx.Err() == nil {
-		l.mu.Lock()
-		l.err = errors.Join(l.err, err)
-		l.mu.Unlock()
+		l.fail(err)
 		b.Log.Error().Err(err).Str("experiment", l.name).Msg("dashboard: watch ended")
 	}
 	caughtUp()
-	l.notify()
+}
+
+// fail records why the view stopped following the log, for its readers.
+func (l *live) fail(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.err = errors.Join(l.err, err)
+	l.seq++ // an update, to carry the error
+	l.notifyLocked()
 }
 
 // apply folds one event and records the results it adds to the curves.
@@ -92,6 +98,8 @@ func (l *live) apply(ctx context.Context, ev *events.Event, load state.Loader) {
 	next, changed, err := state.Fold(ctx, l.st, ev, load)
 	if err != nil {
 		l.err = fmt.Errorf("fold %s at %d: %w", l.name, ev.Seq, err)
+		l.seq++ // an update, to carry the error
+		l.notifyLocked()
 		return
 	}
 	if !changed {
@@ -178,12 +186,6 @@ func anyFloat(v any) (float64, bool) {
 		return f, err == nil
 	}
 	return 0, false
-}
-
-func (l *live) notify() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.notifyLocked()
 }
 
 // notifyLocked signals every subscriber; l.mu is held.
