@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -14,6 +15,7 @@ import (
 func newRunCmd() *cobra.Command {
 	var (
 		sf                        stackFlags
+		dash                      runDashboard
 		storagePath, name, resume string
 	)
 	cmd := &cobra.Command{
@@ -50,6 +52,11 @@ a bad file or an infrastructure failure, 130 when interrupted.`,
 			if err != nil {
 				return err
 			}
+			opts, stopDashboard, err := dash.start(cmd.Context(), &sf, opts, os.Stderr)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = stopDashboard() }() // stopped below, but for an early return
 			tuner, err := tune.NewTuner(s.Trainable.Name, append(opts, tune.WithSpec(*s))...)
 			if err != nil {
 				return err
@@ -76,10 +83,11 @@ a bad file or an infrastructure failure, 130 when interrupted.`,
 			default:
 				return fmt.Errorf("--resume %q: the only value is auto", resume)
 			}
-			return fitAndSummarize(cmd, tuner, expPath, sf.conn.o.URL != "")
+			return errors.Join(fitAndSummarize(cmd, tuner, expPath, sf.conn.o.URL != ""), stopDashboard())
 		},
 	}
 	sf.add(cmd)
+	dash.add(cmd.Flags())
 	cmd.Flags().StringVar(&storagePath, "storage-path", "", "override run_config.storage_path")
 	cmd.Flags().StringVar(&name, "name", "", "override the experiment name")
 	cmd.Flags().StringVar(&resume, "resume", "", "auto: restore the experiment if it has state, else start it")
