@@ -53,7 +53,8 @@ def main():
         with tempfile.TemporaryDirectory() as ckpt:
             with open(os.path.join(ckpt, "state.json"), "w") as f:
                 json.dump({"loss": loss, "iteration": iteration}, f)
-            tunejet.report({"loss": loss, "lr": lr}, checkpoint_dir=ckpt)
+            # attempt: the process, which a pause or an exploit replaces
+            tunejet.report({"loss": loss, "lr": lr, "attempt": tunejet.get_attempt()}, checkpoint_dir=ckpt)
 
 
 if __name__ == "__main__":
