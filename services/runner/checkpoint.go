@@ -49,7 +49,9 @@ func (a *attempt) checkpoints(ctx context.Context) (refs []events.CheckpointRef,
 	}
 	id := a.work.TrialID
 	filters := []string{events.TrialSubjects(a.exp, events.WriterController, id)}
-	for _, t := range []string{events.TypeTrialStarted, events.TypeTrialCheckpointed, events.TypeTrialFailed, events.TypeTrialCompleted} {
+	// trial.paused too: without it a pause request would cut off every
+	// later checkpoint of the trial in this fold.
+	for _, t := range []string{events.TypeTrialStarted, events.TypeTrialCheckpointed, events.TypeTrialFailed, events.TypeTrialCompleted, events.TypeTrialPaused} {
 		filters = append(filters, events.Subject(a.exp, events.WriterRunner, t, id))
 	}
 	// From the newest restore, whose state replaces the history before it
