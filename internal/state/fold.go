@@ -99,6 +99,13 @@ func (e *Experiment) applyTrial(t *Trial, ev *events.Event) bool {
 	case *events.TrialPaused:
 		return e.paused(t, ev, p)
 	case *events.TrialCompleted:
+		if ev.Writer == events.WriterRunner && t.current(p.Attempt) && t.pausing() && !t.StopRequested {
+			// It ended on its own (a stop criterion, or done) after it was
+			// asked to pause: its results since do not count, so neither
+			// does the end. It is paused, and resumes to end again.
+			e.pause(t)
+			return true
+		}
 		return t.completed(ev, p)
 	}
 	return false

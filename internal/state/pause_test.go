@@ -72,6 +72,9 @@ func TestPBTExploitPausesAndResumesFromTheDonor(t *testing.T) {
 	if s := e.Stopping(); len(s) != 1 || s[0].ID != "b" || s[0].StopDecision != "" {
 		t.Fatalf("trials to stop or pause: %v, want b to pause", s)
 	}
+	if got, want := e.PinnedObjects(), []string{events.CheckpointObject("a", 1, "checkpoint_000001")}; !slices.Equal(got, want) {
+		t.Fatalf("pinned staged copies %v, want %v: the syncer must keep the donor's copy from the decision on", got, want)
+	}
 
 	l.checkpoint("b", 1, 2, 5, 0.01) // before the request: counted, not judged
 	l.add(events.WriterController, &events.TrialStopRequested{TrialID: "b", Reason: b.PauseDecision, Pause: true})
@@ -97,6 +100,20 @@ func TestPBTExploitPausesAndResumesFromTheDonor(t *testing.T) {
 		t.Fatalf("trials to stop or pause once b paused: %v", e.Stopping())
 	}
 
+	// A trial that ends on its own after its pause was requested (a stop
+	// criterion met by a result that no longer counts) is paused: it
+	// resumes, and ends again with results that count.
+	l2 := &log{t: t, when: l.when, seq: l.seq, evs: slices.Clone(l.evs)}
+	l2.add(events.WriterController, &events.TrialCreated{TrialID: "c", Index: 2, TrialName: "fn_c", DirName: "fn_c", Config: map[string]any{"x": 2.0}})
+	l2.add(events.WriterController, &events.TrialScheduled{TrialID: "c", TrialName: "fn_c", DirName: "fn_c", Config: map[string]any{}, Trainable: events.Trainable{Name: "fn"}, HeartbeatTimeoutS: 3})
+	l2.start("c", 1)
+	l2.add(events.WriterController, &events.TrialStopRequested{TrialID: "c", Reason: "paused", Pause: true})
+	l2.report("c", 1, 1, 0.5)
+	l2.add(events.WriterRunner, &events.TrialCompleted{TrialID: "c", Attempt: 1, Status: events.StatusTerminated, Reason: "stop_criteria"})
+	if c := fold(l2.evs).Trials["c"]; c.Status != events.StatusPaused || c.NumResults != 0 {
+		t.Fatalf("c ended on its own while pausing: %s with %d results; want PAUSED with none", c.Status, c.NumResults)
+	}
+
 	x := b.Exploit
 	l.add(events.WriterController, &events.TrialScheduled{TrialID: "b", TrialName: "fn_b", DirName: "fn_b", Config: x.Config,
 		Trainable: events.Trainable{Name: "fn"}, HeartbeatTimeoutS: 3, AttemptBase: 1, Exploit: &x.Exploit})
@@ -113,6 +130,9 @@ func TestPBTExploitPausesAndResumesFromTheDonor(t *testing.T) {
 	l.checkpoint("b", 2, 3, 6, 0.05) // upper now: b offers its own checkpoint
 	l.checkpoint("a", 1, 3, 8, 0.1)  // lower: a exploits b
 	e = fold(l.evs)
+	if got, want := e.PinnedObjects(), []string{events.CheckpointObject("b", 2, "checkpoint_000003")}; !slices.Equal(got, want) {
+		t.Fatalf("pinned staged copies %v, want only b's that a exploits now", got)
+	}
 	if b := e.Trials["b"]; b.ResumeFrom != nil || slices.Contains(e.Tuner.Exploiting, "b") {
 		t.Fatalf("b resumes from %v, exploiting %v; want neither once b has a checkpoint of its own", b.ResumeFrom, e.Tuner.Exploiting)
 	}

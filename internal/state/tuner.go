@@ -395,6 +395,28 @@ func (e *Experiment) pinned(trial string) map[string]bool {
 	return out
 }
 
+// PinnedObjects are the staged copies of the checkpoints that exploits
+// resume trials from (decided, scheduled, or retried until the trial has
+// a checkpoint of its own), sorted: the syncer keeps them in the Object
+// Store, where the runner fetches them.
+func (e *Experiment) PinnedObjects() []string {
+	if e.Tuner == nil || len(e.Tuner.Exploiting) == 0 {
+		return nil
+	}
+	var out []string
+	for _, id := range e.Tuner.Exploiting {
+		if t := e.Trials[id]; t != nil {
+			for _, x := range []*events.Exploit{t.ResumeFrom, exploitRef(t.Exploit)} {
+				if x != nil && x.Checkpoint.Object != "" && !slices.Contains(out, x.Checkpoint.Object) {
+					out = append(out, x.Checkpoint.Object)
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 func exploitRef(x *Exploit) *events.Exploit {
 	if x == nil {
 		return nil
