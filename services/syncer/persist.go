@@ -40,6 +40,9 @@ type persister struct {
 	persisted map[string]bool
 	staged    map[string][]string // staged checkpoint objects by trial, not removed yet
 	latest    map[string]string   // each trial's latest checkpoint object, never removed
+	// pinned are the donors' staged copies that PBT exploits resume from
+	// (state.Experiment.PinnedObjects), never removed while pinned.
+	pinned map[string]bool
 	// failures counts lasting failures by persistence key; unpersistable
 	// holds why the syncer gave a checkpoint up.
 	failures      map[string]int
@@ -159,15 +162,30 @@ func (p *persister) spare(trial, object string) {
 	p.mu.Unlock()
 }
 
+// pin sets the staged copies that exploits resume from: removeStagedOf
+// keeps them.
+func (p *persister) pin(objects []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(objects) == 0 && len(p.pinned) == 0 {
+		return
+	}
+	p.pinned = make(map[string]bool, len(objects))
+	for _, o := range objects {
+		p.pinned[o] = true
+	}
+}
+
 // removeStagedOf removes the trial's staged copies that this syncer put
-// into storage, except the trial's latest checkpoint, whatever order the
-// copies were persisted in: an older checkpoint persisted again after a
-// newer one must not take the newer one's copy with it.
+// into storage, except the trial's latest checkpoint and the ones an
+// exploit resumes another trial from, whatever order the copies were
+// persisted in: an older checkpoint persisted again after a newer one must
+// not take the newer one's copy with it.
 func (p *persister) removeStagedOf(ctx context.Context, trial string) {
 	p.mu.Lock()
 	var done, keep []string
 	for _, o := range p.staged[trial] {
-		if p.persisted[o] && o != p.latest[trial] {
+		if p.persisted[o] && o != p.latest[trial] && !p.pinned[o] {
 			done = append(done, o)
 		} else {
 			keep = append(keep, o)

@@ -161,6 +161,7 @@ func (w *writer) fold(ctx context.Context, ev *events.Event) {
 	}
 	w.st = st
 	if changed {
+		w.store.pin(st.PinnedObjects())
 		w.do(ctx, plan(prev, st, before, ev))
 	}
 }
