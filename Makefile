@@ -26,6 +26,10 @@ test: ## run every test with the race detector
 	$(GO) build -o $(BIN) ./cmd/tunejet
 	TUNEJET_BIN=$(CURDIR)/$(BIN) python3 -m unittest discover -s sdk/python/tests -t sdk/python
 
+.PHONY: test-long
+test-long: ## the tests too long for make test: killing the embedded process at random decisions, the PBT example
+	TUNEJET_LONG_TESTS=1 $(GO) test -race -count=1 -timeout 30m -run 'TestDecisionsSurviveKillingTheProcess|TestPBTExample' -v ./cmd/tunejet/
+
 .PHONY: test-short
 test-short: ## run the fast tests only
 	$(GO) test -short -count=1 ./...
@@ -62,6 +66,7 @@ soak: ## chaos soak, SOAK=10m: kill -9 services, NATS nodes, tunejet run; figure
 bench-tuner: ## the tuner's quality table (TPE and ASHA against random search) and speed figures
 	TUNEJET_REGRET=1 $(GO) test -run 'TestRegret$$' -v -count=1 -timeout 30m ./internal/tpe/
 	TUNEJET_REGRET=1 $(GO) test -run 'TestASHARegret$$' -v -count=1 -timeout 10m ./internal/sched/
+	TUNEJET_REGRET=1 $(GO) test -run 'TestPBTRegret$$' -v -count=1 -timeout 10m ./internal/sched/
 	$(GO) test -run '^$$' -bench 'BenchmarkSuggest1000' -benchtime 50x ./internal/tpe/
 	$(GO) test -run '^$$' -bench 'BenchmarkDecideTPE1000' -benchtime 100x ./services/controller/
 	$(GO) test -run='^$$' -bench='BenchmarkSchedulerThroughput' -benchtime=1x -timeout=30m ./bench/

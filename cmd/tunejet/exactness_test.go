@@ -42,9 +42,7 @@ import (
 // index and config, trial ids compared by index. The test takes about a
 // minute (more on a loaded machine); -short skips it.
 func TestDecisionsSurviveKillingTheProcess(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs tunejet ten times")
-	}
+	longTest(t, "runs tunejet ten times, about a minute")
 	script := filepath.Join(moduleRoot, "cmd", "tunejet", "testdata", "exactness", "train.sh")
 	for _, c := range exactCases {
 		t.Run(c.name, func(t *testing.T) {

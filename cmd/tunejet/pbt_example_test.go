@@ -72,10 +72,7 @@ func restartsElsewhere(t *testing.T, path string) int {
 // machine), a trial may run its 30 iterations before the others start,
 // and end as it would alone.
 func TestPBTExample(t *testing.T) {
-	t.Skip("bugs: (1) an exploiting trial's runner finds the donor's staged checkpoint removed " +
-		"(\"the staged copy was removed\") and the trial ends ERROR after 30 s: the syncer checked the copy when the work " +
-		"was scheduled, then removed it when the donor's next checkpoint was persisted, and never stages it again; " +
-		"(2) the runner's fold of a trial ignores trial.paused, so after an exploit every resume goes back to the donor's checkpoint")
+	longTest(t, "about two minutes with -race: every perturbation pauses and restarts trials")
 	storagePath, store := t.TempDir(), t.TempDir()
 	r := tunejet(t, moduleRoot, embeddedEnv(t, "ITERATION_SECONDS=0.01"), "run", "examples/pbt/experiment.yaml",
 		"--storage-path", storagePath, "--store-dir", store, "--name", "pbt_example")
