@@ -56,6 +56,24 @@ type streamCache struct {
 	s       jetstream.Stream
 	leases  jetstream.KeyValue
 	runners jetstream.KeyValue
+	// undecodable is the last message by subject that LastEvent found
+	// malformed and logged: a periodic read of the same one logs it once.
+	undecodable map[string]uint64
+}
+
+// firstSight records that the message seq on subject does not decode,
+// and reports whether it is news.
+func (c *streamCache) firstSight(subject string, seq uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.undecodable[subject] == seq {
+		return false
+	}
+	if c.undecodable == nil || len(c.undecodable) > 1024 {
+		c.undecodable = map[string]uint64{}
+	}
+	c.undecodable[subject] = seq
+	return true
 }
 
 // New wraps a connection. source names the service instance.

@@ -67,7 +67,9 @@ func (b *Bus) LastEvent(ctx context.Context, subject string) (ev *events.Event, 
 	}
 	ev, derr := events.Decode(m.Subject, m.Header, m.Data)
 	if derr != nil {
-		b.Log.Debug().Err(derr).Str("subject", m.Subject).Uint64("seq", m.Sequence).Msg("the last event does not decode")
+		if b.log.firstSight(subject, m.Sequence) {
+			b.Log.Debug().Err(derr).Str("subject", m.Subject).Uint64("seq", m.Sequence).Msg("the last event does not decode")
+		}
 		return nil, m.Sequence, nil
 	}
 	ev.Seq = m.Sequence
