@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -72,6 +73,14 @@ func (b *Bus) Serve(ctx context.Context, subject, queue string, h Handle) (stop 
 		b.answer(ctx, subject, m.Data, h, m.Respond)
 	})
 	if err != nil {
+		return nil, fmt.Errorf("serve %s: %w", subject, err)
+	}
+	// Once Serve returns, a request from any connection finds the server
+	// interested: the subscription has reached it (else "no responders").
+	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := b.nc.FlushWithContext(fctx); err != nil {
+		_ = sub.Unsubscribe()
 		return nil, fmt.Errorf("serve %s: %w", subject, err)
 	}
 	return func() { _ = sub.Unsubscribe() }, nil
