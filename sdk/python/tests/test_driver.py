@@ -159,9 +159,13 @@ class DriverTest(unittest.TestCase):
 
     def test_ctrl_c_then_restore(self):
         script = self.write("interrupted.py", INTERRUPTED)
+        # A process started in the background by a shell without job
+        # control ignores SIGINT, and Python then installs no handler for
+        # it: restore the default, as a terminal gives it.
         driver = subprocess.Popen(
             [sys.executable, script, "run"], cwd=self.home, env=support.environ(self.home),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         self.addCleanup(driver.kill)
         support.eventually(self, lambda: os.path.exists(os.path.join(self.home, "reported")), "the trial's first report")
