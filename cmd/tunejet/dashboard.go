@@ -9,7 +9,6 @@ import (
 	"os"
 	"sync"
 
-	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -84,48 +83,17 @@ func addConnFlagsWithoutToken(fs *pflag.FlagSet, conn *connFlags) {
 	})
 }
 
-// dashboardBus connects to the deployment --nats names, or starts an
-// embedded server on the store in storeDir.
+// dashboardBus is readBus for the dashboard, saying what to do when the
+// store is missing or a run serves it.
 func dashboardBus(ctx context.Context, conn connFlags, storeDir string, log zerolog.Logger) (*bus.Bus, func(), error) {
-	var (
-		nc       *nats.Conn
-		shutdown = func() {}
-	)
-	if conn.o.URL != "" {
-		opts, err := conn.options(log)
-		if err != nil {
-			return nil, nil, err
-		}
-		if nc, err = bus.Connect(ctx, opts); err != nil {
-			return nil, nil, err
-		}
-	} else {
-		if _, err := os.Stat(storeDir); errors.Is(err, fs.ErrNotExist) {
-			return nil, nil, fmt.Errorf("no embedded store at %s: give the deployment's --nats URL, or the --store-dir of your runs", storeDir)
-		}
-		emb, err := bus.StartEmbedded(bus.EmbedOptions{StoreDir: storeDir})
-		if errors.Is(err, bus.ErrStoreInUse) {
-			return nil, nil, fmt.Errorf("%w: a tunejet run is using it; open its dashboard with `tunejet run --dashboard`", err)
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		if nc, err = emb.Connect("tunejet-dashboard"); err != nil {
-			emb.Shutdown()
-			return nil, nil, err
-		}
-		shutdown = emb.Shutdown
+	b, closeFn, err := readBus(ctx, conn, storeDir, "dashboard", log)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil, fmt.Errorf("no embedded store at %s: give the deployment's --nats URL, or the --store-dir of your runs", storeDir)
+	case errors.Is(err, bus.ErrStoreInUse):
+		return nil, nil, fmt.Errorf("%w: a tunejet run is using it; open its dashboard with `tunejet run --dashboard`", err)
 	}
-	closeFn := func() { nc.Close(); shutdown() }
-	b, err := bus.New(nc, "tunejet/dashboard", log)
-	if err == nil {
-		err = b.Provision(ctx)
-	}
-	if err != nil {
-		closeFn()
-		return nil, nil, err
-	}
-	return b, closeFn, nil
+	return b, closeFn, err
 }
 
 // runDashboard is tunejet run's --dashboard: the dashboard served by the

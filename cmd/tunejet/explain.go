@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/tunejet/tunejet/events"
@@ -126,17 +127,35 @@ func explainTrial(ctx context.Context, conn connFlags, storeDir, expPath, trial 
 	return explainFromSnapshot(ctx, p, trial)
 }
 
-// explainBus connects to the deployment --nats names, or starts an
-// embedded server on the store in storeDir; nil when there is no store
-// there (none is created just to find it empty), or when another process
-// serves it.
+// explainBus is readBus for explain: nil when there is no store in
+// storeDir, or when another process serves it (explain then reads the
+// newest state file).
 func explainBus(ctx context.Context, conn connFlags, storeDir string) (*bus.Bus, func(), error) {
+	b, closeFn, err := readBus(ctx, conn, storeDir, "explain", nopLogger())
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil, nil
+	case errors.Is(err, bus.ErrStoreInUse):
+		// The experiment runs in another process, whose server does not
+		// listen: explain from its newest stored snapshot instead.
+		fmt.Fprintf(os.Stderr, "%v\nThe experiment is running: explaining from its newest stored snapshot; explain again after it ends for the log's detail.\n", err)
+		return nil, nil, nil
+	}
+	return b, closeFn, err
+}
+
+// readBus connects a reader of the log (name: "explain", "dashboard") to
+// the deployment --nats names, or starts an embedded server on the store
+// in storeDir. With no store there it fails with fs.ErrNotExist (none is
+// created just to find it empty), and with bus.ErrStoreInUse when another
+// process serves it.
+func readBus(ctx context.Context, conn connFlags, storeDir, name string, log zerolog.Logger) (*bus.Bus, func(), error) {
 	var (
 		nc       *nats.Conn
 		shutdown = func() {}
 	)
 	if conn.o.URL != "" {
-		opts, err := conn.options(nopLogger())
+		opts, err := conn.options(log)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -144,27 +163,21 @@ func explainBus(ctx context.Context, conn connFlags, storeDir string) (*bus.Bus,
 			return nil, nil, err
 		}
 	} else {
-		if _, err := os.Stat(storeDir); errors.Is(err, fs.ErrNotExist) {
-			return nil, nil, nil
+		if _, err := os.Stat(storeDir); err != nil {
+			return nil, nil, fmt.Errorf("no embedded store at %s: %w", storeDir, err)
 		}
 		emb, err := bus.StartEmbedded(bus.EmbedOptions{StoreDir: storeDir})
-		if errors.Is(err, bus.ErrStoreInUse) {
-			// The experiment runs in another process, whose server does not
-			// listen: explain from its newest stored snapshot instead.
-			fmt.Fprintf(os.Stderr, "%v\nThe experiment is running: explaining from its newest stored snapshot; explain again after it ends for the log's detail.\n", err)
-			return nil, nil, nil
-		}
 		if err != nil {
 			return nil, nil, err
 		}
-		if nc, err = emb.Connect("tunejet-explain"); err != nil {
+		if nc, err = emb.Connect("tunejet-" + name); err != nil {
 			emb.Shutdown()
 			return nil, nil, err
 		}
 		shutdown = emb.Shutdown
 	}
 	closeFn := func() { nc.Close(); shutdown() }
-	b, err := bus.New(nc, "tunejet/explain", nopLogger())
+	b, err := bus.New(nc, "tunejet/"+name, log)
 	if err == nil {
 		err = b.Provision(ctx)
 	}
