@@ -66,20 +66,8 @@ from tunejet._protocol import (
     in_session,
     report,
 )
-from tunejet import train, tune  # noqa: E402  (Ray's `from ray import tune`)
+from tunejet import _protocol, train, tune  # noqa: E402  (Ray's `from ray import tune`)
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "report",
-    "get_checkpoint",
-    "get_config",
-    "get_trial_dir",
-    "get_trial_id",
-    "get_trial_name",
-    "get_experiment_name",
-    "get_attempt",
-    "in_session",
-    "train",
-    "tune",
-]
+__all__ = _protocol.__all__ + ["train", "tune"]
