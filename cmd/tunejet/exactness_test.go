@@ -6,7 +6,6 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -237,25 +236,7 @@ func reportsMarked(t *testing.T, marks string) int {
 // its own, which killGroup kills.
 func startGroup(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{name: strings.Join(args, " "), stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(tunejetBin, args...)
-	p.cmd.Env = env
-	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start tunejet %s: %v", p.name, err)
-	}
-	go func() {
-		p.waitErr = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		p.killGroup()
-		if t.Failed() {
-			t.Logf("tunejet %s:\n--- stdout ---\n%s\n--- stderr ---\n%s", p.name, p.stdout, p.stderr)
-		}
-	})
-	return p
+	return startProc(t, "", env, true, args...)
 }
 
 // killGroup sends SIGKILL to the process group and waits for the process

@@ -118,11 +118,21 @@ type proc struct {
 
 func startTunejet(t *testing.T, dir string, env []string, args ...string) *proc {
 	t.Helper()
+	return startProc(t, dir, env, false, args...)
+}
+
+// startProc starts tunejet with args in dir; in a process group of its
+// own when group is set (killGroup kills it with the trainables it ran).
+func startProc(t *testing.T, dir string, env []string, group bool, args ...string) *proc {
+	t.Helper()
 	p := &proc{name: strings.Join(args, " "), stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(tunejetBin, args...)
 	p.cmd.Dir = dir
 	p.cmd.Env = env
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
+	if group {
+		p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start tunejet %s: %v", p.name, err)
 	}
@@ -132,7 +142,11 @@ func startTunejet(t *testing.T, dir string, env []string, args ...string) *proc 
 	}()
 	// Whatever happens to the test, the process does not outlive it.
 	t.Cleanup(func() {
-		p.kill()
+		if group {
+			p.killGroup()
+		} else {
+			p.kill()
+		}
 		if t.Failed() {
 			t.Logf("tunejet %s:\n--- stdout ---\n%s\n--- stderr ---\n%s", p.name, p.stdout, p.stderr)
 		}
