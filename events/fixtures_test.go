@@ -66,10 +66,11 @@ func fixtures() []*events.Event {
 		}},
 		{Writer: events.WriterController, Source: controller, Data: &events.TrialScheduled{
 			TrialID: fxTrial, TrialName: "train_mnist_" + fxTrial, DirName: fxDirName, Config: fxConfig(),
-			Trainable:   events.Trainable{Name: "train_mnist", Command: []string{"python3", "train.py", "--epochs", "10"}, Dir: "/home/ada/mnist"},
+			Trainable:   events.Trainable{Name: "train_mnist", Command: []string{"python3", "train.py", "--epochs", "10"}, Dir: "/home/ada/mnist", Resources: fxResources()},
 			Stop:        map[string]float64{"training_iteration": 10, "mean_accuracy": 0.98},
 			AttemptBase: 1, MaxFailures: 3, HeartbeatTimeoutS: 30, Checkpoint: &ckpt,
 			CheckpointScoreAttribute: "mean_accuracy", Artifacts: &events.ArtifactSync{PeriodS: 300, OnCheckpoint: true},
+			Resources: events.Resources{"cpu": 2, "gpu": 0.5, "memory": 2e9, "tpu_slice": 1},
 		}},
 		{Writer: events.WriterRunner, Source: runner, Data: &events.TrialStarted{
 			TrialID: fxTrial, Attempt: 2, Runner: "runner-gpu-host-2-7f3a", Hostname: "gpu-host-2",
@@ -132,7 +133,7 @@ func fxSpec() events.ExperimentSpec {
 	onCkpt := false
 	return events.ExperimentSpec{
 		Name:      fxExperiment,
-		Trainable: events.Trainable{Name: "train_mnist", Command: []string{"python3", "train.py", "--epochs", "10"}, Dir: "/home/ada/mnist"},
+		Trainable: events.Trainable{Name: "train_mnist", Command: []string{"python3", "train.py", "--epochs", "10"}, Dir: "/home/ada/mnist", Resources: fxResources()},
 		ParamSpace: map[string]any{
 			"lr":       map[string]any{"grid_search": []any{0.001, 0.01}},
 			"momentum": map[string]any{"uniform": []any{0.1, 0.9}},
@@ -235,4 +236,12 @@ func allValid() []*events.Event {
 		out = append(out, fixture(typ))
 	}
 	return append(out, variants()...)
+}
+
+// fxResources asks for 2 CPUs, the GPU share the trial's config names,
+// 2 GB of memory and one custom resource.
+func fxResources() map[string]events.ResourceAmount {
+	return map[string]events.ResourceAmount{
+		"cpu": {Value: 2}, "gpu": {Config: "gpus"}, "memory": {Value: 2e9}, "tpu_slice": {Value: 1},
+	}
 }

@@ -194,6 +194,9 @@ type TrialScheduled struct {
 	// (the donor's, explored) from another trial's checkpoint instead of
 	// its own, until it makes a checkpoint of its own.
 	Exploit *Exploit `json:"exploit,omitempty"`
+	// Resources is what the trial needs, resolved from the trainable's
+	// resources and the trial's config. Absent: {"cpu": 1} (Shape).
+	Resources Resources `json:"resources,omitempty"`
 }
 
 // Exploit is the checkpoint of another trial that a trial resumes from.
@@ -598,6 +601,9 @@ func (p *TrialScheduled) Validate() error {
 	if p.AttemptBase < 0 {
 		return fieldErr("attempt_base", "must be >= 0, got %d", p.AttemptBase)
 	}
+	if err := p.Resources.validate("resources."); err != nil {
+		return err
+	}
 	if p.MaxFailures < -1 {
 		return fieldErr("max_failures", "must be >= -1, got %d", p.MaxFailures)
 	}
@@ -838,6 +844,16 @@ func (t *Trainable) validate(prefix string) error {
 	for i, a := range t.Command {
 		if i == 0 && a == "" {
 			return fieldErr(prefix+"command", "the program must not be empty")
+		}
+	}
+	for name, a := range t.Resources {
+		if name == "" {
+			return fieldErr(prefix+"resources", "a resource name must not be empty")
+		}
+		if a.Config == "" {
+			if err := CheckResource(name, a.Value); err != nil {
+				return fieldErr(prefix+"resources."+name, "%v", err)
+			}
 		}
 	}
 	return nil

@@ -37,6 +37,11 @@ type Trainable struct {
 	// Dir is the folder the command runs relative to: the experiment file's
 	// folder. Relative command paths resolve against it.
 	Dir string `json:"dir,omitempty"`
+	// Resources is what each trial needs (Ray's tune.with_resources): cpu
+	// (default 1), gpu (fractions below 1 share a device), memory in
+	// bytes, and custom resources by name. An amount may read the trial's
+	// config ({"config": "<dotted key>"}).
+	Resources map[string]ResourceAmount `json:"resources,omitempty"`
 }
 
 // TuneConfig mirrors ray.tune.TuneConfig.

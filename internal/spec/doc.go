@@ -19,6 +19,12 @@
 //	trainable:                         # a registered Go trainable's name, or:
 //	  command: ["python3", "train.py"] # a list, run in the file's folder
 //	  name: train                      # optional display name
+//	  resources:                       # what each trial needs (Ray's tune.with_resources)
+//	    cpu: 1                         # default 1
+//	    gpu: 0.5                       # default 0; < 1 shares a GPU, > 1 whole GPUs
+//	    memory: 2G                     # bytes, or K M G T Ki Mi Gi Ti
+//	    custom_name: 2                 # any other key: a custom resource
+//	    # an amount may be {config: "<dotted key>"}: the trial's config value
 //	param_space:                       # see package internal/search
 //	  lr: {loguniform: [1e-4, 1e-1]}
 //	  momentum: {grid_search: [0.8, 0.9]}

@@ -46,7 +46,9 @@ func (d *decoder) mergeName(s *events.ExperimentSpec, runName string) {
 	}
 }
 
-// trainable decodes a registered name or {command: [...], name: ...}.
+// trainable decodes a registered name or {command: [...], name: ...,
+// resources: {...}}; the mapping form of a Go trainable is {name: ...,
+// resources: {...}}.
 func (d *decoder) trainable(t *events.Trainable) setter {
 	return func(key string, n *yaml.Node) {
 		if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" {
@@ -57,11 +59,13 @@ func (d *decoder) trainable(t *events.Trainable) setter {
 			return
 		}
 		d.mapping(key, n, fields{
-			"command": d.strings(&t.Command),
-			"name":    d.str(&t.Name),
+			"command":   d.strings(&t.Command),
+			"name":      d.str(&t.Name),
+			"resources": d.resources(&t.Resources),
 		})
-		if _, ok := d.lines[join(key, "command")]; !ok {
-			d.fail(join(key, "command"), "required in the mapping form, e.g. command: [\"python3\", \"train.py\"]")
+		_, named := d.lines[join(key, "name")]
+		if _, ok := d.lines[join(key, "command")]; !ok && !named {
+			d.fail(join(key, "command"), "required in the mapping form, e.g. command: [\"python3\", \"train.py\"], unless name names a registered Go trainable")
 		}
 	}
 }

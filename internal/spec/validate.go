@@ -124,6 +124,7 @@ func check(s *events.ExperimentSpec, given func(string) bool) []problem {
 	c := &checker{given: given}
 	c.name(s.Name)
 	c.trainable(&s.Trainable)
+	c.resources(s)
 	c.paramSpace(s)
 	c.tuneConfig(&s.TuneConfig)
 	c.runConfig(&s.RunConfig)
