@@ -145,7 +145,7 @@ func (t *Tuner) submitAndWatch(ctx context.Context, b *bus.Bus, s Spec) (*state.
 	if err := checkShared(ctx, b, s); err != nil {
 		return nil, err
 	}
-	if err := uploadObjects(ctx, b, s.Name, s.ParamSpace); err != nil {
+	if err := uploadObjects(ctx, b, s.Name, s.ParamSpace, t.objects); err != nil {
 		return nil, err
 	}
 	ev := b.Event(s.Name, events.WriterClient, &events.ExperimentSubmitted{Spec: s})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/tunejet/tunejet/events"
@@ -48,10 +49,28 @@ func Get(ctx context.Context, ref any) ([]byte, error) {
 	return s.Object(ctx, name)
 }
 
-// uploadObjects stores the objects a param space refers to in the
-// experiment's Object Store.
-func uploadObjects(ctx context.Context, b *bus.Bus, exp string, space map[string]any) error {
-	refs := restore.Refs(space)
+// WithObjects makes Fit store the objects put under names (tune.Put) in
+// the experiment's Object Store even when the param space does not refer
+// to them: a trainable may hold their references itself, as a closure
+// holds a Python driver's tunejet.put references.
+func WithObjects(names ...string) Option {
+	return func(t *Tuner) error {
+		objects.Lock()
+		defer objects.Unlock()
+		for _, name := range names {
+			if _, ok := objects.m[name]; !ok {
+				return fmt.Errorf("%w: WithObjects(%q): tune.Put stored no object of that name", ErrInvalidConfig, name)
+			}
+		}
+		t.objects = append(t.objects, names...)
+		return nil
+	}
+}
+
+// uploadObjects stores the objects a param space refers to, and those
+// named by extra, in the experiment's Object Store.
+func uploadObjects(ctx context.Context, b *bus.Bus, exp string, space map[string]any, extra []string) error {
+	refs := slices.Compact(slices.Sorted(slices.Values(append(restore.Refs(space), extra...))))
 	if len(refs) == 0 {
 		return nil
 	}

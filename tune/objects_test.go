@@ -3,6 +3,7 @@ package tune_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -88,5 +89,55 @@ func TestMissingObjectSaysWhatToDo(t *testing.T) {
 	g := d.fit(t, "get", tune.WithName("gone"), tune.WithRunConfig(storage(t)), tune.WithParamSpace(tune.ParamSpace{"x": 1}))
 	if !fail.Load() || g.NumErrors() != 1 || !strings.Contains(fmt.Sprint(g.Errors()), "re-specify param_space") {
 		t.Fatalf("errors %v; want the trial ERROR saying to re-specify param_space", g.Errors())
+	}
+}
+
+// TestCommandTrainableGetsObject: a command trainable reads an object
+// with the protocol's get_object, both one its config refers to and one
+// stored only by WithObjects (a reference the trainable holds itself).
+func TestCommandTrainableGetsObject(t *testing.T) {
+	d := startDeployment(t, 2, nil)
+	script := filepath.Join(t.TempDir(), "get.py")
+	body := `import json, os, socket
+s = socket.socket(socket.AF_UNIX)
+s.connect(os.environ["TUNEJET_SOCKET"])
+f = s.makefile("rw")
+def ask(req):
+    f.write(json.dumps(req) + "\n"); f.flush()
+    return json.loads(f.readline())
+config = json.loads(os.environ["TUNEJET_CONFIG"])
+got = {}
+for key, name in (("from_config", config["data"]["object_ref"]), ("held", "weights")):
+    reply = ask({"op": "get_object", "name": name})
+    got[key] = open(reply["path"]).read()
+missing = ask({"op": "get_object", "name": "never_put"})
+got["missing_error"] = missing["error"]
+ask({"op": "report", "metrics": got})
+`
+	if err := os.WriteFile(script, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data, err := tune.Put(t.Context(), "cmd_data", []byte("from the config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tune.Put(t.Context(), "weights", []byte("held by the trainable")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tune.NewTuner(tune.Command{"python3", script}, tune.WithObjects("not_put")); err == nil || !strings.Contains(err.Error(), "not_put") {
+		t.Fatalf("WithObjects of a name never put = %v, want an error naming it", err)
+	}
+	g := d.fit(t, tune.Command{"python3", script}, tune.WithName("cmdobjects"), tune.WithRunConfig(storage(t)),
+		tune.WithParamSpace(tune.ParamSpace{"data": data, "x": tune.GridSearch(1, 2)}), tune.WithObjects("weights"))
+	if g.NumTerminated() != 2 {
+		t.Fatalf("%d of %d trials terminated; errors %v", g.NumTerminated(), g.Len(), g.Errors())
+	}
+	for _, r := range g.Results() {
+		if r.Metrics["from_config"] != "from the config" || r.Metrics["held"] != "held by the trainable" {
+			t.Errorf("trial %s read %v", r.TrialID, r.Metrics)
+		}
+		if e, _ := r.Metrics["missing_error"].(string); !strings.Contains(e, "re-specify param_space") {
+			t.Errorf("trial %s: get_object of a missing object said %q, want why and what to do", r.TrialID, e)
+		}
 	}
 }

@@ -378,12 +378,12 @@ func (t *Tuner) restoreAndWatch(ctx context.Context, b *bus.Bus, stack *Stack) (
 		}
 		req.Trainable, req.TrustStoredTrainable = tr, true
 	}
-	if t.spec.ParamSpace != nil {
+	if t.spec.ParamSpace != nil || len(t.objects) > 0 {
 		_, name, err := restorer.Split(t.restore.path)
 		if err != nil {
 			return nil, refusal(t.restore.path, api.WithCode(api.CodeBadRequest, err), "", nil)
 		}
-		if err := uploadObjects(ctx, b, name, t.spec.ParamSpace); err != nil {
+		if err := uploadObjects(ctx, b, name, t.spec.ParamSpace, t.objects); err != nil {
 			return nil, err
 		}
 	}

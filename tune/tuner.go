@@ -71,6 +71,7 @@ type Tuner struct {
 	syncWait time.Duration
 	restore  *restoreOptions // set by Restore and the resume options
 	results  *ResultGrid     // of the last Fit
+	objects  []string        // stored by Fit besides the param space's references (WithObjects)
 }
 
 // Option configures a Tuner.

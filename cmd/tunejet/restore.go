@@ -61,6 +61,7 @@ func tuneNATS(o bus.ConnectOptions) tune.NATSOptions {
 func newRestoreCmd() *cobra.Command {
 	var (
 		sf                                              stackFlags
+		objs                                            objectFlags
 		resumeUnfinished, resumeErrored, restartErrored bool
 		trustStored                                     bool
 		paramSpaceFile                                  string
@@ -113,6 +114,11 @@ the param space (YAML or JSON; the same keys).`,
 			if restartErrored {
 				opts = append(opts, tune.WithRestartErrored())
 			}
+			more, err := objs.options(cmd.Context())
+			if err != nil {
+				return err
+			}
+			opts = append(opts, more...)
 			if paramSpaceFile != "" {
 				space, err := readParamSpace(paramSpaceFile)
 				if err != nil {
@@ -128,6 +134,7 @@ the param space (YAML or JSON; the same keys).`,
 		},
 	}
 	sf.add(cmd)
+	objs.add(cmd)
 	cmd.Flags().BoolVar(&trustStored, "trust-stored-trainable", false, "when the state comes from an experiment_state-*.json alone, run the trainable it names (printed first)")
 	cmd.Flags().BoolVar(&resumeUnfinished, "resume-unfinished", true, "resume trials that had not finished")
 	cmd.Flags().BoolVar(&resumeErrored, "resume-errored", false, "resume errored trials from their latest checkpoint")

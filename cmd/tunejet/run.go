@@ -15,6 +15,7 @@ import (
 func newRunCmd() *cobra.Command {
 	var (
 		sf                        stackFlags
+		objs                      objectFlags
 		dash                      runDashboard
 		storagePath, name, resume string
 	)
@@ -52,6 +53,11 @@ a bad file or an infrastructure failure, 130 when interrupted.`,
 			if err != nil {
 				return err
 			}
+			more, err := objs.options(cmd.Context())
+			if err != nil {
+				return err
+			}
+			opts = append(opts, more...)
 			opts, stopDashboard, err := dash.start(cmd.Context(), &sf, opts, os.Stderr)
 			if err != nil {
 				return err
@@ -87,6 +93,7 @@ a bad file or an infrastructure failure, 130 when interrupted.`,
 		},
 	}
 	sf.add(cmd)
+	objs.add(cmd)
 	dash.add(cmd.Flags())
 	cmd.Flags().StringVar(&storagePath, "storage-path", "", "override run_config.storage_path")
 	cmd.Flags().StringVar(&name, "name", "", "override the experiment name")

@@ -67,6 +67,16 @@ func (c *Client) GetCheckpoint(ctx context.Context) (string, error) {
 	return reply.CheckpointDir, nil
 }
 
+// GetObject returns a local file holding the bytes of the object stored
+// under name (the name in a config's {"object_ref": name}).
+func (c *Client) GetObject(ctx context.Context, name string) (string, error) {
+	reply, err := c.roundTrip(ctx, Request{Op: OpGetObject, Name: name})
+	if err != nil {
+		return "", fmt.Errorf("trainproto: get_object %s: %w", name, err)
+	}
+	return reply.Path, nil
+}
+
 // Close closes the connection; a call in progress fails.
 func (c *Client) Close() error {
 	return c.conn.Close()

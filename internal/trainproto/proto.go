@@ -37,6 +37,7 @@ const (
 const (
 	OpReport        = "report"
 	OpGetCheckpoint = "get_checkpoint"
+	OpGetObject     = "get_object"
 )
 
 // MaxLineSize is the longest request or reply line, in bytes, not counting
@@ -56,7 +57,7 @@ func (e lineTooLongError) Error() string { return fmt.Sprintf("line exceeds %d b
 
 // Request is one request line from the trainable.
 type Request struct {
-	// Op is OpReport or OpGetCheckpoint.
+	// Op is OpReport, OpGetCheckpoint or OpGetObject.
 	Op string `json:"op"`
 	// Metrics is the report's result; required for OpReport (it may be
 	// empty, not null).
@@ -64,6 +65,9 @@ type Request struct {
 	// CheckpointDir is the absolute path of a directory to checkpoint with
 	// the report, or nil for none.
 	CheckpointDir *string `json:"checkpoint_dir,omitempty"`
+	// Name is the object OpGetObject reads: the name in an object
+	// reference ({"object_ref": name}) of the trial's config.
+	Name string `json:"name,omitempty"`
 }
 
 // Reply is one reply line from the runner. Each reply carries only the
@@ -71,6 +75,7 @@ type Request struct {
 //
 //	report:          {"ok": true, "stop": false}  (paused: {"ok": true, "stop": true, "pause": true})
 //	get_checkpoint:  {"ok": true, "checkpoint_dir": "/path"}  (or null)
+//	get_object:      {"ok": true, "path": "/path"}
 //	any failure:     {"ok": false, "error": "message"}
 type Reply struct {
 	OK bool `json:"ok"`
@@ -83,6 +88,9 @@ type Reply struct {
 	// CheckpointDir, in a get_checkpoint reply, is the directory holding the
 	// checkpoint to resume from; "" (null on the wire) for none.
 	CheckpointDir string `json:"checkpoint_dir,omitempty"`
+	// Path, in a get_object reply, is a local file holding the object's
+	// bytes, readable by the trainable until it exits.
+	Path string `json:"path,omitempty"`
 	// Error says why the request failed.
 	Error string `json:"error,omitempty"`
 }
@@ -97,6 +105,10 @@ type (
 	checkpointReply struct {
 		OK            bool    `json:"ok"`
 		CheckpointDir *string `json:"checkpoint_dir"`
+	}
+	objectReply struct {
+		OK   bool   `json:"ok"`
+		Path string `json:"path"`
 	}
 	errorReply struct {
 		OK    bool   `json:"ok"`
@@ -180,10 +192,15 @@ func (r Request) validate() error {
 		return nil
 	case OpGetCheckpoint:
 		return nil
+	case OpGetObject:
+		if r.Name == "" {
+			return errors.New(`field "name": required, the object's name`)
+		}
+		return nil
 	case "":
-		return errors.New(`field "op": required ("report" or "get_checkpoint")`)
+		return errors.New(`field "op": required ("report", "get_checkpoint" or "get_object")`)
 	default:
-		return fmt.Errorf(`unknown op %q (want "report" or "get_checkpoint")`, r.Op)
+		return fmt.Errorf(`unknown op %q (want "report", "get_checkpoint" or "get_object")`, r.Op)
 	}
 }
 

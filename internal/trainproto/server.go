@@ -28,6 +28,13 @@ type Handler interface {
 	GetCheckpoint(ctx context.Context) (dir string, err error)
 }
 
+// ObjectGetter is implemented by a Handler that serves get_object: it
+// returns a local file holding the bytes of the object stored under name
+// (tune.Put, or tunejet.put in Python), readable until the trainable exits.
+type ObjectGetter interface {
+	GetObject(ctx context.Context, name string) (path string, err error)
+}
+
 // Pauser is implemented by a Handler that tells, when Report asks a
 // trainable to stop, whether the trial is paused rather than stopped: it
 // resumes later, on any runner, from its latest checkpoint. The reply says
@@ -105,6 +112,17 @@ func handle(ctx context.Context, h Handler, line []byte) any {
 		}
 		p, ok := h.(Pauser)
 		return reportReply{OK: true, Stop: stop, Pause: stop && ok && p.Paused()}
+	}
+	if req.Op == OpGetObject {
+		g, ok := h.(ObjectGetter)
+		if !ok {
+			return errorReply{Error: "get_object: this runner serves no objects"}
+		}
+		path, err := g.GetObject(ctx, req.Name)
+		if err != nil {
+			return errorReply{Error: err.Error()}
+		}
+		return objectReply{OK: true, Path: path}
 	}
 	dir, err := h.GetCheckpoint(ctx)
 	if err != nil {

@@ -101,6 +101,38 @@ INTERRUPTED = textwrap.dedent(
     '''
 )
 
+# Objects put by the driver: one passed in the param space, one held by
+# the trainable's closure; each trial reads both, and writes down which
+# process read them. The script's top level puts them in every trial too,
+# where put() stores nothing and only names them again.
+OBJECTS = textwrap.dedent(
+    '''
+    import json, os
+    import tunejet
+    from tunejet import train, tune
+
+    table = {"rows": list(range(1000)), "name": "table"}
+    in_config = tunejet.put(table)
+    held = tunejet.put({"weights": [0.5, 0.25]})
+
+    def trainable(config):
+        data = tunejet.get(config["data"])
+        weights = tunejet.get(held)["weights"]
+        train.report({"rows": len(data["rows"]), "name": data["name"], "w": sum(weights) + config["x"]})
+
+    grid = tune.Tuner(
+        trainable,
+        param_space={"data": in_config, "x": tune.grid_search([1, 2])},
+        run_config=train.RunConfig(name="objects", storage_path="results"),
+    ).fit()
+    print("RESULT " + json.dumps({
+        "metrics": sorted([r.metrics["rows"], r.metrics["name"], r.metrics["w"]] for r in grid),
+        "errors": [str(e) for e in grid.errors],
+        "driver_get": tunejet.get(held),
+    }))
+    '''
+)
+
 
 def _result(out):
     for line in out.splitlines():
@@ -156,6 +188,20 @@ class DriverTest(unittest.TestCase):
             self.assertEqual(first["cwd"], first["trial_dir"])
             self.assertEqual(first["argv"], ["--flag"])
             self.assertEqual(last["final"], True, "the dict the trainable returned is its last result")
+
+    def test_put_and_get(self):
+        script = self.write("objects.py", OBJECTS)
+        out = _result(support.run_script(self, script, home=self.home))
+        self.assertEqual(out["errors"], [])
+        self.assertEqual(out["metrics"], [[1000, "table", 1.75], [1000, "table", 2.75]])
+        self.assertEqual(out["driver_get"], {"weights": [0.5, 0.25]})
+
+    def test_put_refuses_what_cannot_be_pickled(self):
+        import tunejet
+        with self.assertRaisesRegex(TypeError, "cannot be pickled"):
+            tunejet.put(lambda: 1)
+        with self.assertRaisesRegex(TypeError, "not an object reference"):
+            tunejet.get({"data": 1})
 
     def test_ctrl_c_then_restore(self):
         script = self.write("interrupted.py", INTERRUPTED)

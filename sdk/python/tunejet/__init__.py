@@ -50,6 +50,10 @@ runner (``TUNEJET_SOCKET`` is not set); ``in_session()`` tells beforehand.
 ``report`` raises RuntimeError when the runner rejects a report, for
 instance when ``checkpoint_dir`` is not a directory.
 
+``tunejet.put(value)`` and ``tunejet.get(ref)`` are Ray's ``ray.put`` and
+``ray.get``: the driver puts a (picklable) value, and a trial gets it back
+from the reference, passed in its config or held by the trainable.
+
 Metric values must be JSON values: numbers, strings, booleans, None, lists
 and dicts. Scalars with an ``item()`` method (NumPy, PyTorch) are converted,
 and NaN and infinities, which JSON cannot carry, are sent as null.
@@ -66,8 +70,9 @@ from tunejet._protocol import (
     in_session,
     report,
 )
+from tunejet._objects import ObjectRef, get, put
 from tunejet import _protocol, train, tune  # noqa: E402  (Ray's `from ray import tune`)
 
 __version__ = "0.1.0"
 
-__all__ = _protocol.__all__ + ["train", "tune"]
+__all__ = _protocol.__all__ + ["ObjectRef", "get", "put", "train", "tune"]

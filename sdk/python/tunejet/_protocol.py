@@ -71,6 +71,12 @@ def get_checkpoint():
     return os.environ.get("TUNEJET_CHECKPOINT_DIR") or None
 
 
+def get_object(name):
+    """Return a local file holding the bytes of the object stored under
+    name (the trainable protocol's get_object); tunejet.get reads it."""
+    return _request({"op": "get_object", "name": name})["path"]
+
+
 def get_config():
     """Return the trial's config, a dict (from TUNEJET_CONFIG)."""
     raw = _env("TUNEJET_CONFIG")

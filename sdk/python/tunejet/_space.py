@@ -4,6 +4,8 @@
 import math
 import numbers
 
+from tunejet._objects import ObjectRef
+
 _DISTRIBUTIONS = frozenset(
     [
         "grid_search",
@@ -129,7 +131,7 @@ def to_spec(space, key="param_space"):
 
 
 def _value(v, key):
-    if isinstance(v, Domain):
+    if isinstance(v, (Domain, ObjectRef)):
         return v.to_spec()
     if isinstance(v, dict):
         if len(v) == 1:
@@ -154,7 +156,7 @@ def _has_domain(v):
 
 def _plain(v, key):
     """Return v as JSON values, refusing what the file cannot hold."""
-    if isinstance(v, Domain):
+    if isinstance(v, (Domain, ObjectRef)):
         return v.to_spec()
     if v is None or isinstance(v, (bool, str)):
         return v
@@ -177,6 +179,7 @@ def _plain(v, key):
             pass
     raise TypeError(
         "%s: %r (%s) is not a JSON value and cannot go into the param space; "
-        "pass objects with tune.with_parameters(trainable, name=obj) instead"
+        "pass it as tunejet.put(obj), whose reference tunejet.get(config[...]) reads in the trial, "
+        "or with tune.with_parameters(trainable, name=obj)"
         % (key, v, type(v).__name__)
     )

@@ -25,7 +25,7 @@ import tempfile
 import threading
 import warnings
 
-from tunejet import _config, _result, _space
+from tunejet import _config, _objects, _result, _space
 
 # The environment variable that carries the driver's description to workers.
 DRIVER_ENV = "TUNEJET_DRIVER"
@@ -226,6 +226,7 @@ class Tuner:
                 with open(file, "w") as f:
                     json.dump(spec, f, indent=2)
                 args = [binary, "run", file]
+            args += ["--object=" + a for a in _objects.write_all(os.path.join(workdir, "objects"))]
             self._experiment_path = path
             _fits[rank] = path
             env = self._env(binary, rank)
