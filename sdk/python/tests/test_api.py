@@ -10,6 +10,7 @@ import unittest
 from unittest import mock
 
 import tunejet
+from tests import support
 from tunejet import _result, _space, _tuner, _worker, train, tune
 from tunejet.tune import schedulers, search, stopper
 from tunejet.tune.search.optuna import OptunaSearch
@@ -326,13 +327,19 @@ class BinaryTest(unittest.TestCase):
             with self.assertRaisesRegex(tune.TuneError, "make build"):
                 _tuner._binary()
 
-    def test_deployments_are_refused(self):
+    def test_an_unreachable_deployment_is_a_clear_error(self):
+        # With NATS_URL, fit() submits to that deployment (cmd/tunejet's
+        # TestPythonDriverOnADeployment runs one); one that does not answer
+        # fails fit() with the tunejet process's reason.
         def f(config):
             pass
 
-        with mock.patch.dict(os.environ, {"NATS_URL": "nats://localhost:4222"}):
-            with self.assertRaisesRegex(tune.TuneError, "unset NATS_URL"):
-                tune.Tuner(f).fit()
+        home = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, home)
+        env = {"NATS_URL": "nats://127.0.0.1:1", "HOME": home, "TUNEJET_BIN": support.binary()}
+        with mock.patch.dict(os.environ, env):
+            with self.assertRaisesRegex(tune.TuneError, "connect to NATS at nats://127.0.0.1:1"):
+                tune.Tuner(f, run_config=tune.RunConfig(storage_path=home)).fit()
 
     def test_package_keeps_the_protocol_functions(self):
         for name in ["report", "get_checkpoint", "get_config", "get_trial_id", "get_attempt", "in_session"]:

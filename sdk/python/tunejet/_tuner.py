@@ -7,9 +7,11 @@ driver's script again, as __main__ with the driver's argv, sys.path and
 working directory, until the script's fit() call of the same rank: in a
 worker, Tuner records its trainable and fit() raises _TrainableFound, so
 that the experiment does not run again; the worker then calls that
-trainable with the trial's config. What the worker needs travels in the
-TUNEJET_DRIVER environment variable, which the trials inherit from the
-tunejet process (the embedded stack).
+trainable with the trial's config. What the worker needs travels as the
+experiment's object DRIVER_OBJECT (stored with the objects of
+tunejet.put), which each worker reads over the trainable protocol: so the
+trials run alike on the embedded stack and on a deployment's runners, and
+the trainable's command stays the same across restores.
 """
 
 import collections
@@ -27,8 +29,8 @@ import warnings
 
 from tunejet import _config, _objects, _result, _space
 
-# The environment variable that carries the driver's description to workers.
-DRIVER_ENV = "TUNEJET_DRIVER"
+# The object that carries the driver's description to workers.
+DRIVER_OBJECT = "py_driver"
 
 # How many of the tunejet process's last stderr lines an error quotes.
 _STDERR_TAIL = 20
@@ -203,11 +205,6 @@ class Tuner:
         """
         if _worker is not None:
             return self._worker_fit()
-        if os.environ.get("NATS_URL"):
-            raise _result.TuneError(
-                "NATS_URL is set: a Tuner runs its trials on the embedded stack of the tunejet "
-                "process it starts, and a deployment's runners cannot run them yet; unset NATS_URL"
-            )
         # The rank of this call among the script's fit() calls, which the
         # workers count too: taken first, whatever happens next.
         rank = len(_fits)
@@ -226,11 +223,14 @@ class Tuner:
                 with open(file, "w") as f:
                     json.dump(spec, f, indent=2)
                 args = [binary, "run", file]
+            driver = os.path.join(workdir, "driver.json")
+            with open(driver, "w") as f:
+                json.dump(self._driver_info(binary, rank), f)
             args += ["--object=" + a for a in _objects.write_all(os.path.join(workdir, "objects"))]
+            args.append("--object=%s=%s" % (DRIVER_OBJECT, driver))
             self._experiment_path = path
             _fits[rank] = path
-            env = self._env(binary, rank)
-            _run(args, env, path, trainable_name)
+            _run(args, _environ(), path, trainable_name)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
         grid = self.get_results()
@@ -283,9 +283,8 @@ class Tuner:
             args += ["--param-space", space]
         return args
 
-    def _env(self, binary, rank):
-        """Return the tunejet process's environment: TUNEJET_DRIVER for the
-        workers, and PYTHONPATH so that they import this package."""
+    def _driver_info(self, binary, rank):
+        """Return what a worker needs to find this fit() call's trainable."""
         main = sys.modules.get("__main__")
         script = getattr(main, "__file__", None)
         info = {
@@ -308,14 +307,7 @@ class Tuner:
                     "top-level function of an importable module: %r is neither" % (self._trainable,)
                 )
             info["module"], info["qualname"] = module, qualname
-        env = dict(os.environ)
-        env[DRIVER_ENV] = json.dumps(info)
-        if "TUNEJET_LOG_FORMAT" not in env and sys.stderr.isatty():
-            env["TUNEJET_LOG_FORMAT"] = "console"  # its stderr is a pipe to ours
-        package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        paths = [package_parent] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-        env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-        return env
+        return info
 
     def _worker_fit(self):
         k = _worker.count
@@ -330,6 +322,19 @@ class Tuner:
         if k < len(_worker.fits):
             raise _result.TuneError("fit() call %d of the script failed in the driver" % (k + 1))
         raise RuntimeError("fit() call %d of the script comes after the one this trial runs" % (k + 1))
+
+
+def _environ():
+    """Return the tunejet process's environment: PYTHONPATH so that the
+    workers of the embedded stack import this package (a deployment's
+    runners need it installed, or on their own PYTHONPATH)."""
+    env = dict(os.environ)
+    if "TUNEJET_LOG_FORMAT" not in env and sys.stderr.isatty():
+        env["TUNEJET_LOG_FORMAT"] = "console"  # its stderr is a pipe to ours
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    paths = [package_parent] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    return env
 
 
 def _trainable_spec(trainable_name):

@@ -74,14 +74,15 @@ def main():
     if len(sys.argv) != 2:
         sys.exit("usage: python -m tunejet._worker TRAINABLE_NAME (run by a tunejet runner)")
     name = sys.argv[1]
-    raw = os.environ.get(_tuner.DRIVER_ENV)
-    if not raw:
-        sys.exit(
-            "%s is not set: this trial was started by a Tuner's fit(), whose trials run on "
-            "the tunejet process fit() starts (the embedded stack)" % _tuner.DRIVER_ENV
-        )
+    if not _protocol.in_session():
+        sys.exit("python -m tunejet._worker runs one trial of a Tuner's fit(); a tunejet runner starts it")
     try:
-        trainable = find_trainable(json.loads(raw), name)
+        with open(_protocol.get_object(_tuner.DRIVER_OBJECT)) as f:
+            info = json.load(f)
+    except (OSError, RuntimeError, ValueError) as e:
+        sys.exit("cannot read the driver's description (object %s): %s" % (_tuner.DRIVER_OBJECT, e))
+    try:
+        trainable = find_trainable(info, name)
     except _Fatal as e:
         sys.exit(str(e))
     except Exception as e:

@@ -1,0 +1,112 @@
+package main_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/bus/bustest"
+)
+
+// pythonDeployScript is a Ray Tune script with changed imports: a
+// function trainable that checkpoints, an object put by the driver, run on
+// whatever runners NATS_URL's deployment has.
+const pythonDeployScript = `import json, os, sys, tempfile
+import tunejet
+from tunejet import train, tune
+
+offset = tunejet.put({"offset": 100})
+
+def trainable(config):
+    add = tunejet.get(offset)["offset"]
+    for step in range(1, 4):
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "step"), "w") as f:
+                f.write(str(step))
+            train.report({"score": config["x"] * step + add, "pid": os.getpid()},
+                         checkpoint=train.Checkpoint.from_directory(d))
+
+grid = tune.Tuner(
+    trainable,
+    param_space={"x": tune.grid_search([1, 2, 3])},
+    tune_config=tune.TuneConfig(metric="score", mode="max"),
+    run_config=train.RunConfig(name="py_deploy", storage_path=sys.argv[1]),
+).fit()
+best = grid.get_best_result()
+print("RESULT " + json.dumps({"terminated": grid.num_terminated, "errors": grid.num_errors,
+                              "best": best.metrics["score"], "driver_pid": os.getpid(),
+                              "pids": sorted(r.metrics["pid"] for r in grid)}))
+`
+
+// TestPythonDriverOnADeployment: a Python driver with NATS_URL set submits
+// its experiment to a deployment (controller, syncer and a runner as
+// processes), whose runner runs the trainable function of the driver's
+// script; fit() returns the results as on the embedded stack.
+func TestPythonDriverOnADeployment(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed")
+	}
+	_, self, _, _ := runtime.Caller(0)
+	sdk := filepath.Join(filepath.Dir(self), "..", "..", "sdk", "python")
+	srv := bustest.Start(t)
+	url := srv.URL()
+	home, storage, work := t.TempDir(), t.TempDir(), t.TempDir()
+	env := baseEnv("TUNEJET_LOG_FORMAT=json", "PYTHONPATH="+sdk)
+	for _, args := range [][]string{
+		{"controller", "--nats", url},
+		{"syncer", "--nats", url},
+		{"runner", "--nats", url, "--slots", "2", "--name", "rA", "--work-dir", work},
+	} {
+		startTunejet(t, "", env, args...)
+	}
+	script := writeFile(t, home, "deploy.py", pythonDeployScript)
+	cmd := exec.CommandContext(t.Context(), python, script, storage)
+	cmd.Dir = home
+	cmd.Env = baseEnv("HOME="+home, "NATS_URL="+url, "TUNEJET_BIN="+tunejetBin, "PYTHONPATH="+sdk, "PYTHONDONTWRITEBYTECODE=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the driver failed: %v\n%s", err, out)
+	}
+	var got struct {
+		Terminated, Errors int
+		Best               float64
+		DriverPID          int `json:"driver_pid"`
+		PIDs               []int
+	}
+	for line := range strings.Lines(string(out)) {
+		if rest, ok := strings.CutPrefix(line, "RESULT "); ok {
+			if err := json.Unmarshal([]byte(rest), &got); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got.Terminated != 3 || got.Errors != 0 || got.Best != 109 {
+		t.Fatalf("results %+v, want 3 TERMINATED, best score 109:\n%s", got, out)
+	}
+	for _, pid := range got.PIDs {
+		if pid == got.DriverPID {
+			t.Errorf("a trial ran in the driver's process")
+		}
+	}
+	started := 0
+	for _, ev := range replay(t, srv, "py_deploy") {
+		if p, ok := ev.Data.(*events.TrialStarted); ok {
+			started++
+			if p.Runner != "rA" {
+				t.Errorf("trial %s started on %q, want the deployment's runner rA", p.TrialID, p.Runner)
+			}
+		}
+	}
+	if started != 3 {
+		t.Errorf("%d trial.started events, want 3", started)
+	}
+	if _, err := os.Stat(filepath.Join(storage, "py_deploy")); err != nil {
+		t.Errorf("the deployment's syncer wrote no experiment folder: %v", err)
+	}
+}
