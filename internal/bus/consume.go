@@ -34,10 +34,16 @@ type Consumer struct {
 	// Existing: Consume only opens the consumer, which someone else
 	// creates (a runner may not create the work consumer).
 	Existing bool
-	// Slots, when set, bounds the messages Consume handles at once (see
-	// Consume).
-	Slots chan struct{}
+	// Admit, when set, is called before each fetch: it blocks until the
+	// consumer may take one more message and returns what that message
+	// will hold (see Consume).
+	Admit func(ctx context.Context) (Hold, error)
 }
+
+// Hold is what one message handled by Consume holds while its handler runs
+// (a slot, an amount of capacity), from Consumer.Admit. Consume releases it
+// when no message came, or once the handler has returned.
+type Hold interface{ Release() }
 
 // Delivery is one message handed to a consumer's handler.
 type Delivery struct {
@@ -54,6 +60,10 @@ type Delivery struct {
 	// Last, from Follow, is true when no message of the consumer is left
 	// after this one.
 	Last bool
+	// Hold, from Consume with Consumer.Admit, is what the message holds
+	// while its handler runs; the handler may narrow it to what the
+	// message turns out to need.
+	Hold Hold
 	msg  jetstream.Msg
 }
 
@@ -99,11 +109,12 @@ var ErrLeave = errors.New("left unsettled")
 // settles the message (see Settle). A message that does not decode is
 // terminated and logged. With c.Existing the consumer is only opened
 // (someone else creates it; Consume waits while it is not there); else it
-// is created, or updated, from c. With c.Slots a message is fetched only
-// once a slot is free, and h runs on its own goroutine, holding the slot
-// until it returns: the slots bound the messages handled at once across
-// every Consume that shares them. Without, messages are handled one at a
-// time. A fetch that fails (the consumer lost with a node, deleted) opens
+// is created, or updated, from c. With c.Admit a message is fetched only
+// once Admit has returned (a slot, or enough capacity, is free), and h
+// runs on its own goroutine, the message holding what Admit returned
+// (Delivery.Hold) until h returns: what Admit hands out bounds the
+// messages handled at once across every Consume that shares it. Without,
+// messages are handled one at a time. A fetch that fails (the consumer lost with a node, deleted) opens
 // or creates the consumer again and goes on; Consume returns ctx's error,
 // or an error that asking again will not mend.
 func (b *Bus) Consume(ctx context.Context, c Consumer, h func(ctx context.Context, d *Delivery) error) error {
@@ -125,17 +136,20 @@ func (b *Bus) Consume(ctx context.Context, c Consumer, h func(ctx context.Contex
 				continue
 			}
 		}
-		if c.Slots != nil {
-			select {
-			case c.Slots <- struct{}{}:
-			case <-ctx.Done():
-				return ctx.Err()
+		var hold Hold
+		if c.Admit != nil {
+			var err error
+			if hold, err = c.Admit(ctx); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return fmt.Errorf("consume %s: admit: %w", c.Name, err)
 			}
 		}
 		d, err := next(ctx, cons, consumeWait)
 		if err != nil || d == nil {
-			if c.Slots != nil {
-				<-c.Slots
+			if hold != nil {
+				hold.Release()
 			}
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -150,18 +164,38 @@ func (b *Bus) Consume(ctx context.Context, c Consumer, h func(ctx context.Contex
 			}
 			continue
 		}
-		if c.Slots == nil {
+		if c.Admit == nil {
 			b.Settle(ctx, d, b.run(ctx, d, h))
 			continue
 		}
+		d.Hold = hold
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer func() { <-c.Slots }()
+			defer hold.Release()
 			b.Settle(ctx, d, b.run(ctx, d, h))
 		}()
 	}
 }
+
+// Slots returns an Admit that lets n messages be handled at once: each
+// holds one of n slots until its handler returns.
+func Slots(n int) func(ctx context.Context) (Hold, error) {
+	ch := make(chan struct{}, n)
+	return func(ctx context.Context) (Hold, error) {
+		select {
+		case ch <- struct{}{}:
+			return slot(ch), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// slot is one of the slots of Slots.
+type slot chan struct{}
+
+func (s slot) Release() { <-s }
 
 // consumeWait bounds one fetch of Consume.
 const consumeWait = 5 * time.Second

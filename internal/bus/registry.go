@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tunejet/tunejet/events"
 )
 
 // RunnerBucket is the KV bucket of live runners. Entries expire RunnerTTL
@@ -21,12 +23,39 @@ const RunnerTTL = 10 * time.Second
 
 // RunnerInfo is what a runner publishes about itself.
 type RunnerInfo struct {
-	Name     string        `json:"name"`
-	Hostname string        `json:"hostname"`
-	PID      int           `json:"pid"`
-	Slots    int           `json:"slots"`
-	Started  time.Time     `json:"started"`
-	Trials   []RunnerTrial `json:"trials"`
+	Name     string `json:"name"`
+	Hostname string `json:"hostname"`
+	PID      int    `json:"pid"`
+	// Slots is the runner's CPUs, whole, for readers from before
+	// Capacity.
+	Slots   int           `json:"slots"`
+	Started time.Time     `json:"started"`
+	Trials  []RunnerTrial `json:"trials"`
+	// Capacity is what the runner has in total: cpu, gpu, memory (bytes)
+	// and custom resources. Absent (an older runner): {"cpu": Slots}.
+	Capacity events.Resources `json:"capacity,omitempty"`
+	// GPUIDs are the device ids of its GPUs.
+	GPUIDs []string `json:"gpu_ids,omitempty"`
+}
+
+// Total is what the runner has: Capacity, or Slots CPUs for an entry
+// without it.
+func (r RunnerInfo) Total() events.Resources {
+	if len(r.Capacity) > 0 {
+		return r.Capacity
+	}
+	return events.Resources{events.ResourceCPU: float64(r.Slots)}
+}
+
+// Held is what its running attempts hold, summed.
+func (r RunnerInfo) Held() events.Resources {
+	out := events.Resources{}
+	for _, t := range r.Trials {
+		for k, v := range t.Shape() {
+			out[k] += v
+		}
+	}
+	return out
 }
 
 // RunnerTrial is a trial attempt a runner is running.
@@ -42,6 +71,19 @@ type RunnerTrial struct {
 	// (JetStream's NumDelivered): the last one allowed is left to the
 	// heartbeat timeout, whose expiry reports the work exhausted.
 	Delivery int `json:"delivery,omitempty"`
+	// Resources is what the attempt holds; absent (an older runner): one
+	// CPU.
+	Resources events.Resources `json:"resources,omitempty"`
+	// GPUIDs are the devices it was given.
+	GPUIDs []string `json:"gpu_ids,omitempty"`
+}
+
+// Shape is what the attempt holds: Resources, or one CPU.
+func (t RunnerTrial) Shape() events.Resources {
+	if len(t.Resources) == 0 {
+		return events.DefaultShape()
+	}
+	return t.Resources
 }
 
 // Runners opens (creating if needed) the runner registry.

@@ -329,3 +329,83 @@ func TestFollowGoesOnAfterALostConsumer(t *testing.T) {
 		t.Fatalf("after the consumer was lost: iteration %d, want 3", iteration(d.Event))
 	}
 }
+
+// countingHold is a hold of countingAdmit.
+type countingHold struct{ a *countingAdmit }
+
+func (h countingHold) Release() {
+	h.a.mu.Lock()
+	defer h.a.mu.Unlock()
+	h.a.held--
+	h.a.released++
+}
+
+// countingAdmit admits up to n messages at once and counts its holds.
+type countingAdmit struct {
+	slots                 func(context.Context) (bus.Hold, error)
+	mu                    sync.Mutex
+	held, released, most  int
+	handling, mostHandled int
+}
+
+func (a *countingAdmit) admit(ctx context.Context) (bus.Hold, error) {
+	s, err := a.slots(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.held++
+	a.most = max(a.most, a.held)
+	return multiHold{s, countingHold{a}}, nil
+}
+
+type multiHold []bus.Hold
+
+func (m multiHold) Release() {
+	for _, h := range m {
+		h.Release()
+	}
+}
+
+// TestConsumeAdmit: with Admit, two messages are handled at once, each
+// handler sees its hold, and every hold is released once its handler
+// returned.
+func TestConsumeAdmit(t *testing.T) {
+	b := bustest.Start(t).Bus("test")
+	for it := 1; it <= 4; it++ {
+		publish(t, b, report(b, "e1", it))
+	}
+	a := &countingAdmit{slots: bus.Slots(2)}
+	both := make(chan struct{})
+	var once sync.Once
+	var h handled
+	consume(t, b, bus.Consumer{Name: "c1", Filter: events.ExperimentSubjects("e1"), AckWait: time.Minute, Admit: a.admit}, func(_ context.Context, d *bus.Delivery) error {
+		if d.Hold == nil {
+			t.Error("a handler without its hold")
+		}
+		a.mu.Lock()
+		a.handling++
+		a.mostHandled = max(a.mostHandled, a.handling)
+		if a.handling == 2 {
+			once.Do(func() { close(both) })
+		}
+		a.mu.Unlock()
+		<-both // the first two wait for each other: two run at once
+		a.mu.Lock()
+		a.handling--
+		a.mu.Unlock()
+		h.add(iteration(d.Event), d.Num)
+		return nil
+	})
+	bustest.Eventually(t, 10*time.Second, "all four messages handled and their holds released", func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return h.count(1)+h.count(2)+h.count(3)+h.count(4) == 4 && a.released >= 4
+	})
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.most > 2 || a.mostHandled != 2 {
+		t.Fatalf("holds at once %d (want <= 2), handlers at once %d (want 2)", a.most, a.mostHandled)
+	}
+}

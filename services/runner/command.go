@@ -80,6 +80,9 @@ func (e *commandExecutor) Execute(ctx context.Context, s session.Session, config
 	if err != nil {
 		return err
 	}
+	if r, ok := session.ResourcesFrom(ctx); ok { // later entries win over the runner's own
+		cmd.Env = append(cmd.Env, resourceEnv(r)...)
+	}
 	defer closeFiles()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start trainable %q: %w", cmd.Path, err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/internal/session"
 )
 
 // register keeps this runner's entry in the registry alive until ctx ends,
@@ -26,7 +27,10 @@ func (s *Service) register(ctx context.Context) {
 	}
 	started := time.Now().UTC()
 	put := func(ctx context.Context) {
-		info := bus.RunnerInfo{Name: s.cfg.Name, Hostname: s.hostname, PID: os.Getpid(), Slots: s.cfg.Slots, Started: started, Trials: s.running()}
+		info := bus.RunnerInfo{
+			Name: s.cfg.Name, Hostname: s.hostname, PID: os.Getpid(), Slots: int(s.cfg.CPUs), Started: started, Trials: s.running(),
+			Capacity: s.pool.total, GPUIDs: s.cfg.GPUIDs,
+		}
 		if _, err := s.bus.PutRunnerInfo(ctx, info); err != nil && ctx.Err() == nil {
 			s.log.Warn().Err(err).Msg("renew registry entry")
 		}
@@ -53,8 +57,12 @@ func (s *Service) register(ctx context.Context) {
 // registry entry; the returned func takes it off.
 func (s *Service) track(a *attempt) func() {
 	key := a.exp + "/" + a.work.TrialID
+	t := bus.RunnerTrial{Experiment: a.exp, TrialID: a.work.TrialID, Attempt: a.num, Ack: a.msg.Reply(), Delivery: a.tries}
+	if r, ok := session.ResourcesFrom(a.ctx); ok {
+		t.Resources, t.GPUIDs = r.Amounts, r.GPUIDs
+	}
 	s.mu.Lock()
-	s.active[key] = bus.RunnerTrial{Experiment: a.exp, TrialID: a.work.TrialID, Attempt: a.num, Ack: a.msg.Reply(), Delivery: a.tries}
+	s.active[key] = t
 	s.mu.Unlock()
 	s.entryChanged()
 	return func() {

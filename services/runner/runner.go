@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
+	"strconv"
 	"sync"
 	"time"
 
@@ -25,8 +25,26 @@ type Config struct {
 	// Name identifies the runner in events and names its work directory.
 	// Default "<hostname>-<pid>-<4 hex>".
 	Name string
-	// Slots is how many trials run at once. Default runtime.NumCPU().
+	// CPUs is how many CPUs the runner's trials may hold at once (each
+	// holds its trainable.resources cpu, default 1). Default Slots, else
+	// runtime.NumCPU().
+	CPUs float64
+	// Slots is the former name of CPUs: a runner with n slots has n CPUs.
+	//
+	// Deprecated: use CPUs.
 	Slots int
+	// GPUs is how many GPUs the runner has, numbered 0..GPUs-1 unless
+	// GPUIDs names them; DetectGPUs finds them (FindGPUs). Default 0.
+	GPUs int
+	// GPUIDs are the device ids of the runner's GPUs, as
+	// CUDA_VISIBLE_DEVICES names them; when set, GPUs is their number.
+	GPUIDs []string
+	// Memory is the bytes of memory the runner's trials may hold at once;
+	// 0: trials that ask for memory do not fit.
+	Memory float64
+	// Resources are custom resources by name, and how much of each the
+	// runner has.
+	Resources map[string]float64
 	// WorkDir holds the local trial directories (the trainables' working
 	// directories). Default <tmp>/tunejet-runner/<Name>.
 	WorkDir string
@@ -49,9 +67,23 @@ func (c *Config) setDefaults() {
 		_, _ = rand.Read(b[:])
 		c.Name = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 	}
-	if c.Slots <= 0 {
-		c.Slots = runtime.NumCPU()
+	if c.CPUs <= 0 {
+		c.CPUs = float64(c.Slots)
+		if c.Slots <= 0 {
+			c.CPUs = numCPU()
+		}
 	}
+	if len(c.GPUIDs) == 0 {
+		switch {
+		case c.GPUs == DetectGPUs:
+			c.GPUIDs = FindGPUs(context.Background())
+		case c.GPUs > 0:
+			for i := range c.GPUs {
+				c.GPUIDs = append(c.GPUIDs, strconv.Itoa(i))
+			}
+		}
+	}
+	c.GPUs = len(c.GPUIDs)
 	if c.WorkDir == "" {
 		c.WorkDir = filepath.Join(os.TempDir(), "tunejet-runner", c.Name)
 	}
@@ -66,7 +98,7 @@ type Service struct {
 	cfg      Config
 	log      zerolog.Logger
 	hostname string
-	slots    chan struct{}
+	pool     *pool         // the capacity the running attempts hold
 	changed  chan struct{} // the running attempts changed: rewrite the registry entry
 
 	mu     sync.Mutex
@@ -82,7 +114,7 @@ func New(b *bus.Bus, cfg Config) *Service {
 	cfg.setDefaults()
 	host, _ := os.Hostname()
 	return &Service{
-		bus: b, cfg: cfg, hostname: host, slots: make(chan struct{}, cfg.Slots),
+		bus: b, cfg: cfg, hostname: host, pool: newPool(cfg.capacity(), cfg.GPUIDs),
 		log:   b.Log.With().Str("service", "runner").Str("runner", cfg.Name).Logger(),
 		pulls: map[string]context.CancelFunc{}, runs: map[string]int{}, stores: map[string]ckpt.Objects{},
 		active: map[string]bus.RunnerTrial{}, changed: make(chan struct{}, 1),
@@ -100,7 +132,7 @@ func (s *Service) Run(ctx context.Context) error {
 		return err
 	}
 	defer unregister()
-	s.log.Info().Int("slots", s.cfg.Slots).Msg("runner started")
+	s.log.Info().Str("capacity", s.pool.total.String()).Strs("gpu_ids", s.cfg.GPUIDs).Msg("runner started")
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.register(ctx) }()
 	filter := events.Prefix + ".*." + string(events.WriterController) + ".experiment.*"
@@ -141,11 +173,26 @@ func (s *Service) onExperiment(ctx context.Context, ev *events.Event) {
 	}
 }
 
-// pull runs the experiment's work, one piece per free slot, each attempt
-// settling its work by what it returns.
+// pull runs the experiment's work, a piece whenever the free capacity
+// holds whatever piece may come (see gate), each attempt holding its shape
+// of the capacity while it runs and settling its work by what it returns.
 func (s *Service) pull(ctx context.Context, exp string) {
-	c := bus.Consumer{Name: bus.WorkConsumerName(exp), Existing: true, Slots: s.slots}
-	err := s.bus.Consume(ctx, c, func(ctx context.Context, d *bus.Delivery) error { return s.runAttempt(ctx, exp, d) })
+	g := newGate(exp)
+	gctx, stop := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() { defer close(watched); s.watchGate(gctx, g) }()
+	defer func() { stop(); <-watched }()
+	c := bus.Consumer{Name: bus.WorkConsumerName(exp), Existing: true, Admit: s.admit(g)}
+	err := s.bus.Consume(ctx, c, func(ctx context.Context, d *bus.Delivery) error {
+		if work, ok := eventData[*events.TrialScheduled](d.Event, d.Malformed); ok {
+			h, err := s.fit(ctx, exp, d, work)
+			if err != nil {
+				return err
+			}
+			ctx = session.WithResources(ctx, h.resources())
+		}
+		return s.runAttempt(ctx, exp, d)
+	})
 	if err != nil && ctx.Err() == nil {
 		s.log.Error().Err(err).Str("experiment", exp).Msg("taking trial work stopped")
 	}
