@@ -38,6 +38,12 @@ type Consumer struct {
 	// consumer may take one more message and returns what that message
 	// will hold (see Consume).
 	Admit func(ctx context.Context) (Hold, error)
+	// NoWait makes each fetch return at once when no message is pending,
+	// instead of waiting for one to be published: a message is then one
+	// that was in the log when Admit returned, or very nearly. Consume
+	// releases the hold and calls Admit again, which should wait for a
+	// reason to fetch.
+	NoWait bool
 }
 
 // Hold is what one message handled by Consume holds while its handler runs
@@ -146,7 +152,11 @@ func (b *Bus) Consume(ctx context.Context, c Consumer, h func(ctx context.Contex
 				return fmt.Errorf("consume %s: admit: %w", c.Name, err)
 			}
 		}
-		d, err := next(ctx, cons, consumeWait)
+		fetch := next
+		if c.NoWait {
+			fetch = nextNoWait
+		}
+		d, err := fetch(ctx, cons, consumeWait)
 		if err != nil || d == nil {
 			if hold != nil {
 				hold.Release()
@@ -228,6 +238,11 @@ func next(ctx context.Context, cons jetstream.Consumer, wait time.Duration) (*De
 	if err != nil {
 		return nil, err
 	}
+	return delivery(m)
+}
+
+// delivery decodes a fetched message.
+func delivery(m jetstream.Msg) (*Delivery, error) {
 	md, err := m.Metadata()
 	if err != nil {
 		return nil, err
@@ -238,6 +253,33 @@ func next(ctx context.Context, cons jetstream.Consumer, wait time.Duration) (*De
 		d.Event.Seq = md.Sequence.Stream
 	}
 	return d, nil
+}
+
+// nextNoWait returns the message of cons pending now, or nil, with no
+// error, when none is.
+func nextNoWait(ctx context.Context, cons jetstream.Consumer, wait time.Duration) (*Delivery, error) {
+	batch, err := cons.FetchNoWait(1)
+	if err != nil {
+		return nil, err
+	}
+	var m jetstream.Msg
+	select {
+	case got, ok := <-batch.Messages():
+		if ok {
+			m = got
+		}
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(wait):
+		return nil, nil
+	}
+	if m == nil {
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
+			return nil, err
+		}
+		return nil, nil
+	}
+	return delivery(m)
 }
 
 // run runs h on d, a panic recovered; a message that does not decode is

@@ -255,3 +255,36 @@ func (b *Bus) WatchRunners(ctx context.Context) (<-chan RunnerUpdate, error) {
 	}()
 	return out, nil
 }
+
+// Unfit says why a trial of shape can run on none of the live runners of
+// totals ("needs gpu=2; the largest live runner has gpu=1"), or "" when
+// one of them holds it, or when there is none (runners may come later).
+func Unfit(shape events.Resources, totals []events.Resources) string {
+	if len(totals) == 0 {
+		return ""
+	}
+	for _, t := range totals {
+		if shape.FitsIn(t) {
+			return ""
+		}
+	}
+	for _, name := range shape.Names() {
+		most := events.Resources{}
+		for _, t := range totals {
+			most[name] = max(most[name], t[name])
+		}
+		if shape[name] > most[name]+1e-9 {
+			return fmt.Sprintf("needs %s=%s; the largest live runner has %s=%s", name, shape.Amount(name), name, most.Amount(name))
+		}
+	}
+	return fmt.Sprintf("needs %s; no live runner has all of it at once", shape)
+}
+
+// Totals are the capacities of runners.
+func Totals(runners []RunnerInfo) []events.Resources {
+	out := make([]events.Resources, len(runners))
+	for i, r := range runners {
+		out[i] = r.Total()
+	}
+	return out
+}

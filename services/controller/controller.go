@@ -47,6 +47,7 @@ type Service struct {
 	log zerolog.Logger
 
 	loops bus.Loops // one reconcile loop per followed experiment
+	live  liveRunners
 }
 
 // New returns a controller on b.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/tpe"
@@ -33,6 +34,12 @@ type Inputs struct {
 	// (search_alg external), which the reconciler asked for; without it
 	// Decide creates no trial.
 	Suggestion *Suggestion
+	// Runners are the total capacities of the live runners. A trial whose
+	// shape fits none of them is created but not scheduled: it stays
+	// PENDING (Unfit says why) until a runner that holds it registers.
+	// Empty: no runner is registered, and trials are scheduled for the
+	// runners that will come.
+	Runners []events.Resources
 }
 
 // Suggestion is the config an external searcher suggested for the trial
@@ -163,7 +170,7 @@ func searchDone(st *state.Experiment) bool {
 // room and the search has trials left.
 func createActions(st *state.Experiment, in Inputs) []Action {
 	limit := windowLimit(st, in)
-	acts, inFlight := rescheduleActions(st, st.InFlight(), limit)
+	acts, inFlight := rescheduleActions(st, in, st.InFlight(), limit)
 	var search *searcher
 	for i := st.NextIndex; inFlight < limit && (st.NumTrials < 0 || i < st.NumTrials); i++ {
 		if search == nil {
@@ -201,15 +208,17 @@ func wantsTrial(st *state.Experiment, in Inputs) bool {
 		return false
 	}
 	limit := windowLimit(st, in)
-	_, inFlight := rescheduleActions(st, st.InFlight(), limit)
+	_, inFlight := rescheduleActions(st, in, st.InFlight(), limit)
 	return inFlight < limit
 }
 
-// rescheduleActions gives preempted, resumed and paused trials a new work message
-// (a fresh delivery budget, attempts counting on from the last one) while
-// the window has room, or ends them ERROR when counted preemptions have
-// used up max_failures.
-func rescheduleActions(st *state.Experiment, inFlight, limit int) ([]Action, int) {
+// rescheduleActions gives preempted, resumed and paused trials, and
+// trials that waited for a runner big enough, a new work message (a fresh
+// delivery budget, attempts counting on from the last one) while the
+// window has room, or ends them ERROR when counted preemptions have used
+// up max_failures or their resources are invalid. A trial no live runner
+// holds stays waiting, in the window.
+func rescheduleActions(st *state.Experiment, in Inputs, inFlight, limit int) ([]Action, int) {
 	var acts []Action
 	fc := st.Spec.RunConfig.FailureConfig
 	for _, t := range st.NeedingSchedule(limit - inFlight) {
@@ -218,14 +227,51 @@ func rescheduleActions(st *state.Experiment, inFlight, limit int) ([]Action, int
 				TrialID: t.ID, Status: events.StatusError, Reason: "max_failures"}})
 			continue
 		}
+		config := t.Config
+		if x := t.Exploit; x != nil {
+			config = x.Config
+		}
+		shape, err := st.Spec.Trainable.Shape(config)
+		if err != nil {
+			acts = append(acts, invalidResources(st, t.ID, err))
+			continue
+		}
+		inFlight++
+		if bus.Unfit(shape, in.Runners) != "" {
+			continue // PENDING until a runner that holds it registers
+		}
 		work := schedule(st, t.ID, t.Name, t.DirName, t.Config, t.Attempt)
 		if x := t.Exploit; x != nil {
 			work.Config, work.Exploit = x.Config, &x.Exploit
 		}
+		work.Resources = shape
 		acts = append(acts, Action{ID: actionID(st, ".", t.ID, ".scheduled.", t.Attempt), Payload: work})
-		inFlight++
 	}
 	return acts, inFlight
+}
+
+// invalidResources ends a trial whose config gives its resources a value
+// that is not an amount (a sampled GPU count of 1.5).
+func invalidResources(st *state.Experiment, id string, err error) Action {
+	return Action{ID: actionID(st, ".", id, ".invalid-resources"), Payload: &events.TrialCompleted{
+		TrialID: id, Status: events.StatusError, Reason: "invalid resources: " + err.Error()}}
+}
+
+// Unfit says why trial t, PENDING, waits for a runner: its shape fits none
+// of the live runners of totals; "" if it does not wait for one.
+func Unfit(spec *events.ExperimentSpec, t *state.Trial, totals []events.Resources) string {
+	if spec == nil || t.Status != events.StatusPending {
+		return ""
+	}
+	config := t.Config
+	if x := t.Exploit; x != nil {
+		config = x.Config
+	}
+	shape, err := spec.Trainable.Shape(config)
+	if err != nil {
+		return ""
+	}
+	return bus.Unfit(shape, totals)
 }
 
 // trialActions creates and schedules trial index, or returns nil when its
@@ -238,13 +284,22 @@ func trialActions(st *state.Experiment, in Inputs, s *searcher, index int) []Act
 	id := search.TrialID(st.TrialIDPrefix, index)
 	name := st.Spec.Trainable.Name + "_" + id
 	dir := search.TrialDirName(name, tag, in.Now)
-	return []Action{
+	acts := []Action{
 		{ID: actionID(st, ".", id, ".created"), Payload: &events.TrialCreated{
 			TrialID: id, Index: index, TrialName: name, ExperimentTag: tag, DirName: dir, Config: config,
 			SearcherSeq: seq,
 		}},
-		{ID: actionID(st, ".", id, ".scheduled"), Payload: schedule(st, id, name, dir, config, 0)},
 	}
+	shape, err := st.Spec.Trainable.Shape(config)
+	switch {
+	case err != nil:
+		return append(acts, invalidResources(st, id, err))
+	case bus.Unfit(shape, in.Runners) != "":
+		return acts // PENDING until a runner that holds it registers
+	}
+	work := schedule(st, id, name, dir, config, 0)
+	work.Resources = shape
+	return append(acts, Action{ID: actionID(st, ".", id, ".scheduled"), Payload: work})
 }
 
 // schedule is the work message of a trial.

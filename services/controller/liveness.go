@@ -43,6 +43,7 @@ type livenessWatcher struct {
 	runners    map[string]*watchedRunner
 	handled    map[string]time.Time // ack subjects already decided on, and when
 	reconnects uint64
+	live       *liveRunners // what the reconcilers read of the registry
 }
 
 // watchedRunner is one registry entry and what the watch learned of it.
@@ -60,7 +61,7 @@ type watchedRunner struct {
 func newLivenessWatcher(s *Service) *livenessWatcher {
 	return &livenessWatcher{
 		bus: s.bus, log: s.log.With().Str("part", "liveness").Logger(), every: livenessEvery, grace: livenessGrace,
-		runners: map[string]*watchedRunner{}, handled: map[string]time.Time{},
+		runners: map[string]*watchedRunner{}, handled: map[string]time.Time{}, live: &s.live,
 	}
 }
 
@@ -99,8 +100,10 @@ func (w *livenessWatcher) follow(ctx context.Context, updates <-chan bus.RunnerU
 				return ctx.Err()
 			}
 			w.update(u)
+			w.live.set(w.runners)
 		case <-tick:
 			w.poll(ctx)
+			w.live.set(w.runners)
 		case <-ctx.Done():
 			return ctx.Err()
 		}

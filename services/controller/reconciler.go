@@ -44,6 +44,8 @@ type reconciler struct {
 	lease      *bus.Lease
 	nextTry    time.Time
 	lastCtlSeq uint64
+
+	unfitTold map[string]string // trial → why it waits for a runner, as last logged
 }
 
 func newReconciler(s *Service, exp string) *reconciler {
@@ -234,6 +236,7 @@ func (r *reconciler) reconcile(ctx context.Context) {
 	in := Inputs{
 		Now: time.Now(), Space: r.space, NewSeed: randomSeed(), NewPrefix: randomPrefix(),
 		StoragePath: r.storagePath(), MaxPending: r.s.cfg.MaxPending, Searcher: r.searcher,
+		Runners: r.s.live.totals(),
 	}
 	if r.external != nil {
 		// The I/O Decide must not do: the searcher's config of the next
@@ -241,6 +244,7 @@ func (r *reconciler) reconcile(ctx context.Context) {
 		in.Suggestion = r.external.suggestion(ctx, r.st, wantsTrial(r.st, in))
 	}
 	acts := Decide(r.st, in)
+	r.warnUnfit(in.Runners)
 	for _, a := range acts {
 		if _, ok := a.Payload.(*events.ExperimentStarted); ok && !r.ensureWork(ctx) {
 			return

@@ -230,6 +230,23 @@ type hold struct {
 	mu   sync.Mutex
 	g    *grant
 	done bool
+	used bool // a message came for it
+}
+
+// take marks the hold as a message's.
+func (h *hold) take() {
+	h.mu.Lock()
+	h.used = true
+	h.mu.Unlock()
+}
+
+// missed reports whether the hold was released with no message taken:
+// the fetch it was for found none. (Consume releases such a hold before
+// it asks for the next.)
+func (h *hold) missed() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.done && !h.used
 }
 
 // Release gives the hold back, once.

@@ -39,6 +39,8 @@ func (g *gate) filters() []string {
 		events.TypeSubjects(g.exp, events.WriterController, events.TypeTrialScheduled),
 		events.TypeSubjects(g.exp, "*", events.TypeTrialCompleted),
 		events.TypeSubjects(g.exp, "*", events.TypeTrialPaused),
+		// A failed attempt's work comes again after its backoff: wake.
+		events.TypeSubjects(g.exp, "*", events.TypeTrialFailed),
 	}
 }
 
@@ -118,7 +120,23 @@ func (s *Service) watchGate(ctx context.Context, g *gate) {
 // when idle takes none of the experiment's work, and says why once.
 func (s *Service) admit(g *gate) func(ctx context.Context) (bus.Hold, error) {
 	var told string
+	var last *hold
 	return func(ctx context.Context) (bus.Hold, error) {
+		if last != nil && last.missed() {
+			// The last fetch found nothing pending: wait for new work, or
+			// poll again for work handed out again (a retry's backoff, a
+			// lost runner's heartbeat timeout), which no event announces.
+			_, gateChanged := g.largest()
+			t := time.NewTimer(idlePoll)
+			select {
+			case <-gateChanged:
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			}
+			t.Stop()
+		}
 		for {
 			if err := g.caughtUp(ctx, s.bus); err != nil {
 				if ctx.Err() != nil {
@@ -148,7 +166,8 @@ func (s *Service) admit(g *gate) func(ctx context.Context) (bus.Hold, error) {
 			told = ""
 			freed := s.pool.changed()
 			if gr, ok := s.pool.take(shape); ok {
-				return &hold{p: s.pool, g: gr}, nil
+				last = &hold{p: s.pool, g: gr}
+				return last, nil
 			}
 			select {
 			case <-freed:
@@ -160,6 +179,10 @@ func (s *Service) admit(g *gate) func(ctx context.Context) (bus.Hold, error) {
 	}
 }
 
+// idlePoll is how often a runner with free capacity looks for work handed
+// out again when no new work is announced.
+const idlePoll = time.Second
+
 // fit makes the delivery's hold the shape of its work. The gate held the
 // largest shape of the experiment's work, so the work fits in it, unless
 // it was scheduled after the gate last read: then it waits, heartbeating,
@@ -170,6 +193,7 @@ func (s *Service) fit(ctx context.Context, exp string, d *bus.Delivery, work *ev
 	if !ok {
 		return nil, fmt.Errorf("trial work without a hold of the runner's capacity")
 	}
+	h.take()
 	shape := work.Shape()
 	if short := s.pool.fitsTotal(shape); short != "" {
 		s.log.Error().Str("experiment", exp).Str("trial", work.TrialID).Str("needs", shape.String()).

@@ -182,7 +182,7 @@ func (s *Service) pull(ctx context.Context, exp string) {
 	watched := make(chan struct{})
 	go func() { defer close(watched); s.watchGate(gctx, g) }()
 	defer func() { stop(); <-watched }()
-	c := bus.Consumer{Name: bus.WorkConsumerName(exp), Existing: true, Admit: s.admit(g)}
+	c := bus.Consumer{Name: bus.WorkConsumerName(exp), Existing: true, Admit: s.admit(g), NoWait: true}
 	err := s.bus.Consume(ctx, c, func(ctx context.Context, d *bus.Delivery) error {
 		if work, ok := eventData[*events.TrialScheduled](d.Event, d.Malformed); ok {
 			h, err := s.fit(ctx, exp, d, work)
