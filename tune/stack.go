@@ -22,8 +22,13 @@ import (
 type StackConfig struct {
 	// StoreDir holds JetStream's data. Default ~/.tunejet/jetstream.
 	StoreDir string
-	// Slots is the runner's slots. Default: CPUs.
+	// Slots is the runner's CPUs when Capacity sets none.
+	//
+	// Deprecated: use Capacity.CPUs.
 	Slots int
+	// Capacity is what the runner has: CPUs (default Slots, else the
+	// number of CPUs), GPUs, memory and custom resources.
+	Capacity RunnerCapacity
 	// Trainables are the Go trainables the runner can run.
 	Trainables map[string]Trainable
 	// Log receives the services' logs.
@@ -100,7 +105,10 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	s.stopFront, s.stopSync, s.frontCtx = stopFront, stopSync, frontCtx
 	s.workers = func() {
 		s.start(frontCtx, &s.front, "controller", controller.New(buses["controller"], controller.Config{InterruptOnShutdown: true}).Run)
-		s.start(frontCtx, &s.front, "runner", runner.New(buses["runner"], runner.Config{Slots: cfg.Slots, Trainables: fns}).Run)
+		s.start(frontCtx, &s.front, "runner", runner.New(buses["runner"], runner.Config{
+			Slots: cfg.Slots, CPUs: cfg.Capacity.CPUs, GPUs: cfg.Capacity.GPUs, GPUIDs: cfg.Capacity.GPUIDs,
+			Memory: cfg.Capacity.Memory, Resources: cfg.Capacity.Custom, Trainables: fns,
+		}).Run)
 	}
 	if !cfg.Hold {
 		s.StartWorkers()

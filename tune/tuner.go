@@ -65,6 +65,7 @@ type Tuner struct {
 	nats     *NATSOptions
 	storeDir string
 	slots    int
+	capacity RunnerCapacity
 	log      zerolog.Logger
 	progress io.Writer
 	verbose  int
@@ -162,7 +163,10 @@ func WithStoreDir(dir string) Option {
 	return func(t *Tuner) error { t.storeDir = dir; return nil }
 }
 
-// WithRunnerSlots sets the embedded runner's slots. Default: CPUs.
+// WithRunnerSlots sets the embedded runner's CPUs (its former slots).
+// Default: the number of CPUs.
+//
+// Deprecated: use WithRunnerCapacity.
 func WithRunnerSlots(n int) Option {
 	return func(t *Tuner) error {
 		if n < 0 {
