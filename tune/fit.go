@@ -279,6 +279,7 @@ func (t *Tuner) watchFrom(ctx context.Context, b *bus.Bus, name string, from uin
 	var table *statusTable
 	if t.progress != nil {
 		table = newStatusTable(t.progress, t.verbose)
+		table.registry = b
 		stop := table.run(wctx, func(f func(*state.Experiment)) { mu.Lock(); defer mu.Unlock(); f(st) })
 		defer stop()
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/search"
+	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/state"
 )
 
@@ -43,6 +44,13 @@ type statusTable struct {
 
 	spec   *events.ExperimentSpec // the spec params was read from
 	params []string               // the varying hyperparameters' keys
+
+	// registry, when set, is read for the live runners' capacities: the
+	// table says why a trial no runner can hold stays PENDING.
+	registry    *bus.Bus
+	runnersRead time.Time
+	mu          sync.Mutex
+	totals      []events.Resources
 }
 
 func newStatusTable(w io.Writer, verbose int) *statusTable {
@@ -71,6 +79,7 @@ func (t *statusTable) run(ctx context.Context, with func(func(*state.Experiment)
 		for {
 			select {
 			case <-tick.C:
+				t.refreshRunners(ctx)
 				with(t.draw)
 			case <-ctx.Done():
 				return
@@ -85,6 +94,9 @@ func (t *statusTable) draw(st *state.Experiment) {
 		t.spec, t.params = st.Spec, paramColumns(st.Spec)
 	}
 	text := render(st, time.Since(t.started), t.verbose, t.params)
+	if t.verbose > VerboseSilent {
+		text += t.waiting(st)
+	}
 	if text == t.lastText {
 		return
 	}

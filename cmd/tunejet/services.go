@@ -20,15 +20,19 @@ import (
 
 // serviceCmds are the commands that run one service against a deployment.
 func serviceCmds() []*cobra.Command {
-	var slots int
+	var capacity capacityFlags
 	var name, workDir, storagePath string
 	var countPreemption bool
 	runnerCmd := serviceCmd("runner", "Run trials pulled from every running experiment", func(ctx context.Context, b *bus.Bus) error {
-		return runner.New(b, runner.Config{Name: name, Slots: slots, WorkDir: workDir, CountPreemption: countPreemption}).Run(ctx)
+		cfg := runner.Config{Name: name, WorkDir: workDir, CountPreemption: countPreemption}
+		if err := capacity.config(&cfg); err != nil {
+			return err
+		}
+		return runner.New(b, cfg).Run(ctx)
 	})
 	runnerCmd.Flags().BoolVar(&countPreemption, "count-preemption", os.Getenv("TUNEJET_COUNT_PREEMPTION_AS_FAILURE") == "1",
 		"count trials handed back on SIGTERM against max_failures (env TUNEJET_COUNT_PREEMPTION_AS_FAILURE=1)")
-	runnerCmd.Flags().IntVar(&slots, "slots", 0, "trials to run at once (default: number of CPUs)")
+	capacity.add(runnerCmd.Flags())
 	runnerCmd.Flags().StringVar(&name, "name", "", "runner name (default: <hostname>-<pid>)")
 	runnerCmd.Flags().StringVar(&workDir, "work-dir", "", "local trial directories (default: <tmp>/tunejet-runner/<name>)")
 

@@ -15,6 +15,7 @@ import (
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/restore"
 	"github.com/tunejet/tunejet/internal/state"
+	"github.com/tunejet/tunejet/services/controller"
 	"github.com/tunejet/tunejet/tune"
 )
 
@@ -62,8 +63,20 @@ func printStatus(ctx context.Context, b *bus.Bus, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var runners []bus.RunnerInfo
+	kv, ok, err := b.ExistingRunners(ctx)
+	if err != nil {
+		return err
+	}
+	if ok {
+		if runners, err = bus.ListRunners(ctx, kv); err != nil {
+			return err
+		}
+	}
+	totals := bus.Totals(runners)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "EXPERIMENT\tSTATUS\tTRIALS")
+	var waiting []string
 	for _, name := range names {
 		st, load := state.New(name), restore.Loader(b, name)
 		var ferr error
@@ -76,27 +89,42 @@ func printStatus(ctx context.Context, b *bus.Bus, w io.Writer) error {
 			return fmt.Errorf("status of %s: %w", name, err)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", name, st.Status, tune.TrialCounts(st.Counts()))
+		if st.Status == state.ExperimentRunning {
+			for _, t := range st.TrialList() {
+				if why := controller.Unfit(st.Spec, t, totals); why != "" {
+					waiting = append(waiting, fmt.Sprintf("%s/%s PENDING: %s", name, t.ID, why))
+				}
+			}
+		}
 	}
 	tw.Flush()
-	var runners []bus.RunnerInfo
-	kv, ok, err := b.ExistingRunners(ctx)
-	if err != nil {
-		return err
-	}
-	if ok {
-		if runners, err = bus.ListRunners(ctx, kv); err != nil {
-			return err
-		}
+	for _, line := range waiting {
+		fmt.Fprintln(w, line)
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUNNER\tHOST\tSLOTS\tTRIALS")
+	fmt.Fprintln(tw, "RUNNER\tHOST\tHELD/CAPACITY\tTRIALS")
 	for _, r := range runners {
 		var trials []string
 		for _, t := range r.Trials {
-			trials = append(trials, fmt.Sprintf("%s/%s#%d", t.Experiment, t.TrialID, t.Attempt))
+			held := t.Shape().String()
+			if len(t.GPUIDs) > 0 {
+				held += " on " + strings.Join(t.GPUIDs, ",")
+			}
+			trials = append(trials, fmt.Sprintf("%s/%s#%d(%s)", t.Experiment, t.TrialID, t.Attempt, held))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\n", r.Name, r.Hostname, len(r.Trials), r.Slots, strings.Join(trials, " "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.Hostname, heldOf(r), strings.Join(trials, " "))
 	}
 	return tw.Flush()
+}
+
+// heldOf is "cpu 2/4 gpu 0.5/1": what a runner's attempts hold of each
+// resource it has.
+func heldOf(r bus.RunnerInfo) string {
+	total, held := r.Total(), r.Held()
+	parts := make([]string, 0, len(total))
+	for _, name := range total.Names() {
+		parts = append(parts, fmt.Sprintf("%s %s/%s", name, held.Amount(name), total.Amount(name)))
+	}
+	return strings.Join(parts, " ")
 }
