@@ -24,21 +24,29 @@ func newDashboardCmd() *cobra.Command {
 		logs           logFlags
 		storeDir, addr string
 		token          string
+		storagePath    string
+		allowActions   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "dashboard",
 		Short: "Serve a live web dashboard of the experiments in the event log",
 		Long: `Serve a web page that shows every experiment the event log holds and, for
-one experiment, its trials and their learning curves, updated live as the
-trials report. It reads the log of a deployment (--nats), else the embedded
+one experiment, its trials (sortable, filterable), their learning curves
+updated live as the trials report, a parallel-coordinates plot of config
+against metric, each trial's timeline, error.txt and checkpoints, and the
+live runners. It reads the log of a deployment (--nats), else the embedded
 store (--store-dir). The embedded store is locked while tunejet run runs on
 it: open the dashboard of such a run with tunejet run --dashboard.
 
-The dashboard is read-only. It listens on 127.0.0.1:8265 by default; to
-listen on any other interface it needs a token (--token or
-TUNEJET_DASHBOARD_TOKEN), which visitors then present once as
-http://HOST:PORT/?token=TOKEN (or as Authorization: Bearer TOKEN). The NATS
-token flag is --nats-token here.`,
+With --storage PATH it reads one finished or interrupted experiment from
+its files alone instead: PATH is <storage_path>/<name>, a directory or a
+storage URL (file://, s3://, gs://, azblob://), what tunejet results takes.
+
+The dashboard is read-only unless --allow-actions lets visitors stop an
+experiment. It listens on 127.0.0.1:8265 by default; to listen on any
+other interface it needs a token (--token or TUNEJET_DASHBOARD_TOKEN),
+which visitors then present once as http://HOST:PORT/?token=TOKEN (or as
+Authorization: Bearer TOKEN). The NATS token flag is --nats-token here.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -48,6 +56,22 @@ token flag is --nats-token here.`,
 			}
 			if err := dashboard.CheckAddr(addr, token); err != nil {
 				return err
+			}
+			cfg := dashboard.Config{Token: token, AllowActions: allowActions, Log: log}
+			if storagePath != "" {
+				if conn.o.URL != "" {
+					return errors.New("give --storage or --nats, not both: --storage reads an experiment's files alone")
+				}
+				srv, err := dashboard.NewStorage(ctx, storagePath, cfg)
+				if err != nil {
+					return err
+				}
+				ln, err := dashboard.Listen(ctx, addr, token)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "Dashboard: %s\n", dashboard.URL(ln))
+				return srv.Serve(ctx, ln)
 			}
 			b, closeFn, err := dashboardBus(ctx, conn, storeDir, log)
 			if err != nil {
@@ -59,7 +83,7 @@ token flag is --nats-token here.`,
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "Dashboard: %s\n", dashboard.URL(ln))
-			return dashboard.New(ctx, b, dashboard.Config{Token: token, Log: log}).Serve(ctx, ln)
+			return dashboard.New(ctx, b, cfg).Serve(ctx, ln)
 		},
 	}
 	addConnFlagsWithoutToken(cmd.Flags(), &conn)
@@ -67,6 +91,8 @@ token flag is --nats-token here.`,
 	cmd.Flags().StringVar(&storeDir, "store-dir", bus.DefaultStoreDir(), "embedded nats-server's JetStream store, read when --nats is not given")
 	cmd.Flags().StringVar(&addr, "addr", dashboard.DefaultAddr, "address to listen on; anything but loopback needs --token")
 	cmd.Flags().StringVar(&token, "token", os.Getenv(dashboard.TokenEnv), "token every visitor must present (env "+dashboard.TokenEnv+")")
+	cmd.Flags().StringVar(&storagePath, "storage", "", "read one experiment from its storage directory or URL (<storage_path>/<name>) instead of the log")
+	cmd.Flags().BoolVar(&allowActions, "allow-actions", false, "let visitors stop experiments from the page")
 	return cmd
 }
 
@@ -99,13 +125,15 @@ func dashboardBus(ctx context.Context, conn connFlags, storeDir string, log zero
 // runDashboard is tunejet run's --dashboard: the dashboard served by the
 // process that runs the experiment.
 type runDashboard struct {
-	addr, token string
+	addr, token  string
+	allowActions bool
 }
 
 func (d *runDashboard) add(fs *pflag.FlagSet) {
 	fs.StringVar(&d.addr, "dashboard", "", "serve the live dashboard while the experiment runs, on this address ("+dashboard.DefaultAddr+" when given without one)")
 	fs.Lookup("dashboard").NoOptDefVal = dashboard.DefaultAddr
 	fs.StringVar(&d.token, "dashboard-token", os.Getenv(dashboard.TokenEnv), "token the dashboard's visitors must present; needed off loopback (env "+dashboard.TokenEnv+")")
+	fs.BoolVar(&d.allowActions, "dashboard-allow-actions", false, "let the dashboard's visitors stop the experiment from the page")
 }
 
 // start serves the dashboard when --dashboard asks for it, printing its
@@ -168,7 +196,7 @@ func (d *runDashboard) start(ctx context.Context, sf *stackFlags, opts []tune.Op
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	served := make(chan struct{})
-	srv := dashboard.New(sctx, b, dashboard.Config{Token: d.token, Log: log})
+	srv := dashboard.New(sctx, b, dashboard.Config{Token: d.token, AllowActions: d.allowActions, Log: log})
 	go func() {
 		defer close(served)
 		if err := srv.Serve(sctx, ln); err != nil {

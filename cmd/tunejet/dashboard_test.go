@@ -207,3 +207,30 @@ func TestRunDashboardFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestDashboardOfAStoragePath: tunejet dashboard --storage serves a
+// finished experiment from its files alone.
+func TestDashboardOfAStoragePath(t *testing.T) {
+	storagePath := t.TempDir()
+	tuner, err := tune.NewTuner(tune.Command{"/bin/sh", "-c", "exit 0"}, tune.WithName("dash_files"),
+		tune.WithRunConfig(tune.RunConfig{StoragePath: storagePath}), tune.WithStoreDir(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tuner.Fit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	url := startDashboardCmd(t, "--storage", storagePath+"/dash_files", "--allow-actions")
+	if names := experimentNames(t, url); len(names) != 1 || names[0] != "dash_files COMPLETED" {
+		t.Errorf("the storage path's dashboard shows %v, want dash_files COMPLETED", names)
+	}
+
+	err = runDashboardCmd(t, "--addr", "127.0.0.1:0", "--storage", storagePath+"/none")
+	if err == nil || !strings.Contains(err.Error(), "none") {
+		t.Errorf("dashboard of a missing storage path: %v; want it to name the path", err)
+	}
+	err = runDashboardCmd(t, "--addr", "127.0.0.1:0", "--storage", storagePath+"/dash_files", "--nats", "nats://127.0.0.1:1")
+	if err == nil || !strings.Contains(err.Error(), "not both") {
+		t.Errorf("dashboard with --storage and --nats: %v; want it refused", err)
+	}
+}

@@ -3,16 +3,23 @@ package dashboard_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/tunejet/tunejet/internal/bus/bustest"
+	"github.com/tunejet/tunejet/internal/dashboard"
+	"github.com/tunejet/tunejet/tune"
 )
 
 // browserWait bounds each wait for the page to show something.
@@ -123,12 +130,172 @@ func TestBrowserShowsTrialsAndLiveCurves(t *testing.T) {
 	waitFor(t, ctx, "the trial's second point, in the same page",
 		`window.notReloaded === true && document.querySelector('polyline[data-trial="`+ids[xs[0]]+`"]')?.dataset.n === "2"`)
 	waitFor(t, ctx, "the trial's row at iteration 2",
-		`document.querySelector('#trial-`+ids[xs[0]]+` td:nth-child(5)')?.textContent === "2"`)
+		`document.querySelector('#trial-`+ids[xs[0]]+` td[data-col="iter"]')?.textContent === "2"`)
 	other, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('polyline[data-trial="`+ids[xs[1]]+`"]').dataset.n`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if other != "1" {
 		t.Errorf("the other trial's curve has %s points, want 1: it did not report", other)
+	}
+}
+
+// evaluate runs JavaScript in the page and returns its value.
+func evaluate[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+func navigate(t *testing.T, ctx context.Context, url string) {
+	t.Helper()
+	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+		t.Fatalf("open %s: %v", url, err)
+	}
+}
+
+// typeFilter sets the filter box as a visitor would.
+func typeFilter(t *testing.T, ctx context.Context, text string) {
+	t.Helper()
+	evaluate[chromedp.Void](t, ctx, `(() => { const f = document.getElementById("filter"); f.value = `+jsString(text)+`; f.dispatchEvent(new Event("input")); })()`)
+}
+
+func selectStatus(t *testing.T, ctx context.Context, status string) {
+	t.Helper()
+	evaluate[chromedp.Void](t, ctx, `(() => { const s = document.getElementById("status-filter"); s.value = `+jsString(status)+`; s.dispatchEvent(new Event("change")); })()`)
+}
+
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// shownTrials are the ids of the trials table's rows, sorted.
+func shownTrials(t *testing.T, ctx context.Context) []string {
+	t.Helper()
+	ids := evaluate[[]string](t, ctx, `[...document.querySelectorAll("#trials-table tbody tr")].map((r) => r.dataset.trial)`)
+	slices.Sort(ids)
+	return ids
+}
+
+// trialsWhere are the ids of e's trials that keep says to keep, sorted.
+func trialsWhere(e *finished, keep func(r tune.Result) bool) []string {
+	var ids []string
+	for _, r := range e.results.Results() {
+		if keep(r) {
+			ids = append(ids, r.TrialID)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// TestBrowserStoragePathShowsTheResults opens the page of a storage path
+// alone: every trial's final numbers are those tunejet results reads, the
+// parallel-coordinates plot has a line per finished trial, filters show
+// exactly the right rows, and a failed trial shows its error.txt and its
+// checkpoints to download.
+func TestBrowserStoragePathShowsTheResults(t *testing.T) {
+	e := runFinished(t)
+	url := storageDashboard(t, e, dashboard.Config{})
+	ctx := browser(t)
+	navigate(t, ctx, url+"/experiments/"+e.name)
+	n := e.results.Len()
+	waitFor(t, ctx, "a row per trial", fmt.Sprintf(`document.querySelectorAll("#trials-table tbody tr").length === %d`, n))
+
+	type shown struct {
+		ID, Status, Last, Iter, Failures string
+	}
+	rows := evaluate[[]shown](t, ctx, `[...document.querySelectorAll("#trials-table tbody tr")].map((r) => ({
+		ID: r.dataset.trial, Status: r.querySelector('[data-col="status"]').textContent,
+		Last: r.querySelector('[data-col="last"]').textContent, Iter: r.querySelector('[data-col="iter"]').textContent,
+		Failures: r.querySelector('[data-col="failures"]').textContent}))`)
+	byID := map[string]shown{}
+	for _, r := range rows {
+		byID[r.ID] = r
+	}
+	for _, r := range e.results.Results() {
+		got, ok := byID[r.TrialID]
+		if !ok {
+			t.Errorf("no row of trial %s", r.TrialID)
+			continue
+		}
+		last, err := strconv.ParseFloat(got.Last, 64)
+		loss := floatOf(r.Metrics["loss"])
+		if err != nil || math.Abs(last-loss) > 1e-4*math.Abs(loss) || got.Status != r.Status ||
+			got.Iter != fmt.Sprint(r.Metrics["training_iteration"]) || got.Failures != strconv.Itoa(r.NumFailures) {
+			t.Errorf("trial %s shows %+v; tunejet results: %s, loss %v, iteration %v, %d failures",
+				r.TrialID, got, r.Status, loss, r.Metrics["training_iteration"], r.NumFailures)
+		}
+	}
+	if s := evaluate[string](t, ctx, `document.getElementById("summary").textContent`); !strings.Contains(s, "COMPLETED") || !strings.Contains(s, "read from its files") {
+		t.Errorf("summary %q; want COMPLETED, read from its files", s)
+	}
+	if live := evaluate[bool](t, ctx, `document.getElementById("live").hidden`); !live {
+		t.Error("a page of files says it follows the log")
+	}
+
+	// A line per finished trial.
+	finishedTrials := len(trialsWhere(e, func(r tune.Result) bool { return r.Status == "TERMINATED" || r.Status == "ERROR" }))
+	waitFor(t, ctx, "a line per finished trial", fmt.Sprintf(`document.querySelectorAll("#parcoords polyline").length === %d`, finishedTrials))
+
+	// Filters.
+	typeFilter(t, ctx, "x>=3 opt=adam")
+	if got, want := shownTrials(t, ctx), trialsWhere(e, func(r tune.Result) bool { return floatOf(r.Config["x"]) >= 3 && r.Config["opt"] == "adam" }); !slices.Equal(got, want) {
+		t.Errorf("filter x>=3 opt=adam shows %v, want %v", got, want)
+	}
+	typeFilter(t, ctx, "loss<0.9")
+	if got, want := shownTrials(t, ctx), trialsWhere(e, func(r tune.Result) bool { return floatOf(r.Metrics["loss"]) < 0.9 }); !slices.Equal(got, want) || len(want) == 0 {
+		t.Errorf("filter loss<0.9 shows %v, want %v", got, want)
+	}
+	typeFilter(t, ctx, "")
+	selectStatus(t, ctx, "ERROR")
+	failed := e.result(t, 3, "adam")
+	if got := shownTrials(t, ctx); !slices.Equal(got, []string{failed.TrialID}) {
+		t.Errorf("status ERROR shows %v, want %s alone", got, failed.TrialID)
+	}
+	typeFilter(t, ctx, "nosuchkey>1")
+	if msg := evaluate[string](t, ctx, `document.getElementById("filter-error").textContent`); !strings.Contains(msg, "unknown name") {
+		t.Errorf("a filter on an unknown name says %q", msg)
+	}
+	typeFilter(t, ctx, "")
+
+	// The failed trial's detail.
+	evaluate[chromedp.Void](t, ctx, `document.getElementById("trial-`+failed.TrialID+`").click()`)
+	waitFor(t, ctx, "the failed trial's error.txt", `document.getElementById("error-text").textContent.includes(`+jsString(divergedMsg)+`)`)
+	waitFor(t, ctx, "its checkpoints, to download", `[...document.querySelectorAll("#checkpoints a")].some((a) => a.getAttribute("href").endsWith("/checkpoints/`+failed.Checkpoint.Name+`"))`)
+	waitFor(t, ctx, "its timeline", `document.querySelectorAll("#timeline li[data-kind='trial.completed']").length === 1`)
+}
+
+// TestBrowserStopOnlyWhenAllowed: without --allow-actions the page has no
+// stop button and the endpoint answers 403 to the page; with it, the
+// button stops the experiment.
+func TestBrowserStopOnlyWhenAllowed(t *testing.T) {
+	e := startStepped(t, "")
+	allowed := serveDashboard(t, dashboard.New(dashCtx(t), e.bus, dashboard.Config{AllowActions: true, Log: testLog(t)})).URL
+	ctx := browser(t)
+
+	navigate(t, ctx, e.dash.URL+"/experiments/"+e.name)
+	waitFor(t, ctx, "the running experiment", `document.getElementById("summary").textContent.startsWith("RUNNING")`)
+	if present := evaluate[bool](t, ctx, `document.getElementById("stop-experiment") !== null || document.getElementById("stop-confirm") !== null`); present {
+		t.Error("a stop button without --allow-actions")
+	}
+	code := evaluate[int](t, ctx, `fetch("/api/experiments/`+e.name+`/stop", {method: "POST"}).then((r) => r.status)`)
+	if code != http.StatusForbidden {
+		t.Errorf("the page's stop without --allow-actions: %d, want 403", code)
+	}
+
+	navigate(t, ctx, allowed+"/experiments/"+e.name)
+	waitFor(t, ctx, "the stop button", `document.getElementById("actions")?.hidden === false`)
+	evaluate[chromedp.Void](t, ctx, `document.getElementById("stop-experiment").click()`)
+	waitFor(t, ctx, "the confirmation", `document.getElementById("stop-confirm").hidden === false`)
+	evaluate[chromedp.Void](t, ctx, `document.getElementById("stop-confirm").click()`)
+	waitFor(t, ctx, "the experiment stopped, live", `document.getElementById("summary").textContent.startsWith("COMPLETED")`)
+	waitFor(t, ctx, "every trial TERMINATED", `[...document.querySelectorAll("#trials-table tbody tr")].every((r) => r.dataset.status === "TERMINATED")`)
+	if hidden := evaluate[bool](t, ctx, `document.getElementById("actions").hidden`); !hidden {
+		t.Error("the stop button stays on a completed experiment")
 	}
 }

@@ -22,12 +22,15 @@ import (
 // at its own pace.
 type stepped struct {
 	name string
-	// dash is the dashboard's test server.
+	// dash is the dashboard's test server; bus the dashboard's bus, for
+	// another.
 	dash *httptest.Server
+	bus  *bus.Bus
 
-	mu    sync.Mutex
-	steps map[string]chan struct{} // by the trial's x
-	fit   chan error
+	mu       sync.Mutex
+	steps    map[string]chan struct{} // by the trial's x, closed by finish
+	finished bool
+	fit      chan error
 }
 
 // xs are the trials' configs: x is also each trial's first loss.
@@ -36,6 +39,12 @@ var xs = []float64{1, 2}
 // startStepped starts a stack, a dashboard reading it, and an experiment
 // of one trial per x in xs.
 func startStepped(t *testing.T, token string) *stepped {
+	t.Helper()
+	return startSteppedWith(t, dashboard.Config{Token: token})
+}
+
+// startSteppedWith is startStepped with the dashboard's config.
+func startSteppedWith(t *testing.T, cfg dashboard.Config) *stepped {
 	t.Helper()
 	e := &stepped{name: "stepped", steps: map[string]chan struct{}{}, fit: make(chan error, 1)}
 	for _, x := range xs {
@@ -59,10 +68,9 @@ func startStepped(t *testing.T, token string) *stepped {
 		}
 	}
 	opts := tunetest.Start(t, tunetest.Config{Trainables: map[string]tune.Trainable{"stepped": train}, Slots: len(xs)})
-	b := dashBus(t, opts.URL)
-	ctx, cancel := context.WithCancel(context.Background())
-	e.dash = httptest.NewServer(dashboard.New(ctx, b, dashboard.Config{Token: token, Log: testLog(t)}).Handler())
-	t.Cleanup(func() { cancel(); e.dash.CloseClientConnections(); e.dash.Close() })
+	e.bus = dashBus(t, opts.URL)
+	cfg.Log = testLog(t)
+	e.dash = serveDashboard(t, dashboard.New(dashCtx(t), e.bus, cfg))
 
 	tuner, err := tune.NewTuner(train, tune.WithNATS(opts), tune.WithName(e.name), tune.WithTrainableName("stepped"),
 		tune.WithParamSpace(tune.ParamSpace{"x": tune.GridSearch(anys(xs)...)}),
@@ -99,16 +107,34 @@ func (e *stepped) next(t *testing.T, x float64) {
 	}
 }
 
-// finish ends every trial.
+// finish ends every trial, those that have not started yet too.
 func (e *stepped) finish() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for x, ch := range e.steps {
-		if ch != nil {
-			close(ch)
-			e.steps[x] = nil
-		}
+	if e.finished {
+		return
 	}
+	e.finished = true
+	for _, ch := range e.steps {
+		close(ch)
+	}
+}
+
+// serveDashboard serves srv until the test ends; New's watches end then
+// too.
+func serveDashboard(t *testing.T, srv *dashboard.Server) *httptest.Server {
+	t.Helper()
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { ts.CloseClientConnections(); ts.Close() })
+	return ts
+}
+
+// dashCtx is the context of a dashboard's watches: cancelled when the
+// test ends, before the connections the test made earlier close.
+func dashCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	return ctx
 }
 
 // dashBus is a bus on a new connection to url, for the dashboard.

@@ -16,6 +16,7 @@ import (
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/restore"
 	"github.com/tunejet/tunejet/internal/state"
+	"github.com/tunejet/tunejet/internal/storage"
 )
 
 // live is one experiment as the log tells it: its state, folded with the
@@ -35,6 +36,16 @@ type live struct {
 	changed map[string]uint64
 	err     error // the fold's or the watch's, which end the watch
 	subs    map[chan struct{}]struct{}
+
+	// timeline is, per trial, what the log says happened to it (reports
+	// summarized); expTimeline the experiment's own events. Empty for an
+	// experiment read from files.
+	timeline    map[string][]Entry
+	expTimeline []Entry
+	// fromFiles: the experiment was read from its storage directory
+	// (expPath), not followed on the log.
+	fromFiles bool
+	expPath   string // the experiment directory in storage, when known
 
 	caught chan struct{} // closed once the replay has caught up
 }
@@ -59,7 +70,7 @@ var autoFields = map[string]bool{
 func newLive(name string) *live {
 	return &live{
 		name: name, st: state.New(name), curves: map[string]*curve{}, changed: map[string]uint64{},
-		subs: map[chan struct{}]struct{}{}, caught: make(chan struct{}),
+		subs: map[chan struct{}]struct{}{}, caught: make(chan struct{}), timeline: map[string][]Entry{},
 	}
 }
 
@@ -95,6 +106,11 @@ func (l *live) apply(ctx context.Context, ev *events.Event, load state.Loader) {
 	if l.err != nil {
 		return
 	}
+	trial := ev.Trial()
+	results := -1
+	if t := l.st.Trials[trial]; t != nil {
+		results = t.NumResults
+	}
 	next, changed, err := state.Fold(ctx, l.st, ev, load)
 	if err != nil {
 		l.err = fmt.Errorf("fold %s at %d: %w", l.name, ev.Seq, err)
@@ -109,11 +125,27 @@ func (l *live) apply(ctx context.Context, ev *events.Event, load state.Loader) {
 	if l.metric == "" && l.st.Spec != nil {
 		l.metric = l.st.Spec.TuneConfig.Metric
 	}
+	if l.expPath == "" && l.st.StoragePath != "" {
+		l.expPath = storage.Join(l.st.StoragePath, l.name)
+	}
 	l.seq++
-	trial := ev.Trial()
-	if p, ok := ev.Data.(*events.TrialReported); ok {
+	// A checkpoint's result counts as the trial's next when the fold
+	// counted it so.
+	var ckptResult map[string]any
+	if p, ok := ev.Data.(*events.TrialCheckpointed); ok {
+		if t := l.st.Trials[trial]; t != nil && t.NumResults > results {
+			ckptResult = p.Checkpoint.Metrics
+		}
+	}
+	l.record(ev, ckptResult)
+	switch p := ev.Data.(type) {
+	case *events.TrialReported:
 		for _, r := range p.Results() {
 			l.addPoint(trial, r)
+		}
+	case *events.TrialCheckpointed:
+		if ckptResult != nil {
+			l.addPoint(trial, ckptResult)
 		}
 	}
 	if trial == "" {
@@ -224,6 +256,12 @@ type Summary struct {
 	EndTime   *time.Time     `json:"end_time,omitempty"`
 	EndReason string         `json:"end_reason,omitempty"`
 	Error     string         `json:"error,omitempty"`
+	// Best is the best value of the metric any trial reported, by mode
+	// (the lowest without one).
+	Best *float64 `json:"best,omitempty"`
+	// Source is "log" for an experiment followed on the event log,
+	// "files" for one read from its storage directory.
+	Source string `json:"source"`
 }
 
 // TrialRow is a trial's row in the trials table, with its learning
@@ -237,9 +275,15 @@ type TrialRow struct {
 	Attempt     int            `json:"attempt"`
 	NumFailures int            `json:"num_failures"`
 	Last        *float64       `json:"last,omitempty"`
-	Runner      string         `json:"runner,omitempty"`
-	EndReason   string         `json:"end_reason,omitempty"`
-	Error       string         `json:"error,omitempty"`
+	// Best is the trial's best value of the metric, by the experiment's
+	// mode (the lowest without one).
+	Best *float64 `json:"best,omitempty"`
+	// TimeTotal is the time_total_s of its last result.
+	TimeTotal   *float64 `json:"time_total_s,omitempty"`
+	Checkpoints int      `json:"checkpoints"`
+	Runner      string   `json:"runner,omitempty"`
+	EndReason   string   `json:"end_reason,omitempty"`
+	Error       string   `json:"error,omitempty"`
 	// PointsFrom is the index of Points[0] in the whole curve: 0 means
 	// Points is the whole curve, replacing any the reader holds.
 	PointsFrom int          `json:"points_from"`
@@ -300,9 +344,17 @@ func (l *live) update(s *sent) (u Update, ok bool) {
 
 func (l *live) summary() Summary {
 	st := l.st
-	s := Summary{Name: l.name, Status: st.Status, Metric: l.metric, NumTrials: len(st.Trials), Counts: st.Counts(), EndReason: st.EndReason, Error: st.Error}
+	s := Summary{Name: l.name, Status: st.Status, Metric: l.metric, NumTrials: len(st.Trials), Counts: st.Counts(), EndReason: st.EndReason, Error: st.Error, Source: "log"}
+	if l.fromFiles {
+		s.Source = "files"
+	}
 	if st.Spec != nil {
 		s.Mode = st.Spec.TuneConfig.Mode
+	}
+	for _, t := range st.Trials {
+		if v, ok := l.best(t); ok && (s.Best == nil || better(s.Mode, v, *s.Best)) {
+			s.Best = &v
+		}
 	}
 	if !st.StartTime.IsZero() {
 		s.StartTime = &st.StartTime
@@ -322,5 +374,40 @@ func (l *live) row(t *state.Trial) TrialRow {
 	if v, ok := number(t.LastResult[l.metric]); ok && l.metric != "" {
 		r.Last = &v
 	}
+	if v, ok := l.best(t); ok {
+		r.Best = &v
+	}
+	if v, ok := number(t.LastResult["time_total_s"]); ok {
+		r.TimeTotal = &v
+	}
+	r.Checkpoints = len(t.Checkpoints)
 	return r
+}
+
+// best is the trial's best value of the metric, by the experiment's mode.
+func (l *live) best(t *state.Trial) (float64, bool) {
+	m := t.Metrics[l.metric]
+	if l.metric == "" || m == nil || m.Count == 0 {
+		return 0, false
+	}
+	v := m.Min
+	if l.mode() == "max" {
+		v = m.Max
+	}
+	return v, !math.IsNaN(v) && !math.IsInf(v, 0)
+}
+
+func (l *live) mode() string {
+	if l.st.Spec == nil {
+		return ""
+	}
+	return l.st.Spec.TuneConfig.Mode
+}
+
+// better reports whether a beats b under mode (min when mode is not max).
+func better(mode string, a, b float64) bool {
+	if mode == "max" {
+		return a > b
+	}
+	return a < b
 }

@@ -2,10 +2,17 @@
 // event log holds, and for one experiment its trials and their learning
 // curves, updated live from the log through server-sent events.
 //
-// It is read-only. It binds to loopback unless given a token, which every
+// It reads the event log of a deployment or of the embedded store (New),
+// or an experiment's storage directory alone (NewStorage): a finished or
+// interrupted experiment as its files tell it.
+//
+// It is read-only unless Config.AllowActions lets visitors stop an
+// experiment. It binds to loopback unless given a token, which every
 // request must then carry: as "Authorization: Bearer TOKEN", or once as
-// ?token=TOKEN, which sets a cookie for the rest of the visit. Its assets
-// are embedded: nothing is fetched from elsewhere at run time.
+// ?token=TOKEN, which sets a cookie for the rest of the visit. Without a
+// token it answers only requests addressed to a loopback host name (no DNS
+// rebinding), and actions refuse cross-origin requests. Its assets are
+// embedded: nothing is fetched from elsewhere at run time.
 package dashboard
 
 import (
@@ -46,15 +53,22 @@ var assets embed.FS
 type Config struct {
 	// Token, when set, is required of every request.
 	Token string
+	// AllowActions lets visitors stop an experiment from the page; without
+	// it the page shows no button and the action endpoints answer 403.
+	AllowActions bool
 	// Log receives the server's logs.
 	Log zerolog.Logger
 }
 
-// Server serves the dashboard of the experiments on one bus.
+// Server serves the dashboard of the experiments on one bus, or of one
+// experiment read from storage.
 type Server struct {
-	b   *bus.Bus
+	b   *bus.Bus // nil when reading files
 	cfg Config
 	ctx context.Context // the watches live as long as it
+
+	// stored is the experiment read from storage, when there is no bus.
+	stored *live
 
 	mu   sync.Mutex
 	exps map[string]*live
@@ -137,11 +151,38 @@ func (s *Server) Handler() http.Handler {
 	}
 	mux.HandleFunc("GET /{$}", page)
 	mux.HandleFunc("GET /experiments/{name}", page)
+	mux.HandleFunc("GET /runners", page)
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	mux.HandleFunc("GET /api/experiments", s.listExperiments)
 	mux.HandleFunc("GET /api/experiments/{name}", s.getExperiment)
 	mux.HandleFunc("GET /api/experiments/{name}/events", s.streamExperiment)
-	return headers(s.auth(mux))
+	mux.HandleFunc("GET /api/experiments/{name}/trials/{trial}", s.getTrial)
+	mux.HandleFunc("GET /api/experiments/{name}/trials/{trial}/checkpoints/{checkpoint}", s.downloadCheckpoint)
+	mux.HandleFunc("GET /api/runners", s.listRunners)
+	mux.HandleFunc("GET /api/info", s.info)
+	actions := http.NewServeMux()
+	actions.HandleFunc("POST /api/experiments/{name}/stop", s.stopExperiment)
+	mux.Handle("POST /api/", s.actions(actions))
+	return headers(plainPaths(s.auth(mux)))
+}
+
+// plainPaths refuses, with 400, a path with an empty, "." or ".." segment
+// (encoded or not), an encoded slash or a backslash: no URL of the page
+// has one, and the router would otherwise clean the path and redirect to
+// a page the client did not name.
+func plainPaths(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw := strings.ToLower(r.URL.EscapedPath())
+		bad := strings.Contains(raw, "//") || strings.Contains(raw, "%2f") || strings.Contains(raw, "%5c") || strings.Contains(r.URL.Path, "\\")
+		for _, seg := range strings.Split(r.URL.Path, "/") {
+			bad = bad || seg == "." || seg == ".."
+		}
+		if bad {
+			httpError(w, http.StatusBadRequest, "a path with an empty, . or .. segment, or an encoded slash, is refused")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // headers sets the security headers of every response.
@@ -160,9 +201,23 @@ func headers(next http.Handler) http.Handler {
 // auth requires the token, when there is one: a Bearer header, the
 // cookie, or ?token=, which sets the cookie and redirects to the same
 // page without it (so that it stays out of the history and the logs).
+//
+// Without a token, a request must name a loopback host: a page of another
+// site whose name was made to resolve to 127.0.0.1 (DNS rebinding) is
+// refused.
 func (s *Server) auth(next http.Handler) http.Handler {
 	if s.cfg.Token == "" {
-		return next
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			host, _, err := net.SplitHostPort(r.Host)
+			if err != nil {
+				host = r.Host
+			}
+			if !loopback(strings.Trim(host, "[]")) {
+				httpError(w, http.StatusForbidden, fmt.Sprintf("this dashboard has no token, so it answers only requests to a loopback address, not to %q: give it a --token to serve other names", r.Host))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
 	}
 	want := []byte(s.cfg.Token)
 	ok := func(got string) bool { return got != "" && subtle.ConstantTimeCompare([]byte(got), want) == 1 }
@@ -198,6 +253,9 @@ func (s *Server) experiment(ctx context.Context, name string) (l *live, ok bool,
 	if events.ValidateID("experiment name", name) != nil {
 		return nil, false, nil
 	}
+	if s.b == nil {
+		return s.stored, s.stored != nil && s.stored.name == name, nil
+	}
 	s.mu.Lock()
 	l = s.exps[name]
 	s.mu.Unlock()
@@ -227,6 +285,9 @@ func (s *Server) experiment(ctx context.Context, name string) (l *live, ok bool,
 
 // names are the experiments submitted to the log, in submission order.
 func (s *Server) names(ctx context.Context) ([]string, error) {
+	if s.b == nil {
+		return []string{s.stored.name}, nil
+	}
 	var names []string
 	seen := map[string]bool{}
 	err := s.b.Replay(ctx, events.TypeSubjects("*", events.WriterClient, events.TypeExperimentSubmitted), func(ev *events.Event) {

@@ -1,0 +1,444 @@
+package dashboard
+
+import (
+	"archive/tar"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"gocloud.dev/blob"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/internal/ckpt"
+	"github.com/tunejet/tunejet/internal/state"
+	"github.com/tunejet/tunejet/internal/storage"
+)
+
+// maxErrorText bounds the error.txt the page is sent.
+const maxErrorText = 1 << 20
+
+// TrialDetail is what the page shows of one trial: its row, its timeline,
+// its error.txt and its checkpoints.
+type TrialDetail struct {
+	Trial TrialRow `json:"trial"`
+	// Path is the trial's directory in storage.
+	Path string `json:"path,omitempty"`
+	// Timeline is the trial's story, oldest first; TimelineSource is "log"
+	// or "state file" (which keeps decisions without their inputs, and
+	// failures only counted).
+	Timeline       []Entry `json:"timeline"`
+	TimelineSource string  `json:"timeline_source"`
+	// ErrorText is the trial's error.txt; ErrorNote says why it is not
+	// there when the trial failed.
+	ErrorText   string           `json:"error_text,omitempty"`
+	ErrorNote   string           `json:"error_note,omitempty"`
+	Checkpoints []CheckpointInfo `json:"checkpoints"`
+}
+
+// CheckpointInfo is one of a trial's kept checkpoints.
+type CheckpointInfo struct {
+	Name      string `json:"name"`
+	Iteration int    `json:"iteration"`
+	Size      int64  `json:"size"`
+	// Persisted: the syncer stored it under the trial's directory.
+	// Staged: a copy is in the experiment's Object Store.
+	Persisted bool `json:"persisted"`
+	Staged    bool `json:"staged"`
+	// Download is the URL of a tar of the checkpoint's folder.
+	Download string `json:"download"`
+}
+
+// getTrial answers GET /api/experiments/{name}/trials/{trial}.
+func (s *Server) getTrial(w http.ResponseWriter, r *http.Request) {
+	l := s.lookup(w, r)
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	t := l.st.Trials[r.PathValue("trial")]
+	if t == nil {
+		l.mu.Unlock()
+		httpError(w, http.StatusNotFound, fmt.Sprintf("no trial %q in experiment %s", r.PathValue("trial"), l.name))
+		return
+	}
+	d := TrialDetail{Trial: l.row(t), Timeline: l.trialTimeline(t), TimelineSource: "log", Checkpoints: []CheckpointInfo{}}
+	if l.fromFiles {
+		d.TimelineSource = "state file"
+	}
+	if l.expPath != "" {
+		d.Path = storage.Join(l.expPath, t.DirName)
+	}
+	base := "/api/experiments/" + l.name + "/trials/" + t.ID + "/checkpoints/"
+	for _, c := range t.Checkpoints {
+		d.Checkpoints = append(d.Checkpoints, CheckpointInfo{
+			Name: c.Name, Iteration: c.Iteration, Size: c.Size, Persisted: l.fromFiles || t.Persisted[c.Name],
+			Staged: c.Object != "" && !l.fromFiles, Download: base + c.Name,
+		})
+	}
+	failed, dir, expPath := t.NumFailures > 0 || t.Status == events.StatusError, t.DirName, l.expPath
+	l.mu.Unlock()
+
+	if failed {
+		text, err := s.readTrialFile(r.Context(), expPath, dir, storage.ErrorFile)
+		switch {
+		case err == nil:
+			d.ErrorText = string(text)
+		case l.fromFiles:
+			d.ErrorNote = fmt.Sprintf("no %s: %v", storage.ErrorFile, err)
+		default:
+			d.ErrorNote = fmt.Sprintf("%s is not readable from this dashboard (%v); the failures in the timeline come from the log", storage.ErrorFile, err)
+		}
+	}
+	writeJSON(w, d)
+}
+
+// readTrialFile reads a file of a trial's directory, at most
+// maxErrorText bytes of it.
+func (s *Server) readTrialFile(ctx context.Context, expPath, dir, name string) ([]byte, error) {
+	if expPath == "" {
+		return nil, errors.New("the experiment has no storage path yet")
+	}
+	rel := dir + "/" + name
+	if local, err := storage.LocalPath(expPath); err == nil {
+		root, err := os.OpenRoot(local)
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", local, err)
+		}
+		defer root.Close()
+		f, err := root.Open(filepath.FromSlash(rel))
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", rel, err)
+		}
+		defer f.Close()
+		data, err := io.ReadAll(io.LimitReader(f, maxErrorText))
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", rel, err)
+		}
+		return data, nil
+	}
+	b, err := storage.OpenBucket(ctx, expPath)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	rd, err := b.NewReader(ctx, rel, nil)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", rel, err)
+	}
+	defer rd.Close()
+	data, err := io.ReadAll(io.LimitReader(rd, maxErrorText))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", rel, err)
+	}
+	return data, nil
+}
+
+// downloadCheckpoint answers GET
+// /api/experiments/{name}/trials/{trial}/checkpoints/{checkpoint} with a
+// tar of the checkpoint's folder: from storage when the syncer persisted
+// it there and this server sees the storage, else the copy staged in the
+// experiment's Object Store. Only a checkpoint the experiment's state
+// names is served: any other name, "..", an encoded slash or an absolute
+// path is a 404. In a local directory the folder is read through an
+// os.Root of the experiment directory, which refuses paths and symlinks
+// that leave it; symlinks in the folder are left out of the tar.
+func (s *Server) downloadCheckpoint(w http.ResponseWriter, r *http.Request) {
+	l := s.lookup(w, r)
+	if l == nil {
+		return
+	}
+	trial, name := r.PathValue("trial"), r.PathValue("checkpoint")
+	l.mu.Lock()
+	t := l.st.Trials[trial]
+	var ref *events.CheckpointRef
+	if t != nil {
+		for i, c := range t.Checkpoints {
+			if c.Name == name {
+				ref = &t.Checkpoints[i]
+			}
+		}
+	}
+	if ref == nil {
+		l.mu.Unlock()
+		httpError(w, http.StatusNotFound, fmt.Sprintf("trial %q of experiment %s has no checkpoint %q", trial, l.name, name))
+		return
+	}
+	c, persisted, dir, expPath := *ref, l.fromFiles || t.Persisted[name], t.DirName, l.expPath
+	l.mu.Unlock()
+
+	file := fmt.Sprintf("%s_%s_%s.tar", l.name, trial, c.Name)
+	var storageErr error
+	if persisted && expPath != "" {
+		storageErr = s.tarFromStorage(r.Context(), w, file, expPath, dir+"/"+c.Name)
+		if storageErr == nil || errors.Is(storageErr, errSent) {
+			return
+		}
+	} else {
+		storageErr = errors.New("the syncer has not persisted it to storage")
+	}
+	if c.Object == "" || s.b == nil {
+		httpError(w, http.StatusNotFound, fmt.Sprintf("checkpoint %s cannot be downloaded: %v, and no copy is staged in the Object Store", c.Name, storageErr))
+		return
+	}
+	obs, err := s.b.Checkpoints(r.Context(), l.name)
+	if err != nil {
+		httpError(w, http.StatusNotFound, fmt.Sprintf("checkpoint %s cannot be downloaded: %v; the Object Store: %v", c.Name, storageErr, err))
+		return
+	}
+	obj, err := ckpt.Open(r.Context(), obs, c.Object)
+	if err != nil {
+		httpError(w, http.StatusNotFound, fmt.Sprintf("checkpoint %s cannot be downloaded: %v; its staged copy %s: %v", c.Name, storageErr, c.Object, err))
+		return
+	}
+	defer obj.Close()
+	attachment(w, file)
+	if _, err := io.Copy(w, obj); err != nil {
+		s.cfg.Log.Warn().Err(err).Str("object", c.Object).Msg("dashboard: checkpoint download cut short")
+	}
+}
+
+// errSent marks a download that failed after its first bytes were sent.
+var errSent = errors.New("the response was under way")
+
+func attachment(w http.ResponseWriter, file string) {
+	w.Header().Set("Content-Type", "application/x-tar")
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", file))
+	w.WriteHeader(http.StatusOK)
+}
+
+// tarFromStorage streams the folder rel of the experiment directory as a
+// tar. Before anything is sent it returns the reason it cannot; after,
+// an error wrapping errSent.
+func (s *Server) tarFromStorage(ctx context.Context, w http.ResponseWriter, file, expPath, rel string) error {
+	if local, err := storage.LocalPath(expPath); err == nil {
+		return tarLocal(w, file, local, rel)
+	}
+	b, err := storage.OpenBucket(ctx, expPath)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	return tarBucket(ctx, w, file, b, rel+"/")
+}
+
+func tarLocal(w http.ResponseWriter, file, expDir, rel string) error {
+	root, err := os.OpenRoot(expDir)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", expDir, err)
+	}
+	defer root.Close()
+	sub, err := root.OpenRoot(filepath.FromSlash(rel))
+	if err != nil {
+		return fmt.Errorf("open %s in %s: %w", rel, expDir, err)
+	}
+	defer sub.Close()
+	fsys := sub.FS()
+	attachment(w, file)
+	tw := tar.NewWriter(w)
+	err = fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == "." {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: p + "/", Mode: 0o755, ModTime: info.ModTime()})
+		case !info.Mode().IsRegular():
+			return nil // symlinks and the like stay out
+		}
+		f, err := fsys.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: p, Mode: 0o644, Size: info.Size(), ModTime: info.ModTime()}); err != nil {
+			return err
+		}
+		_, err = io.CopyN(tw, f, info.Size())
+		return err
+	})
+	if err == nil {
+		err = tw.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", errSent, err)
+	}
+	return nil
+}
+
+func tarBucket(ctx context.Context, w http.ResponseWriter, file string, b *blob.Bucket, prefix string) error {
+	var keys []*blob.ListObject
+	it := b.List(&blob.ListOptions{Prefix: prefix})
+	for {
+		obj, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("list %s: %w", prefix, err)
+		}
+		keys = append(keys, obj)
+	}
+	if len(keys) == 0 {
+		return fmt.Errorf("no files under %s: %w", prefix, fs.ErrNotExist)
+	}
+	attachment(w, file)
+	tw := tar.NewWriter(w)
+	for _, obj := range keys {
+		name := strings.TrimPrefix(obj.Key, prefix)
+		if obj.IsDir || name == "" || !fs.ValidPath(name) || path.IsAbs(name) {
+			continue
+		}
+		if err := copyObject(ctx, tw, b, obj, name); err != nil {
+			return fmt.Errorf("%w: %w", errSent, err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return fmt.Errorf("%w: %w", errSent, err)
+	}
+	return nil
+}
+
+func copyObject(ctx context.Context, tw *tar.Writer, b *blob.Bucket, obj *blob.ListObject, name string) error {
+	rd, err := b.NewReader(ctx, obj.Key, nil)
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: rd.Size(), ModTime: rd.ModTime()}); err != nil {
+		return err
+	}
+	_, err = io.CopyN(tw, rd, rd.Size())
+	return err
+}
+
+// listRunners answers GET /api/runners: the live runners of the registry,
+// each as the runner publishes itself (the reply subjects of its work
+// left out).
+func (s *Server) listRunners(w http.ResponseWriter, r *http.Request) {
+	out := struct {
+		Runners []map[string]any `json:"runners"`
+		Note    string           `json:"note,omitempty"`
+	}{Runners: []map[string]any{}}
+	if s.b == nil {
+		out.Note = "This dashboard reads an experiment's files: it sees no runners."
+		writeJSON(w, out)
+		return
+	}
+	kv, ok, err := s.b.ExistingRunners(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if !ok {
+		out.Note = "No runner has registered with this deployment yet."
+		writeJSON(w, out)
+		return
+	}
+	infos, err := bus.ListRunners(r.Context(), kv)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	for _, info := range infos {
+		data, err := json.Marshal(info)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		var m map[string]any
+		if err := json.Unmarshal(data, &m); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if trials, ok := m["trials"].([]any); ok {
+			for _, t := range trials {
+				if tm, ok := t.(map[string]any); ok {
+					delete(tm, "ack")
+				}
+			}
+		}
+		out.Runners = append(out.Runners, m)
+	}
+	writeJSON(w, out)
+}
+
+// info answers GET /api/info: what the page may offer.
+func (s *Server) info(w http.ResponseWriter, _ *http.Request) {
+	source := "log"
+	if s.b == nil {
+		source = "files"
+	}
+	writeJSON(w, map[string]any{"source": source, "allow_actions": s.cfg.AllowActions && s.b != nil})
+}
+
+// actions guards the POST endpoints: 403 unless the server allows
+// actions, and for a request another site's page sends (the browser's
+// Sec-Fetch-Site or Origin says so).
+func (s *Server) actions(next http.Handler) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.cfg.AllowActions {
+			httpError(w, http.StatusForbidden, "actions are off: start the dashboard with --allow-actions to stop experiments from the page")
+			return
+		}
+		if err := cop.Check(r); err != nil {
+			httpError(w, http.StatusForbidden, "refused a cross-origin request: "+err.Error())
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// stopExperiment answers POST /api/experiments/{name}/stop: it asks the
+// controller to stop the experiment, as tunejet stop does (a client's
+// experiment.stop_requested on the log).
+func (s *Server) stopExperiment(w http.ResponseWriter, r *http.Request) {
+	if s.b == nil {
+		httpError(w, http.StatusConflict, "this dashboard reads an experiment's files: there is nothing running to stop")
+		return
+	}
+	l := s.lookup(w, r)
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	status := l.st.Status
+	l.mu.Unlock()
+	if status == state.ExperimentCompleted || status == state.ExperimentInterrupted {
+		httpError(w, http.StatusConflict, fmt.Sprintf("experiment %s is %s already", l.name, status))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	ev := s.b.Event(l.name, events.WriterClient, &events.ExperimentStopRequested{Reason: "stopped from the dashboard"})
+	if _, err := s.b.Publish(ctx, ev); err != nil {
+		s.fail(w, r, fmt.Errorf("ask to stop %s: %w", l.name, err))
+		return
+	}
+	s.cfg.Log.Info().Str("experiment", l.name).Str("remote", r.RemoteAddr).Msg("dashboard: asked to stop the experiment")
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusAccepted)
+	_ = json.NewEncoder(w).Encode(map[string]string{"status": "stop requested"})
+}
+
+func compactJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
