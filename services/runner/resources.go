@@ -2,13 +2,12 @@ package runner
 
 import (
 	"context"
-	"fmt"
+	"encoding/json"
 	"maps"
 	"math"
 	"os"
 	"os/exec"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -285,15 +284,14 @@ func (h *hold) resources() session.Resources {
 // TUNEJET_GPU_IDS and TUNEJET_RESOURCES (a JSON object of the amounts).
 func resourceEnv(r session.Resources) []string {
 	ids := strings.Join(r.GPUIDs, ",")
-	keys := slices.Sorted(maps.Keys(r.Amounts))
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%q:%s", k, strconv.FormatFloat(r.Amounts[k], 'g', -1, 64))
+	amounts, err := json.Marshal(r.Amounts) // keys sorted; numbers cannot fail
+	if err != nil || r.Amounts == nil {
+		amounts = []byte("{}")
 	}
 	return []string{
 		"CUDA_VISIBLE_DEVICES=" + ids,
 		"TUNEJET_GPU_IDS=" + ids,
-		"TUNEJET_RESOURCES={" + strings.Join(parts, ",") + "}",
+		"TUNEJET_RESOURCES=" + string(amounts),
 	}
 }
 

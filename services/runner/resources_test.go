@@ -1,10 +1,15 @@
 package runner
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/rs/zerolog"
+
 	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/session"
 )
 
 func TestPool(t *testing.T) {
@@ -136,5 +141,33 @@ func TestResourceEnv(t *testing.T) {
 	got = resourceEnv(resourcesOf(events.Resources{"cpu": 2}))
 	if got[0] != "CUDA_VISIBLE_DEVICES=" {
 		t.Fatalf("a trial without a GPU gets %q, want an empty CUDA_VISIBLE_DEVICES so it sees none", got[0])
+	}
+}
+
+// TestCommandSeesItsGPUs: a command trainable gets the GPUs it holds in
+// CUDA_VISIBLE_DEVICES (overriding the runner's own), TUNEJET_GPU_IDS and
+// TUNEJET_RESOURCES; one without a GPU gets an empty CUDA_VISIBLE_DEVICES.
+func TestCommandSeesItsGPUs(t *testing.T) {
+	t.Setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3")
+	script := `printf '%s|%s|%s' "$CUDA_VISIBLE_DEVICES" "$TUNEJET_GPU_IDS" "$TUNEJET_RESOURCES" > env.txt`
+	for _, c := range []struct {
+		held events.Resources
+		ids  []string
+		want string
+	}{
+		{events.Resources{"cpu": 1, "gpu": 2}, []string{"1", "3"}, `1,3|1,3|{"cpu":1,"gpu":2}`},
+		{events.Resources{"cpu": 1, "gpu": 0.5}, []string{"2"}, `2|2|{"cpu":1,"gpu":0.5}`},
+		{events.Resources{"cpu": 2, "memory": 1 << 30}, nil, `||{"cpu":2,"memory":1073741824}`},
+	} {
+		r := newRecorder(t, "env")
+		r.ctx = session.WithResources(r.ctx, resourcesOf(c.held, c.ids...))
+		e := &commandExecutor{Command: []string{"/bin/sh", "-c", script}, Sockets: t.TempDir(), Grace: testGrace, Log: zerolog.Nop()}
+		if err := r.run(t, e); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(r.info.TrialDir, "env.txt"))
+		if err != nil || string(b) != c.want {
+			t.Errorf("holding %v on %v the command saw %q (%v); want %q", c.held, c.ids, b, err, c.want)
+		}
 	}
 }
