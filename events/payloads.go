@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -136,15 +137,35 @@ type CheckpointRef struct {
 	Index int `json:"index"`
 	// Object is the name of the staged copy in the experiment's Object Store.
 	Object string `json:"object,omitempty"`
+	// Location, for a checkpoint the runner wrote straight to storage, is
+	// its folder relative to the experiment's folder:
+	// <trial dir>/checkpoint_NNNNNN. Object is then empty.
+	Location string `json:"location,omitempty"`
+	// Files is the manifest of a checkpoint in storage (Location): each
+	// file's path, size and CRC-32C. It is left out when it would exceed
+	// 256 KiB; the folder's manifest file always holds it, and Digest
+	// checks that file.
+	Files []CheckpointFile `json:"files,omitempty"`
 	// Size is the total bytes of the checkpoint's files.
 	Size int64 `json:"size"`
-	// Digest is "sha256:<hex>" over the checkpoint's archive.
+	// Digest is "sha256:<hex>" over the checkpoint's archive for a staged
+	// checkpoint, and "crc32c:<8 hex>" over the canonical manifest for
+	// one in storage (Location).
 	Digest string `json:"digest"`
 	// Iteration is the training_iteration reported with the checkpoint.
 	Iteration int `json:"iteration"`
 	// Metrics is the result reported with the checkpoint: retention ranks
 	// checkpoints by its checkpoint_score_attribute.
 	Metrics map[string]any `json:"metrics,omitempty"`
+}
+
+// CheckpointFile is one file of a checkpoint in storage.
+type CheckpointFile struct {
+	// Path is slash-relative to the checkpoint's folder.
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+	// CRC32C is the CRC-32C (Castagnoli) of the file, 8 lowercase hex digits.
+	CRC32C string `json:"crc32c"`
 }
 
 // CheckpointName is the name of a trial's checkpoint number index, as
@@ -237,6 +258,10 @@ type TrialStarted struct {
 	PID      int    `json:"pid"`
 	// RestoredFrom is the checkpoint the attempt resumes from, if any.
 	RestoredFrom string `json:"restored_from,omitempty"`
+	// StageRestore is set when RestoredFrom is a checkpoint in storage
+	// that this runner cannot reach: the syncer stages it in the Object
+	// Store for the attempt.
+	StageRestore bool `json:"stage_restore,omitempty"`
 	// WorkSeq is the log sequence of the trial.scheduled the attempt runs.
 	// Only the trial's current work starts it: work of a run before a
 	// restore, or of an earlier scheduling, changes nothing.
@@ -496,6 +521,8 @@ func checkNonEmpty(field, v string) error {
 var (
 	checkpointNameRE = regexp.MustCompile(`^checkpoint_[0-9]{6,}$`)
 	digestRE         = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	crcDigestRE      = regexp.MustCompile(`^crc32c:[0-9a-f]{8}$`)
+	crcHexRE         = regexp.MustCompile(`^[0-9a-f]{8}$`)
 	sessionRE        = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}_[0-9]{2}-[0-9]{2}-[0-9]{2}$`)
 	hexPrefixRE      = regexp.MustCompile(`^[0-9a-f]{5}$`)
 )
@@ -576,8 +603,49 @@ func (p *CheckpointRef) validate(prefix string) error {
 	if p.Size < 0 {
 		return fieldErr(prefix+"size", "must be >= 0, got %d", p.Size)
 	}
+	if p.Location != "" {
+		return p.validateDirect(prefix)
+	}
+	if len(p.Files) > 0 {
+		return fieldErr(prefix+"files", "only a checkpoint in storage (location) has a manifest")
+	}
 	if !digestRE.MatchString(p.Digest) {
 		return fieldErr(prefix+"digest", "want sha256:<64 hex digits>, got %q", p.Digest)
+	}
+	return nil
+}
+
+// validateDirect checks a checkpoint in storage.
+func (p *CheckpointRef) validateDirect(prefix string) error {
+	dir, name, ok := strings.Cut(p.Location, "/")
+	if !ok || name != p.Name {
+		return fieldErr(prefix+"location", "want <trial dir>/%s, got %q", p.Name, p.Location)
+	}
+	if err := checkDirName(prefix+"location", dir); err != nil {
+		return err
+	}
+	if p.Object != "" {
+		return fieldErr(prefix+"object", "a checkpoint in storage (location) has no staged object, got %q", p.Object)
+	}
+	if !crcDigestRE.MatchString(p.Digest) {
+		return fieldErr(prefix+"digest", "want crc32c:<8 hex digits> for a checkpoint in storage, got %q", p.Digest)
+	}
+	var size int64
+	for i, f := range p.Files {
+		field := fmt.Sprintf("%sfiles[%d]", prefix, i)
+		if f.Path == "" || strings.HasPrefix(f.Path, "/") || slices.Contains(strings.Split(f.Path, "/"), "..") {
+			return fieldErr(field+".path", "want a relative path inside the checkpoint, got %q", f.Path)
+		}
+		if f.Size < 0 {
+			return fieldErr(field+".size", "must be >= 0, got %d", f.Size)
+		}
+		if !crcHexRE.MatchString(f.CRC32C) {
+			return fieldErr(field+".crc32c", "want 8 lowercase hex digits, got %q", f.CRC32C)
+		}
+		size += f.Size
+	}
+	if len(p.Files) > 0 && size != p.Size {
+		return fieldErr(prefix+"size", "the files hold %d bytes, got %d", size, p.Size)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -107,6 +108,37 @@ func CheckToken(storagePath, experiment, token string) error {
 	}
 	if err != nil {
 		return notShared(dir, marker, err)
+	}
+	return nil
+}
+
+// probeKey is the object Reach writes and deletes under an experiment's
+// prefix in a bucket.
+const probeKey = ".tunejet_probe-"
+
+// Reach reports whether this host can write the experiment's part of
+// storage itself: for a path on a file system, whether it sees the
+// experiment's marker (CheckShared, as Ray tells shared storage from
+// unshared); for a bucket URL, whether a probe object can be written and
+// deleted under the experiment's prefix (the credentials and the network
+// allow it). The error says why not.
+func Reach(ctx context.Context, storagePath, experiment string) error {
+	if _, ok := filesystem(storagePath); ok {
+		return CheckShared(storagePath, experiment)
+	}
+	b, err := OpenBucket(ctx, storagePath)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	var r [8]byte
+	_, _ = rand.Read(r[:])
+	key := experiment + "/" + probeKey + hex.EncodeToString(r[:])
+	if err := b.WriteAll(ctx, key, []byte("probe"), nil); err != nil {
+		return fmt.Errorf("storage_path %q: cannot write %s: %w", storagePath, key, err)
+	}
+	if err := b.Delete(ctx, key); err != nil {
+		return fmt.Errorf("storage_path %q: cannot delete %s: %w", storagePath, key, err)
 	}
 	return nil
 }
