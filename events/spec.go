@@ -204,7 +204,20 @@ type CheckpointConfig struct {
 	ScoreAttribute string `json:"checkpoint_score_attribute,omitempty"`
 	// ScoreOrder is "max" (default) or "min".
 	ScoreOrder string `json:"checkpoint_score_order,omitempty"`
+	// Route is how checkpoints reach storage: "auto" (default, empty):
+	// straight into storage when the runner reaches it, else through the
+	// Object Store; "storage": straight into storage, or an error at the
+	// first checkpoint of a runner that cannot reach it; "object_store":
+	// through the Object Store, the syncer copying them into storage.
+	Route string `json:"route,omitempty"`
 }
+
+// Checkpoint routes (CheckpointConfig.Route).
+const (
+	RouteAuto        = "auto"
+	RouteStorage     = "storage"
+	RouteObjectStore = "object_store"
+)
 
 // SyncConfig mirrors ray.train.SyncConfig.
 type SyncConfig struct {

@@ -62,6 +62,7 @@
 //	    num_to_keep: 2                 # >= 1, absent or null keeps all
 //	    checkpoint_score_attribute: loss
 //	    checkpoint_score_order: min    # max (default) | min
+//	    route: auto                    # auto (default) | storage | object_store
 //	  sync_config:
 //	    sync_period: 300               # > 0 seconds
 //	    sync_timeout: 1800             # > 0 seconds

@@ -344,6 +344,7 @@ func (d *decoder) checkpointConfig(cc *events.CheckpointConfig) setter {
 			"num_to_keep":                d.integer(&cc.NumToKeep),
 			"checkpoint_score_attribute": d.str(&cc.ScoreAttribute),
 			"checkpoint_score_order":     d.str(&cc.ScoreOrder),
+			"route":                      d.str(&cc.Route),
 		})
 	}
 }

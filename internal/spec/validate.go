@@ -250,6 +250,11 @@ func (c *checker) checkpointConfig(cc *events.CheckpointConfig) {
 	if o := cc.ScoreOrder; c.set(k+"checkpoint_score_order", o != "") && o != "max" && o != "min" {
 		c.add(k+"checkpoint_score_order", `checkpoint_score_order must be either "max" or "min".`)
 	}
+	switch r := cc.Route; r {
+	case "", events.RouteAuto, events.RouteStorage, events.RouteObjectStore:
+	default:
+		c.add(k+"route", `route must be "auto" (checkpoints go straight to storage when the runner reaches it, else through the Object Store), "storage" or "object_store", got %q.`, r)
+	}
 }
 
 func (c *checker) syncConfig(sc *events.SyncConfig) {
