@@ -28,7 +28,7 @@ const browserWait = 15 * time.Second
 // browser starts headless Chromium for t, closed when t ends; when t
 // fails, a screenshot of the page is saved under its temp dir (or
 // TUNEJET_SCREENSHOT_DIR, which outlives the test).
-func browser(t *testing.T) context.Context {
+func browser(t testing.TB) context.Context {
 	t.Helper()
 	path, err := exec.LookPath("chromium")
 	if err != nil {
@@ -57,7 +57,7 @@ func browser(t *testing.T) context.Context {
 	return ctx
 }
 
-func screenshot(t *testing.T, ctx context.Context) {
+func screenshot(t testing.TB, ctx context.Context) {
 	dir := os.Getenv("TUNEJET_SCREENSHOT_DIR")
 	if dir == "" {
 		dir = t.TempDir()
@@ -82,7 +82,7 @@ func screenshot(t *testing.T, ctx context.Context) {
 }
 
 // waitFor polls the page until the JavaScript expression is true.
-func waitFor(t *testing.T, ctx context.Context, what, expr string) {
+func waitFor(t testing.TB, ctx context.Context, what, expr string) {
 	t.Helper()
 	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(browserWait))); err != nil {
 		t.Fatalf("the page never showed %s (%s): %v", what, expr, err)
@@ -141,7 +141,7 @@ func TestBrowserShowsTrialsAndLiveCurves(t *testing.T) {
 }
 
 // evaluate runs JavaScript in the page and returns its value.
-func evaluate[T any](t *testing.T, ctx context.Context, expr string) T {
+func evaluate[T any](t testing.TB, ctx context.Context, expr string) T {
 	t.Helper()
 	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
 	if err != nil {
@@ -150,7 +150,7 @@ func evaluate[T any](t *testing.T, ctx context.Context, expr string) T {
 	return v
 }
 
-func navigate(t *testing.T, ctx context.Context, url string) {
+func navigate(t testing.TB, ctx context.Context, url string) {
 	t.Helper()
 	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
 		t.Fatalf("open %s: %v", url, err)

@@ -122,7 +122,7 @@ func (e *stepped) finish() {
 
 // serveDashboard serves srv until the test ends; New's watches end then
 // too.
-func serveDashboard(t *testing.T, srv *dashboard.Server) *httptest.Server {
+func serveDashboard(t testing.TB, srv *dashboard.Server) *httptest.Server {
 	t.Helper()
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { ts.CloseClientConnections(); ts.Close() })
@@ -131,14 +131,14 @@ func serveDashboard(t *testing.T, srv *dashboard.Server) *httptest.Server {
 
 // dashCtx is the context of a dashboard's watches: cancelled when the
 // test ends, before the connections the test made earlier close.
-func dashCtx(t *testing.T) context.Context {
+func dashCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	return ctx
 }
 
 // dashBus is a bus on a new connection to url, for the dashboard.
-func dashBus(t *testing.T, url string) *bus.Bus {
+func dashBus(t testing.TB, url string) *bus.Bus {
 	t.Helper()
 	nc, err := nats.Connect(url)
 	if err != nil {
@@ -152,7 +152,7 @@ func dashBus(t *testing.T, url string) *bus.Bus {
 	return b
 }
 
-func testLog(t *testing.T) zerolog.Logger {
+func testLog(t testing.TB) zerolog.Logger {
 	return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 }
 

@@ -158,7 +158,7 @@ async function loadRunners() {
 
 const exp = {
   name: "", summary: null, info: {}, trials: new Map(), order: [],
-  dirty: new Set(), full: true, parcoordsDirty: true, drawPending: false,
+  dirty: new Set(), parcoordsDirty: true, drawPending: false, configVersion: 0, keys: null,
 };
 const view = { sortKey: "index", sortDir: 1, status: "", filterText: "", filter: () => true, page: 0, selected: null };
 
@@ -172,6 +172,7 @@ function applyUpdate(u) {
     } else {
       row.index = had.index;
     }
+    if (!had || JSON.stringify(had.config) !== JSON.stringify(row.config)) exp.configVersion++;
     let points = row.points;
     if (had && row.points_from > 0) points = had.points.slice(0, row.points_from).concat(row.points);
     if (FINISHED.has(row.status) || (had && FINISHED.has(had.status))) exp.parcoordsDirty = true;
@@ -221,6 +222,7 @@ function drawSummary() {
 // varyingKeys are the config keys whose values differ between trials (all
 // of them when no key varies).
 function varyingKeys() {
+  if (exp.keys && exp.keys.version === exp.configVersion) return exp.keys.list;
   const seen = new Map();
   for (const t of exp.trials.values()) {
     for (const [k, v] of Object.entries(t.config || {})) {
@@ -232,7 +234,8 @@ function varyingKeys() {
   }
   const all = [...seen.keys()].sort();
   const varying = all.filter((k) => seen.get(k).size > 1);
-  return varying.length ? varying : all;
+  exp.keys = { version: exp.configVersion, list: varying.length ? varying : all };
+  return exp.keys.list;
 }
 
 function columns(keys) {
@@ -348,7 +351,7 @@ function drawTable() {
     if ((!view.status || t.status === view.status) && view.filter(t)) rows.push(t);
   }
   const col = cols.find((c) => c.id === view.sortKey);
-  if (col) rows.sort((a, b) => compareValues(col.get(a), col.get(b)) * view.sortDir || a.index - b.index);
+  if (col && !(view.sortKey === "index" && view.sortDir > 0)) rows.sort((a, b) => compareValues(col.get(a), col.get(b)) * view.sortDir || a.index - b.index);
   const pages = Math.max(1, Math.ceil(rows.length / PAGE_SIZE));
   view.page = Math.min(view.page, pages - 1);
   const start = view.page * PAGE_SIZE;
@@ -394,10 +397,44 @@ function bestTrial() {
   return best;
 }
 
+// niceCeil is the least of 1, 2, 5 times a power of ten that is >= v.
+function niceCeil(v) {
+  if (!(v > 0)) return v;
+  const p = Math.pow(10, Math.floor(Math.log10(v)));
+  for (const m of [1, 2, 5, 10]) if (m * p >= v) return m * p;
+  return 10 * p;
+}
+
+// MAX_CURVES bounds the curves drawn: past it, the chart shows the trials
+// still running, the selected one, and the best finished ones up to it.
+const MAX_CURVES = 500;
+
+// curveSet is the ids of the trials whose curves are drawn; null for all.
+function curveSet() {
+  if (exp.order.length <= MAX_CURVES) return null;
+  const set = new Set();
+  const done = [];
+  for (const t of exp.trials.values()) {
+    if (t.points.length === 0) continue;
+    if (!FINISHED.has(t.status)) set.add(t.trial_id);
+    else if (typeof t.best === "number") done.push(t);
+  }
+  if (view.selected) set.add(view.selected);
+  const max = exp.summary && exp.summary.mode === "max";
+  done.sort((a, b) => (max ? b.best - a.best : a.best - b.best));
+  for (const t of done) {
+    if (set.size >= MAX_CURVES) break;
+    set.add(t.trial_id);
+  }
+  return set;
+}
+
 function drawCurves(dirty) {
   const svg = $("curves");
+  const only = curveSet();
+  const drawn = only ? [...only].map((id) => exp.trials.get(id)).filter(Boolean) : [...exp.trials.values()];
   let x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;
-  for (const t of exp.trials.values()) {
+  for (const t of drawn) {
     for (const [x, y] of t.points) {
       if (x < x0) x0 = x;
       if (x > x1) x1 = x;
@@ -405,17 +442,21 @@ function drawCurves(dirty) {
       if (y > y1) y1 = y;
     }
   }
+  $("curves-shown").textContent = only ? "; " + only.size + " of " + exp.order.length + " trials drawn: the running ones, the selected one and the best" : "";
   if (x0 === Infinity) {
     curves.key = "";
     svg.replaceChildren(svgEl("text", { x: CL, y: CH / 2, class: "label" }, "No results yet."));
     return;
   }
-  if (x1 === x0) x1 = x0 + 1;
+  // The x axis ends at a round number, so that a trial's next iteration
+  // rarely moves it (which redraws every line).
+  x1 = niceCeil(x1);
+  if (x1 <= x0) x1 = x0 + 1;
   if (y1 === y0) { y0 -= 0.5; y1 += 0.5; }
   const sx = (x) => CL + ((x - x0) / (x1 - x0)) * (CW - CL - CR);
   const sy = (y) => CH - CB - ((y - y0) / (y1 - y0)) * (CH - CT - CB);
   const key = [x0, x1, y0, y1].join(",");
-  let ids = dirty;
+  let ids = [...dirty];
   if (key !== curves.key) {
     // New axes: every line again.
     curves.key = key;
@@ -428,11 +469,20 @@ function drawCurves(dirty) {
       label(CL - 4, CT + 8, fmt(y1), "end"), label(CL - 4, CH - CB, fmt(y0), "end"),
       label(CL, CH - 8, fmt(x0), "start"), label(CW - CR, CH - 8, fmt(x1), "end"),
       curves.group);
-    ids = exp.order;
+    ids = drawn.map((t) => t.trial_id);
+  } else if (only) {
+    // Lines that left the set go; those that joined it come.
+    for (const [id, line] of curves.lines) {
+      if (!only.has(id)) {
+        line.remove();
+        curves.lines.delete(id);
+      }
+    }
+    for (const id of only) if (!curves.lines.has(id)) ids.push(id);
   }
   for (const id of ids) {
     const t = exp.trials.get(id);
-    if (!t || t.points.length === 0) continue;
+    if (!t || t.points.length === 0 || (only && !only.has(id))) continue;
     const color = COLORS[t.index % COLORS.length];
     const pts = t.points.map(([x, y]) => sx(x).toFixed(1) + "," + sy(y).toFixed(1)).join(" ");
     let line = curves.lines.get(id);
@@ -446,6 +496,7 @@ function drawCurves(dirty) {
     line.setAttribute("points", t.points.length === 1 ? pts + " " + (sx(t.points[0][0]) + 0.5).toFixed(1) + "," + sy(t.points[0][1]).toFixed(1) : pts);
     line.dataset.n = t.points.length;
   }
+  svg.dataset.drawn = curves.lines.size;
   const best = bestTrial();
   const bestLine = best && curves.lines.get(best.trial_id);
   for (const line of curves.group.querySelectorAll("polyline.best, polyline.selected")) line.classList.remove("best", "selected");
@@ -614,20 +665,35 @@ async function experimentPage(name) {
   const base = "/api/experiments/" + encodeURIComponent(name);
   try {
     exp.info = await getJSON("/api/info");
-    applyUpdate(await getJSON(base));
   } catch (e) {
     message(e.message);
     return;
   }
-  show("experiment");
-  setupActions(base);
-  $("status-filter").onchange = (e) => { view.status = e.target.value; view.page = 0; drawTable(); };
-  $("filter").oninput = (e) => setFilter(e.target.value);
-  $("prev").onclick = () => { view.page--; drawTable(); };
-  $("next").onclick = () => { view.page++; drawTable(); };
-  const m = location.hash.match(/^#trial=(.+)$/);
-  if (m) selectTrial(decodeURIComponent(m[1]));
-  if (exp.summary.source === "files") return; // nothing to follow
+  let shown = false;
+  const start = () => {
+    shown = true;
+    show("experiment");
+    setupActions(base);
+    $("status-filter").onchange = (e) => { view.status = e.target.value; view.page = 0; drawTable(); };
+    $("filter").oninput = (e) => setFilter(e.target.value);
+    $("prev").onclick = () => { view.page--; drawTable(); };
+    $("next").onclick = () => { view.page++; drawTable(); };
+    const m = location.hash.match(/^#trial=(.+)$/);
+    if (m) selectTrial(decodeURIComponent(m[1]));
+  };
+  if (exp.info.source === "files") {
+    // Nothing to follow: the experiment as its files had it.
+    try {
+      applyUpdate(await getJSON(base));
+    } catch (e) {
+      message(e.message);
+      return;
+    }
+    start();
+    return;
+  }
+  // The stream's first update is the whole experiment; each next one, what
+  // changed.
   const live = $("live");
   const es = new EventSource(base + "/events");
   es.addEventListener("update", (e) => {
@@ -635,10 +701,19 @@ async function experimentPage(name) {
     live.classList.remove("lost");
     live.textContent = "live";
     applyUpdate(JSON.parse(e.data));
+    if (!shown) start();
   });
-  es.onerror = () => {
+  es.onerror = async () => {
     live.classList.add("lost");
     live.textContent = "reconnecting";
+    if (!shown && es.readyState === EventSource.CLOSED) {
+      // Refused (no such experiment): say why.
+      try {
+        await getJSON(base);
+      } catch (e) {
+        message(e.message);
+      }
+    }
   };
 }
 
