@@ -53,9 +53,8 @@ func pendingReasons(st *state.Experiment, totals []events.Resources) string {
 	}
 	var b strings.Builder
 	for _, tr := range st.TrialList() {
-		if tr.Scheduled {
-			continue
-		}
+		// A scheduled trial waits too when the runners that could hold it
+		// have left.
 		if why := controller.Unfit(st.Spec, tr, totals); why != "" {
 			fmt.Fprintf(&b, "Trial %s is PENDING: %s\n", tr.Name, why)
 		}

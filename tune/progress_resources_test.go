@@ -8,7 +8,8 @@ import (
 )
 
 // A trial whose GPUs no live runner has is shown PENDING with why, under
-// the table; one that fits, or one already scheduled, is not.
+// the table, scheduled or not (the runners that could hold it may have
+// left); one that fits is not.
 func TestStatusTableSaysWhyATrialWaits(t *testing.T) {
 	st := state.New("exp")
 	st.Status = state.ExperimentRunning
@@ -24,7 +25,8 @@ func TestStatusTableSaysWhyATrialWaits(t *testing.T) {
 	}
 	st.Recount()
 	totals := []events.Resources{{"cpu": 8, "gpu": 1}, {"cpu": 2}}
-	want := "Trial train_a_00000 is PENDING: needs gpu=2; the largest live runner has gpu=1\n"
+	want := "Trial train_a_00000 is PENDING: needs gpu=2; the largest live runner has gpu=1\n" +
+		"Trial train_a_00002 is PENDING: needs gpu=4; the largest live runner has gpu=1\n"
 	if got := pendingReasons(st, totals); got != want {
 		t.Fatalf("got %q, want %q", got, want)
 	}

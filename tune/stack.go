@@ -22,9 +22,8 @@ import (
 type StackConfig struct {
 	// StoreDir holds JetStream's data. Default ~/.tunejet/jetstream.
 	StoreDir string
-	// Slots is the runner's CPUs when Capacity sets none.
-	//
-	// Deprecated: use Capacity.CPUs.
+	// Slots is the runner's CPUs when Capacity sets none (its former
+	// name, kept).
 	Slots int
 	// Capacity is what the runner has: CPUs (default Slots, else the
 	// number of CPUs), GPUs, memory and custom resources.

@@ -163,10 +163,9 @@ func WithStoreDir(dir string) Option {
 	return func(t *Tuner) error { t.storeDir = dir; return nil }
 }
 
-// WithRunnerSlots sets the embedded runner's CPUs (its former slots).
-// Default: the number of CPUs.
-//
-// Deprecated: use WithRunnerCapacity.
+// WithRunnerSlots sets the embedded runner's CPUs (its former slots), as
+// WithRunnerCapacity(RunnerCapacity{CPUs: n}) does. Default: the number
+// of CPUs.
 func WithRunnerSlots(n int) Option {
 	return func(t *Tuner) error {
 		if n < 0 {

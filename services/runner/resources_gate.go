@@ -68,6 +68,15 @@ func (g *gate) read(ev *events.Event) {
 	g.wake = make(chan struct{})
 }
 
+// skipTo counts the work before log sequence seq as read.
+func (g *gate) skipTo(seq uint64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.seen = max(g.seen, seq)
+	close(g.wake)
+	g.wake = make(chan struct{})
+}
+
 // largest is the amount-by-amount largest shape of the outstanding work,
 // and what changes it.
 func (g *gate) largest() (events.Resources, <-chan struct{}) {
@@ -106,9 +115,21 @@ func (g *gate) caughtUp(ctx context.Context, b *bus.Bus) error {
 	}
 }
 
-// watchGate reads the experiment's work into g until ctx ends.
+// watchGate reads the experiment's work into g until ctx ends, from the
+// experiment's last restore on: work from before it is stale (a runner
+// drops it), and the trials it names may never complete in the log.
 func (s *Service) watchGate(ctx context.Context, g *gate) {
-	err := s.bus.WatchSubjects(ctx, g.filters(), 0, bus.Handler{Event: g.read})
+	from, err := s.bus.LastSeq(ctx, events.TypeSubjects(g.exp, events.WriterRestorer, events.TypeExperimentRestored))
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Error().Err(err).Str("experiment", g.exp).Msg("finding the experiment's last restore; reading all its work")
+		}
+		from = 0
+	}
+	if from > 0 {
+		g.skipTo(from)
+	}
+	err = s.bus.WatchSubjects(ctx, g.filters(), from, bus.Handler{Event: g.read})
 	if err != nil && ctx.Err() == nil {
 		s.log.Error().Err(err).Str("experiment", g.exp).Msg("watching the experiment's trial work stopped")
 	}

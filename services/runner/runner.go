@@ -29,9 +29,8 @@ type Config struct {
 	// holds its trainable.resources cpu, default 1). Default Slots, else
 	// runtime.NumCPU().
 	CPUs float64
-	// Slots is the former name of CPUs: a runner with n slots has n CPUs.
-	//
-	// Deprecated: use CPUs.
+	// Slots is the former name of CPUs, kept: a runner with n slots and
+	// no CPUs set has n CPUs.
 	Slots int
 	// GPUs is how many GPUs the runner has, numbered 0..GPUs-1 unless
 	// GPUIDs names them; DetectGPUs finds them (FindGPUs). Default 0.
@@ -73,17 +72,11 @@ func (c *Config) setDefaults() {
 			c.CPUs = numCPU()
 		}
 	}
-	if len(c.GPUIDs) == 0 {
-		switch {
-		case c.GPUs == DetectGPUs:
-			c.GPUIDs = FindGPUs(context.Background())
-		case c.GPUs > 0:
-			for i := range c.GPUs {
-				c.GPUIDs = append(c.GPUIDs, strconv.Itoa(i))
-			}
+	if len(c.GPUIDs) == 0 && c.GPUs > 0 {
+		for i := range c.GPUs {
+			c.GPUIDs = append(c.GPUIDs, strconv.Itoa(i))
 		}
 	}
-	c.GPUs = len(c.GPUIDs)
 	if c.WorkDir == "" {
 		c.WorkDir = filepath.Join(os.TempDir(), "tunejet-runner", c.Name)
 	}
@@ -114,7 +107,7 @@ func New(b *bus.Bus, cfg Config) *Service {
 	cfg.setDefaults()
 	host, _ := os.Hostname()
 	return &Service{
-		bus: b, cfg: cfg, hostname: host, pool: newPool(cfg.capacity(), cfg.GPUIDs),
+		bus: b, cfg: cfg, hostname: host,
 		log:   b.Log.With().Str("service", "runner").Str("runner", cfg.Name).Logger(),
 		pulls: map[string]context.CancelFunc{}, runs: map[string]int{}, stores: map[string]ckpt.Objects{},
 		active: map[string]bus.RunnerTrial{}, changed: make(chan struct{}, 1),
@@ -127,6 +120,11 @@ func (s *Service) Run(ctx context.Context) error {
 	if err := s.bus.Provision(ctx); err != nil {
 		return err
 	}
+	if len(s.cfg.GPUIDs) == 0 && s.cfg.GPUs == DetectGPUs {
+		s.cfg.GPUIDs = FindGPUs(ctx)
+	}
+	s.cfg.GPUs = len(s.cfg.GPUIDs)
+	s.pool = newPool(s.cfg.capacity(), s.cfg.GPUIDs)
 	unregister, err := s.bus.Register(ctx, "runner", "Run trials pulled from every running experiment")
 	if err != nil {
 		return err
