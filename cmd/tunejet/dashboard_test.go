@@ -189,12 +189,14 @@ func TestRunDashboardServesTheRunsStack(t *testing.T) {
 
 func TestRunDashboardFlag(t *testing.T) {
 	for _, tc := range []struct {
-		args []string
-		addr string
+		args  []string
+		addr  string
+		allow bool
 	}{
-		{nil, ""},
-		{[]string{"--dashboard"}, dashboard.DefaultAddr},
-		{[]string{"--dashboard=127.0.0.1:9000"}, "127.0.0.1:9000"},
+		{nil, "", false},
+		{[]string{"--dashboard"}, dashboard.DefaultAddr, false},
+		{[]string{"--dashboard=127.0.0.1:9000"}, "127.0.0.1:9000", false},
+		{[]string{"--dashboard", "--dashboard-allow-actions"}, dashboard.DefaultAddr, true},
 	} {
 		var d runDashboard
 		fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
@@ -202,8 +204,8 @@ func TestRunDashboardFlag(t *testing.T) {
 		if err := fs.Parse(append(tc.args, "experiment.yaml")); err != nil {
 			t.Fatal(err)
 		}
-		if d.addr != tc.addr || fs.Arg(0) != "experiment.yaml" {
-			t.Errorf("run %v: dashboard %q, args %v; want %q and the file", tc.args, d.addr, fs.Args(), tc.addr)
+		if d.addr != tc.addr || d.allowActions != tc.allow || fs.Arg(0) != "experiment.yaml" {
+			t.Errorf("run %v: dashboard %q (actions %v), args %v; want %q (actions %v) and the file", tc.args, d.addr, d.allowActions, fs.Args(), tc.addr, tc.allow)
 		}
 	}
 }

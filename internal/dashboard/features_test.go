@@ -316,17 +316,11 @@ func TestTrialTimelineFromTheLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp := get(t, http.DefaultClient, url+"/api/experiments/"+e.name+"/trials/"+r1.TrialID+"/checkpoints/"+r1.Checkpoint.Name)
-	switch resp.code {
-	case http.StatusOK:
-		if files := untar(t, resp.body); files["weights"] != weights(r1) {
-			t.Errorf("the staged checkpoint's tar holds %v", files)
-		}
-	case http.StatusNotFound:
-		if !strings.Contains(resp.body, "Object Store") {
-			t.Errorf("a checkpoint neither in storage nor staged: %s, which does not say why", resp.body)
-		}
-	default:
-		t.Errorf("download of a checkpoint gone from storage: %s %s", resp.status, resp.body)
+	if resp.code != http.StatusOK {
+		t.Fatalf("download of a checkpoint gone from storage: %s %s; want its staged copy from the Object Store", resp.status, resp.body)
+	}
+	if files := untar(t, resp.body); files["weights"] != weights(r1) {
+		t.Errorf("the staged checkpoint's tar holds %v, want weights %q", files, weights(r1))
 	}
 
 	// The stack's runner, with its slots.
