@@ -14,8 +14,9 @@ import (
 // Entry is one line of a trial's timeline: an event of the log about the
 // trial or its experiment, or a run of its reports summarized in one line.
 type Entry struct {
-	// Seq is the log sequence of the event (of the last report of a run
-	// of reports); 0 for an entry taken from a state file.
+	// Seq is the log sequence of the event (of the first of a run of
+	// reports or of persisted checkpoints); 0 for an entry taken from a
+	// state file.
 	Seq  uint64    `json:"seq,omitempty"`
 	Time time.Time `json:"time,omitzero"`
 	// Kind is the event's type without its prefix ("trial.started",
@@ -33,8 +34,9 @@ type Entry struct {
 	FromIter int      `json:"from_iteration,omitempty"`
 	ToIter   int      `json:"to_iteration,omitempty"`
 	Value    *float64 `json:"value,omitempty"`
-	// Checkpoints counts the reports of the run made with a checkpoint,
-	// LastCheckpoint names the last.
+	// Checkpoints counts the reports of the run made with a checkpoint
+	// (the checkpoints persisted, for checkpoint.persisted); LastCheckpoint
+	// names the last.
 	Checkpoints    int    `json:"checkpoints,omitempty"`
 	LastCheckpoint string `json:"last_checkpoint,omitempty"`
 }
@@ -89,7 +91,8 @@ func (l *live) record(ev *events.Event, result map[string]any) {
 		e.Attempt = p.Attempt
 		e.Text = fmt.Sprintf("checkpoint %s at iteration %d (%s)", p.Checkpoint.Name, p.Checkpoint.Iteration, bytesText(p.Checkpoint.Size))
 	case *events.CheckpointPersisted:
-		e.Text = fmt.Sprintf("checkpoint %s persisted to %s", p.Name, p.Path)
+		l.recordPersisted(trial, ev, p)
+		return
 	case *events.CheckpointDeleted:
 		e.Text = fmt.Sprintf("checkpoint %s deleted: %s", p.Name, p.Reason)
 	case *events.TrialFailed:
@@ -144,10 +147,18 @@ func (l *live) record(ev *events.Event, result map[string]any) {
 func (l *live) recordReports(trial string, ev *events.Event, attempt int, results []map[string]any, ck *events.CheckpointRef) {
 	tl := l.timeline[trial]
 	var run *Entry
-	if n := len(tl); n > 0 && tl[n-1].Kind == "trial.reported" && tl[n-1].Attempt == attempt {
-		run = &tl[n-1]
-	} else {
-		tl = append(tl, Entry{Kind: "trial.reported", Attempt: attempt, Time: ev.Time})
+	// The run goes on past the syncer's events, which come as they come.
+	for i := len(tl) - 1; i >= 0; i-- {
+		if tl[i].Kind == "trial.reported" && tl[i].Attempt == attempt {
+			run = &tl[i]
+			break
+		}
+		if !syncerKinds[tl[i].Kind] {
+			break
+		}
+	}
+	if run == nil {
+		tl = append(tl, Entry{Seq: ev.Seq, Kind: "trial.reported", Attempt: attempt, Time: ev.Time})
 		run = &tl[len(tl)-1]
 	}
 	if ck != nil {
@@ -165,13 +176,44 @@ func (l *live) recordReports(trial string, ev *events.Event, attempt int, result
 			run.Value = &v
 		}
 	}
-	run.Seq = ev.Seq
-	run.Text = fmt.Sprintf("%d reports, iterations %d to %d", run.Reports, run.FromIter, run.ToIter)
+	if run.Reports == 1 {
+		run.Text = fmt.Sprintf("1 report, iteration %d", run.ToIter)
+	} else {
+		run.Text = fmt.Sprintf("%d reports, iterations %d to %d", run.Reports, run.FromIter, run.ToIter)
+	}
 	if run.Value != nil {
 		run.Text += fmt.Sprintf(", last %s %.5g", l.metric, *run.Value)
 	}
-	if run.Checkpoints > 0 {
+	switch {
+	case run.Checkpoints == 1 && run.Reports == 1:
+		run.Text += "; with checkpoint " + run.LastCheckpoint
+	case run.Checkpoints > 0:
 		run.Text += fmt.Sprintf("; %d with a checkpoint, the last %s", run.Checkpoints, run.LastCheckpoint)
+	}
+	l.timeline[trial] = tl
+}
+
+// syncerKinds are the events the syncer writes about a trial as it
+// catches up: they do not break a run of reports.
+var syncerKinds = map[string]bool{"checkpoint.persisted": true, "checkpoint.deleted": true, "trial.artifacts": true}
+
+// recordPersisted adds a persisted checkpoint to the trial's last entry
+// of persisted checkpoints when nothing else came since, or starts one.
+func (l *live) recordPersisted(trial string, ev *events.Event, p *events.CheckpointPersisted) {
+	tl := l.timeline[trial]
+	var e *Entry
+	if n := len(tl); n > 0 && tl[n-1].Kind == "checkpoint.persisted" {
+		e = &tl[n-1]
+	} else {
+		tl = append(tl, Entry{Seq: ev.Seq, Time: ev.Time, Kind: "checkpoint.persisted"})
+		e = &tl[len(tl)-1]
+	}
+	e.Checkpoints++
+	e.LastCheckpoint = p.Name
+	if e.Checkpoints == 1 {
+		e.Text = fmt.Sprintf("checkpoint %s persisted to %s", p.Name, p.Path)
+	} else {
+		e.Text = fmt.Sprintf("%d checkpoints persisted, the last %s to %s", e.Checkpoints, p.Name, p.Path)
 	}
 	l.timeline[trial] = tl
 }
