@@ -332,6 +332,8 @@ func runGarbage(t *testing.T, malformed, checkpointLies bool) {
 	d, logs := startLoggedDeployment(t, 3, map[string]tune.Trainable{"liar": liarTrainable(iterations, at, release)})
 	rc := storage(t)
 	rc.FailureConfig.MaxFailures = 1
+	// The lies are about staged copies in the Object Store.
+	rc.CheckpointConfig.Route = events.RouteObjectStore
 	tuner, err := tune.NewTuner("liar", tune.WithName(exp), tune.WithRunConfig(rc), d.nats(),
 		tune.WithParamSpace(tune.ParamSpace{"role": tune.GridSearch("steady", "digest", "missing")}))
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/blobsync"
+	"github.com/tunejet/tunejet/internal/ckpt"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
 )
@@ -153,7 +154,9 @@ func (c *Checkpoint) Download(ctx context.Context, dir string) error {
 		return err
 	}
 	defer b.Close()
-	if err := blobsync.SyncDown(ctx, b, c.key, dir, nil); err != nil {
+	// A checkpoint a runner wrote straight to storage holds its manifest,
+	// which is not the trainable's.
+	if err := blobsync.SyncDown(ctx, b, c.key, dir, []string{ckpt.ManifestFile}); err != nil {
 		return fmt.Errorf("download %s: %w", c.Path, err)
 	}
 	return os.MkdirAll(dir, 0o755) // an empty checkpoint stores no files

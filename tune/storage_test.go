@@ -934,7 +934,9 @@ func TestHungStorageDoesNotStopTheExperiment(t *testing.T) {
 	d := startSyncDeployment(t, 2, map[string]tune.Trainable{"gated": gated(release)}, syncer.Config{RetryBackoff: 20 * time.Millisecond})
 	// Fit returns without the final sync.
 	done := fitAsync(t, d, "gated", tune.WithSyncWait(100*time.Millisecond), tune.WithName(exp), tune.WithParamSpace(tune.ParamSpace{"x": tune.GridSearch(1, 2)}),
-		tune.WithRunConfig(tune.RunConfig{StoragePath: sp, SyncConfig: tune.SyncConfig{SyncPeriodS: 0.2, SyncTimeoutS: 0.2}}))
+		// The syncer's persistence of staged checkpoints is what hangs.
+		tune.WithRunConfig(tune.RunConfig{StoragePath: sp, SyncConfig: tune.SyncConfig{SyncPeriodS: 0.2, SyncTimeoutS: 0.2},
+			CheckpointConfig: tune.CheckpointConfig{Route: events.RouteObjectStore}}))
 
 	storagetest.Eventually(t, "the storage marker", func() bool {
 		ok, _ := base.Exists(t.Context(), exp+"/"+store.MarkerFile)
@@ -1032,7 +1034,9 @@ func failingStorage(t *testing.T, exp string, before func(*storagetest.Faults), 
 	d := startSyncDeployment(t, 2, map[string]tune.Trainable{"gated": gated(release)}, syncer.Config{RetryBackoff: 20 * time.Millisecond})
 	// Fit does not wait long for the final sync; the test polls storage.
 	done := fitAsync(t, d, "gated", tune.WithSyncWait(100*time.Millisecond), tune.WithName(exp), tune.WithParamSpace(tune.ParamSpace{"x": tune.GridSearch(1, 2)}),
-		tune.WithRunConfig(tune.RunConfig{StoragePath: sp, SyncConfig: tune.SyncConfig{SyncPeriodS: 0.2, SyncTimeoutS: 5}}))
+		// The syncer's persistence of staged checkpoints is what fails.
+		tune.WithRunConfig(tune.RunConfig{StoragePath: sp, SyncConfig: tune.SyncConfig{SyncPeriodS: 0.2, SyncTimeoutS: 5},
+			CheckpointConfig: tune.CheckpointConfig{Route: events.RouteObjectStore}}))
 	waitLog(t, d, exp, "both trials to report", func(lg *trialsLog) bool {
 		n := 0
 		for _, r := range lg.reports {

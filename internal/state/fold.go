@@ -329,6 +329,14 @@ func (t *Trial) checkpointed(ev *events.Event, p *events.TrialCheckpointed, cfg 
 	}
 	t.NextCheckpoint = p.Checkpoint.Index + 1
 	t.registerCheckpoint(p.Checkpoint, cfg, pinned)
+	if p.Checkpoint.Location != "" {
+		// Written straight to storage, complete before this event: durable
+		// with it, no checkpoint.persisted follows.
+		if t.Persisted == nil {
+			t.Persisted = map[string]bool{}
+		}
+		t.Persisted[p.Checkpoint.Name] = true
+	}
 	return true
 }
 

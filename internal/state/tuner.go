@@ -349,7 +349,7 @@ func (e *Experiment) exploitOf(in *sched.ExploitInputs) *Exploit {
 		return nil
 	}
 	x.Source, x.Checkpoint = donor.ID, donor.Checkpoints[i]
-	if x.Checkpoint.Object == "" {
+	if x.Checkpoint.Object == "" && x.Checkpoint.Location == "" { // a staged copy of a state that names none
 		x.Checkpoint.Object = events.LegacyCheckpointObject(donor.ID, x.Checkpoint.Name)
 	}
 	return x

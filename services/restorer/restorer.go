@@ -453,7 +453,9 @@ func (s *Service) reachCheckpoints(ctx context.Context, st *state.Experiment, ex
 		if err := checkNames(t, c); err != nil {
 			return api.WithCode(api.CodeStateInvalid, err)
 		}
-		if c == nil {
+		if c == nil || ckpt.IsDirect(c) {
+			// One in storage: a runner that reads storage copies it from
+			// there, the syncer stages it for one that cannot.
 			continue
 		}
 		object := c.Object

@@ -49,6 +49,13 @@ type attempt struct {
 	cancel     context.CancelCauseFunc
 	stopper    *stopper
 	superseded atomic.Bool // a newer attempt owns the trial
+
+	route *route // how the experiment's checkpoints reach storage
+	// local is the checkpoint resumePoint already copied from storage.
+	local *localCopy
+	// stageRestore: the checkpoint resumed from is in storage, which this
+	// runner cannot read; the syncer stages it (trial.started says so).
+	stageRestore bool
 }
 
 // runAttempt runs one delivery of trial work to its end and returns how
@@ -203,6 +210,9 @@ var errSuperseded = errors.New("a newer attempt of the trial has started")
 // runner event of the trial came after the ones read; else it reads again.
 func (a *attempt) begin(ctx context.Context) (_ *events.CheckpointRef, donor string, _ error) {
 	subject := events.TrialSubjects(a.exp, events.WriterRunner, a.work.TrialID)
+	if err := a.prepareStorage(ctx); err != nil {
+		return nil, "", err
+	}
 	for try := 1; ; try++ {
 		fence, err := a.s.bus.LastSeq(ctx, subject) // read first: what follows covers it
 		if err != nil {
@@ -225,6 +235,7 @@ func (a *attempt) begin(ctx context.Context) (_ *events.CheckpointRef, donor str
 			WorkSeq: a.msg.Event.Seq,
 		}
 		if ref != nil {
+			started.StageRestore = a.stageRestore
 			started.RestoredFrom = ref.Name
 			if donor != "" {
 				started.RestoredFrom = donor + "/" + ref.Name

@@ -104,6 +104,7 @@ func (a *attempt) checkpoints(ctx context.Context) (refs []events.CheckpointRef,
 // When every copy is unusable the newest is returned, and fetching it
 // fails with the reason.
 func (a *attempt) resumePoint(ctx context.Context, refs []events.CheckpointRef) (*events.CheckpointRef, error) {
+	a.stageRestore = false
 	if len(refs) == 0 {
 		return nil, nil
 	}
@@ -113,6 +114,17 @@ func (a *attempt) resumePoint(ctx context.Context, refs []events.CheckpointRef) 
 	}
 	for i := range refs {
 		ref := &refs[i]
+		if ckpt.IsDirect(ref) {
+			usable, why, err := a.directUsable(ctx, obs, ref)
+			if err != nil {
+				return nil, err
+			}
+			if usable {
+				return ref, nil
+			}
+			a.log.Warn().Str("checkpoint", ref.Name).Str("location", ref.Location).Str("reason", why).Msg("cannot resume from the checkpoint; trying the one before")
+			continue
+		}
 		info, err := a.restaged(ctx, obs, a.objectOf(ref))
 		var why string
 		switch {
@@ -129,8 +141,89 @@ func (a *attempt) resumePoint(ctx context.Context, refs []events.CheckpointRef) 
 		}
 		a.log.Warn().Str("checkpoint", ref.Name).Str("reason", why).Msg("cannot resume from the checkpoint; trying the one before")
 	}
+	if ckpt.IsDirect(&refs[0]) {
+		// As a staged copy marked gone everywhere: the trial ends with the
+		// reason rather than retrying what cannot succeed.
+		return nil, fmt.Errorf("resume trial %s: no checkpoint of it is usable (the newest, %s, is damaged or missing in storage): %w", a.work.TrialID, refs[0].Location, ckpt.ErrGone)
+	}
 	return &refs[0], nil
 }
+
+// localCopy is a checkpoint copied from storage into a local directory.
+type localCopy struct {
+	name, digest, dir string
+}
+
+// directUsable tells whether the attempt can resume from ref, a checkpoint
+// in storage. A runner that reads storage copies it into the restore
+// directory now, checking it against its manifest: a folder missing,
+// incomplete or changed since its event is not usable (why says how). One
+// that cannot read storage resumes from the copy the syncer stages
+// (ckpt.StorageCopyObject): usable unless the syncer marked it gone.
+func (a *attempt) directUsable(ctx context.Context, obs ckpt.Objects, ref *events.CheckpointRef) (usable bool, why string, err error) {
+	if l := a.local; l != nil && l.name == ref.Name && l.digest == ref.Digest {
+		return true, "", nil
+	}
+	if d := a.route.readsDirect(); d != nil {
+		dir, err := a.restoreDir(ref)
+		if err != nil {
+			return false, "", err
+		}
+		a.local = nil
+		err = d.Read(ctx, ref.Location, ref.Digest, dir)
+		switch {
+		case err == nil:
+			a.local = &localCopy{name: ref.Name, digest: ref.Digest, dir: dir}
+			return true, "", nil
+		case errors.Is(err, ckpt.ErrDigestMismatch), errors.Is(err, ckpt.ErrIncomplete), errors.Is(err, ckpt.ErrUnsafeEntry),
+			errors.Is(err, os.ErrNotExist):
+			return false, "its folder in storage is not the one its event names: " + err.Error(), nil
+		}
+		return false, "", fmt.Errorf("resume trial %s: %w", a.work.TrialID, err)
+	}
+	info, err := ckpt.Info(ctx, obs, ckpt.StorageCopyObject(ref))
+	switch {
+	case err == nil && ckpt.IsGone(info):
+		return false, "it is gone: " + info.Metadata["tunejet-gone"], nil
+	case err == nil && !ckpt.Holds(info, ref.Digest):
+		return false, "its staged copy holds other bytes than its event names", nil
+	case err != nil && !errors.Is(err, ckpt.ErrObjectNotFound):
+		return false, "", fmt.Errorf("resume trial %s: %w", a.work.TrialID, err)
+	}
+	// Staged already, or not yet: trial.started asks the syncer.
+	a.stageRestore = err != nil
+	return true, "", nil
+}
+
+// restoreDir is the local directory a checkpoint is restored into, with
+// whatever an earlier try left there removed.
+func (a *attempt) restoreDir(ref *events.CheckpointRef) (string, error) {
+	dir := filepath.Join(a.s.cfg.WorkDir, a.exp, ".restore", fmt.Sprintf("%s-%d", a.work.TrialID, a.num), ref.Name)
+	if err := os.RemoveAll(filepath.Dir(dir)); err != nil {
+		return "", fmt.Errorf("resume trial %s: %w", a.work.TrialID, err)
+	}
+	return dir, nil
+}
+
+// prepareStorage learns how the experiment's checkpoints reach storage
+// and removes what an interrupted direct write of the trial left there.
+func (a *attempt) prepareStorage(ctx context.Context) error {
+	r, err := a.s.routeOf(ctx, a.exp)
+	if err != nil {
+		return err
+	}
+	a.route = r
+	if d := r.readsDirect(); d != nil {
+		if err := d.CleanTemporary(ctx, a.work.DirName); err != nil {
+			a.log.Warn().Err(err).Msg("cannot remove what an interrupted checkpoint write left in storage")
+		}
+	}
+	return nil
+}
+
+// stagedCopyWait bounds the wait for the syncer to stage a checkpoint in
+// storage for a runner that cannot read it.
+const stagedCopyWait = 10 * time.Minute
 
 // restageWait bounds the wait for the syncer to stage a persisted
 // checkpoint again whose staged copy it removed.
@@ -155,6 +248,9 @@ func (a *attempt) restaged(ctx context.Context, obs ckpt.Objects, object string)
 
 // objectOf is the staged copy of ref.
 func (a *attempt) objectOf(ref *events.CheckpointRef) string {
+	if ckpt.IsDirect(ref) {
+		return ckpt.StorageCopyObject(ref)
+	}
 	if ref.Object != "" {
 		return ref.Object
 	}
@@ -167,18 +263,50 @@ func (a *attempt) restore(ctx context.Context, ref *events.CheckpointRef) (strin
 	if ref == nil {
 		return "", nil
 	}
+	if l := a.local; l != nil && l.name == ref.Name && l.digest == ref.Digest {
+		return l.dir, nil // copied from storage by resumePoint
+	}
 	obs, err := a.s.store(ctx, a.exp)
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(a.s.cfg.WorkDir, a.exp, ".restore", fmt.Sprintf("%s-%d", a.work.TrialID, a.num), ref.Name)
-	if err := os.RemoveAll(filepath.Dir(dir)); err != nil {
+	dir, err := a.restoreDir(ref)
+	if err != nil {
 		return "", err
 	}
-	if err := ckpt.Fetch(ctx, obs, a.objectOf(ref), ref.Digest, dir); err != nil {
+	object := a.objectOf(ref)
+	if ckpt.IsDirect(ref) {
+		if err := a.awaitStaged(ctx, obs, object); err != nil {
+			return "", err
+		}
+	}
+	if err := ckpt.Fetch(ctx, obs, object, ref.Digest, dir); err != nil {
+		if ckpt.IsDirect(ref) && errors.Is(err, ckpt.ErrGone) {
+			// Not the trial's end: the next attempt resumes from the
+			// checkpoint before (resumePoint skips one marked gone).
+			return "", fmt.Errorf("resume trial %s from %s: the syncer could not stage it: %s", a.work.TrialID, ref.Location, err.Error())
+		}
 		return "", fmt.Errorf("resume trial %s: %w", a.work.TrialID, err)
 	}
 	return dir, nil
+}
+
+// awaitStaged waits for the syncer to stage a checkpoint in storage that
+// this runner cannot read (asked by trial.started). The work's heartbeats
+// run meanwhile.
+func (a *attempt) awaitStaged(ctx context.Context, obs ckpt.Objects, object string) error {
+	_, err := ckpt.Info(ctx, obs, object)
+	for wait, giveUp := 100*time.Millisecond, time.Now().Add(stagedCopyWait); errors.Is(err, ckpt.ErrObjectNotFound) && time.Now().Before(giveUp); wait = min(2*wait, 2*time.Second) {
+		a.log.Debug().Str("object", object).Msg("waiting for the syncer to stage the checkpoint from storage")
+		if !sleep(ctx, wait) {
+			return ctx.Err()
+		}
+		_, err = ckpt.Info(ctx, obs, object)
+	}
+	if err != nil {
+		return fmt.Errorf("resume trial %s: the checkpoint was not staged from storage: %w", a.work.TrialID, err)
+	}
+	return nil
 }
 
 // stager stores an attempt's reported checkpoints in the bucket, each
@@ -188,6 +316,8 @@ type stager struct {
 	// scoreAttr is checkpoint_score_attribute: a checkpoint whose result
 	// holds a value of it that is not a number is refused.
 	scoreAttr string
+	dirName   string // the trial's folder in storage
+	route     *route // how checkpoints reach storage
 
 	mu   sync.Mutex
 	next int // index of the next checkpoint
@@ -209,6 +339,50 @@ func (st *stager) stage(ctx context.Context, dir string, result map[string]any) 
 	st.next++
 	st.mu.Unlock()
 	name := ckpt.Name(index)
+	direct, err := st.route.writesDirect(st.s.cfg.Name)
+	if err != nil {
+		return "", err
+	}
+	var ref events.CheckpointRef
+	if direct {
+		wctx, cancel := context.WithTimeout(ctx, st.route.timeout)
+		ref, err = st.write(wctx, dir, name)
+		cancel()
+		if err != nil && st.route.mode != events.RouteStorage {
+			// auto: storage that fails or hangs does not stop the trial.
+			st.log.Warn().Err(err).Str("checkpoint", name).Msg("cannot write the checkpoint to storage; staging it in the Object Store instead")
+			ref, err = st.stageObject(ctx, dir, name)
+		}
+	} else {
+		ref, err = st.stageObject(ctx, dir, name)
+	}
+	if err != nil {
+		return "", err
+	}
+	metrics := maps.Clone(result)
+	metrics["checkpoint_dir_name"] = name
+	iteration, _ := result["training_iteration"].(int)
+	ref.Index, ref.Iteration, ref.Metrics = index, iteration, metrics
+	if err := st.publish(ctx, &events.TrialCheckpointed{TrialID: st.trial, Attempt: st.num, Checkpoint: ref}); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+// write copies a checkpoint straight into its folder in storage
+// (ckpt.Direct), complete when it returns.
+func (st *stager) write(ctx context.Context, dir, name string) (events.CheckpointRef, error) {
+	rel := st.dirName + "/" + name
+	m, err := st.route.direct.Write(ctx, dir, rel, st.num)
+	if err != nil {
+		return events.CheckpointRef{}, err
+	}
+	return events.CheckpointRef{Name: name, Location: rel, Files: m.Inline(), Size: m.Size(), Digest: m.Digest()}, nil
+}
+
+// stageObject stores a checkpoint in the experiment's Object Store as the
+// attempt's own object.
+func (st *stager) stageObject(ctx context.Context, dir, name string) (events.CheckpointRef, error) {
 	object := ckpt.AttemptObjectName(st.trial, st.num, name)
 	// While the bucket is between leaders (a NATS node lost), the put is
 	// tried again, whole, for as long as a publish would be.
@@ -222,17 +396,9 @@ func (st *stager) stage(ctx context.Context, dir string, result map[string]any) 
 			break
 		}
 		if !bus.Retryable(err) || time.Now().After(giveUp) || !sleep(ctx, 200*time.Millisecond) {
-			return "", err
+			return events.CheckpointRef{}, err
 		}
 		st.log.Info().Err(err).Str("checkpoint", name).Msg("the checkpoint bucket did not answer; staging again")
 	}
-	metrics := maps.Clone(result)
-	metrics["checkpoint_dir_name"] = name
-	iteration, _ := result["training_iteration"].(int)
-	ref := events.CheckpointRef{Name: name, Index: index, Object: object, Size: staged.Size, Digest: staged.Digest,
-		Iteration: iteration, Metrics: metrics}
-	if err := st.publish(ctx, &events.TrialCheckpointed{TrialID: st.trial, Attempt: st.num, Checkpoint: ref}); err != nil {
-		return "", err
-	}
-	return name, nil
+	return events.CheckpointRef{Name: name, Object: object, Size: staged.Size, Digest: staged.Digest}, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/ckpt"
 	"github.com/tunejet/tunejet/internal/session"
+	"github.com/tunejet/tunejet/internal/storage"
 )
 
 // Config configures a runner. The zero value is usable.
@@ -57,6 +58,10 @@ type Config struct {
 	// stopped (SIGTERM) against max_failures. Default false, as in Ray
 	// (RAY_TRAIN_COUNT_PREEMPTION_AS_FAILURE).
 	CountPreemption bool
+	// ReachStorage tells whether this runner can write an experiment's
+	// storage itself, once per experiment (checkpoints then go straight
+	// to it). Default storage.Reach.
+	ReachStorage func(ctx context.Context, storagePath, experiment string) error
 }
 
 func (c *Config) setDefaults() {
@@ -83,6 +88,9 @@ func (c *Config) setDefaults() {
 	if c.StopGrace <= 0 {
 		c.StopGrace = 5 * time.Second
 	}
+	if c.ReachStorage == nil {
+		c.ReachStorage = storage.Reach
+	}
 }
 
 // Service is a running runner.
@@ -99,6 +107,7 @@ type Service struct {
 	runs   map[string]int                // experiment → the run being pulled
 	stores map[string]ckpt.Objects       // experiment → its checkpoint bucket
 	active map[string]bus.RunnerTrial    // running attempts, for the registry
+	routes routes                        // experiment → how its checkpoints reach storage
 	wg     sync.WaitGroup
 }
 

@@ -2,6 +2,7 @@ package syncer
 
 import (
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/tunejet/tunejet/events"
@@ -93,6 +94,9 @@ func plan(prev, st *state.Experiment, before *state.Trial, ev *events.Event) []j
 	case *events.TrialStarted:
 		// A retry may have resumed from an older checkpoint than the latest.
 		jobs = append(jobs, spareLatest(t)...)
+		if p.StageRestore {
+			jobs = append(jobs, stageRestoreJobs(st, t, p)...)
+		}
 	case *events.TrialScheduled:
 		jobs = append(jobs, exploitJobs(st, before, t, p)...)
 	case *events.TrialArtifacts:
@@ -128,7 +132,9 @@ func exploitJobs(st *state.Experiment, before, t *state.Trial, p *events.TrialSc
 	if before == nil || !reflect.DeepEqual(before.Config, t.Config) {
 		jobs = append(jobs, job{kind: writeParams, trial: t.ID})
 	}
-	if donor := st.Trials[x.Source]; donor != nil {
+	if donor := st.Trials[x.Source]; donor != nil && !ckpt.IsDirect(&x.Checkpoint) {
+		// One in storage is staged only for a runner that cannot read
+		// storage, when its start asks (stageRestoreJobs).
 		jobs = append(jobs, job{kind: checkResumable, trial: donor.ID, copies: []stagedCopy{
 			{ref: x.Checkpoint, object: objectOf(donor, x.Checkpoint), persisted: donor.Persisted[x.Checkpoint.Name]},
 		}})
@@ -169,19 +175,53 @@ func spareLatest(t *state.Trial) []job {
 	return []job{{kind: spare, trial: t.ID, object: objectOf(t, *c)}}
 }
 
-// keptNewestFirst are the trial's kept checkpoints, newest first: the
-// order a runner tries them in to resume.
+// keptNewestFirst are the trial's kept staged checkpoints, newest first:
+// the order a runner tries them in to resume. Checkpoints in storage have
+// no staged copy to check (stageRestoreJobs stages one on request).
 func keptNewestFirst(t *state.Trial) []stagedCopy {
 	copies := make([]stagedCopy, 0, len(t.Checkpoints))
 	for i := len(t.Checkpoints) - 1; i >= 0; i-- {
 		c := t.Checkpoints[i]
-		copies = append(copies, stagedCopy{c, objectOf(t, c), t.Persisted[c.Name]})
+		if !ckpt.IsDirect(&c) {
+			copies = append(copies, stagedCopy{c, objectOf(t, c), t.Persisted[c.Name]})
+		}
 	}
 	return copies
 }
 
+// stageRestoreJobs stage in the Object Store the checkpoint in storage
+// that an attempt resumes from on a runner that cannot read storage
+// (trial.started's stage_restore): the trial's own, or the PBT donor's
+// ("<donor>/<name>").
+func stageRestoreJobs(st *state.Experiment, t *state.Trial, p *events.TrialStarted) []job {
+	if t == nil {
+		return nil
+	}
+	owner, name := t, p.RestoredFrom
+	if donor, n, ok := strings.Cut(p.RestoredFrom, "/"); ok {
+		owner, name = st.Trials[donor], n
+	}
+	var ref *events.CheckpointRef
+	if r := t.ResumeFrom; r != nil && r.Checkpoint.Name == name && owner != nil && r.Source == owner.ID {
+		ref = &r.Checkpoint
+	} else if owner != nil {
+		for i := range owner.Checkpoints {
+			if owner.Checkpoints[i].Name == name {
+				ref = &owner.Checkpoints[i]
+			}
+		}
+	}
+	if ref == nil || !ckpt.IsDirect(ref) {
+		return nil
+	}
+	return []job{{kind: checkResumable, trial: owner.ID, copies: []stagedCopy{{ref: *ref, object: ckpt.StorageCopyObject(ref), persisted: true}}}}
+}
+
 // objectOf is the staged object of a trial's checkpoint.
 func objectOf(t *state.Trial, c events.CheckpointRef) string {
+	if ckpt.IsDirect(&c) {
+		return ckpt.StorageCopyObject(&c)
+	}
 	if c.Object != "" {
 		return c.Object
 	}

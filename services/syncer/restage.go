@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/blobsync"
 	"github.com/tunejet/tunejet/internal/ckpt"
 )
@@ -43,7 +44,7 @@ func (p *persister) checkResumable(ctx context.Context, dir, trial string, check
 		for _, c := range checks {
 			var usable bool
 			err := p.sync.Run(ctx, "check the staged copy of "+trial+"/"+c.ref.Name, func(ctx context.Context) (err error) {
-				usable, err = p.mendStaged(ctx, c.object, c.ref.Digest, dir+"/"+c.ref.Name+"/", c.persisted)
+				usable, err = p.mendStaged(ctx, c, dir+"/"+c.ref.Name+"/")
 				return err
 			})
 			if err != nil {
@@ -61,7 +62,8 @@ func (p *persister) checkResumable(ctx context.Context, dir, trial string, check
 // mendStaged makes object a usable copy of the checkpoint with digest
 // want, or marks it gone (see checkResumable); it reports whether a
 // usable copy is there now.
-func (p *persister) mendStaged(ctx context.Context, object, want, prefix string, persisted bool) (bool, error) {
+func (p *persister) mendStaged(ctx context.Context, c stagedCopy, prefix string) (bool, error) {
+	object, want, persisted := c.object, c.ref.Digest, c.persisted
 	obs, err := p.objectStore(ctx)
 	if err != nil {
 		return false, err
@@ -91,8 +93,37 @@ func (p *persister) mendStaged(ctx context.Context, object, want, prefix string,
 		p.log.Error().Str("object", object).Str("reason", why).Msg("a checkpoint a retry may resume from is gone everywhere")
 		return false, ckpt.MarkGone(ctx, obs, object, why+" and it was never persisted to storage")
 	}
+	if ckpt.IsDirect(&c.ref) {
+		p.log.Info().Str("object", object).Str("location", c.ref.Location).Msg("staging a checkpoint in storage for a runner that cannot read storage")
+		return p.stageDirect(ctx, obs, object, &c.ref)
+	}
 	p.log.Warn().Str("object", object).Str("reason", why).Msg("staging the checkpoint again from storage")
 	return true, p.restage(ctx, obs, object, want, prefix)
+}
+
+// stageDirect stages the checkpoint in storage ref as object, checked
+// against its manifest on the way. A folder missing, incomplete or changed
+// since its event is marked gone: the runner's next attempt resumes from
+// the checkpoint before.
+func (p *persister) stageDirect(ctx context.Context, obs ckpt.Objects, object string, ref *events.CheckpointRef) (bool, error) {
+	tmp, err := os.MkdirTemp(p.workDir, "restage-")
+	if err != nil {
+		return false, fmt.Errorf("stage %s: %w", object, err)
+	}
+	defer func() { _ = os.RemoveAll(tmp) }()
+	dir := filepath.Join(tmp, "checkpoint")
+	err = ckpt.ReadBucket(ctx, p.bucket, ref.Location, ref.Digest, dir)
+	if errors.Is(err, ckpt.ErrDigestMismatch) || errors.Is(err, ckpt.ErrIncomplete) || errors.Is(err, ckpt.ErrUnsafeEntry) {
+		p.log.Error().Err(err).Str("location", ref.Location).Msg("a checkpoint in storage a runner resumes from is damaged or missing")
+		return false, ckpt.MarkGone(ctx, obs, object, "its folder in storage is damaged or missing: "+err.Error())
+	}
+	if err != nil {
+		return false, fmt.Errorf("stage %s from storage: %w", object, err)
+	}
+	if _, err := ckpt.Restage(ctx, obs, object, dir, ref.Digest); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // restage stages the checkpoint persisted under prefix again as object.
