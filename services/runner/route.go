@@ -17,12 +17,12 @@ import (
 // runner (checkpoint_config.route): straight into storage (direct not
 // nil), or through the Object Store.
 type route struct {
-	path   string      // the experiment's storage_path
-	mode   string      // checkpoint_config.route; "" is auto
+	path string // the experiment's storage_path
+	mode string // checkpoint_config.route; "" is auto
 	// timeout bounds one direct write (sync_config.sync_timeout): with
 	// route auto a write that fails or hangs goes to the Object Store.
 	timeout time.Duration
-	direct ckpt.Direct // the experiment's storage, when this runner writes it itself
+	direct  ckpt.Direct // the experiment's storage, when this runner writes it itself
 	// unreachable says why this runner cannot write the storage itself,
 	// when it cannot.
 	unreachable error
