@@ -655,24 +655,30 @@ func (d *BlobStore) upload(ctx context.Context, src, key string) (uint32, int64,
 	return h.Sum32(), n, nil
 }
 
-// remove deletes the objects under prefix, the manifest first.
+// remove deletes the objects under prefix, the manifest first: one list
+// request when there are none (the usual case).
 func (d *BlobStore) remove(ctx context.Context, prefix string) error {
-	if err := d.B.Delete(ctx, prefix+ManifestFile); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
-		return fmt.Errorf("remove the earlier %s: %w", prefix, err)
-	}
+	var keys []string
 	it := d.B.List(&blob.ListOptions{Prefix: prefix})
 	for {
 		obj, err := it.Next(ctx)
 		if errors.Is(err, io.EOF) {
-			return nil
+			break
 		}
 		if err != nil {
 			return fmt.Errorf("remove the earlier %s: %w", prefix, err)
 		}
-		if err := d.B.Delete(ctx, obj.Key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+		keys = append(keys, obj.Key)
+	}
+	if i := slices.Index(keys, prefix+ManifestFile); i > 0 {
+		keys[0], keys[i] = keys[i], keys[0]
+	}
+	for _, k := range keys {
+		if err := d.B.Delete(ctx, k); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
 			return fmt.Errorf("remove the earlier %s: %w", prefix, err)
 		}
 	}
+	return nil
 }
 
 // Read implements Direct.
