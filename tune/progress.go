@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/tunejet/tunejet/events"
-	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/state"
 )
 
