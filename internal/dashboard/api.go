@@ -16,26 +16,10 @@ const keepAlive = 15 * time.Second
 // listExperiments answers GET /api/experiments: every experiment the log
 // holds, in submission order.
 func (s *Server) listExperiments(w http.ResponseWriter, r *http.Request) {
-	names, err := s.names(r.Context())
+	out, err := s.summaries(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return
-	}
-	out := struct {
-		Experiments []Summary `json:"experiments"`
-	}{Experiments: []Summary{}}
-	for _, name := range names {
-		l, ok, err := s.experiment(r.Context(), name)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		if !ok {
-			continue
-		}
-		l.mu.Lock()
-		out.Experiments = append(out.Experiments, l.summary())
-		l.mu.Unlock()
 	}
 	writeJSON(w, out)
 }

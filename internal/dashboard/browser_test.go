@@ -278,6 +278,12 @@ func TestBrowserStopOnlyWhenAllowed(t *testing.T) {
 	allowed := serveDashboard(t, dashboard.New(dashCtx(t), e.bus, dashboard.Config{AllowActions: true, Log: testLog(t)})).URL
 	ctx := browser(t)
 
+	// The experiments and runners pages, live.
+	navigate(t, ctx, e.dash.URL+"/")
+	waitFor(t, ctx, "the experiment running in the list", `document.querySelector('#experiments-table tr[data-experiment="`+e.name+`"]')?.dataset.status === "RUNNING"`)
+	navigate(t, ctx, e.dash.URL+"/runners")
+	waitFor(t, ctx, "the runner with its two trials", `document.querySelectorAll('#runners-table td[data-col="trials"] a').length === 2`)
+
 	navigate(t, ctx, e.dash.URL+"/experiments/"+e.name)
 	waitFor(t, ctx, "the running experiment", `document.getElementById("summary").textContent.startsWith("RUNNING")`)
 	if present := evaluate[bool](t, ctx, `document.getElementById("stop-experiment") !== null || document.getElementById("stop-confirm") !== null`); present {

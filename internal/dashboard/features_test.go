@@ -2,6 +2,8 @@ package dashboard_test
 
 import (
 	"archive/tar"
+	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tunejet/tunejet/internal/dashboard"
 	"github.com/tunejet/tunejet/tune"
@@ -364,4 +367,102 @@ func TestActionsAreGuarded(t *testing.T) {
 	if info["allow_actions"] != true || info["source"] != "log" {
 		t.Errorf("info %v", info)
 	}
+}
+
+// sseData decodes the data of a stream's "update" events into new values
+// of T.
+func sseData[T any](t *testing.T, ctx context.Context, url string) <-chan T {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req) //nolint:bodyclose // closed when the test ends
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := resp.Body
+	t.Cleanup(func() { _ = body.Close() })
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
+		t.Fatalf("GET %s: %s, %s", url, resp.Status, ct)
+	}
+	out := make(chan T, 64)
+	go func() {
+		defer close(out)
+		sc := bufio.NewScanner(body)
+		sc.Buffer(nil, 1<<24)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var v T
+				if err := json.Unmarshal([]byte(data), &v); err != nil {
+					t.Errorf("update %s: %v", data, err)
+					return
+				}
+				out <- v
+			}
+		}
+	}()
+	return out
+}
+
+// next waits for an update that ok accepts.
+func next[T any](t *testing.T, ctx context.Context, ch <-chan T, what string, ok func(T) bool) T {
+	t.Helper()
+	for {
+		select {
+		case v, open := <-ch:
+			if !open {
+				t.Fatalf("the stream ended before %s", what)
+			}
+			if ok(v) {
+				return v
+			}
+		case <-ctx.Done():
+			t.Fatalf("no update with %s", what)
+		}
+	}
+}
+
+// TestExperimentsAndRunnersStreams: the experiments list and the runners
+// follow the experiment as it runs and ends, without a reload.
+func TestExperimentsAndRunnersStreams(t *testing.T) {
+	e := startStepped(t, "")
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	type list struct {
+		Experiments []dashboard.Summary `json:"experiments"`
+	}
+	type runners struct {
+		Runners []map[string]any `json:"runners"`
+	}
+	exps := sseData[list](t, ctx, e.dash.URL+"/api/stream/experiments")
+	runs := sseData[runners](t, ctx, e.dash.URL+"/api/stream/runners")
+	statusIs := func(status string) func(list) bool {
+		return func(l list) bool { return len(l.Experiments) == 1 && l.Experiments[0].Status == status }
+	}
+	next(t, ctx, exps, "the experiment running", statusIs("RUNNING"))
+	running := func(n int) func(runners) bool {
+		return func(r runners) bool {
+			if len(r.Runners) != 1 {
+				return false
+			}
+			trials, _ := r.Runners[0]["trials"].([]any)
+			for _, tr := range trials {
+				if m, _ := tr.(map[string]any); m["experiment"] != e.name || m["ack"] != nil {
+					return false
+				}
+			}
+			return len(trials) == n && r.Runners[0]["slots"] == float64(len(xs))
+		}
+	}
+	next(t, ctx, runs, "the runner running both trials", running(len(xs)))
+
+	e.finish()
+	l := next(t, ctx, exps, "the experiment completed", statusIs("COMPLETED"))
+	if l.Experiments[0].Counts["TERMINATED"] != len(xs) || l.Experiments[0].Best == nil || *l.Experiments[0].Best != xs[0] {
+		t.Errorf("the completed experiment: %+v; want %d trials TERMINATED, best loss %v", l.Experiments[0], len(xs), xs[0])
+	}
+	next(t, ctx, runs, "the runner idle", func(r runners) bool {
+		return len(r.Runners) == 1 && (r.Runners[0]["trials"] == nil || len(r.Runners[0]["trials"].([]any)) == 0)
+	})
 }

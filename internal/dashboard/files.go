@@ -329,10 +329,7 @@ func copyObject(ctx context.Context, tw *tar.Writer, b *blob.Bucket, obj *blob.L
 // each as the runner publishes itself (the reply subjects of its work
 // left out).
 func (s *Server) listRunners(w http.ResponseWriter, r *http.Request) {
-	out := struct {
-		Runners []map[string]any `json:"runners"`
-		Note    string           `json:"note,omitempty"`
-	}{Runners: []map[string]any{}}
+	out := runnerList{Runners: []map[string]any{}}
 	if s.b == nil {
 		out.Note = "This dashboard reads an experiment's files: it sees no runners."
 		writeJSON(w, out)
@@ -355,23 +352,15 @@ func (s *Server) listRunners(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, info := range infos {
 		data, err := json.Marshal(info)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		var m map[string]any
-		if err := json.Unmarshal(data, &m); err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		if trials, ok := m["trials"].([]any); ok {
-			for _, t := range trials {
-				if tm, ok := t.(map[string]any); ok {
-					delete(tm, "ack")
-				}
+		if err == nil {
+			var m map[string]any
+			if m, err = runnerEntry(data); err == nil {
+				out.Runners = append(out.Runners, m)
+				continue
 			}
 		}
-		out.Runners = append(out.Runners, m)
+		s.fail(w, r, err)
+		return
 	}
 	writeJSON(w, out)
 }

@@ -35,7 +35,9 @@ type live struct {
 	seq     uint64
 	changed map[string]uint64
 	err     error // the fold's or the watch's, which end the watch
-	subs    map[chan struct{}]struct{}
+	changes hub
+	// onChange is told of every change too (the experiments list).
+	onChange func()
 
 	// timeline is, per trial, what the log says happened to it (reports
 	// summarized); expTimeline the experiment's own events. Empty for an
@@ -70,7 +72,7 @@ var autoFields = map[string]bool{
 func newLive(name string) *live {
 	return &live{
 		name: name, st: state.New(name), curves: map[string]*curve{}, changed: map[string]uint64{},
-		subs: map[chan struct{}]struct{}{}, caught: make(chan struct{}), timeline: map[string][]Entry{},
+		caught: make(chan struct{}), timeline: map[string][]Entry{},
 	}
 }
 
@@ -222,27 +224,15 @@ func anyFloat(v any) (float64, bool) {
 
 // notifyLocked signals every subscriber; l.mu is held.
 func (l *live) notifyLocked() {
-	for ch := range l.subs {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
+	l.changes.notify()
+	if l.onChange != nil {
+		l.onChange()
 	}
 }
 
 // subscribe returns a channel that receives a signal (coalesced) after
 // each change, and its cancel.
-func (l *live) subscribe() (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
-	l.mu.Lock()
-	l.subs[ch] = struct{}{}
-	l.mu.Unlock()
-	return ch, func() {
-		l.mu.Lock()
-		delete(l.subs, ch)
-		l.mu.Unlock()
-	}
-}
+func (l *live) subscribe() (<-chan struct{}, func()) { return l.changes.subscribe() }
 
 // Summary is an experiment's line on the experiments page.
 type Summary struct {

@@ -25,6 +25,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -72,12 +73,21 @@ type Server struct {
 
 	mu   sync.Mutex
 	exps map[string]*live
+
+	// The experiments submitted to the log, in submission order, from a
+	// watch started on first use; list tells of a new one and of every
+	// change to one watched.
+	submitted   sync.Once
+	names0      []string
+	namesCaught chan struct{}
+	namesErr    error
+	list        hub
 }
 
 // New returns a server reading b; the experiments it watches are followed
 // until ctx ends.
 func New(ctx context.Context, b *bus.Bus, cfg Config) *Server {
-	return &Server{b: b, cfg: cfg, ctx: ctx, exps: map[string]*live{}}
+	return &Server{b: b, cfg: cfg, ctx: ctx, exps: map[string]*live{}, namesCaught: make(chan struct{})}
 }
 
 // CheckAddr refuses an address that is not loopback when there is no
@@ -154,6 +164,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /runners", page)
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	mux.HandleFunc("GET /api/experiments", s.listExperiments)
+	mux.HandleFunc("GET /api/stream/experiments", s.streamExperiments)
+	mux.HandleFunc("GET /api/stream/runners", s.streamRunners)
 	mux.HandleFunc("GET /api/experiments/{name}", s.getExperiment)
 	mux.HandleFunc("GET /api/experiments/{name}/events", s.streamExperiment)
 	mux.HandleFunc("GET /api/experiments/{name}/trials/{trial}", s.getTrial)
@@ -270,6 +282,7 @@ func (s *Server) experiment(ctx context.Context, name string) (l *live, ok bool,
 		s.mu.Lock()
 		if l = s.exps[name]; l == nil {
 			l = newLive(name)
+			l.onChange = s.list.notify
 			s.exps[name] = l
 			go l.watch(s.ctx, s.b) //nolint:contextcheck // the watch outlives the request that starts it
 		}
@@ -288,16 +301,44 @@ func (s *Server) names(ctx context.Context) ([]string, error) {
 	if s.b == nil {
 		return []string{s.stored.name}, nil
 	}
-	var names []string
-	seen := map[string]bool{}
-	err := s.b.Replay(ctx, events.TypeSubjects("*", events.WriterClient, events.TypeExperimentSubmitted), func(ev *events.Event) {
-		if !seen[ev.Experiment] {
-			seen[ev.Experiment] = true
-			names = append(names, ev.Experiment)
-		}
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list experiments: %w", err)
+	s.submitted.Do(func() { go s.watchSubmitted() })
+	select {
+	case <-s.namesCaught:
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
-	return names, nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.namesErr != nil {
+		return nil, fmt.Errorf("list experiments: %w", s.namesErr)
+	}
+	return slices.Clone(s.names0), nil
+}
+
+// watchSubmitted follows the submissions for as long as the server runs.
+func (s *Server) watchSubmitted() {
+	var once sync.Once
+	caught := func() { once.Do(func() { close(s.namesCaught) }) }
+	seen := map[string]bool{}
+	err := s.b.Watch(s.ctx, events.TypeSubjects("*", events.WriterClient, events.TypeExperimentSubmitted), 0, bus.Handler{
+		Event: func(ev *events.Event) {
+			if seen[ev.Experiment] {
+				return
+			}
+			seen[ev.Experiment] = true
+			s.mu.Lock()
+			s.names0 = append(s.names0, ev.Experiment)
+			s.mu.Unlock()
+			s.list.notify()
+		},
+		CaughtUp: caught,
+	})
+	if err != nil && s.ctx.Err() == nil {
+		s.mu.Lock()
+		s.namesErr = err
+		s.mu.Unlock()
+		s.cfg.Log.Error().Err(err).Msg("dashboard: the watch of submissions ended")
+		s.list.notify()
+	}
+	caught()
 }

@@ -73,26 +73,41 @@ function elapsed(x) {
   return duration(end - new Date(x.start_time));
 }
 
-// ---- The experiments page.
+// ---- The experiments page, kept live by its stream.
 
 async function experimentsPage() {
   $("title").textContent = "Experiments";
   show("experiments");
-  let data;
-  try {
-    data = await getJSON("/api/experiments");
-  } catch (e) {
-    message(e.message);
-    return;
-  }
-  const tbody = document.querySelector("#experiments-table tbody");
+  const es = new EventSource("/api/stream/experiments");
+  es.addEventListener("update", (e) => {
+    $("message").hidden = true;
+    const live = $("live");
+    live.hidden = false;
+    live.classList.remove("lost");
+    live.textContent = "live";
+    drawExperiments(JSON.parse(e.data));
+  });
+  es.onerror = async () => {
+    $("live").classList.add("lost");
+    $("live").textContent = "reconnecting";
+    if (es.readyState === EventSource.CLOSED) {
+      try {
+        await getJSON("/api/experiments");
+      } catch (e) {
+        message(e.message);
+      }
+    }
+  };
+}
+
+function drawExperiments(data) {
   if (data.experiments.length === 0) message("The event log holds no experiment yet.");
-  for (const x of data.experiments) {
-    const tr = el("tr", { "data-experiment": x.name });
+  const rows = data.experiments.map((x) => {
+    const tr = el("tr", { "data-experiment": x.name, "data-status": x.status });
     const td = el("td");
     td.appendChild(el("a", { href: "/experiments/" + encodeURIComponent(x.name) }, x.name));
     tr.appendChild(td);
-    tr.appendChild(el("td", { class: "status-" + x.status }, x.status));
+    tr.appendChild(el("td", { class: "status-" + x.status, "data-col": "status" }, x.status));
     tr.appendChild(el("td", { class: "num" }, String(x.num_trials)));
     tr.appendChild(el("td", {}, counts(x.counts)));
     tr.appendChild(el("td", { class: "num" }, progress(x)));
@@ -100,30 +115,35 @@ async function experimentsPage() {
     tr.appendChild(el("td", { class: "num", "data-col": "best" }, fmt(x.best)));
     tr.appendChild(el("td", {}, x.start_time ? new Date(x.start_time).toLocaleString() : ""));
     tr.appendChild(el("td", { class: "num" }, elapsed(x)));
-    tbody.appendChild(tr);
-  }
+    return tr;
+  });
+  document.querySelector("#experiments-table tbody").replaceChildren(...rows);
 }
 
-// ---- The runners page: each runner with whatever fields it publishes.
+// ---- The runners page, kept live by its stream: each runner with
+// whatever fields it publishes.
 
-async function runnersPage() {
+function runnersPage() {
   $("title").textContent = "Runners";
   show("runners");
-  $("runners-refresh").onclick = loadRunners;
-  await loadRunners();
+  const es = new EventSource("/api/stream/runners");
+  es.addEventListener("update", (e) => {
+    const live = $("live");
+    live.hidden = false;
+    live.classList.remove("lost");
+    live.textContent = "live";
+    drawRunners(JSON.parse(e.data));
+  });
+  es.onerror = () => {
+    $("live").classList.add("lost");
+    $("live").textContent = "reconnecting";
+  };
 }
 
-async function loadRunners() {
-  let data;
-  try {
-    data = await getJSON("/api/runners");
-  } catch (e) {
-    message(e.message);
-    return;
-  }
+function drawRunners(data) {
   const note = $("runners-note");
-  note.hidden = !data.note && data.runners.length > 0;
-  note.textContent = data.note || (data.runners.length ? "" : "No live runner.");
+  note.hidden = !data.note;
+  note.textContent = data.note || "";
   const keys = [];
   for (const r of data.runners) for (const k of Object.keys(r)) if (!keys.includes(k)) keys.push(k);
   const first = ["name", "hostname", "slots"].filter((k) => keys.includes(k));
@@ -135,7 +155,9 @@ async function loadRunners() {
     for (const k of cols) {
       const td = el("td", { "data-col": k });
       const v = r[k];
-      if (k === "trials" && Array.isArray(v)) {
+      if (k === "trials" && !v) {
+        td.textContent = "idle";
+      } else if (k === "trials" && Array.isArray(v)) {
         v.forEach((t, i) => {
           if (i > 0) td.appendChild(document.createTextNode(", "));
           const href = "/experiments/" + encodeURIComponent(t.experiment) + "#trial=" + encodeURIComponent(t.trial_id);
