@@ -260,10 +260,12 @@ func (d *FileSystem) Write(ctx context.Context, src, rel string, tag int) (Manif
 	if err := os.MkdirAll(tmp, 0o755); err != nil { // an empty checkpoint
 		return Manifest{}, fmt.Errorf("write checkpoint %s: %w", target, err)
 	}
-	if err := writeSynced(filepath.Join(tmp, ManifestFile), m.Encode()); err != nil {
+	if err := os.WriteFile(filepath.Join(tmp, ManifestFile), m.Encode(), 0o644); err != nil {
 		return Manifest{}, fmt.Errorf("write checkpoint %s: %w", target, err)
 	}
-	if err := syncDirs(tmp, files); err != nil {
+	// Every file, the manifest and every folder made durable at once:
+	// concurrent fsyncs share the file system's journal commits.
+	if err := syncAll(ctx, tmp, files); err != nil {
 		return Manifest{}, fmt.Errorf("write checkpoint %s: %w", target, err)
 	}
 	if err := moveAside(target, tag); err != nil {
@@ -342,11 +344,11 @@ func copyFiles(ctx context.Context, files []sourceFile, fn func(int, sourceFile)
 	return ctx.Err()
 }
 
-// copyFile copies src to a new file dst (creating its folder), fsynced,
-// and returns the copy's CRC-32C and size. Without ChecksumWhileCopying
-// the kernel copies (a reflink where the file system shares blocks, else
-// copy_file_range through io.Copy) and the copy is read back for its
-// checksum, from the page cache.
+// copyFile copies src to a new file dst (creating its folder), not yet
+// durable (syncAll), and returns the copy's CRC-32C and size. Without
+// ChecksumWhileCopying the kernel copies (a reflink where the file system
+// shares blocks, else copy_file_range through io.Copy) and the copy is
+// read back for its checksum, from the page cache.
 func (d *FileSystem) copyFile(src, dst string) (uint32, int64, error) {
 	in, err := os.Open(src)
 	if err != nil {
@@ -374,9 +376,6 @@ func (d *FileSystem) copyFile(src, dst string) (uint32, int64, error) {
 		}
 	}
 	if err != nil {
-		return 0, 0, err
-	}
-	if err := out.Sync(); err != nil {
 		return 0, 0, err
 	}
 	return crc, n, out.Close()
@@ -414,38 +413,53 @@ func checksumFile(f *os.File) (uint32, error) {
 	}
 }
 
-func writeSynced(p string, data []byte) error {
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return err
-	}
-	return f.Close()
-}
+// syncConcurrency bounds the fsyncs in flight.
+const syncConcurrency = 16
 
-// syncDirs fsyncs root and every folder the files are in.
-func syncDirs(root string, files []sourceFile) error {
-	dirs := map[string]bool{root: true}
+// syncAll fsyncs, concurrently, the files under root, its manifest, root
+// and every folder the files are in.
+func syncAll(ctx context.Context, root string, files []sourceFile) error {
+	paths := []sourceFile{{abs: filepath.Join(root, ManifestFile)}, {abs: root}}
+	dirs := map[string]bool{}
 	for _, f := range files {
-		for d := path.Dir(f.rel); d != "."; d = path.Dir(d) {
-			dirs[filepath.Join(root, filepath.FromSlash(d))] = true
+		paths = append(paths, sourceFile{abs: filepath.Join(root, filepath.FromSlash(f.rel))})
+		for d := path.Dir(f.rel); d != "." && !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
+			paths = append(paths, sourceFile{abs: filepath.Join(root, filepath.FromSlash(d))})
 		}
 	}
-	for d := range dirs {
-		if err := syncDir(d); err != nil {
-			return err
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	sem := make(chan struct{}, syncConcurrency)
+	for _, p := range paths {
+		if ctx.Err() != nil {
+			break
 		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := syncDir(p.abs); err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+			}
+		}()
 	}
-	return nil
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	return ctx.Err()
 }
 
+// syncDir fsyncs a file or a folder.
 func syncDir(dir string) error {
 	f, err := os.Open(dir)
 	if err != nil {
@@ -480,9 +494,10 @@ func (d *FileSystem) Read(ctx context.Context, rel, digest, dst string) (err err
 			_ = os.RemoveAll(dst)
 		}
 	}()
-	fsCopy := &FileSystem{ChecksumWhileCopying: d.ChecksumWhileCopying}
+	// The local copy need not survive a crash of this host: the next
+	// attempt fetches again.
 	err = copyFiles(ctx, manifestSources(m, from), func(i int, f sourceFile) error {
-		crc, n, err := fsCopy.copyFileNoSync(f.abs, filepath.Join(dst, filepath.FromSlash(f.rel)))
+		crc, n, err := d.copyFile(f.abs, filepath.Join(dst, filepath.FromSlash(f.rel)))
 		if err != nil {
 			return err
 		}
@@ -492,40 +507,6 @@ func (d *FileSystem) Read(ctx context.Context, rel, digest, dst string) (err err
 		return fmt.Errorf("read checkpoint %s: %w", from, err)
 	}
 	return nil
-}
-
-// copyFileNoSync is copyFile for a restore: the local copy need not
-// survive a crash of this host (the next attempt fetches again).
-func (d *FileSystem) copyFileNoSync(src, dst string) (uint32, int64, error) {
-	in, err := os.Open(src)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer in.Close()
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return 0, 0, err
-	}
-	out, err := os.OpenFile(dst, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer out.Close()
-	var crc uint32
-	var n int64
-	if d.ChecksumWhileCopying {
-		h := crc32.New(castagnoli)
-		n, err = io.CopyBuffer(io.MultiWriter(out, h), in, make([]byte, 1<<20))
-		crc = h.Sum32()
-	} else {
-		n, err = kernelCopy(out, in)
-		if err == nil {
-			crc, err = checksumFile(out)
-		}
-	}
-	if err != nil {
-		return 0, 0, err
-	}
-	return crc, n, out.Close()
 }
 
 func manifestSources(m Manifest, from string) []sourceFile {
