@@ -336,8 +336,12 @@ func rawObjectRoundTrip(ctx context.Context, obs jetstream.ObjectStore, name, sr
 
 // BenchmarkCheckpointPersistence measures how long a checkpoint takes from
 // tune.Report(..., tune.WithCheckpoint(dir)) in a trainable to durable in
-// storage (the syncer's checkpoint.persisted event), on a deployment (the
-// controller, a runner and the syncer on their own connections), for
+// storage, on a deployment (the controller, a runner and the syncer on
+// their own connections), on both routes: "direct" (checkpoint_config.route
+// auto with a runner that reaches the storage: the runner writes the
+// folder itself and it is durable with its trial.checkpointed, which is
+// stored before Report returns) and "object_store" (staged in the Object
+// Store, durable at the syncer's checkpoint.persisted event), for
 // 1 MB and 100 MB (1 GB with TUNEJET_BENCH_CKPT_MAX_MB=1024; medians of
 // TUNEJET_BENCH_CKPT_REPS repetitions), on a file:// temp dir and on S3
 // (gofakes3 on loopback in its own process, bench/fakes3, through the AWS
@@ -347,9 +351,20 @@ func rawObjectRoundTrip(ctx context.Context, obs jetstream.ObjectStore, name, sr
 // ≥ 0.5 of the baseline's throughput.
 func BenchmarkCheckpointPersistence(b *testing.B) {
 	for _, size := range checkpointSizes(b, 100) {
-		b.Run(sizeName(size)+"/file", func(b *testing.B) { persistence(b, size, "file") })
-		b.Run(sizeName(size)+"/s3", func(b *testing.B) { persistence(b, size, "s3") })
+		for _, route := range []string{"direct", events.RouteObjectStore} {
+			b.Run(sizeName(size)+"/file/"+route, func(b *testing.B) { persistence(b, size, "file", route) })
+			b.Run(sizeName(size)+"/s3/"+route, func(b *testing.B) { persistence(b, size, "s3", route) })
+		}
 	}
+}
+
+// routeKey is checkpoint_config.route for a benchmark's route: "direct"
+// is auto with a runner that reaches the storage.
+func routeKey(route string) string {
+	if route == "direct" {
+		return events.RouteAuto
+	}
+	return route
 }
 
 // persisted is what the log says about one checkpoint, by receipt time.
@@ -358,7 +373,7 @@ type persistedCkpt struct {
 	persistedCPU            time.Duration // the process's CPU time then
 }
 
-func persistence(b *testing.B, size int, backend string) {
+func persistence(b *testing.B, size int, backend, route string) {
 	b.StopTimer()
 	ctx := context.Background()
 	var storagePath string
@@ -427,6 +442,10 @@ func persistence(b *testing.B, size int, backend string) {
 				seen[p.Checkpoint.Name] = c
 			}
 			c.checkpointed = at
+			if p.Checkpoint.Location != "" && c.persisted.IsZero() { // in storage, complete, durable with this event
+				c.persisted, c.persistedCPU = at, cpuTime()
+				got <- p.Checkpoint.Name
+			}
 		case *events.CheckpointPersisted:
 			c := seen[p.Name]
 			if c == nil {
@@ -453,11 +472,11 @@ func persistence(b *testing.B, size int, backend string) {
 		g, _, err := d.tryFit(30*time.Minute, "checkpointer",
 			tune.WithName(exp),
 			tune.WithParamSpace(tune.ParamSpace{"x": 1}),
-			tune.WithRunConfig(tune.RunConfig{StoragePath: storagePath}))
+			tune.WithRunConfig(tune.RunConfig{StoragePath: storagePath, CheckpointConfig: tune.CheckpointConfig{Route: routeKey(route)}}))
 		fitDone <- fitResult{g: g, err: err}
 	}()
 
-	var totals, stagesD, persistsD, baselines, cpus, baselineCPUs []time.Duration
+	var totals, stagesD, persistsD, baselines, syncedBaselines, cpus, baselineCPUs []time.Duration
 	for r := 0; r < n; r++ {
 		var c call
 		select {
@@ -498,6 +517,19 @@ func persistence(b *testing.B, size int, backend string) {
 		baselineCPUs = append(baselineCPUs, cpuTime()-cpu)
 		if err := bkt.Delete(ctx, key); err != nil {
 			b.Fatal(err)
+		}
+		if dir, err := storage.LocalPath(storagePath); err == nil && dir != "" {
+			// For reference: the same copy made durable (fsync), as the
+			// direct path makes its own.
+			settle()
+			start = time.Now()
+			if err := copyFileSync(file, filepath.Join(dir, filepath.FromSlash(key))); err != nil {
+				b.Fatal(err)
+			}
+			syncedBaselines = append(syncedBaselines, time.Since(start))
+			if err := bkt.Delete(ctx, key); err != nil {
+				b.Fatal(err)
+			}
 		}
 		settle()
 		select {
@@ -545,8 +577,14 @@ func persistence(b *testing.B, size int, backend string) {
 	b.ReportMetric(mbps(size, tot), "persisted_MB/s")
 	b.ReportMetric(bl.Seconds()/tot.Seconds(), "persist/baseline")
 	b.ReportMetric(tot.Seconds(), "report_to_persisted_s")
-	b.Logf("%s checkpoint to %s, medians of %d: Report → checkpoint.persisted %v (%.0f MB/s) = Report staging it %v + syncer persisting it %v; plain copy to the same place %v (%.0f MB/s); ratio %.2f (target ≥ 0.5)",
-		sizeName(size), backend, n, short(tot), mbps(size, tot), short(st), short(pe), short(bl), mbps(size, bl), bl.Seconds()/tot.Seconds())
+	b.ReportMetric(st.Seconds()/bl.Seconds(), "report_blocks/baseline")
+	b.Logf("%s checkpoint to %s, route %s, medians of %d: Report → durable in storage %v (%.0f MB/s) = Report blocking %v (%.2f× the plain copy) + the syncer persisting it after %v; plain copy to the same place %v (%.0f MB/s); ratio %.2f",
+		sizeName(size), backend, route, n, short(tot), mbps(size, tot), short(st), st.Seconds()/bl.Seconds(), short(pe), short(bl), mbps(size, bl), bl.Seconds()/tot.Seconds())
+	if len(syncedBaselines) > 0 {
+		bs := median(syncedBaselines)
+		b.ReportMetric(bs.Seconds()/tot.Seconds(), "persist/baseline_fsync")
+		b.Logf("reference: the plain copy with fsync %v (%.0f MB/s); ratio against it %.2f", short(bs), mbps(size, bs), bs.Seconds()/tot.Seconds())
+	}
 	cc, bc := median(cpus), median(baselineCPUs)
 	b.ReportMetric(float64(cc.Microseconds())/1000, "report_to_persisted_cpu_ms")
 	b.Logf("CPU time of the process (every service and the in-process nats-server; not the S3 server, which runs apart), medians: Report → persisted %v; plain copy %v",
@@ -573,4 +611,178 @@ func lastElem(p string) string {
 		p = u.Path
 	}
 	return path.Base(filepath.ToSlash(p))
+}
+
+// BenchmarkCheckpointDirect measures the direct path's copies on their
+// own, against the plain ones in the same run, for 1 MB, 100 MB and 1 GB
+// (TUNEJET_BENCH_CKPT_MAX_MB caps them; medians of TUNEJET_BENCH_CKPT_REPS):
+//
+//   - write, file: ckpt.FileSystem.Write (temporary folder, fsync, rename,
+//     manifest) with the CRC-32C read back after a kernel copy and with the
+//     CRC-32C computed while copying through user space, against io.Copy to
+//     a new file, with and without fsync;
+//   - resume, file: ckpt.FileSystem.Read (what a runner that reaches the
+//     storage does before the trainable starts: the latest checkpoint on
+//     its disk, every file checked) against io.Copy from storage;
+//   - write and resume, S3 (bench/fakes3 in its own process):
+//     ckpt.BlobStore.Write and ckpt.ReadBucket against one Upload and one
+//     Download of the same file with the same SDK.
+func BenchmarkCheckpointDirect(b *testing.B) {
+	for _, size := range checkpointSizes(b, 100) {
+		b.Run(sizeName(size)+"/file", func(b *testing.B) { directFile(b, size) })
+		b.Run(sizeName(size)+"/s3", func(b *testing.B) { directS3(b, size) })
+	}
+}
+
+func directFile(b *testing.B, size int) {
+	b.StopTimer()
+	ctx := context.Background()
+	src, file := checkpointDir(b, size)
+	root := b.TempDir()
+	local := b.TempDir()
+	n := reps(b, size)
+	var plain, plainSync, readBack, onCopy, resume, resumeOnCopy, plainResume []time.Duration
+	for i := 0; i < b.N; i++ {
+		for r := 0; r < n; r++ {
+			dst := filepath.Join(root, fmt.Sprintf("plain-%d", r), "model.bin")
+			settle()
+			start := time.Now()
+			if err := copyFile(file, dst); err != nil {
+				b.Fatal(err)
+			}
+			plain = append(plain, time.Since(start))
+			settle()
+			start = time.Now()
+			if err := copyFile(dst, filepath.Join(local, "plain-restore", "model.bin")); err != nil {
+				b.Fatal(err)
+			}
+			plainResume = append(plainResume, time.Since(start))
+			for _, p := range []string{filepath.Dir(dst), filepath.Join(local, "plain-restore")} {
+				if err := os.RemoveAll(p); err != nil {
+					b.Fatal(err)
+				}
+			}
+			settle()
+			start = time.Now()
+			if err := copyFileSync(file, dst); err != nil {
+				b.Fatal(err)
+			}
+			plainSync = append(plainSync, time.Since(start))
+			if err := os.RemoveAll(filepath.Dir(dst)); err != nil {
+				b.Fatal(err)
+			}
+			for _, whileCopying := range []bool{false, true} {
+				d := &ckpt.FileSystem{Root: root, ChecksumWhileCopying: whileCopying}
+				rel := fmt.Sprintf("trial/checkpoint_%06d", r)
+				settle()
+				b.StartTimer()
+				start = time.Now()
+				m, err := d.Write(ctx, src, rel, 1)
+				took := time.Since(start)
+				b.StopTimer()
+				if err != nil {
+					b.Fatal(err)
+				}
+				restored := filepath.Join(local, "restore")
+				settle()
+				start = time.Now()
+				err = d.Read(ctx, rel, m.Digest(), restored)
+				back := time.Since(start)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if whileCopying {
+					onCopy, resumeOnCopy = append(onCopy, took), append(resumeOnCopy, back)
+				} else {
+					readBack, resume = append(readBack, took), append(resume, back)
+				}
+				for _, p := range []string{d.Where(rel), restored} {
+					if err := os.RemoveAll(p); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		}
+	}
+	pl, ps, rb, oc, rs, rsc, pr := median(plain), median(plainSync), median(readBack), median(onCopy), median(resume), median(resumeOnCopy), median(plainResume)
+	b.SetBytes(int64(size))
+	b.ReportMetric(pl.Seconds()/rb.Seconds(), "write/copy")
+	b.ReportMetric(ps.Seconds()/rb.Seconds(), "write/copy_fsync")
+	b.ReportMetric(pl.Seconds()/oc.Seconds(), "write_crc_on_copy/copy")
+	b.ReportMetric(pr.Seconds()/rs.Seconds(), "resume/copy")
+	b.Logf("%s checkpoint to a folder, medians of %d: plain copy %v (%.0f MB/s), with fsync %v; direct write, CRC read back after a kernel copy %v (%.2f of the copy, %.2f of the copy with fsync), CRC while copying %v (%.2f of the copy)",
+		sizeName(size), len(plain), short(pl), mbps(size, pl), short(ps), short(rb), pl.Seconds()/rb.Seconds(), ps.Seconds()/rb.Seconds(), short(oc), pl.Seconds()/oc.Seconds())
+	b.Logf("resume: plain copy from storage %v (%.0f MB/s); direct read, checked, kernel copy + CRC read back %v (%.2f of the copy), CRC while copying %v (%.2f of the copy)",
+		short(pr), mbps(size, pr), short(rs), pr.Seconds()/rs.Seconds(), short(rsc), pr.Seconds()/rsc.Seconds())
+}
+
+func directS3(b *testing.B, size int) {
+	b.StopTimer()
+	ctx := context.Background()
+	url := startFakeS3(b)
+	bkt, err := storage.OpenBucket(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bkt.Close()
+	d := &ckpt.BlobStore{B: storage.ExperimentBucket(bkt, "exp"), URL: url}
+	src, file := checkpointDir(b, size)
+	local := b.TempDir()
+	n := reps(b, size)
+	var uploads, writes, downloads, reads []time.Duration
+	for i := 0; i < b.N; i++ {
+		for r := 0; r < n; r++ {
+			key := fmt.Sprintf("baseline/%d/model.bin", r)
+			start := time.Now()
+			if err := baselineCopy(ctx, bkt, url, file, key); err != nil {
+				b.Fatal(err)
+			}
+			uploads = append(uploads, time.Since(start))
+			dst := filepath.Join(local, "plain", "model.bin")
+			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+				b.Fatal(err)
+			}
+			start = time.Now()
+			f, err := os.Create(dst)
+			if err == nil {
+				err = bkt.Download(ctx, key, f, nil)
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+			}
+			downloads = append(downloads, time.Since(start))
+			if err != nil {
+				b.Fatal(err)
+			}
+			rel := fmt.Sprintf("trial/checkpoint_%06d", r)
+			b.StartTimer()
+			start = time.Now()
+			m, err := d.Write(ctx, src, rel, 1)
+			writes = append(writes, time.Since(start))
+			b.StopTimer()
+			if err != nil {
+				b.Fatal(err)
+			}
+			restored := filepath.Join(local, "restore")
+			start = time.Now()
+			if err := d.Read(ctx, rel, m.Digest(), restored); err != nil {
+				b.Fatal(err)
+			}
+			reads = append(reads, time.Since(start))
+			for _, p := range []string{filepath.Dir(dst), restored} {
+				if err := os.RemoveAll(p); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := bkt.Delete(ctx, key); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	up, wr, dl, rd := median(uploads), median(writes), median(downloads), median(reads)
+	b.SetBytes(int64(size))
+	b.ReportMetric(up.Seconds()/wr.Seconds(), "write/upload")
+	b.ReportMetric(dl.Seconds()/rd.Seconds(), "resume/download")
+	b.Logf("%s checkpoint to S3 (fake S3 in its own process), medians of %d: plain Upload %v (%.0f MB/s), direct write (files, then the manifest) %v (%.2f of the upload); plain Download %v, direct read, checked %v (%.2f of the download)",
+		sizeName(size), len(uploads), short(up), mbps(size, up), short(wr), up.Seconds()/wr.Seconds(), short(dl), short(rd), dl.Seconds()/rd.Seconds())
 }
