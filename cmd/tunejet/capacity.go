@@ -9,6 +9,7 @@ import (
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/services/runner"
+	"github.com/tunejet/tunejet/tune"
 )
 
 // capacityFlags are a runner's --cpus, --gpus, --gpu-ids, --memory,
@@ -23,12 +24,33 @@ type capacityFlags struct {
 }
 
 func (f *capacityFlags) add(fs *pflag.FlagSet) {
-	fs.Float64Var(&f.cpus, "cpus", 0, "CPUs the runner's trials may hold at once; a trial holds its trainable.resources cpu, default 1 (default: number of CPUs)")
 	fs.IntVar(&f.slots, "slots", 0, "deprecated: a shorthand for --cpus N")
-	fs.IntVar(&f.gpus, "gpus", runner.DetectGPUs, "GPUs the runner has; -1 finds them: those nvidia-smi -L lists, else those of CUDA_VISIBLE_DEVICES, else none")
-	fs.StringSliceVar(&f.gpuIDs, "gpu-ids", nil, "device ids of the runner's GPUs, as CUDA_VISIBLE_DEVICES names them (default 0..N-1)")
-	fs.StringVar(&f.memory, "memory", "", "memory the runner's trials may hold at once, in bytes or with K, M, G, T, Ki, Mi, Gi, Ti (default: none; trials asking for memory do not fit)")
-	fs.StringArrayVar(&f.resources, "resources", nil, "a custom resource the runner has, name=amount (repeatable)")
+	f.addResources(fs, "the runner")
+}
+
+// addResources adds every flag but --slots; who names the runner in their
+// help ("the runner", "the embedded runner").
+func (f *capacityFlags) addResources(fs *pflag.FlagSet, who string) {
+	fs.Float64Var(&f.cpus, "cpus", 0, "CPUs "+who+"'s trials may hold at once; a trial holds its trainable.resources cpu, default 1 (default: number of CPUs)")
+	fs.IntVar(&f.gpus, "gpus", runner.DetectGPUs, "GPUs "+who+" has; -1 finds them: those nvidia-smi -L lists, else those of CUDA_VISIBLE_DEVICES, else none")
+	fs.StringSliceVar(&f.gpuIDs, "gpu-ids", nil, "device ids of "+who+"'s GPUs, as CUDA_VISIBLE_DEVICES names them (default 0..N-1)")
+	fs.StringVar(&f.memory, "memory", "", "memory "+who+"'s trials may hold at once, in bytes or with K, M, G, T, Ki, Mi, Gi, Ti (default: none; trials asking for memory do not fit)")
+	fs.StringArrayVar(&f.resources, "resources", nil, "a custom resource "+who+" has, name=amount (repeatable)")
+}
+
+// embedded is the embedded runner's capacity the flags say, with slots
+// (the embedded stack's --slots) as its CPUs unless --cpus is given.
+func (f *capacityFlags) embedded(slots int) (tune.RunnerCapacity, error) {
+	f.slots = slots
+	var c runner.Config
+	if err := f.config(&c); err != nil {
+		return tune.RunnerCapacity{}, err
+	}
+	cpus := c.CPUs
+	if cpus == 0 {
+		cpus = float64(c.Slots)
+	}
+	return tune.RunnerCapacity{CPUs: cpus, GPUs: c.GPUs, GPUIDs: c.GPUIDs, Memory: c.Memory, Custom: c.Resources}, nil
 }
 
 // config fills in a runner's capacity.

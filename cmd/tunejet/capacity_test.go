@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/tunejet/tunejet/events"
@@ -18,6 +19,7 @@ import (
 	"github.com/tunejet/tunejet/internal/session"
 	"github.com/tunejet/tunejet/services/controller"
 	"github.com/tunejet/tunejet/services/runner"
+	"github.com/tunejet/tunejet/tune"
 )
 
 func TestRunnerCapacityFlags(t *testing.T) {
@@ -137,5 +139,46 @@ func TestStatusShowsRunnerCapacityAndWhyTrialsWait(t *testing.T) {
 	}
 	if lines := strings.Split(text, "\n"); !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "gpus/") && strings.Contains(l, "PENDING") }) {
 		t.Errorf("the waiting trial's line does not name its experiment:\n%s", text)
+	}
+}
+
+// TestEmbeddedRunnerCapacityFlags: run and restore size their embedded
+// runner with the runner's flags (GPUs found by default), --slots staying
+// the CPUs unless --cpus is given.
+func TestEmbeddedRunnerCapacityFlags(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		args []string
+		want tune.RunnerCapacity
+		err  string
+	}{
+		{"defaults", nil, tune.RunnerCapacity{GPUs: runner.DetectGPUs}, ""},
+		{"slots are cpus", []string{"--slots", "3"}, tune.RunnerCapacity{CPUs: 3, GPUs: runner.DetectGPUs}, ""},
+		{"cpus win over slots", []string{"--slots", "3", "--cpus", "6"}, tune.RunnerCapacity{CPUs: 6, GPUs: runner.DetectGPUs}, ""},
+		{"fake GPUs and memory", []string{"--gpus", "2", "--memory", "1Gi", "--resources", "tpu=1"},
+			tune.RunnerCapacity{GPUs: 2, Memory: 1 << 30, Custom: map[string]float64{"tpu": 1}}, ""},
+		{"bad gpus", []string{"--gpus", "-2"}, tune.RunnerCapacity{}, "--gpus must be >= 0"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var sf stackFlags
+			cmd := &cobra.Command{}
+			sf.add(cmd)
+			if err := cmd.Flags().Parse(c.args); err != nil {
+				t.Fatal(err)
+			}
+			got, err := sf.capacity.embedded(sf.slots)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("error %v; want one with %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(c.want, got); d != "" {
+				t.Errorf("capacity (-want +got):\n%s", d)
+			}
+		})
 	}
 }

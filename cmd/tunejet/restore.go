@@ -21,6 +21,7 @@ type stackFlags struct {
 	logs     logFlags
 	storeDir string
 	slots    int
+	capacity capacityFlags
 	verbose  int
 }
 
@@ -28,7 +29,8 @@ func (f *stackFlags) add(cmd *cobra.Command) {
 	f.conn.add(cmd.Flags(), clientConnectTimeout)
 	f.logs.add(cmd.Flags(), "warn")
 	cmd.Flags().StringVar(&f.storeDir, "store-dir", bus.DefaultStoreDir(), "embedded nats-server's JetStream store")
-	cmd.Flags().IntVar(&f.slots, "slots", 0, "embedded runner's trial slots (default: number of CPUs)")
+	cmd.Flags().IntVar(&f.slots, "slots", 0, "embedded runner's trial slots: a shorthand for --cpus N (default: number of CPUs)")
+	f.capacity.addResources(cmd.Flags(), "the embedded runner")
 	cmd.Flags().IntVar(&f.verbose, "verbose", tune.VerboseTable, "status table, as Ray's verbose: 0 none, 1 the status line, 2 the trials with their varying hyperparameters and metric, 3 every trial and metric")
 }
 
@@ -38,7 +40,11 @@ func (f *stackFlags) options() ([]tune.Option, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := []tune.Option{tune.WithProgress(os.Stdout), tune.WithVerbose(f.verbose), tune.WithLogger(log), tune.WithRunnerSlots(f.slots)}
+	capacity, err := f.capacity.embedded(f.slots)
+	if err != nil {
+		return nil, err
+	}
+	opts := []tune.Option{tune.WithProgress(os.Stdout), tune.WithVerbose(f.verbose), tune.WithLogger(log), tune.WithRunnerCapacity(capacity)}
 	if f.conn.o.URL != "" {
 		o, err := f.conn.options(log)
 		if err != nil {
