@@ -57,6 +57,38 @@ class SpaceTest(unittest.TestCase):
             tune.sample_from(lambda spec: 1)
 
 
+class ResourcesTest(unittest.TestCase):
+    """tune.with_resources becomes trainable.resources in the experiment file."""
+
+    def spec(self, trainable):
+        return tune.Tuner(trainable)._spec("f")["trainable"]
+
+    def test_amounts_and_config_keys(self):
+        def f(config, data=None):
+            pass
+
+        wrapped = tune.with_resources(f, {"CPU": 2, "GPU": 0.5, "memory": 1e9, "ssd": 1, "gpu_mem": {"config": "m"}})
+        want = {"cpu": 2, "gpu": 0.5, "memory": 1e9, "ssd": 1, "gpu_mem": {"config": "m"}}
+        self.assertEqual(self.spec(wrapped)["resources"], want)
+        self.assertEqual(wrapped.__name__, "f")
+        # with_parameters around it keeps the resources.
+        self.assertEqual(self.spec(tune.with_parameters(wrapped, data=1))["resources"], want)
+        self.assertNotIn("resources", self.spec(f), "the function itself is not changed")
+
+    def test_what_cannot_be_written_is_refused(self):
+        def f(config):
+            pass
+
+        with self.assertRaisesRegex(TypeError, r'\{"gpu": \{"config": "gpus"\}\}'):
+            tune.with_resources(f, lambda config: {"gpu": config["gpus"]})
+        with self.assertRaisesRegex(ValueError, "cpu must be >= 0"):
+            tune.with_resources(f, {"cpu": -1})
+        with self.assertRaisesRegex(ValueError, "gpu must be a number"):
+            tune.with_resources(f, {"gpu": "1"})
+        with self.assertRaisesRegex(TypeError, "must be a dict"):
+            tune.with_resources(f, [1])
+
+
 class ConfigTest(unittest.TestCase):
     def test_tune_config(self):
         tc = tune.TuneConfig(

@@ -11,6 +11,7 @@ import sys
 import tempfile
 import textwrap
 import unittest
+import unittest.mock
 
 from tests import support
 from tunejet import _tuner
@@ -133,6 +134,31 @@ OBJECTS = textwrap.dedent(
     '''
 )
 
+# Trials that ask for GPUs by their config: the embedded runner counts the
+# devices of CUDA_VISIBLE_DEVICES (two fake ones here) and gives each trial
+# its own.
+GPUS = textwrap.dedent(
+    '''
+    import json, os
+    import tunejet
+    from tunejet import train, tune
+
+    def trainable(config):
+        train.report({
+            "ids": tunejet.get_gpu_ids(),
+            "visible": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            "resources": train.get_context().get_trial_resources(),
+        })
+
+    grid = tune.Tuner(
+        tune.with_resources(trainable, {"cpu": 1, "gpu": {"config": "g"}}),
+        param_space={"g": tune.grid_search([1, 0.5, 0])},
+        run_config=train.RunConfig(name="gpus", storage_path="results"),
+    ).fit()
+    print("RESULT " + json.dumps({str(r.config["g"]): r.metrics for r in grid}))
+    '''
+)
+
 
 def _result(out):
     for line in out.splitlines():
@@ -202,6 +228,22 @@ class DriverTest(unittest.TestCase):
             tunejet.put(lambda: 1)
         with self.assertRaisesRegex(TypeError, "not an object reference"):
             tunejet.get({"data": 1})
+
+    def test_trials_get_their_gpus(self):
+        script = self.write("gpus.py", GPUS)
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES="0,1")
+        with unittest.mock.patch.dict(os.environ, env):
+            out = _result(support.run_script(self, script, home=self.home))
+        whole, half, none = out["1"], out["0.5"], out["0"]
+        self.assertEqual(len(whole["ids"]), 1)
+        self.assertEqual(len(half["ids"]), 1)
+        self.assertEqual(none["ids"], [])
+        self.assertEqual(none["visible"], "", "a trial without GPUs sees none")
+        for m in (whole, half):
+            self.assertIn(m["ids"][0], (0, 1))
+            self.assertEqual(m["visible"], str(m["ids"][0]))
+        self.assertEqual(whole["resources"], {"cpu": 1, "gpu": 1})
+        self.assertEqual(half["resources"], {"cpu": 1, "gpu": 0.5})
 
     def test_ctrl_c_then_restore(self):
         script = self.write("interrupted.py", INTERRUPTED)

@@ -64,6 +64,8 @@ from tunejet._protocol import (
     get_checkpoint,
     get_config,
     get_experiment_name,
+    get_gpu_ids,
+    get_resources,
     get_trial_dir,
     get_trial_id,
     get_trial_name,

@@ -21,6 +21,8 @@ __all__ = [
     "get_trial_name",
     "get_experiment_name",
     "get_attempt",
+    "get_gpu_ids",
+    "get_resources",
     "in_session",
 ]
 
@@ -116,6 +118,28 @@ def get_attempt():
         return int(raw)
     except ValueError:
         raise RuntimeError("TUNEJET_ATTEMPT is not an integer: %r" % raw) from None
+
+
+def get_gpu_ids():
+    """Return the ids of the GPUs the runner gave the trial, a list of
+    ints (Ray's ray.get_gpu_ids()); CUDA_VISIBLE_DEVICES names the same
+    devices. Empty for a trial that asked for no GPU."""
+    _require_session()
+    raw = os.environ.get("TUNEJET_GPU_IDS", "")
+    return [int(i) if i.isdigit() else i for i in raw.split(",") if i]
+
+
+def get_resources():
+    """Return the resources the runner gave the trial: a dict of amounts,
+    {"cpu": 1} unless the experiment asked for others."""
+    _require_session()
+    raw = os.environ.get("TUNEJET_RESOURCES")
+    if not raw:
+        return {"cpu": 1}
+    try:
+        return json.loads(raw)
+    except ValueError as e:
+        raise RuntimeError("TUNEJET_RESOURCES is not valid JSON: %s" % e) from e
 
 
 def _require_session():

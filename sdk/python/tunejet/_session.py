@@ -110,9 +110,10 @@ class TrainContext:
         return _protocol.get_attempt()
 
     def get_trial_resources(self):
-        """Return the trial's resources: one CPU (per-trial resources are
-        not there yet)."""
-        return {"CPU": 1}
+        """Return the resources the runner gave the trial, a dict such as
+        {"cpu": 1, "gpu": 0.5} (TUNEJET_RESOURCES); Ray returns them as a
+        placement group factory."""
+        return _protocol.get_resources()
 
     def get_world_size(self):
         """Return 1: a trial is one process."""

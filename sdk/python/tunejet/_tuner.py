@@ -95,18 +95,57 @@ def with_parameters(trainable, **kwargs):
 
 
 def with_resources(trainable, resources):
-    """Return trainable: per-trial resources are not there yet, and every
-    trial takes one slot of a runner. Asking for GPUs or several CPUs warns."""
+    """Return trainable with the resources each of its trials needs, as
+    Ray's: a dict of amounts, ``{"cpu": 2, "gpu": 0.5, "memory": 4e9,
+    "my_custom": 1}`` (cpu defaults to 1; a GPU fraction below 1 shares a
+    device; memory is in bytes). A runner starts a trial only when its
+    free capacity fits, and gives it its GPUs (CUDA_VISIBLE_DEVICES). An
+    amount may be ``{"config": "key"}``: the trial's own config value at
+    that key, which is how trials of one experiment ask for different
+    amounts (Ray's ``lambda config: ...``, which tunejet cannot run)."""
     _check_function(trainable)
-    if isinstance(resources, dict):
-        wanted = {str(k).lower(): v for k, v in resources.items()}
-        if wanted.get("gpu") or wanted.get("cpu", 1) != 1 or set(wanted) - {"cpu", "gpu"}:
-            warnings.warn(
-                "tune.with_resources: per-trial resources are not supported yet; "
-                "every trial takes one runner slot (%r ignored)" % (resources,),
-                stacklevel=2,
-            )
-    return trainable
+    spec = _resources_spec(resources)
+
+    @functools.wraps(trainable)
+    def inner(config, *args, **kwargs):
+        return trainable(config, *args, **kwargs)
+
+    inner._tunejet_resources = spec
+    return inner
+
+
+_RESOURCE_NAMES = {"cpu": "cpu", "gpu": "gpu", "memory": "memory"}
+
+
+def _resources_spec(resources):
+    """Return resources in the experiment file's syntax."""
+    if callable(resources):
+        raise TypeError(
+            "tune.with_resources: a function of the config is not supported (tunejet runs no "
+            "Python to place trials): give the amounts, and {\"config\": \"key\"} for an amount "
+            "that is the trial's config value at key, e.g. {\"gpu\": {\"config\": \"gpus\"}}"
+        )
+    if not isinstance(resources, dict):
+        raise TypeError(
+            "tune.with_resources: resources must be a dict such as {\"cpu\": 2, \"gpu\": 1}, got %s "
+            "(placement group factories are not supported)" % type(resources).__name__
+        )
+    out = {}
+    for name, amount in resources.items():
+        key = _RESOURCE_NAMES.get(str(name).lower(), str(name))
+        if isinstance(amount, dict):
+            if set(amount) != {"config"} or not isinstance(amount["config"], str) or not amount["config"]:
+                raise ValueError(
+                    "tune.with_resources: %s: %r is neither a number nor {\"config\": \"key\"}" % (name, amount)
+                )
+            out[key] = {"config": amount["config"]}
+            continue
+        if isinstance(amount, bool) or not isinstance(amount, (int, float)):
+            raise ValueError("tune.with_resources: %s must be a number, got %r" % (name, amount))
+        if amount < 0:
+            raise ValueError("tune.with_resources: %s must be >= 0, got %r" % (name, amount))
+        out[key] = amount
+    return out
 
 
 def _check_function(trainable):
@@ -258,7 +297,7 @@ class Tuner:
         run_config.update(rc.to_spec())
         return {
             "name": name,
-            "trainable": _trainable_spec(trainable_name),
+            "trainable": _trainable_spec(trainable_name, self._trainable),
             "param_space": _space.to_spec(self._param_space or {}),
             "tune_config": self._tune_config.to_spec(),
             "run_config": run_config,
@@ -268,7 +307,7 @@ class Tuner:
         r = self._restore
         file = os.path.join(workdir, "experiment.json")
         with open(file, "w") as f:
-            json.dump({"trainable": _trainable_spec(trainable_name)}, f, indent=2)
+            json.dump({"trainable": _trainable_spec(trainable_name, self._trainable)}, f, indent=2)
         args = [binary, "restore", r["path"], file]
         if not r["resume_unfinished"]:
             args.append("--resume-unfinished=false")
@@ -337,8 +376,12 @@ def _environ():
     return env
 
 
-def _trainable_spec(trainable_name):
-    return {"command": [sys.executable, "-m", "tunejet._worker", trainable_name], "name": trainable_name}
+def _trainable_spec(trainable_name, trainable):
+    spec = {"command": [sys.executable, "-m", "tunejet._worker", trainable_name], "name": trainable_name}
+    resources = getattr(trainable, "_tunejet_resources", None)
+    if resources:
+        spec["resources"] = resources
+    return spec
 
 
 def _absolute(path):
