@@ -12,10 +12,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/bus/bustest"
 	"github.com/tunejet/tunejet/internal/dashboard"
 	"github.com/tunejet/tunejet/tune"
 )
@@ -211,6 +214,17 @@ func TestCheckpointDownloadStaysInTheExperiment(t *testing.T) {
 	if want := weights(r1); files["weights"] != want {
 		t.Errorf("the checkpoint's tar holds %v; want weights %q", files, want)
 	}
+	// The same from the log: the runner wrote the checkpoint to storage
+	// (its Location), which the dashboard reads.
+	live := serveDashboard(t, dashboard.New(dashCtx(t), dashBus(t, e.nats.URL), dashboard.Config{Log: testLog(t)})).URL
+	var d dashboard.TrialDetail
+	getJSON(t, live+"/api/experiments/"+e.name+"/trials/"+r1.TrialID, &d)
+	if n := len(d.Checkpoints); n == 0 || !d.Checkpoints[n-1].Persisted || d.Checkpoints[n-1].Staged {
+		t.Errorf("checkpoints on the log %+v; want the latest in storage, not staged", d.Checkpoints)
+	}
+	if r := get(t, http.DefaultClient, live+"/api/experiments/"+e.name+"/trials/"+r1.TrialID+"/checkpoints/"+ck); r.code != http.StatusOK || untar(t, r.body)["weights"] != weights(r1) {
+		t.Errorf("download from the log's dashboard: %s", r.status)
+	}
 	if _, ok := files["leak"]; ok || strings.Contains(r.body, secret) {
 		t.Errorf("the tar carries the symlink pointing out of the experiment: %v", files)
 	}
@@ -252,14 +266,24 @@ func TestCheckpointDownloadStaysInTheExperiment(t *testing.T) {
 // attempts with their runner, reports, checkpoints, its failure with the
 // cause, the stopper's decision with its reason, and its end; and a failed
 // trial's error.txt from storage.
+//
+// Its checkpoints go through the Object Store, so that the syncer's
+// checkpoint.persisted are on the log, and a checkpoint gone from storage
+// can come from its staged copy.
 func TestTrialTimelineFromTheLog(t *testing.T) {
-	e := runFinished(t)
+	e := runFinishedRoute(t, events.RouteObjectStore)
 	b := dashBus(t, e.nats.URL)
 	url := serveDashboard(t, dashboard.New(dashCtx(t), b, dashboard.Config{Log: testLog(t)})).URL
 
 	r := e.result(t, 4, "adam") // failed once, then finished
 	var d dashboard.TrialDetail
-	getJSON(t, url+"/api/experiments/"+e.name+"/trials/"+r.TrialID, &d)
+	// The syncer may persist the last checkpoints after the experiment
+	// ended.
+	bustest.Eventually(t, 20*time.Second, "every checkpoint persisted", func() bool {
+		d = dashboard.TrialDetail{}
+		getJSON(t, url+"/api/experiments/"+e.name+"/trials/"+r.TrialID, &d)
+		return len(d.Checkpoints) > 0 && !slices.ContainsFunc(d.Checkpoints, func(c dashboard.CheckpointInfo) bool { return !c.Persisted })
+	})
 	if d.TimelineSource != "log" || d.Trial.Status != "TERMINATED" {
 		t.Fatalf("detail %+v; want the TERMINATED trial's timeline from the log", d)
 	}

@@ -81,7 +81,7 @@ func (s *Server) getTrial(w http.ResponseWriter, r *http.Request) {
 	base := "/api/experiments/" + l.name + "/trials/" + t.ID + "/checkpoints/"
 	for _, c := range t.Checkpoints {
 		d.Checkpoints = append(d.Checkpoints, CheckpointInfo{
-			Name: c.Name, Iteration: c.Iteration, Size: c.Size, Persisted: l.fromFiles || t.Persisted[c.Name],
+			Name: c.Name, Iteration: c.Iteration, Size: c.Size, Persisted: l.fromFiles || t.Persisted[c.Name] || c.Location != "",
 			Staged: c.Object != "" && !l.fromFiles, Download: base + c.Name,
 		})
 	}
@@ -145,9 +145,9 @@ func (s *Server) readTrialFile(ctx context.Context, expPath, dir, name string) (
 
 // downloadCheckpoint answers GET
 // /api/experiments/{name}/trials/{trial}/checkpoints/{checkpoint} with a
-// tar of the checkpoint's folder: from storage when the syncer persisted
-// it there and this server sees the storage, else the copy staged in the
-// experiment's Object Store. Only a checkpoint the experiment's state
+// tar of the checkpoint's folder: from storage when the runner wrote it
+// there or the syncer persisted it there and this server sees the
+// storage, else the copy staged in the experiment's Object Store. Only a checkpoint the experiment's state
 // names is served: any other name, "..", an encoded slash or an absolute
 // path is a 404. In a local directory the folder is read through an
 // os.Root of the experiment directory, which refuses paths and symlinks
@@ -173,13 +173,17 @@ func (s *Server) downloadCheckpoint(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotFound, fmt.Sprintf("trial %q of experiment %s has no checkpoint %q", trial, l.name, name))
 		return
 	}
-	c, persisted, dir, expPath := *ref, l.fromFiles || t.Persisted[name], t.DirName, l.expPath
+	c, persisted, dir, expPath := *ref, l.fromFiles || t.Persisted[name] || ref.Location != "", t.DirName, l.expPath
 	l.mu.Unlock()
+	folder := dir + "/" + c.Name
+	if c.Location != "" {
+		folder = c.Location // written straight to storage by the runner
+	}
 
 	file := fmt.Sprintf("%s_%s_%s.tar", l.name, trial, c.Name)
 	var storageErr error
 	if persisted && expPath != "" {
-		storageErr = s.tarFromStorage(r.Context(), w, file, expPath, dir+"/"+c.Name)
+		storageErr = s.tarFromStorage(r.Context(), w, file, expPath, folder)
 		if storageErr == nil || errors.Is(storageErr, errSent) {
 			return
 		}

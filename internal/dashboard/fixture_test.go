@@ -35,6 +35,14 @@ const divergedMsg = "diverged: loss is NaN"
 
 func runFinished(t *testing.T) *finished {
 	t.Helper()
+	return runFinishedRoute(t, "")
+}
+
+// runFinishedRoute is runFinished with the checkpoints' route: "" (auto:
+// the runner writes them to storage), or events.RouteObjectStore (staged,
+// then persisted by the syncer).
+func runFinishedRoute(t *testing.T, route string) *finished {
+	t.Helper()
 	var (
 		mu       sync.Mutex
 		attempts = map[string]int{}
@@ -77,9 +85,10 @@ func runFinished(t *testing.T) *finished {
 		tune.WithParamSpace(tune.ParamSpace{"x": tune.GridSearch(finishedXs...), "opt": tune.GridSearch(finishedOpts...)}),
 		tune.WithTuneConfig(tune.TuneConfig{Metric: "loss", Mode: "min"}),
 		tune.WithRunConfig(tune.RunConfig{
-			StoragePath:   t.TempDir(),
-			Stoppers:      []any{map[string]any{"type": "maximum_iteration", "max_iter": 3}},
-			FailureConfig: tune.FailureConfig{MaxFailures: 1},
+			StoragePath:      t.TempDir(),
+			Stoppers:         []any{map[string]any{"type": "maximum_iteration", "max_iter": 3}},
+			FailureConfig:    tune.FailureConfig{MaxFailures: 1},
+			CheckpointConfig: tune.CheckpointConfig{Route: route},
 		}))
 	if err != nil {
 		t.Fatal(err)

@@ -89,7 +89,7 @@ func (l *live) record(ev *events.Event, result map[string]any) {
 			return
 		}
 		e.Attempt = p.Attempt
-		e.Text = fmt.Sprintf("checkpoint %s at iteration %d (%s)", p.Checkpoint.Name, p.Checkpoint.Iteration, bytesText(p.Checkpoint.Size))
+		e.Text = fmt.Sprintf("checkpoint %s at iteration %d (%s)%s", p.Checkpoint.Name, p.Checkpoint.Iteration, bytesText(p.Checkpoint.Size), route(p.Checkpoint))
 	case *events.CheckpointPersisted:
 		l.recordPersisted(trial, ev, p)
 		return
@@ -163,7 +163,7 @@ func (l *live) recordReports(trial string, ev *events.Event, attempt int, result
 	}
 	if ck != nil {
 		run.Checkpoints++
-		run.LastCheckpoint = ck.Name
+		run.LastCheckpoint = ck.Name + route(*ck)
 	}
 	for _, r := range results {
 		it, _ := number(r["training_iteration"])
@@ -264,6 +264,18 @@ func fileTimeline(t *state.Trial) []Entry {
 		out = append(out, Entry{Kind: "trial.completed", Time: t.EndTime, Attempt: t.Attempt, Text: fmt.Sprintf("completed %s: %s", t.Status, t.EndReason)})
 	}
 	return out
+}
+
+// route says where a checkpoint went: straight to storage, or staged in
+// the Object Store for the syncer to persist.
+func route(c events.CheckpointRef) string {
+	switch {
+	case c.Location != "":
+		return ", written to storage"
+	case c.Object != "":
+		return ", staged"
+	}
+	return ""
 }
 
 func firstLine(s string) string {
