@@ -283,6 +283,7 @@ func TestBrowserStopOnlyWhenAllowed(t *testing.T) {
 	waitFor(t, ctx, "the experiment running in the list", `document.querySelector('#experiments-table tr[data-experiment="`+e.name+`"]')?.dataset.status === "RUNNING"`)
 	navigate(t, ctx, e.dash.URL+"/runners")
 	waitFor(t, ctx, "the runner with its two trials", `document.querySelectorAll('#runners-table td[data-col="trials"] a').length === 2`)
+	waitFor(t, ctx, "what they hold of its capacity", `document.querySelector('#runners-table td[data-col="in use"]')?.textContent.startsWith("cpu 2/2")`)
 
 	navigate(t, ctx, e.dash.URL+"/experiments/"+e.name)
 	waitFor(t, ctx, "the running experiment", `document.getElementById("summary").textContent.startsWith("RUNNING")`)

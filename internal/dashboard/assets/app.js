@@ -140,14 +140,38 @@ function runnersPage() {
   };
 }
 
+// amounts writes resources as "cpu 2, gpu 0.5, memory 4.0 GiB".
+function amounts(m) {
+  return Object.entries(m).map(([k, v]) => k + " " + (k === "memory" && typeof v === "number" ? bytes(v) : fmt(v))).join(", ");
+}
+
+function bytes(n) {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+  return (i ? n.toFixed(1) : String(n)) + " " + units[i];
+}
+
+// inUse sums the resources of a runner's trials against its capacity.
+function inUse(r) {
+  if (!r.capacity) return "";
+  const used = {};
+  for (const t of r.trials || []) for (const [k, v] of Object.entries(t.resources || {})) used[k] = (used[k] || 0) + v;
+  return Object.keys(r.capacity).map((k) => {
+    const u = used[k] || 0, c = r.capacity[k];
+    return k === "memory" ? "memory " + bytes(u) + " / " + bytes(c) : k + " " + fmt(u) + "/" + fmt(c);
+  }).join(", ");
+}
+
 function drawRunners(data) {
   const note = $("runners-note");
   note.hidden = !data.note;
   note.textContent = data.note || "";
   const keys = [];
   for (const r of data.runners) for (const k of Object.keys(r)) if (!keys.includes(k)) keys.push(k);
-  const first = ["name", "hostname", "slots"].filter((k) => keys.includes(k));
+  const first = ["name", "hostname", "slots", "capacity"].filter((k) => keys.includes(k));
   const cols = first.concat(keys.filter((k) => !first.includes(k) && k !== "trials"));
+  if (keys.includes("capacity")) cols.splice(cols.indexOf("capacity") + 1, 0, "in use");
   if (keys.includes("trials")) cols.push("trials");
   document.querySelector("#runners-table thead tr").replaceChildren(...cols.map((k) => el("th", {}, k)));
   const rows = data.runners.map((r) => {
@@ -155,15 +179,20 @@ function drawRunners(data) {
     for (const k of cols) {
       const td = el("td", { "data-col": k });
       const v = r[k];
-      if (k === "trials" && !v) {
+      if (k === "in use") {
+        td.textContent = inUse(r);
+      } else if (k === "trials" && !v) {
         td.textContent = "idle";
       } else if (k === "trials" && Array.isArray(v)) {
         v.forEach((t, i) => {
           if (i > 0) td.appendChild(document.createTextNode(", "));
           const href = "/experiments/" + encodeURIComponent(t.experiment) + "#trial=" + encodeURIComponent(t.trial_id);
           td.appendChild(el("a", { href }, t.experiment + "/" + t.trial_id + (t.attempt ? " #" + t.attempt : "")));
+          if (t.resources) td.appendChild(document.createTextNode(" (" + amounts(t.resources) + ")"));
         });
         if (v.length === 0) td.textContent = "idle";
+      } else if (v && typeof v === "object" && !Array.isArray(v)) {
+        td.textContent = amounts(v);
       } else if (k === "started" && typeof v === "string") {
         td.textContent = new Date(v).toLocaleString();
       } else {
