@@ -462,11 +462,12 @@ function bestTrial() {
   return best;
 }
 
-// niceCeil is the least of 1, 2, 5 times a power of ten that is >= v.
+// niceCeil is the least round number >= v: 1, 1.2, 1.5, 2, 2.5, 3, 4, 5,
+// 6 or 8 times a power of ten.
 function niceCeil(v) {
   if (!(v > 0)) return v;
   const p = Math.pow(10, Math.floor(Math.log10(v)));
-  for (const m of [1, 2, 5, 10]) if (m * p >= v) return m * p;
+  for (const m of [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10]) if (m * p >= v - 1e-9 * p) return m * p;
   return 10 * p;
 }
 
