@@ -89,6 +89,13 @@ fuzz: ## fuzz every target in turn, FUZZTIME=1m each
 	$(FUZZ) '^FuzzLoad$$' ./internal/state
 	$(FUZZ) '^FuzzLoadState$$' ./internal/state
 
+# Whether a target still reaches new code: its cached corpus as of SINCE
+# against all of it, as statement coverage of its package (docs/testing.md).
+SINCE ?= 5 min ago
+.PHONY: fuzz-coverage
+fuzz-coverage: ## did fuzzing still find new code lately? PKG=events TARGET=FuzzDecodeBinary SINCE='5 min ago'
+	.ci/fuzz-coverage $(PKG) $(TARGET) '$(SINCE)'
+
 .PHONY: bench
 bench: ## run the benchmarks recorded in BENCHMARKS.md
 	$(GO) test -run='^$$' -bench=. -benchtime=1x -timeout=60m ./bench/...
