@@ -717,8 +717,10 @@ func download(ctx context.Context, b *blob.Bucket, key, dst string) (uint32, int
 		return 0, 0, err
 	}
 	defer out.Close()
+	// Large reads: the default 32 KiB buffer makes many small reads of
+	// the response and writes of the file.
 	h := crc32.New(castagnoli)
-	n, err := io.Copy(out, io.TeeReader(r, h))
+	n, err := io.CopyBuffer(io.MultiWriter(out, h), r, make([]byte, 1<<20))
 	if err != nil {
 		return 0, 0, err
 	}
