@@ -72,7 +72,7 @@ var registry = map[string]typeInfo{
 	TypeTrialReported:           {[]Writer{WriterRunner}, true, func() Payload { return &TrialReported{} }},
 	TypeTrialCheckpointed:       {[]Writer{WriterRunner}, true, func() Payload { return &TrialCheckpointed{} }},
 	TypeTrialFailed:             {[]Writer{WriterRunner, WriterController}, true, func() Payload { return &TrialFailed{} }},
-	TypeTrialStopRequested:      {[]Writer{WriterController}, true, func() Payload { return &TrialStopRequested{} }},
+	TypeTrialStopRequested:      {[]Writer{WriterController, WriterClient}, true, func() Payload { return &TrialStopRequested{} }},
 	TypeTrialPaused:             {[]Writer{WriterRunner, WriterController}, true, func() Payload { return &TrialPaused{} }},
 	TypeTrialDecided:            {[]Writer{WriterController}, true, func() Payload { return &TrialDecided{} }},
 	TypeTrialCompleted:          {[]Writer{WriterRunner, WriterController}, true, func() Payload { return &TrialCompleted{} }},

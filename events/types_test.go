@@ -66,7 +66,7 @@ func TestWriters(t *testing.T) {
 		events.TypeTrialReported:           {events.WriterRunner},
 		events.TypeTrialCheckpointed:       {events.WriterRunner},
 		events.TypeTrialFailed:             {events.WriterRunner, events.WriterController},
-		events.TypeTrialStopRequested:      {events.WriterController},
+		events.TypeTrialStopRequested:      {events.WriterController, events.WriterClient},
 		events.TypeTrialPaused:             {events.WriterRunner, events.WriterController},
 		events.TypeTrialDecided:            {events.WriterController},
 		events.TypeTrialCompleted:          {events.WriterRunner, events.WriterController},

@@ -69,33 +69,62 @@ func newAttachCmd() *cobra.Command {
 }
 
 func newStopCmd() *cobra.Command {
-	var conn connFlags
+	var (
+		conn   connFlags
+		trials []string
+	)
 	cmd := &cobra.Command{
 		Use:   "stop NAME",
-		Short: "Ask a deployment to stop an experiment: its trials end TERMINATED",
-		Args:  cobra.ExactArgs(1),
+		Short: "Ask a deployment to stop an experiment, or some of its trials: they end TERMINATED",
+		Long: `Ask a deployment to stop the experiment NAME: every trial ends TERMINATED
+(reason "stopped") and the experiment completes. With --trial, only those
+trials stop; the experiment goes on with the others.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			b, closeFn, err := connectTo(cmd, conn, "stop")
 			if err != nil {
 				return err
 			}
 			defer closeFn()
-			if err := events.ValidateID("experiment name", args[0]); err != nil {
+			exp := args[0]
+			if err := events.ValidateID("experiment name", exp); err != nil {
 				return err
 			}
-			if last, err := b.LastSeq(cmd.Context(), events.ExperimentSubjects(args[0])); err != nil {
+			if last, err := b.LastSeq(cmd.Context(), events.ExperimentSubjects(exp)); err != nil {
 				return err
 			} else if last == 0 {
-				return &exitError{code: 1, err: fmt.Errorf("no experiment named %q in the event log", args[0])}
+				return &exitError{code: 1, err: fmt.Errorf("no experiment named %q in the event log", exp)}
 			}
-			ev := b.Event(args[0], events.WriterClient, &events.ExperimentStopRequested{Reason: "stopped by the user"})
-			if _, err := b.Publish(cmd.Context(), ev); err != nil {
-				return err
+			if len(trials) == 0 {
+				ev := b.Event(exp, events.WriterClient, &events.ExperimentStopRequested{Reason: "stopped by the user"})
+				if _, err := b.Publish(cmd.Context(), ev); err != nil {
+					return err
+				}
+				fmt.Printf("Asked to stop %s.\n", exp)
+				return nil
 			}
-			fmt.Printf("Asked to stop %s.\n", args[0])
+			for _, id := range trials {
+				if err := events.ValidateID("trial id", id); err != nil {
+					return err
+				}
+				created := events.Subject(exp, events.WriterController, events.TypeTrialCreated, id)
+				if last, err := b.LastSeq(cmd.Context(), created); err != nil {
+					return err
+				} else if last == 0 {
+					return &exitError{code: 1, err: fmt.Errorf("experiment %s has no trial %q", exp, id)}
+				}
+			}
+			for _, id := range trials {
+				ev := b.Event(exp, events.WriterClient, &events.TrialStopRequested{TrialID: id, Reason: "stopped by the user"})
+				if _, err := b.Publish(cmd.Context(), ev); err != nil {
+					return err
+				}
+				fmt.Printf("Asked to stop trial %s of %s.\n", id, exp)
+			}
 			return nil
 		},
 	}
+	cmd.Flags().StringSliceVar(&trials, "trial", nil, "stop only this trial (an id; repeatable, or comma-separated)")
 	conn.add(cmd.Flags(), clientConnectTimeout)
 	return cmd
 }

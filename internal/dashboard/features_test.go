@@ -490,3 +490,54 @@ func TestExperimentsAndRunnersStreams(t *testing.T) {
 		return len(r.Runners) == 1 && (r.Runners[0]["trials"] == nil || len(r.Runners[0]["trials"].([]any)) == 0)
 	})
 }
+
+// TestStopOneTrial: with --allow-actions the page stops one trial (a
+// client's trial.stop_requested, which the controller carries out): it
+// ends TERMINATED, "stopped", and the other goes on. Unknown trials are
+// 404, and without --allow-actions the endpoint is 403.
+func TestStopOneTrial(t *testing.T) {
+	e := startSteppedWith(t, dashboard.Config{AllowActions: true})
+	url := e.dash.URL + "/api/experiments/" + e.name
+	rows := func() map[float64]dashboard.TrialRow {
+		out := map[float64]dashboard.TrialRow{}
+		r := get(t, http.DefaultClient, url)
+		if r.code == http.StatusNotFound { // not submitted yet
+			return out
+		}
+		var u experimentJSON
+		if err := json.Unmarshal([]byte(r.body), &u); err != nil {
+			t.Fatalf("GET %s: %s %v", url, r.status, err)
+		}
+		for _, r := range u.Trials {
+			x, _ := r.Config["x"].(float64)
+			out[x] = r
+		}
+		return out
+	}
+	bustest.Eventually(t, time.Minute, "both trials running", func() bool {
+		r := rows()
+		return r[1].Status == "RUNNING" && r[2].Status == "RUNNING"
+	})
+	first := rows()[1].ID
+	if r := post(t, url+"/trials/nope_00000/stop"); r.code != http.StatusNotFound {
+		t.Errorf("stop an unknown trial: %s %s, want 404", r.status, r.body)
+	}
+	readOnly := serveDashboard(t, dashboard.New(dashCtx(t), e.bus, dashboard.Config{Log: testLog(t)})).URL
+	if r := post(t, readOnly+"/api/experiments/"+e.name+"/trials/"+first+"/stop"); r.code != http.StatusForbidden {
+		t.Errorf("stop a trial without --allow-actions: %s %s, want 403", r.status, r.body)
+	}
+	if r := post(t, url+"/trials/"+first+"/stop"); r.code != http.StatusAccepted {
+		t.Fatalf("stop trial %s: %s %s, want 202", first, r.status, r.body)
+	}
+	bustest.Eventually(t, time.Minute, "the stopped trial TERMINATED", func() bool {
+		r := rows()[1]
+		return r.Status == "TERMINATED" && r.EndReason == "stopped"
+	})
+	e.next(t, 2) // the other trial still runs and reports
+	if r := rows()[2]; r.Status != "RUNNING" {
+		t.Errorf("the other trial is %s, want RUNNING", r.Status)
+	}
+	if r := post(t, url+"/trials/"+first+"/stop"); r.code != http.StatusConflict {
+		t.Errorf("stop a trial that ended: %s %s, want 409", r.status, r.body)
+	}
+}

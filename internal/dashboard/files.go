@@ -428,6 +428,43 @@ func (s *Server) stopExperiment(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(map[string]string{"status": "stop requested"})
 }
 
+// stopTrial asks the controller to stop one trial, as `tunejet stop NAME
+// --trial ID` does: a client's trial.stop_requested.
+func (s *Server) stopTrial(w http.ResponseWriter, r *http.Request) {
+	if s.b == nil {
+		httpError(w, http.StatusConflict, "this dashboard reads an experiment's files: there is nothing running to stop")
+		return
+	}
+	l := s.lookup(w, r)
+	if l == nil {
+		return
+	}
+	id := r.PathValue("trial")
+	l.mu.Lock()
+	t := l.st.Trials[id]
+	finished := t != nil && t.Finished()
+	l.mu.Unlock()
+	switch {
+	case t == nil:
+		httpError(w, http.StatusNotFound, fmt.Sprintf("experiment %s has no trial %q", l.name, id))
+		return
+	case finished:
+		httpError(w, http.StatusConflict, fmt.Sprintf("trial %s has ended already", id))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	ev := s.b.Event(l.name, events.WriterClient, &events.TrialStopRequested{TrialID: id, Reason: "stopped from the dashboard"})
+	if _, err := s.b.Publish(ctx, ev); err != nil {
+		s.fail(w, r, fmt.Errorf("ask to stop trial %s of %s: %w", id, l.name, err))
+		return
+	}
+	s.cfg.Log.Info().Str("experiment", l.name).Str("trial", id).Str("remote", r.RemoteAddr).Msg("dashboard: asked to stop a trial")
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusAccepted)
+	_ = json.NewEncoder(w).Encode(map[string]string{"status": "stop requested"})
+}
+
 func compactJSON(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {

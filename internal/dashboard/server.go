@@ -174,6 +174,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/info", s.info)
 	actions := http.NewServeMux()
 	actions.HandleFunc("POST /api/experiments/{name}/stop", s.stopExperiment)
+	actions.HandleFunc("POST /api/experiments/{name}/trials/{trial}/stop", s.stopTrial)
 	mux.Handle("POST /api/", s.actions(actions))
 	return headers(plainPaths(s.auth(mux)))
 }

@@ -92,6 +92,9 @@ func (e *Experiment) applyTrial(t *Trial, ev *events.Event) bool {
 	case *events.TrialFailed:
 		return t.failed(ev, p)
 	case *events.TrialStopRequested:
+		if ev.Writer == events.WriterClient {
+			return t.userStop()
+		}
 		if p.Pause {
 			return e.pauseRequested(t, p)
 		}
@@ -392,6 +395,16 @@ func (t *Trial) failed(ev *events.Event, p *events.TrialFailed) bool {
 	default:
 		t.Status = events.StatusPending
 	}
+	return true
+}
+
+// userStop records a client's request to stop the trial; a request for a
+// trial that ended or is stopping changes nothing.
+func (t *Trial) userStop() bool {
+	if t.Finished() || t.StopRequested || t.UserStopRequested {
+		return false
+	}
+	t.UserStopRequested = true
 	return true
 }
 

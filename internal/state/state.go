@@ -113,6 +113,10 @@ type Trial struct {
 
 	StopRequested bool   `json:"stop_requested,omitempty"`
 	StopReason    string `json:"stop_reason,omitempty"`
+	// UserStopRequested is a client's request to stop the trial (tunejet
+	// stop --trial, the dashboard), which the controller carries out with
+	// a trial.stop_requested of its own.
+	UserStopRequested bool `json:"user_stop_requested,omitempty"`
 	// Decisions are the scheduler's and stoppers' decisions about the
 	// trial; StopDecision is the reason of the one that stops it, which
 	// the controller turns into trial.stop_requested. TunerDone: the

@@ -64,7 +64,7 @@ func Decide(st *state.Experiment, in Inputs) []Action {
 	if st.Status == state.ExperimentPending {
 		return []Action{startAction(st, in)}
 	}
-	acts := tunerActions(st)
+	acts := append(tunerActions(st), userStopActions(st)...)
 	if reason, errText := stopReason(st, in.Now); reason != "" {
 		return append(acts, stopActions(st, reason, errText)...)
 	}
@@ -143,6 +143,19 @@ func tunerActions(st *state.Experiment) []Action {
 			continue
 		}
 		acts = append(acts, Action{ID: actionID(st, ".", t.ID, ".tuner-stop"), Payload: &events.TrialStopRequested{TrialID: t.ID, Reason: t.StopDecision}})
+	}
+	return acts
+}
+
+// userStopActions carries out the clients' requests to stop a trial: the
+// runner running it, which reads the controller's requests only, stops it,
+// and one not running ends TERMINATED in the fold.
+func userStopActions(st *state.Experiment) []Action {
+	var acts []Action
+	for _, t := range st.TrialList() {
+		if t.UserStopRequested && !t.Finished() && !t.StopRequested {
+			acts = append(acts, Action{ID: actionID(st, ".", t.ID, ".user-stop"), Payload: &events.TrialStopRequested{TrialID: t.ID, Reason: "stopped"}})
+		}
 	}
 	return acts
 }

@@ -269,7 +269,10 @@ function drawSummary() {
   $("metric").textContent = s.metric ? "(" + s.metric + " by training_iteration; the best trial in bold)" : "";
   // Without --allow-actions the buttons are not on the page at all.
   const actions = $("actions");
-  if (actions && !exp.info.allow_actions) actions.remove();
+  if (actions && !exp.info.allow_actions) {
+    actions.remove();
+    if ($("stop-trial")) $("stop-trial").remove();
+  }
   else if (actions) actions.hidden = !(s.status === "RUNNING" || s.status === "PENDING");
 }
 
@@ -672,6 +675,17 @@ async function loadTrial(id) {
   st.textContent = d.trial.status + (d.trial.end_reason ? " (" + d.trial.end_reason + ")" : "");
   st.className = "status-" + d.trial.status;
   $("trial-path").textContent = d.path || "";
+  const stop = $("stop-trial");
+  if (stop) {
+    // Only with --allow-actions, and only while the trial can still stop.
+    stop.hidden = !(exp.info.allow_actions && ["PENDING", "RUNNING", "PAUSED"].includes(d.trial.status));
+    stop.onclick = async () => {
+      const r = await fetch("/api/experiments/" + encodeURIComponent(exp.name) + "/trials/" + encodeURIComponent(id) + "/stop",
+        { method: "POST", credentials: "same-origin" });
+      const body = await r.json().catch(() => ({}));
+      $("trial-action-result").textContent = r.ok ? "Stop requested." : "Refused: " + (body.error || r.status);
+    };
+  }
   $("timeline-source").textContent = "from the " + d.timeline_source;
   $("timeline").replaceChildren(...d.timeline.map((e) => {
     const li = el("li", { "data-kind": e.kind, class: "kind-" + e.kind.replace(/\./g, "-") });
