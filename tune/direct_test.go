@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -230,13 +231,20 @@ func TestCheckpointsGoStraightToStorage(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			sp := path(t)
 			d := startRouteDeployment(t, map[string]tune.Trainable{"resumer": resumer})
-			d.startRunner("r1", nil)
+			var probes atomic.Int32
+			d.startRunner("r1", func(ctx context.Context, sp, exp string) error {
+				probes.Add(1)
+				return store.Reach(ctx, sp, exp)
+			})
 			g := d.fit(t, "resumer", tune.WithName("route"),
 				tune.WithRunConfig(tune.RunConfig{StoragePath: sp, FailureConfig: tune.FailureConfig{MaxFailures: 1},
 					CheckpointConfig: tune.CheckpointConfig{NumToKeep: 2}, SyncConfig: tune.SyncConfig{SyncPeriodS: 0.2}}),
 				tune.WithParamSpace(tune.ParamSpace{"storage": sp, "direct": !store.IsURL(sp)}))
 			if g.Len() != 1 || g.NumTerminated() != 1 {
 				t.Fatalf("%d trials, %d TERMINATED", g.Len(), g.NumTerminated())
+			}
+			if n := probes.Load(); n != 1 {
+				t.Errorf("the runner probed the storage %d times over two attempts, want once", n)
 			}
 			// The retry resumed from the checkpoint of iteration 2, read
 			// from storage; every iteration is in result.json once.
