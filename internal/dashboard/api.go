@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -31,8 +33,24 @@ func (s *Server) getExperiment(w http.ResponseWriter, r *http.Request) {
 	if l == nil {
 		return
 	}
-	u, _ := l.update(&sent{})
+	s0, ok := curveQuery(w, r)
+	if !ok {
+		return
+	}
+	u, _ := l.update(&s0)
 	writeJSON(w, u)
+}
+
+// curveQuery reads what a reader's curves draw: ?metric= (default the
+// experiment's) against ?x= (one of XAxes, default training_iteration).
+func curveQuery(w http.ResponseWriter, r *http.Request) (sent, bool) {
+	q := r.URL.Query()
+	s := sent{metric: q.Get("metric"), x: q.Get("x")}
+	if s.x != "" && !slices.Contains(XAxes, s.x) {
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("x=%q: curves are drawn against one of %s", s.x, strings.Join(XAxes, ", ")))
+		return sent{}, false
+	}
+	return s, true
 }
 
 // streamExperiment answers GET /api/experiments/{name}/events with
@@ -49,13 +67,16 @@ func (s *Server) streamExperiment(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusInternalServerError, "this server cannot stream")
 		return
 	}
+	s0, ok := curveQuery(w, r)
+	if !ok {
+		return
+	}
 	changed, cancel := l.subscribe()
 	defer cancel()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	var s0 sent
 	for {
 		if u, ok := l.update(&s0); ok {
 			data, err := json.Marshal(u)

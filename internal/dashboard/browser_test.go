@@ -138,6 +138,14 @@ func TestBrowserShowsTrialsAndLiveCurves(t *testing.T) {
 	if other != "1" {
 		t.Errorf("the other trial's curve has %s points, want 1: it did not report", other)
 	}
+
+	// The curves of another axis: a new stream replaces every curve.
+	evaluate[chromedp.Void](t, ctx, `(() => { const s = document.getElementById("curve-x"); s.value = "time_total_s"; s.dispatchEvent(new Event("change")); })()`)
+	waitFor(t, ctx, "the curves against time_total_s",
+		`document.getElementById("curves").dataset.x === "time_total_s" && document.querySelector('polyline[data-trial="`+ids[xs[0]]+`"]')?.dataset.n === "2"`)
+	e.next(t, xs[0])
+	waitFor(t, ctx, "a third point, live, against time_total_s",
+		`document.querySelector('polyline[data-trial="`+ids[xs[0]]+`"]')?.dataset.n === "3"`)
 }
 
 // evaluate runs JavaScript in the page and returns its value.

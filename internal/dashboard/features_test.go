@@ -541,3 +541,46 @@ func TestStopOneTrial(t *testing.T) {
 		t.Errorf("stop a trial that ended: %s %s, want 409", r.status, r.body)
 	}
 }
+
+// TestCurvesOfAnyMetric: a reader chooses the curves' metric and x axis
+// (?metric=, ?x=); the points are then (x, metric) of each result, and
+// the summary lists the numeric fields there are to choose from.
+func TestCurvesOfAnyMetric(t *testing.T) {
+	e := startStepped(t, "")
+	url := e.dash.URL + "/api/experiments/" + e.name
+	bustest.Eventually(t, time.Minute, "a trial at iteration 1", func() bool {
+		r := get(t, http.DefaultClient, url)
+		var u experimentJSON
+		return r.code == http.StatusOK && json.Unmarshal([]byte(r.body), &u) == nil && len(u.Trials) == len(xs) && trialOf(u, 1).Iteration >= 1
+	})
+	e.next(t, 1)
+	bustest.Eventually(t, time.Minute, "iteration 2", func() bool {
+		var u experimentJSON
+		getJSON(t, url, &u)
+		return trialOf(u, 1).Iteration == 2
+	})
+	var u experimentJSON
+	getJSON(t, url+"?metric=time_this_iter_s&x=time_total_s", &u)
+	if !slices.Contains(u.Experiment.Metrics, "loss") || !slices.Contains(u.Experiment.Metrics, "time_total_s") {
+		t.Errorf("metrics to choose from: %v; want loss and time_total_s among them", u.Experiment.Metrics)
+	}
+	if u.Experiment.CurveMetric != "time_this_iter_s" || u.Experiment.CurveX != "time_total_s" {
+		t.Errorf("curve %s against %s, want time_this_iter_s against time_total_s", u.Experiment.CurveMetric, u.Experiment.CurveX)
+	}
+	pts := trialOf(u, 1).Points
+	if len(pts) != 2 {
+		t.Fatalf("points %v, want one per result", pts)
+	}
+	// time_total_s sums time_this_iter_s: the second x is the first plus
+	// the second y.
+	if math.Abs(pts[1][0]-(pts[0][0]+pts[1][1])) > 1e-6 || pts[0][0] <= 0 {
+		t.Errorf("points %v are not (time_total_s, time_this_iter_s) of the results", pts)
+	}
+	getJSON(t, url, &u)
+	if pts := trialOf(u, 1).Points; len(pts) != 2 || pts[0] != [2]float64{1, 1} || pts[1] != [2]float64{2, 0.5} {
+		t.Errorf("default curve %v, want loss by iteration (1, 1), (2, 0.5)", pts)
+	}
+	if r := get(t, http.DefaultClient, url+"?x=bogus"); r.code != http.StatusBadRequest || !strings.Contains(r.body, "time_total_s") {
+		t.Errorf("x=bogus: %s %s, want 400 naming the axes", r.status, r.body)
+	}
+}

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,6 +31,7 @@ type live struct {
 	st     *state.Experiment
 	metric string // the curves' metric: the experiment's, else the first reported
 	curves map[string]*curve
+	fields map[string]bool // the numeric fields any result held
 	// seq counts the events that changed the state; changed is, per
 	// trial, the seq of the last one that changed it.
 	seq     uint64
@@ -52,13 +54,35 @@ type live struct {
 	caught chan struct{} // closed once the replay has caught up
 }
 
-// curve is a trial's learning curve: (training_iteration, metric) points
-// in iteration order. gen changes when a trial starts again from an
-// earlier iteration (a restore from a checkpoint): the points after it
-// are dropped, and readers take the curve again from its start.
+// curve is a trial's results in iteration order, as columns: iters the
+// training_iteration of each, cols every numeric field (a column shorter
+// than iters, or NaN, where a result lacks the field), so that a reader
+// can draw any metric against any of them. gen changes when a trial
+// starts again from an earlier iteration (a restore from a checkpoint):
+// the results after it are dropped, and readers take the curve again from
+// its start.
 type curve struct {
-	gen    int
-	points [][2]float64
+	gen   int
+	iters []float64
+	cols  map[string][]float64
+}
+
+// XAxes are the fields a reader may draw curves against.
+var XAxes = []string{"training_iteration", "time_total_s", "time_since_restore"}
+
+// points are the (x, metric) pairs of c where both are numbers.
+func (c *curve) points(metric, x string) [][2]float64 {
+	xs, ys := c.iters, c.cols[metric]
+	if x != "training_iteration" {
+		xs = c.cols[x]
+	}
+	out := [][2]float64{}
+	for i := range min(len(xs), len(ys)) {
+		if !math.IsNaN(xs[i]) && !math.IsNaN(ys[i]) {
+			out = append(out, [2]float64{xs[i], ys[i]})
+		}
+	}
+	return out
 }
 
 // autoFields are the result fields every report carries: never the
@@ -71,7 +95,7 @@ var autoFields = map[string]bool{
 
 func newLive(name string) *live {
 	return &live{
-		name: name, st: state.New(name), curves: map[string]*curve{}, changed: map[string]uint64{},
+		name: name, st: state.New(name), curves: map[string]*curve{}, fields: map[string]bool{}, changed: map[string]uint64{},
 		caught: make(chan struct{}), timeline: map[string][]Entry{},
 	}
 }
@@ -166,24 +190,39 @@ func (l *live) addPoint(trial string, r map[string]any) {
 	if l.metric == "" {
 		l.metric = firstMetric(r)
 	}
-	it, ok1 := number(r["training_iteration"])
-	v, ok2 := number(r[l.metric])
-	if !ok1 || !ok2 {
+	it, ok := number(r["training_iteration"])
+	if !ok {
 		return
 	}
 	c := l.curves[trial]
 	if c == nil {
-		c = &curve{}
+		c = &curve{cols: map[string][]float64{}}
 		l.curves[trial] = c
 	}
-	if n := len(c.points); n > 0 && it <= c.points[n-1][0] {
+	if n := len(c.iters); n > 0 && it <= c.iters[n-1] {
 		// The trial went back to an earlier iteration: its curve goes on
 		// from there.
-		keep := sort.Search(n, func(i int) bool { return c.points[i][0] >= it })
-		c.points = c.points[:keep:keep]
+		keep := sort.Search(n, func(i int) bool { return c.iters[i] >= it })
+		c.iters = c.iters[:keep:keep]
+		for k, col := range c.cols {
+			c.cols[k] = col[:min(keep, len(col)):min(keep, len(col))]
+		}
 		c.gen++
 	}
-	c.points = append(c.points, [2]float64{it, v})
+	n := len(c.iters)
+	for k, v := range r {
+		f, ok := number(v)
+		if !ok || k == "training_iteration" {
+			continue
+		}
+		col := c.cols[k]
+		for len(col) < n {
+			col = append(col, math.NaN())
+		}
+		c.cols[k] = append(col, f)
+		l.fields[k] = true
+	}
+	c.iters = append(c.iters, it)
 }
 
 // firstMetric is the first numeric field of a result, by name, that is not
@@ -252,6 +291,12 @@ type Summary struct {
 	// Source is "log" for an experiment followed on the event log,
 	// "files" for one read from its storage directory.
 	Source string `json:"source"`
+	// Metrics are the numeric fields the trials reported, which the
+	// curves may draw; CurveMetric and CurveX what the reader's curves
+	// draw, against what (an update's Points are (CurveX, CurveMetric)).
+	Metrics     []string `json:"metrics,omitempty"`
+	CurveMetric string   `json:"curve_metric,omitempty"`
+	CurveX      string   `json:"curve_x,omitempty"`
 }
 
 // TrialRow is a trial's row in the trials table, with its learning
@@ -290,10 +335,13 @@ type Update struct {
 }
 
 // sent is what one reader has been sent: the seq it is up to, and per
-// trial the curve generation and the number of points.
+// trial the curve generation and the number of points; metric and x are
+// what its curves draw (the experiment's metric and training_iteration
+// when empty).
 type sent struct {
-	seq    uint64
-	curves map[string][2]int // gen, points
+	seq       uint64
+	curves    map[string][2]int // gen, points
+	metric, x string
 }
 
 // update returns what changed since s (everything when s is new) and
@@ -310,6 +358,8 @@ func (l *live) update(s *sent) (u Update, ok bool) {
 	}
 	u.Experiment = l.summary()
 	u.Trials = []TrialRow{}
+	metric, x := cmp.Or(s.metric, l.metric), cmp.Or(s.x, "training_iteration")
+	u.Experiment.CurveMetric, u.Experiment.CurveX = metric, x
 	if l.err != nil {
 		u.WatchError = l.err.Error()
 	}
@@ -319,12 +369,13 @@ func (l *live) update(s *sent) (u Update, ok bool) {
 		}
 		row := l.row(t)
 		if c := l.curves[t.ID]; c != nil {
+			points := c.points(metric, x)
 			was, from := s.curves[t.ID], 0
-			if was[0] == c.gen && was[1] <= len(c.points) {
+			if was[0] == c.gen && was[1] <= len(points) {
 				from = was[1]
 			}
-			row.PointsFrom, row.Points = from, slices.Clone(c.points[from:])
-			s.curves[t.ID] = [2]int{c.gen, len(c.points)}
+			row.PointsFrom, row.Points = from, points[from:]
+			s.curves[t.ID] = [2]int{c.gen, len(points)}
 		}
 		u.Trials = append(u.Trials, row)
 	}
@@ -334,7 +385,8 @@ func (l *live) update(s *sent) (u Update, ok bool) {
 
 func (l *live) summary() Summary {
 	st := l.st
-	s := Summary{Name: l.name, Status: st.Status, Metric: l.metric, NumTrials: len(st.Trials), Counts: st.Counts(), EndReason: st.EndReason, Error: st.Error, Source: "log"}
+	s := Summary{Name: l.name, Status: st.Status, Metric: l.metric, NumTrials: len(st.Trials), Counts: st.Counts(), EndReason: st.EndReason, Error: st.Error, Source: "log",
+		Metrics: slices.Sorted(maps.Keys(l.fields))}
 	if l.fromFiles {
 		s.Source = "files"
 	}

@@ -266,7 +266,8 @@ function drawSummary() {
   const p = $("summary");
   p.textContent = parts.join(" · ");
   p.className = "status-" + s.status;
-  $("metric").textContent = s.metric ? "(" + s.metric + " by training_iteration; the best trial in bold)" : "";
+  $("metric").textContent = s.metric ? "(the best trial by " + s.metric + " in bold)" : "";
+  drawCurveChoices(s);
   // Without --allow-actions the buttons are not on the page at all.
   const actions = $("actions");
   if (actions && !exp.info.allow_actions) {
@@ -566,6 +567,8 @@ function drawCurves(dirty) {
     line.dataset.n = t.points.length;
   }
   svg.dataset.drawn = curves.lines.size;
+  svg.dataset.metric = (exp.summary && exp.summary.curve_metric) || "";
+  svg.dataset.x = (exp.summary && exp.summary.curve_x) || "";
   const best = bestTrial();
   const bestLine = best && curves.lines.get(best.trial_id);
   for (const line of curves.group.querySelectorAll("polyline.best, polyline.selected")) line.classList.remove("best", "selected");
@@ -725,6 +728,34 @@ function emptyRow(n, text) {
   return tr;
 }
 
+// ---- What the curves draw: any reported metric against the iteration or
+// a time. A change asks the server for the curves again (a new stream).
+
+const X_AXES = ["training_iteration", "time_total_s", "time_since_restore"];
+const NOT_METRICS = new Set([...X_AXES, "timestamp", "pid", "done", "iterations_since_restore"]);
+
+function drawCurveChoices(s) {
+  const fill = (sel, names, current) => {
+    if (sel.dataset.names === names.join(",") && sel.value === current) return;
+    sel.dataset.names = names.join(",");
+    sel.replaceChildren(...names.map((n) => el("option", { value: n }, n)));
+    sel.value = current;
+  };
+  const metrics = (s.metrics || []).filter((m) => !NOT_METRICS.has(m) || m === s.curve_metric);
+  if (s.curve_metric && !metrics.includes(s.curve_metric)) metrics.unshift(s.curve_metric);
+  fill($("curve-metric"), metrics, s.curve_metric || "");
+  fill($("curve-x"), X_AXES.filter((x) => x === "training_iteration" || (s.metrics || []).includes(x)), s.curve_x || "training_iteration");
+}
+
+function curveParams() {
+  const p = new URLSearchParams();
+  const m = $("curve-metric").value, x = $("curve-x").value;
+  if (m && exp.summary && m !== exp.summary.metric) p.set("metric", m);
+  if (x && x !== "training_iteration") p.set("x", x);
+  const q = p.toString();
+  return q ? "?" + q : "";
+}
+
 // ---- Actions.
 
 function setupActions(base) {
@@ -763,38 +794,52 @@ async function experimentPage(name) {
   };
   if (exp.info.source === "files") {
     // Nothing to follow: the experiment as its files had it.
-    try {
-      applyUpdate(await getJSON(base));
-    } catch (e) {
-      message(e.message);
-      return;
-    }
-    start();
+    const load = async () => {
+      try {
+        applyUpdate(await getJSON(base + curveParams()));
+      } catch (e) {
+        message(e.message);
+        return false;
+      }
+      return true;
+    };
+    $("curve-metric").onchange = () => { curves.key = ""; load(); };
+    $("curve-x").onchange = () => { curves.key = ""; load(); };
+    if (await load()) start();
     return;
   }
   // The stream's first update is the whole experiment; each next one, what
-  // changed.
+  // changed. Choosing another metric or x axis opens a new stream, whose
+  // first update replaces every curve.
   const live = $("live");
-  const es = new EventSource(base + "/events");
-  es.addEventListener("update", (e) => {
-    live.hidden = false;
-    live.classList.remove("lost");
-    live.textContent = "live";
-    applyUpdate(JSON.parse(e.data));
-    if (!shown) start();
-  });
-  es.onerror = async () => {
-    live.classList.add("lost");
-    live.textContent = "reconnecting";
-    if (!shown && es.readyState === EventSource.CLOSED) {
-      // Refused (no such experiment): say why.
-      try {
-        await getJSON(base);
-      } catch (e) {
-        message(e.message);
+  let es = null;
+  const open = () => {
+    if (es) es.close();
+    const stream = new EventSource(base + "/events" + curveParams());
+    es = stream;
+    stream.addEventListener("update", (e) => {
+      live.hidden = false;
+      live.classList.remove("lost");
+      live.textContent = "live";
+      applyUpdate(JSON.parse(e.data));
+      if (!shown) start();
+    });
+    stream.onerror = async () => {
+      live.classList.add("lost");
+      live.textContent = "reconnecting";
+      if (!shown && stream.readyState === EventSource.CLOSED) {
+        // Refused (no such experiment): say why.
+        try {
+          await getJSON(base);
+        } catch (e) {
+          message(e.message);
+        }
       }
-    }
+    };
   };
+  $("curve-metric").onchange = () => { curves.key = ""; open(); };
+  $("curve-x").onchange = () => { curves.key = ""; open(); };
+  open();
 }
 
 function main() {
