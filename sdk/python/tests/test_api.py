@@ -146,6 +146,9 @@ class ConfigTest(unittest.TestCase):
             train.RunConfig(stop={"a": {"b": 1}}).to_spec()
         with self.assertRaisesRegex(ValueError, "stop function"):
             train.RunConfig(stop=lambda trial_id, result: False).to_spec()
+        self.assertEqual(train.CheckpointConfig(route="object_store").to_spec()["route"], "object_store")
+        with self.assertRaisesRegex(ValueError, "auto, storage or object_store"):
+            train.CheckpointConfig(route="nfs").to_spec()
 
     def test_the_file_of_a_tuner(self):
         def my_train(config):

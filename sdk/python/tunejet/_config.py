@@ -30,7 +30,10 @@ class CheckpointConfig:
     """As Ray's: how many checkpoints to keep and how to rank them.
 
     checkpoint_frequency and checkpoint_at_end apply to class trainables in
-    Ray, which tunejet does not run; they must stay unset.
+    Ray, which tunejet does not run; they must stay unset. route is
+    tunejet's: "auto" (a runner that can write the storage writes each
+    checkpoint straight into it, as Ray's workers do; else the bytes go
+    through NATS), "storage" (straight, or an error) or "object_store".
     """
 
     num_to_keep: Optional[int] = None
@@ -38,6 +41,7 @@ class CheckpointConfig:
     checkpoint_score_order: str = "max"
     checkpoint_frequency: int = 0
     checkpoint_at_end: Optional[bool] = None
+    route: Optional[str] = None
 
     def to_spec(self):
         if self.checkpoint_frequency or self.checkpoint_at_end:
@@ -50,6 +54,12 @@ class CheckpointConfig:
             spec["num_to_keep"] = self.num_to_keep
         if self.checkpoint_score_attribute is not None:
             spec["checkpoint_score_attribute"] = self.checkpoint_score_attribute
+        if self.route is not None:
+            if self.route not in ("auto", "storage", "object_store"):
+                raise ValueError(
+                    "CheckpointConfig: route must be auto, storage or object_store, got %r" % (self.route,)
+                )
+            spec["route"] = self.route
         return spec
 
 
