@@ -445,6 +445,13 @@ func TestStorageBackends(t *testing.T) {
 				t.Fatalf("loaded %d trials, %d TERMINATED, %d ERROR; want 3, 3, 0", g.Len(), g.NumTerminated(), g.NumErrors())
 			}
 			lg := readTrialsLog(d.events(t, name))
+			// The runner writes the storage itself (route auto), artifacts
+			// too: none is staged for the syncer to copy.
+			for _, ev := range d.events(t, name) {
+				if p, ok := ev.Data.(*events.TrialArtifacts); ok {
+					t.Errorf("trial %s staged artifacts (%s) although its runner writes the storage", p.TrialID, p.Object)
+				}
+			}
 			b := openStorage(t, sp)
 			exp := name + "/"
 
@@ -1093,4 +1100,33 @@ func describeFailures(lg *trialsLog) string {
 	}
 	sort.Strings(out)
 	return fmt.Sprintf("%d%s", len(lg.syncFailed), strings.Join(out, ""))
+}
+
+// TestArtifactsThroughTheObjectStore: with route object_store the runner
+// stages artifacts in the Object Store (trial.artifacts) and the syncer
+// copies them into the trial's folder, as a runner that cannot write the
+// storage does.
+func TestArtifactsThroughTheObjectStore(t *testing.T) {
+	const name = "staged_artifacts"
+	sp := t.TempDir()
+	d := startDeployment(t, 3, map[string]tune.Trainable{"scored": scoredTrainable})
+	g := d.fit(t, "scored", tune.WithName(name),
+		tune.WithRunConfig(tune.RunConfig{StoragePath: sp, CheckpointConfig: tune.CheckpointConfig{Route: events.RouteObjectStore},
+			SyncConfig: tune.SyncConfig{SyncPeriodS: 0.2, SyncArtifacts: true}}),
+		tune.WithParamSpace(tune.ParamSpace{"seq": tune.GridSearch("a", "b")}))
+	staged := map[string]bool{}
+	for _, ev := range d.events(t, name) {
+		if p, ok := ev.Data.(*events.TrialArtifacts); ok {
+			staged[p.TrialID] = true
+		}
+	}
+	for _, r := range g.Results() {
+		if !staged[r.TrialID] {
+			t.Errorf("trial %s staged no artifacts", r.TrialID)
+		}
+		got, err := os.ReadFile(filepath.Join(r.Path, "artifact.txt"))
+		if err != nil || string(got) != artifactText(r.TrialID) {
+			t.Errorf("trial %s: artifact.txt = %q (%v), want %q", r.TrialID, got, err, artifactText(r.TrialID))
+		}
+	}
 }

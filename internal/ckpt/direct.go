@@ -146,6 +146,19 @@ type Direct interface {
 	CleanTemporary(ctx context.Context, dir string) error
 	// Where is rel for messages: a path or URL.
 	Where(rel string) string
+	// WriteFiles copies files (slash-relative paths under src) into the
+	// folder rel, each replacing the one there as a whole: artifacts,
+	// which no event names, so no manifest.
+	WriteFiles(ctx context.Context, src string, files []string, rel string) error
+}
+
+// artifactSources are the files of src named by files.
+func artifactSources(src string, files []string) []sourceFile {
+	out := make([]sourceFile, len(files))
+	for i, f := range files {
+		out[i] = sourceFile{rel: f, abs: filepath.Join(src, filepath.FromSlash(f))}
+	}
+	return out
 }
 
 // sourceFile is a file of a checkpoint directory to copy.
@@ -279,6 +292,51 @@ func (d *FileSystem) Write(ctx context.Context, src, rel string, tag int) (Manif
 		return Manifest{}, fmt.Errorf("write checkpoint %s: %w", target, err)
 	}
 	return m, nil
+}
+
+// WriteFiles implements Direct: each file is copied under a temporary
+// name beside its place, then renamed over it, so a reader sees the old
+// file or the new one, whole.
+func (d *FileSystem) WriteFiles(ctx context.Context, src string, files []string, rel string) error {
+	root := d.Where(rel)
+	err := copyFiles(ctx, artifactSources(src, files), func(_ int, f sourceFile) error {
+		dst := filepath.Join(root, filepath.FromSlash(f.rel))
+		tmp := filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp-"+randomSuffix())
+		if err := copyPlain(f.abs, tmp); err != nil {
+			_ = os.Remove(tmp)
+			return err
+		}
+		if err := os.Rename(tmp, dst); err != nil {
+			_ = os.Remove(tmp)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("write artifacts into %s: %w", root, err)
+	}
+	return nil
+}
+
+// copyPlain copies src to the new file dst with the kernel's copy path.
+func copyPlain(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := kernelCopy(out, in); err != nil {
+		_ = out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // moveAside removes a folder at target, renaming it first so that no
@@ -634,6 +692,19 @@ func (d *BlobStore) upload(ctx context.Context, src, key string) (uint32, int64,
 		return 0, 0, err
 	}
 	return h.Sum32(), n, nil
+}
+
+// WriteFiles implements Direct: a bucket publishes each object whole when
+// its upload ends.
+func (d *BlobStore) WriteFiles(ctx context.Context, src string, files []string, rel string) error {
+	err := copyFiles(ctx, artifactSources(src, files), func(_ int, f sourceFile) error {
+		_, _, err := d.upload(ctx, f.abs, rel+"/"+f.rel)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("write artifacts into %s: %w", d.Where(rel), err)
+	}
+	return nil
 }
 
 // remove deletes the objects under prefix, the manifest first: one list

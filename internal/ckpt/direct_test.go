@@ -275,3 +275,52 @@ func (w *orderWriter) Close() error {
 	w.d.mu.Unlock()
 	return nil
 }
+
+// TestDirectWriteFilesReplacesWholeFiles: artifacts written straight into
+// a trial's folder, nested ones too; a file written again replaces the
+// one there, and no temporary file stays beside it.
+func TestDirectWriteFilesReplacesWholeFiles(t *testing.T) {
+	for name, open := range directs(t) {
+		t.Run(name, func(t *testing.T) {
+			d := open(t)
+			src := t.TempDir()
+			readBack := func(rel string) string {
+				switch d := d.(type) {
+				case *ckpt.FileSystem:
+					b, err := os.ReadFile(d.Where(rel))
+					if err != nil {
+						t.Fatal(err)
+					}
+					return string(b)
+				case *ckpt.BlobStore:
+					b, err := d.B.ReadAll(t.Context(), rel)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return string(b)
+				}
+				t.Fatalf("a Direct of type %T", d)
+				return ""
+			}
+			write(t, src, tree{"log.txt": []byte("one"), "plots/loss.svg": []byte("<svg/>")})
+			if err := d.WriteFiles(t.Context(), src, []string{"log.txt", "plots/loss.svg"}, "trial_dir"); err != nil {
+				t.Fatal(err)
+			}
+			write(t, src, tree{"log.txt": []byte("one, two")})
+			if err := d.WriteFiles(t.Context(), src, []string{"log.txt"}, "trial_dir"); err != nil {
+				t.Fatal(err)
+			}
+			if got := readBack("trial_dir/log.txt"); got != "one, two" {
+				t.Errorf("log.txt = %q, want the file written last", got)
+			}
+			if got := readBack("trial_dir/plots/loss.svg"); got != "<svg/>" {
+				t.Errorf("plots/loss.svg = %q", got)
+			}
+			if fsd, ok := d.(*ckpt.FileSystem); ok {
+				if got := dirEntries(t, fsd.Where("trial_dir")); !slices.Equal(got, []string{"log.txt", "plots"}) {
+					t.Errorf("the trial folder holds %v, want log.txt and plots alone", got)
+				}
+			}
+		})
+	}
+}

@@ -19,6 +19,11 @@ type artifactSyncer struct {
 	attemptRef
 	dir    string
 	policy *events.ArtifactSync // nil: artifacts are not synced
+	// dirName is the trial's folder in storage, and route how its
+	// checkpoints reach it: artifacts take the same way (written there
+	// straight when the runner writes checkpoints there).
+	dirName string
+	route   *route
 
 	mu    sync.Mutex
 	last  time.Time            // when files were last staged
@@ -58,6 +63,10 @@ func (y *artifactSyncer) sync(ctx context.Context, force bool) error {
 	if len(files) == 0 {
 		return nil
 	}
+	if y.writeDirect(ctx, files) {
+		y.remember(stamps)
+		return nil
+	}
 	obs, err := y.s.store(ctx, y.exp)
 	if err != nil {
 		return err
@@ -72,12 +81,34 @@ func (y *artifactSyncer) sync(ctx context.Context, force bool) error {
 	}); err != nil {
 		return err
 	}
+	y.remember(stamps)
+	return nil
+}
+
+// writeDirect writes files straight into the trial's folder in storage
+// when the runner writes its checkpoints there, and reports whether it
+// did; when it cannot, or the write fails, they are staged instead (no
+// event names artifacts written straight: the syncer has nothing to copy).
+func (y *artifactSyncer) writeDirect(ctx context.Context, files []string) bool {
+	if direct, err := y.route.writesDirect(y.s.cfg.Name); err != nil || !direct || y.dirName == "" {
+		return false
+	}
+	wctx, cancel := context.WithTimeout(ctx, y.route.timeout)
+	defer cancel()
+	if err := y.route.direct.WriteFiles(wctx, y.dir, files, y.dirName); err != nil {
+		y.log.Warn().Err(err).Int("files", len(files)).Msg("cannot write artifacts to storage; staging them in the Object Store instead")
+		return false
+	}
+	return true
+}
+
+// remember records the files as synced as they were.
+func (y *artifactSyncer) remember(stamps map[string]fileStamp) {
 	y.mu.Lock()
+	defer y.mu.Unlock()
 	for k, v := range stamps {
 		y.seen[k] = v
 	}
-	y.mu.Unlock()
-	return nil
 }
 
 // changedFiles lists the regular files under the trial directory that are

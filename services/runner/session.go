@@ -49,7 +49,7 @@ func (a *attempt) newSession(start time.Time) *trialSession {
 		stopper:   a.stopper,
 		criteria:  stopCriteria(a.work.Stop),
 		stager:    &stager{attemptRef: a.attemptRef, scoreAttr: a.work.CheckpointScoreAttribute, dirName: a.work.DirName, route: a.route},
-		artifacts: &artifactSyncer{attemptRef: a.attemptRef, dir: a.dir, policy: a.work.Artifacts},
+		artifacts: &artifactSyncer{attemptRef: a.attemptRef, dir: a.dir, policy: a.work.Artifacts, dirName: a.work.DirName, route: a.route},
 		reports:   &reporter{attemptRef: a.attemptRef},
 		results:   resultBuilder{TrialID: a.work.TrialID, Hostname: a.s.hostname, PID: pid, Start: start},
 		warned:    map[string]bool{},
