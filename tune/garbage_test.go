@@ -410,11 +410,14 @@ func runGarbage(t *testing.T, malformed, checkpointLies bool) {
 			g.malformed(m.subject, m.typ, m.w, m.other)
 		}
 
-		// Events from a writer the type does not allow.
-		for _, w := range []events.Writer{events.WriterRunner, events.WriterClient} {
-			h, data := g.envelope(events.WriterController, stop)
-			g.raw("trial.stop_requested from writer "+string(w), events.Subject(exp, w, events.TypeTrialStopRequested, steady.trial), h, data)
-			h, data = g.envelope(events.WriterController, &events.ExperimentCompleted{Reason: "lies"})
+		// Events from a writer the type does not allow (a client may ask
+		// to stop a trial: its own trial.stop_requested is no lie).
+		for _, w := range []events.Writer{events.WriterRunner, events.WriterSyncer, events.WriterClient} {
+			if w != events.WriterClient {
+				h, data := g.envelope(events.WriterController, stop)
+				g.raw("trial.stop_requested from writer "+string(w), events.Subject(exp, w, events.TypeTrialStopRequested, steady.trial), h, data)
+			}
+			h, data := g.envelope(events.WriterController, &events.ExperimentCompleted{Reason: "lies"})
 			g.raw("experiment.completed from writer "+string(w), events.Subject(exp, w, events.TypeExperimentCompleted, ""), h, data)
 		}
 	}
