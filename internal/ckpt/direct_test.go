@@ -229,8 +229,8 @@ func TestLargeManifestIsNotInline(t *testing.T) {
 	d := &ckpt.FileSystem{Root: t.TempDir()}
 	src := t.TempDir()
 	tr := tree{}
-	for i := range 4000 {
-		tr[filepath.ToSlash(filepath.Join("shards", strings.Repeat("x", 40)+"-"+strconv.Itoa(i)))] = []byte{byte(i)}
+	for i := range 1200 {
+		tr[filepath.ToSlash(filepath.Join("shards", strings.Repeat("x", 200)+"-"+strconv.Itoa(i)))] = []byte{byte(i)}
 	}
 	write(t, src, tr)
 	m, err := d.Write(context.Background(), src, "trial/checkpoint_000000", 1)
