@@ -357,7 +357,9 @@ func (a *countingAdmit) admit(ctx context.Context) (bus.Hold, error) {
 	defer a.mu.Unlock()
 	a.held++
 	a.most = max(a.most, a.held)
-	return multiHold{s, countingHold{a}}, nil
+	// The count goes down before the slot is free: else an admit taking
+	// the freed slot at once would count one hold too many.
+	return multiHold{countingHold{a}, s}, nil
 }
 
 type multiHold []bus.Hold
