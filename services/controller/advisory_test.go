@@ -62,7 +62,7 @@ func TestStaleMaxDeliveriesDoNotEndARestoredTrial(t *testing.T) {
 // take pulls one work message without settling it.
 func (w *worker) take() jetstream.Msg {
 	w.t.Helper()
-	msg, err := w.cons.Next(jetstream.FetchMaxWait(wait))
+	msg, err := w.next()
 	if err != nil {
 		w.t.Fatalf("no trial work within %v: %v", wait, err)
 	}

@@ -128,20 +128,22 @@ func newWorker(t *testing.T, srv *bustest.Server, exp string) *worker {
 	return w
 }
 
+// next fetches the next trial work. A consumer just created may not take
+// pull requests yet (no responders): it tries again, as a runner does.
+func (w *worker) next() (jetstream.Msg, error) {
+	for deadline := time.Now().Add(wait); ; {
+		msg, err := w.cons.Next(jetstream.FetchMaxWait(time.Until(deadline)))
+		if !errors.Is(err, nats.ErrNoResponders) || time.Now().After(deadline) {
+			return msg, err
+		}
+		time.Sleep(10 * time.Millisecond) // the pace of the retries, as a runner's
+	}
+}
+
 // runOne runs the next trial work to completion and returns its trial id.
 func (w *worker) runOne() string {
 	w.t.Helper()
-	// A consumer just created may not take pull requests yet (no
-	// responders): try again, as a runner does.
-	var msg jetstream.Msg
-	var err error
-	for deadline := time.Now().Add(wait); ; {
-		msg, err = w.cons.Next(jetstream.FetchMaxWait(time.Until(deadline)))
-		if !errors.Is(err, nats.ErrNoResponders) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	msg, err := w.next()
 	if err != nil {
 		w.t.Fatalf("no trial work within %v: %v", wait, err)
 	}
