@@ -54,6 +54,7 @@ class _Worker:
     def __init__(self, info):
         self.target = info["fit"]
         self.fits = info.get("fits") or []
+        self.records = info.get("fit_records") or []
         self.can_restore = list(info.get("can_restore") or [])
         self.binary = info.get("bin")
         self.count = 0
@@ -65,6 +66,10 @@ _worker = None  # a _Worker in a trial's process, else None
 # path through the script: experiment paths of finished fit() calls and
 # can_restore answers, in call order.
 _fits = []
+# The trial records each finished fit() call read back, by its rank: a
+# worker's replay of the script sees what the driver saw, not what storage
+# holds by the time the trial runs (a restore may have changed it).
+_fit_records = {}
 _can_restore_answers = []
 
 
@@ -184,6 +189,7 @@ class Tuner:
         self._run_config = run_config or _config.RunConfig()
         self._restore = _restore
         self._experiment_path = _restore["path"] if _restore else None
+        self._records = None  # what get_results read last
 
     @classmethod
     def restore(
@@ -273,6 +279,7 @@ class Tuner:
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
         grid = self.get_results()
+        _fit_records[rank] = self._records
         fc = self._run_config.failure_config
         if fc is not None and str(fc.fail_fast).lower() == "raise" and grid.errors:
             raise grid.errors[0]
@@ -285,7 +292,8 @@ class Tuner:
         metric, mode = self._tune_config.metric, self._tune_config.mode
         if self._restore or not metric:
             metric, mode = _result.read_objective(self._experiment_path)
-        return load_results(_binary(), self._experiment_path, metric, mode)
+        self._records = _load_records(_binary(), self._experiment_path)
+        return _result.ResultGrid(self._experiment_path, [_result.Result(r) for r in self._records], metric, mode)
 
     def _spec(self, trainable_name):
         rc = self._run_config
@@ -329,6 +337,7 @@ class Tuner:
         info = {
             "fit": rank,
             "fits": _fits[:rank],
+            "fit_records": [_fit_records.get(k) for k in range(rank)],
             "can_restore": list(_can_restore_answers),
             "bin": binary,
             "cwd": os.getcwd(),
@@ -354,9 +363,12 @@ class Tuner:
         if k == _worker.target:
             raise _TrainableFound(self._trainable)
         if k < len(_worker.fits) and _worker.fits[k]:
-            # An earlier fit() of the driver: its results, read when used.
+            # An earlier fit() of the driver: its results as the driver read
+            # them (else, from an older driver, read from storage when used).
             path, binary = _worker.fits[k], _worker.binary
             metric, mode = self._tune_config.metric, self._tune_config.mode
+            if k < len(_worker.records) and _worker.records[k] is not None:
+                return _result.ResultGrid(path, [_result.Result(r) for r in _worker.records[k]], metric, mode)
             return _result.ResultGrid(path, None, metric, mode, loader=lambda: _load_records(binary, path))
         if k < len(_worker.fits):
             raise _result.TuneError("fit() call %d of the script failed in the driver" % (k + 1))
