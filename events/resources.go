@@ -127,8 +127,9 @@ func resourceValue(name string, v any) (float64, error) {
 	return 0, fmt.Errorf("%s: the config value must be a number, got %T %v", name, v, v)
 }
 
-// configValue is the value at a dotted key of a nested config.
-func configValue(config map[string]any, key string) (any, bool) {
+// ConfigValue is the value at a dotted key of a nested config (or param
+// space): the key of a resource amount {"config": key}.
+func ConfigValue(config map[string]any, key string) (any, bool) {
 	var cur any = config
 	for _, part := range strings.Split(key, ".") {
 		m, ok := cur.(map[string]any)
@@ -151,7 +152,7 @@ func (t Trainable) Shape(config map[string]any) (Resources, error) {
 		a := t.Resources[name]
 		v := a.Value
 		if a.Config != "" {
-			raw, ok := configValue(config, a.Config)
+			raw, ok := ConfigValue(config, a.Config)
 			if !ok {
 				return nil, fmt.Errorf("resources.%s: the trial's config has no key %q", name, a.Config)
 			}

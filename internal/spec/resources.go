@@ -5,7 +5,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -91,7 +90,7 @@ func (c *checker) resources(s *events.ExperimentSpec) {
 			}
 			continue
 		}
-		v, ok := lookup(s.ParamSpace, a.Config)
+		v, ok := events.ConfigValue(s.ParamSpace, a.Config)
 		if !ok {
 			c.add(k+name+".config", "param_space has no key %q", a.Config)
 			continue
@@ -103,21 +102,6 @@ func (c *checker) resources(s *events.ExperimentSpec) {
 			}
 		}
 	}
-}
-
-// lookup finds the value at a dotted key of the param space.
-func lookup(space map[string]any, key string) (any, bool) {
-	var cur any = space
-	for _, part := range strings.Split(key, ".") {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		if cur, ok = m[part]; !ok {
-			return nil, false
-		}
-	}
-	return cur, true
 }
 
 // amounts lists the values a param space entry can take that can be
