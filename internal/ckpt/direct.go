@@ -534,18 +534,9 @@ func syncDir(dir string) error {
 func (d *FileSystem) Read(ctx context.Context, rel, digest, dst string) (err error) {
 	from := d.Where(rel)
 	data, err := os.ReadFile(filepath.Join(from, ManifestFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("read checkpoint %s: %w: %w", from, ErrIncomplete, err)
-	}
+	m, err := startRead(from, data, err, errors.Is(err, fs.ErrNotExist), digest, dst)
 	if err != nil {
-		return fmt.Errorf("read checkpoint %s: %w", from, err)
-	}
-	m, err := ParseManifest(data, digest)
-	if err != nil {
-		return fmt.Errorf("read checkpoint %s: %w", from, err)
-	}
-	if err := newDir(dst); err != nil {
-		return fmt.Errorf("read checkpoint %s: %w", from, err)
+		return err
 	}
 	defer func() {
 		if err != nil {
@@ -738,23 +729,34 @@ func (d *BlobStore) Read(ctx context.Context, rel, digest, dst string) (err erro
 	return ReadBucket(ctx, d.B, rel, digest, dst)
 }
 
+// startRead checks the manifest read from the checkpoint at where (its
+// bytes, or the read's error, missing when there is none: an incomplete
+// folder) against digest, and creates dst for the copy.
+func startRead(where string, data []byte, err error, missing bool, digest, dst string) (Manifest, error) {
+	if missing {
+		return Manifest{}, fmt.Errorf("read checkpoint %s: %w: %w", where, ErrIncomplete, err)
+	}
+	if err != nil {
+		return Manifest{}, fmt.Errorf("read checkpoint %s: %w", where, err)
+	}
+	m, err := ParseManifest(data, digest)
+	if err == nil {
+		err = newDir(dst)
+	}
+	if err != nil {
+		return Manifest{}, fmt.Errorf("read checkpoint %s: %w", where, err)
+	}
+	return m, nil
+}
+
 // ReadBucket copies the direct checkpoint rel of the experiment bucket b
 // into dst (see Direct.Read).
 func ReadBucket(ctx context.Context, b *blob.Bucket, rel, digest, dst string) (err error) {
 	prefix := rel + "/"
 	data, err := b.ReadAll(ctx, prefix+ManifestFile)
-	if gcerrors.Code(err) == gcerrors.NotFound {
-		return fmt.Errorf("read checkpoint %s: %w: %w", rel, ErrIncomplete, err)
-	}
+	m, err := startRead(rel, data, err, gcerrors.Code(err) == gcerrors.NotFound, digest, dst)
 	if err != nil {
-		return fmt.Errorf("read checkpoint %s: %w", rel, err)
-	}
-	m, err := ParseManifest(data, digest)
-	if err != nil {
-		return fmt.Errorf("read checkpoint %s: %w", rel, err)
-	}
-	if err := newDir(dst); err != nil {
-		return fmt.Errorf("read checkpoint %s: %w", rel, err)
+		return err
 	}
 	defer func() {
 		if err != nil {
