@@ -470,12 +470,18 @@ func (e *Experiment) pauseRequested(t *Trial, p *events.TrialStopRequested) bool
 	return true
 }
 
-// paused takes a runner's word that the current attempt paused.
+// paused takes a runner's word that the current attempt paused. A trial
+// whose stop was requested after its pause ends there, TERMINATED by the
+// stop: its runner paused it on the request it got first, and nothing
+// else would end a PAUSED trial whose stop is already requested.
 func (e *Experiment) paused(t *Trial, ev *events.Event, p *events.TrialPaused) bool {
 	if t.Status != events.StatusRunning || p.Attempt != t.Attempt || ev.Writer != events.WriterRunner {
 		return false
 	}
 	e.pause(t)
+	if t.StopRequested {
+		t.Status, t.EndReason, t.EndTime = events.StatusTerminated, t.StopReason, ev.Time
+	}
 	return true
 }
 

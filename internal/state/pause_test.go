@@ -143,3 +143,24 @@ func TestPBTExploitPausesAndResumesFromTheDonor(t *testing.T) {
 		t.Errorf("a keeps %v once nothing pins, want only its latest", got)
 	}
 }
+
+// A trial stopped while its pause was on the way to its runner (the
+// scheduler paused it at a milestone, then stopped it when its bracket was
+// halved) ends TERMINATED when the runner says it paused: the runner acts
+// on the pause it got first, and nothing would ever stop a PAUSED trial
+// whose stop is already requested, so the experiment would never end.
+func TestStopRequestedWhilePausingEndsTheTrialWhenItPauses(t *testing.T) {
+	l := newPBTLog(t)
+	l.create("a", 0)
+	l.start("a", 1)
+	l.add(events.WriterController, &events.TrialStopRequested{TrialID: "a", Reason: "scheduler: paused at milestone 3", Pause: true})
+	l.add(events.WriterController, &events.TrialStopRequested{TrialID: "a", Reason: "scheduler: stopped by successive halving"})
+	l.add(events.WriterRunner, &events.TrialPaused{TrialID: "a", Attempt: 1, Reason: "scheduler: paused at milestone 3"})
+	e := fold(l.evs)
+	if a := e.Trials["a"]; a.Status != events.StatusTerminated || a.EndReason != "scheduler: stopped by successive halving" {
+		t.Fatalf("a: %s ended %q; want TERMINATED by the stop", a.Status, a.EndReason)
+	}
+	if n := e.NeedingSchedule(1); len(n) != 0 {
+		t.Fatalf("needing schedule %v, want none", n)
+	}
+}
