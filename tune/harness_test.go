@@ -2,9 +2,11 @@ package tune_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
@@ -76,9 +78,35 @@ func (d *deployment) fit(t *testing.T, trainable any, opts ...tune.Option) *tune
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := tuner.Fit(t.Context())
+	ctx, cancel := context.WithTimeout(t.Context(), fitDeadline)
+	defer cancel()
+	g, err := tuner.Fit(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			if s, serr := tuner.Spec(); serr == nil {
+				d.dumpLog(t, s.Name)
+			}
+		}
 		t.Fatalf("Fit: %v", err)
 	}
 	return g
+}
+
+// fitDeadline bounds an experiment of these tests, which all end in
+// seconds, so that one that never ends fails with its log instead of
+// hanging the package until go test's timeout.
+const fitDeadline = 3 * time.Minute
+
+// dumpLog logs every event of an experiment, for a test that failed.
+func (d *deployment) dumpLog(t *testing.T, exp string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = d.bus.Watch(ctx, events.ExperimentSubjects(exp), 0, bus.Handler{
+		Event: func(ev *events.Event) {
+			b, _ := json.Marshal(ev.Data)
+			t.Logf("log: %s %s", ev.Type(), b)
+		},
+		CaughtUp: cancel,
+	})
 }
