@@ -230,4 +230,34 @@ type SyncConfig struct {
 	// SyncArtifactsOnCheckpoint forces an artifact sync on each checkpoint;
 	// default true (nil).
 	SyncArtifactsOnCheckpoint *bool `json:"sync_artifacts_on_checkpoint,omitempty"`
+	// UploadDir is where the syncer mirrors <storage_path>/<name>, every
+	// sync_period and at the end (Ray ≤ 2.6's upload_dir): a remote that
+	// Syncer's commands understand, or, without Syncer, a bucket URL or
+	// folder gocloud opens. storage_path must then be a folder.
+	UploadDir string `json:"upload_dir,omitempty"`
+	// Syncer runs shell commands to mirror to UploadDir (Ray's
+	// CommandBasedClient); nil uses gocloud.
+	Syncer *CommandSyncer `json:"syncer,omitempty"`
+	// Exclude are fnmatch patterns of paths, relative to the experiment's
+	// folder, the mirror leaves out, such as "*/checkpoint_*".
+	Exclude []string `json:"exclude,omitempty"`
+}
+
+// CommandSyncer holds a command syncer's shell templates (Python format
+// strings, run with sh -c). {source} and {target} are replaced by the
+// paths, shell-quoted; {exclude} by every Exclude pattern rendered with
+// ExcludeTemplate; "{{" and "}}" are literal braces.
+type CommandSyncer struct {
+	// SyncUp copies {source} (the local experiment folder) to {target}
+	// (<upload_dir>/<name>). Required.
+	SyncUp string `json:"sync_up"`
+	// SyncDown copies {source} (<upload_dir>/<name>) into {target} (a
+	// local folder); a restore uses it. Optional.
+	SyncDown string `json:"sync_down,omitempty"`
+	// Delete removes {target} (a dropped checkpoint's folder under
+	// <upload_dir>/<name>). Optional: without it nothing is deleted.
+	Delete string `json:"delete,omitempty"`
+	// ExcludeTemplate renders one pattern, {pattern}, for {exclude};
+	// default "--exclude {pattern}".
+	ExcludeTemplate string `json:"exclude_template,omitempty"`
 }

@@ -68,6 +68,13 @@
 //	    sync_timeout: 1800             # > 0 seconds
 //	    sync_artifacts: false
 //	    sync_artifacts_on_checkpoint: true
+//	    upload_dir: remote:bucket/tune  # mirror of <storage_path>/<name>; needs a folder storage_path
+//	    exclude: ["*/checkpoint_*"]     # fnmatch patterns the mirror leaves out
+//	    syncer:                         # shell templates; without one upload_dir is a URL or folder gocloud opens
+//	      sync_up: rclone copy {exclude} {source} {target}   # required: {source}, {target}
+//	      sync_down: rclone copy {source} {target}           # for restores
+//	      delete: rclone purge {target}                      # dropped checkpoints
+//	      exclude_template: --exclude {pattern}              # the default
 //
 // A key whose value is null counts as absent. With search_alg "grid" the
 // param_space may hold only grid_search domains and plain values.

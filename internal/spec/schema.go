@@ -356,7 +356,24 @@ func (d *decoder) syncConfig(sc *events.SyncConfig) setter {
 			"sync_timeout":                 d.number(&sc.SyncTimeoutS),
 			"sync_artifacts":               d.boolean(&sc.SyncArtifacts),
 			"sync_artifacts_on_checkpoint": d.boolPtr(&sc.SyncArtifactsOnCheckpoint),
+			"upload_dir":                   d.str(&sc.UploadDir),
+			"syncer":                       d.commandSyncer(&sc.Syncer),
+			"exclude":                      d.strings(&sc.Exclude),
 		})
+	}
+}
+
+// commandSyncer decodes sync_config.syncer, a mapping of shell templates.
+func (d *decoder) commandSyncer(p **events.CommandSyncer) setter {
+	return func(key string, n *yaml.Node) {
+		cs := &events.CommandSyncer{}
+		d.mapping(key, n, fields{
+			"sync_up":          d.str(&cs.SyncUp),
+			"sync_down":        d.str(&cs.SyncDown),
+			"delete":           d.str(&cs.Delete),
+			"exclude_template": d.str(&cs.ExcludeTemplate),
+		})
+		*p = cs
 	}
 }
 

@@ -4,11 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/blobsync"
 	"github.com/tunejet/tunejet/internal/search"
+	"github.com/tunejet/tunejet/internal/storage"
 	"github.com/tunejet/tunejet/internal/tuner"
 )
 
@@ -203,7 +207,7 @@ func (c *checker) runConfig(rc *events.RunConfig) {
 	c.stop(rc.Stop)
 	c.failureConfig(&rc.FailureConfig)
 	c.checkpointConfig(&rc.CheckpointConfig)
-	c.syncConfig(&rc.SyncConfig)
+	c.syncConfig(&rc.SyncConfig, rc.StoragePath)
 }
 
 func (c *checker) stop(stop map[string]float64) {
@@ -257,7 +261,7 @@ func (c *checker) checkpointConfig(cc *events.CheckpointConfig) {
 	}
 }
 
-func (c *checker) syncConfig(sc *events.SyncConfig) {
+func (c *checker) syncConfig(sc *events.SyncConfig, storagePath string) {
 	const k = "run_config.sync_config."
 	switch p := sc.SyncPeriodS; {
 	case p < 0:
@@ -266,4 +270,66 @@ func (c *checker) syncConfig(sc *events.SyncConfig) {
 		c.add(k+"sync_period", "0 cannot be stored: it means the default (%v seconds); use a small period such as 1 to sync often", DefaultSyncPeriodS)
 	}
 	c.positive(k+"sync_timeout", sc.SyncTimeoutS)
+	c.commandSyncer(sc, storagePath)
+	for i, p := range sc.Exclude {
+		if p == "" {
+			c.add(fmt.Sprintf("%sexclude.%d", k, i), "must not be empty")
+		}
+	}
+}
+
+// commandSyncer checks upload_dir and the syncer's templates: a syncer
+// needs an upload_dir; an upload_dir without a syncer must be storage
+// gocloud opens; either mirrors a folder, so storage_path must be one.
+func (c *checker) commandSyncer(sc *events.SyncConfig, storagePath string) {
+	const k = "run_config.sync_config."
+	if cs := sc.Syncer; cs != nil {
+		if sc.UploadDir == "" {
+			c.add(k+"syncer", "a syncer needs run_config.sync_config.upload_dir, the remote its commands copy <storage_path>/<name> to")
+		}
+		if strings.TrimSpace(cs.SyncUp) == "" {
+			c.add(k+"syncer.sync_up", "must not be empty: a shell command copying {source} to {target}, such as \"rclone copy {exclude} {source} {target}\"")
+		} else {
+			c.template(k+"syncer.sync_up", cs.SyncUp, blobsync.SyncPlaceholders, "source", "target")
+		}
+		if cs.SyncDown != "" {
+			c.template(k+"syncer.sync_down", cs.SyncDown, blobsync.SyncPlaceholders, "source", "target")
+		}
+		if cs.Delete != "" {
+			c.template(k+"syncer.delete", cs.Delete, blobsync.DeletePlaceholders, "target")
+		}
+		if cs.ExcludeTemplate != "" {
+			c.template(k+"syncer.exclude_template", cs.ExcludeTemplate, blobsync.ExcludePlaceholders, "pattern")
+		}
+	} else if u := sc.UploadDir; u != "" {
+		if err := openable(u); err != nil {
+			c.add(k+"upload_dir", "%v; for other storage (hdfs://, an rclone remote, ...) give run_config.sync_config.syncer with the commands that copy to it", err)
+		}
+	}
+	if sc.UploadDir != "" && storagePath != "" && storage.IsURL(storagePath) && !strings.HasPrefix(storagePath, "file://") {
+		c.add(k+"upload_dir", "mirrors a folder: run_config.storage_path must be a local or NFS folder, got %s", storagePath)
+	}
+}
+
+// template reports a syncer template that blobsync would refuse.
+func (c *checker) template(key, tmpl string, allowed []string, required ...string) {
+	if err := blobsync.CheckTemplate(tmpl, allowed, required); err != nil {
+		c.add(key, "%s", strings.TrimPrefix(err.Error(), blobsync.ErrTemplate.Error()+": "))
+	}
+}
+
+// openable reports why gocloud cannot open an upload_dir: a URL of another
+// scheme, or a relative path.
+func openable(dir string) error {
+	if !storage.IsURL(dir) {
+		if !filepath.IsAbs(dir) {
+			return fmt.Errorf("%q is not an absolute folder or a URL", dir)
+		}
+		return nil
+	}
+	scheme, _, _ := strings.Cut(dir, "://")
+	if !slices.Contains(storage.Schemes, scheme) {
+		return fmt.Errorf("tunejet cannot open %s:// storage itself (it opens %s:// and folders)", scheme, strings.Join(storage.Schemes, "://, "))
+	}
+	return nil
 }
