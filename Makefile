@@ -21,8 +21,8 @@ run: ## run the quickstart experiment on the embedded stack
 # chaos soak; they run on their own, not beside the other packages' tests on
 # the same two cores.
 test: ## run every test with the race detector
-	$(GO) test -race -count=1 -timeout 20m ./cmd/...
-	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v /cmd/)
+	$(GO) test -race -count=1 -timeout 10m ./cmd/...
+	$(GO) test -race -count=1 -timeout 10m $$($(GO) list ./... | grep -v /cmd/)
 	$(GO) build -o $(BIN) ./cmd/tunejet
 	TUNEJET_BIN=$(CURDIR)/$(BIN) python3 -m unittest discover -s sdk/python/tests -t sdk/python
 

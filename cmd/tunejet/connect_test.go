@@ -149,6 +149,7 @@ func TestConnectTimeout(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each waits out a timeout, and nothing else
 			dir := t.TempDir()
 			writeFile(t, dir, "experiment.yaml", "name: never_run\ntrainable:\n  command: [\"true\"]\n")
 			r := tunejet(t, dir, baseEnv("TUNEJET_LOG_FORMAT=json", "TUNEJET_CONNECT_TIMEOUT=1s"), tc.args...)
