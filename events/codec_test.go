@@ -414,6 +414,8 @@ func TestDecodeMalformed(t *testing.T) {
 		{"an exploit of another trial's object", edit(t, encoded(t, events.TypeTrialScheduled), set("exploit", exploitOf("3f9a2_00004", "3f9a2_00005/checkpoint_000002/attempt_1"))),
 			`field "exploit.checkpoint.object": "3f9a2_00005/checkpoint_000002/attempt_1" is not a staged copy of the donor 3f9a2_00004`},
 		{"a pause without a reason", edit(t, encoded(t, events.TypeTrialPaused), set("reason", "")), `field "reason": must not be empty`},
+		{"a hand-back without a runner", edit(t, encoded(t, events.TypeTrialReturned), set("runner", "")), `field "runner": must not be empty`},
+		{"a hand-back of attempt 0", edit(t, encoded(t, events.TypeTrialReturned), set("attempt", 0)), `field "attempt": must be >= 1`},
 		{"fail_fast neither bool nor raise", edit(t, encoded(t, events.TypeExperimentSubmitted), set("spec.run_config.failure_config.fail_fast", "yes")),
 			"fail_fast must be one of {bool, 'raise'}. Got yes."},
 		{"spec names another experiment", edit(t, encoded(t, events.TypeExperimentSubmitted), set("spec.name", "other")),

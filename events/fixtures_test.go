@@ -121,6 +121,9 @@ func fixtures() []*events.Event {
 		{Writer: events.WriterRunner, Source: runner, Data: &events.TrialPaused{
 			TrialID: fxTrial, Attempt: 3, Reason: "paused at milestone 9 (training_iteration): waiting for 2 trials of band 1 bracket 0 to reach it",
 		}},
+		{Writer: events.WriterRunner, Source: "tunejet/runner/cpu-host-1", Data: &events.TrialReturned{
+			TrialID: fxTrial, Attempt: 4, WorkSeq: 1290, Runner: "runner-cpu-host-1-2c9e", Reason: "needs gpu=0.5; runner runner-cpu-host-1-2c9e has gpu=0",
+		}},
 	}
 }
 

@@ -350,6 +350,28 @@ type TrialPaused struct {
 	Reason  string `json:"reason"`
 }
 
+// TrialReturned records that a runner handed a trial's work back without
+// running it: the work needs more than the runner has even when idle (it
+// was scheduled after the runner last read the experiment's work, so the
+// runner took it blind). A hand-back costs no attempt: the trial is
+// unscheduled again, its status unchanged, and the controller schedules it
+// anew for a runner that holds it. Only a hand-back of the trial's current
+// work (WorkSeq) by a delivery later than the trial's last started attempt
+// counts.
+type TrialReturned struct {
+	TrialID string `json:"trial_id"`
+	// Attempt is the attempt the delivery would have run (attempt_base +
+	// delivery count); it did not start.
+	Attempt int `json:"attempt"`
+	// WorkSeq is the log sequence of the trial.scheduled handed back (0
+	// names no work: the hand-back changes nothing).
+	WorkSeq uint64 `json:"work_seq"`
+	// Runner is the runner that handed it back.
+	Runner string `json:"runner"`
+	// Reason says why, for a person ("needs gpu=1; runner cpu-1 has gpu=0").
+	Reason string `json:"reason"`
+}
+
 // TrialDecided is a tuning decision about a trial: a scheduler's judgement
 // of a result (a rung record, a stop) or a stopper's stop. Every reader's
 // fold makes the same decisions from the same log; the controller
@@ -445,6 +467,7 @@ func (*TrialPaused) Type() string             { return TypeTrialPaused }
 func (*TrialDecided) Type() string            { return TypeTrialDecided }
 func (*TrialCompleted) Type() string          { return TypeTrialCompleted }
 func (*TrialArtifacts) Type() string          { return TypeTrialArtifacts }
+func (*TrialReturned) Type() string           { return TypeTrialReturned }
 func (*CheckpointPersisted) Type() string     { return TypeCheckpointPersisted }
 func (*CheckpointDeleted) Type() string       { return TypeCheckpointDeleted }
 func (*SyncCompleted) Type() string           { return TypeSyncCompleted }
@@ -474,6 +497,8 @@ func TrialOf(p Payload) string {
 	case *TrialCompleted:
 		return x.TrialID
 	case *TrialArtifacts:
+		return x.TrialID
+	case *TrialReturned:
 		return x.TrialID
 	case *CheckpointPersisted:
 		return x.TrialID
@@ -810,6 +835,19 @@ func (p *TrialPaused) Validate() error {
 	}
 	if p.Attempt < 0 {
 		return fieldErr("attempt", "must be >= 0, got %d", p.Attempt)
+	}
+	return checkNonEmpty("reason", p.Reason)
+}
+
+func (p *TrialReturned) Validate() error {
+	if err := checkID("trial_id", p.TrialID); err != nil {
+		return err
+	}
+	if err := checkAttempt(p.Attempt); err != nil {
+		return err
+	}
+	if err := checkNonEmpty("runner", p.Runner); err != nil {
+		return err
 	}
 	return checkNonEmpty("reason", p.Reason)
 }

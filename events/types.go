@@ -33,6 +33,7 @@ const (
 	TypeTrialDecided       = "io.tunejet.trial.decided"
 	TypeTrialCompleted     = "io.tunejet.trial.completed"
 	TypeTrialArtifacts     = "io.tunejet.trial.artifacts"
+	TypeTrialReturned      = "io.tunejet.trial.returned"
 
 	TypeCheckpointPersisted = "io.tunejet.checkpoint.persisted"
 	TypeCheckpointDeleted   = "io.tunejet.checkpoint.deleted"
@@ -77,6 +78,7 @@ var registry = map[string]typeInfo{
 	TypeTrialDecided:            {[]Writer{WriterController}, true, func() Payload { return &TrialDecided{} }},
 	TypeTrialCompleted:          {[]Writer{WriterRunner, WriterController}, true, func() Payload { return &TrialCompleted{} }},
 	TypeTrialArtifacts:          {[]Writer{WriterRunner}, true, func() Payload { return &TrialArtifacts{} }},
+	TypeTrialReturned:           {[]Writer{WriterRunner}, true, func() Payload { return &TrialReturned{} }},
 	TypeCheckpointPersisted:     {[]Writer{WriterSyncer}, true, func() Payload { return &CheckpointPersisted{} }},
 	TypeCheckpointDeleted:       {[]Writer{WriterSyncer}, true, func() Payload { return &CheckpointDeleted{} }},
 	TypeSyncCompleted:           {[]Writer{WriterSyncer}, false, func() Payload { return &SyncCompleted{} }},

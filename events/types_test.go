@@ -17,8 +17,8 @@ var allWriters = []events.Writer{
 
 func TestRegistry(t *testing.T) {
 	types := events.Types()
-	if len(types) != 21 {
-		t.Errorf("%d types, want 21: %v", len(types), types)
+	if len(types) != 22 {
+		t.Errorf("%d types, want 22: %v", len(types), types)
 	}
 	if !slices.IsSorted(types) {
 		t.Errorf("Types() is not sorted: %v", types)
@@ -71,6 +71,7 @@ func TestWriters(t *testing.T) {
 		events.TypeTrialDecided:            {events.WriterController},
 		events.TypeTrialCompleted:          {events.WriterRunner, events.WriterController},
 		events.TypeTrialArtifacts:          {events.WriterRunner},
+		events.TypeTrialReturned:           {events.WriterRunner},
 		events.TypeCheckpointPersisted:     {events.WriterSyncer},
 		events.TypeCheckpointDeleted:       {events.WriterSyncer},
 		events.TypeSyncCompleted:           {events.WriterSyncer},

@@ -101,6 +101,8 @@ func (e *Experiment) applyTrial(t *Trial, ev *events.Event) bool {
 		return t.stopRequested(ev, p)
 	case *events.TrialPaused:
 		return e.paused(t, ev, p)
+	case *events.TrialReturned:
+		return e.returned(t, ev, p)
 	case *events.TrialCompleted:
 		if ev.Writer == events.WriterRunner && t.current(p.Attempt) && t.pausing() && !t.StopRequested {
 			// It ended on its own (a stop criterion, or done) after it was
@@ -481,6 +483,34 @@ func (e *Experiment) paused(t *Trial, ev *events.Event, p *events.TrialPaused) b
 	e.pause(t)
 	if t.StopRequested {
 		t.Status, t.EndReason, t.EndTime = events.StatusTerminated, t.StopReason, ev.Time
+	}
+	return true
+}
+
+// returned takes a runner's hand-back of the trial's work, which it took
+// but can never hold: the trial is unscheduled again, with no attempt
+// counted, and the controller schedules it anew (a new work message, a
+// fresh delivery budget). Only a hand-back of the trial's current work by
+// a delivery later than its last started attempt counts: one of work the
+// trial has left (a run before a restore, an earlier scheduling) is stale.
+// A trial RUNNING on that work when a later delivery of it is handed back
+// lost that attempt (its runner stopped heartbeating, or the work would
+// not have been handed out again), which counts, as a later start counts
+// it. A trial whose pause was requested is PAUSED: no runner will pause
+// it now.
+func (e *Experiment) returned(t *Trial, ev *events.Event, p *events.TrialReturned) bool {
+	if t.Finished() || ev.Writer != events.WriterRunner || !t.Scheduled || p.WorkSeq != t.WorkSeq || p.Attempt <= t.Attempt {
+		return false
+	}
+	if t.Status == events.StatusRunning {
+		t.NumFailures++
+		t.LastError = fmt.Sprintf("attempt %d was lost: runner %s stopped heartbeating", t.Attempt, t.Runner)
+		t.Status = events.StatusPending
+	}
+	t.Scheduled = false
+	t.Returns++
+	if t.PauseRequested {
+		e.pause(t)
 	}
 	return true
 }

@@ -76,6 +76,10 @@ type Trial struct {
 	// WorkSeq is the log sequence of the trial.scheduled event the trial's
 	// current work came from: a notice about any other work is stale.
 	WorkSeq uint64 `json:"work_seq,omitempty"`
+	// Returns counts the hand-backs of the trial's work by runners that
+	// could not hold it (trial.returned): each costs no attempt, and makes
+	// the trial's next work a new decision.
+	Returns int `json:"returns,omitempty"`
 
 	// Attempt is the current attempt; AttemptBase is what the current
 	// scheduling adds to JetStream's delivery count.
