@@ -106,7 +106,7 @@ func (t *Tuner) connect(ctx context.Context, startWorkers bool) (*bus.Bus, *Stac
 	if t.fn != nil {
 		fns[t.spec.Trainable.Name] = t.fn
 	}
-	stack, err := StartStack(ctx, StackConfig{StoreDir: t.storeDir, Slots: t.slots, Capacity: t.capacity, Trainables: fns, Log: t.log, Hold: !startWorkers})
+	stack, err := StartStack(ctx, StackConfig{StoreDir: t.storeDir, Slots: t.slots, Capacity: t.capacity, Trainables: fns, Log: t.log, Hold: !startWorkers, Syncer: t.syncer})
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -201,6 +201,9 @@ func Restore(ctx context.Context, path string, trainable any, opts ...Option) (*
 		return nil, refusal(path, api.WithCode(api.CodeBadRequest, err), "", nil)
 	}
 	t.restoreOpts().path = p
+	if err := t.syncDown(ctx, p); err != nil {
+		return nil, err
+	}
 	if err := t.checkStored(ctx); err != nil {
 		return nil, err
 	}

@@ -42,6 +42,9 @@ type StackConfig struct {
 	// log up to it, and the runner takes no work of the interrupted run
 	// (redelivered from before the restore) while the restorer reads it.
 	Hold bool
+	// Syncer, when set, mirrors each experiment with an upload_dir
+	// (WithSyncer).
+	Syncer Syncer
 }
 
 // Stack is a running embedded stack.
@@ -112,7 +115,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	if !cfg.Hold {
 		s.StartWorkers()
 	}
-	s.start(syncCtx, &s.back, "syncer", syncer.New(buses["syncer"], syncer.Config{}).Run)
+	s.start(syncCtx, &s.back, "syncer", syncer.New(buses["syncer"], syncer.Config{Client: cfg.Syncer}).Run)
 	s.start(frontCtx, &s.front, "restorer", restorer.New(buses["restorer"], restorer.Config{}).Run)
 	return s, nil
 }

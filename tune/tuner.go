@@ -73,6 +73,7 @@ type Tuner struct {
 	restore  *restoreOptions // set by Restore and the resume options
 	results  *ResultGrid     // of the last Fit
 	objects  []string        // stored by Fit besides the param space's references (WithObjects)
+	syncer   Syncer          // WithSyncer
 }
 
 // Option configures a Tuner.
@@ -232,7 +233,15 @@ func (t *Tuner) Spec() (Spec, error) {
 			s.Trainable.Dir = wd
 		}
 	}
-	if err := spec.Validate(&s); err != nil {
+	v := s
+	if t.syncer != nil && v.RunConfig.SyncConfig.Syncer == nil {
+		// The Go Syncer (WithSyncer) stands in for a command syncer: the
+		// upload_dir need not be storage gocloud opens.
+		sc := v.RunConfig.SyncConfig
+		sc.Syncer = &events.CommandSyncer{SyncUp: "{source} {target}"}
+		v.RunConfig.SyncConfig = sc
+	}
+	if err := spec.Validate(&v); err != nil {
 		return s, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if err := (&events.ExperimentSubmitted{Spec: s}).Validate(); err != nil {

@@ -86,7 +86,11 @@ experiment's file (it must be the same command as the stored one): the state
 file can be edited by anyone who can write the storage folder, so the
 command it names is never run without it — the restore is refused, printing
 that command. --trust-stored-trainable runs it anyway, after printing it.
-With EXPERIMENT_FILE, only its trainable is used (not its param space).
+With EXPERIMENT_FILE, only its trainable is used (not its param space), and
+its run_config.sync_config: when PATH holds no experiment_state-*.json and the
+file gives an upload_dir, PATH is first brought back from <upload_dir>/<name>
+with its syncer's sync_down command (or from the bucket or folder upload_dir
+names).
 
 As in Ray Tune: finished trials are kept; unfinished ones resume from their
 latest checkpoint (--resume-unfinished=false ends them TERMINATED); errored
@@ -109,6 +113,11 @@ the param space (YAML or JSON; the same keys).`,
 					return err
 				}
 				trainable = s.Trainable
+				if s.RunConfig.SyncConfig.UploadDir != "" {
+					// A PATH with no state file is brought back from
+					// upload_dir first, with this file's sync_down.
+					opts = append(opts, tune.WithSyncConfig(s.RunConfig.SyncConfig))
+				}
 			}
 			if trustStored {
 				opts = append(opts, tune.WithTrustStoredTrainable())

@@ -79,8 +79,12 @@ func (w *writer) readStart(ctx context.Context) error {
 	var ferr error
 	filter := events.Prefix + "." + w.exp + ".*.experiment.*"
 	err := w.s.bus.Replay(ctx, filter, func(ev *events.Event) {
-		if p, ok := ev.Data.(*events.ExperimentStarted); ok {
+		switch p := ev.Data.(type) {
+		case *events.ExperimentStarted:
 			w.storagePath = p.StoragePath
+		case *events.ExperimentSubmitted:
+			sc := p.Spec.RunConfig.SyncConfig
+			w.submitted = &sc
 		}
 		if ferr == nil {
 			st, _, ferr = state.Fold(ctx, st, ev, restore.Loader(w.s.bus, w.exp))

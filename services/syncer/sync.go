@@ -60,6 +60,7 @@ func (w *writer) syncUp(ctx context.Context) error {
 	}
 	w.tell.announce(ctx, &events.SyncCompleted{Seq: seq, Snapshot: name, Files: len(uploads) + 1, Bytes: bytes.Load(), DurationS: time.Since(start).Seconds()})
 	w.files.forgetFinished(w.st)
+	w.mirror.up(ctx, false)
 	if last, err := w.s.bus.LastSeq(ctx, events.ExperimentSubjects(w.exp)); err == nil && last >= seq {
 		metrics.SyncLag.WithLabelValues(w.exp).Set(float64(last - seq))
 	}
@@ -142,6 +143,7 @@ func (w *writer) deleteDropped(ctx context.Context) {
 			w.log.Error().Err(err).Str("trial", t.ID).Str("checkpoint", c.Name).Msg("delete a dropped checkpoint; will retry")
 			continue
 		}
+		w.mirror.delete(ctx, t.DirName+"/"+c.Name)
 		_ = w.tell.once(ctx, t.ID+"."+c.Name+".deleted", &events.CheckpointDeleted{TrialID: t.ID, Name: c.Name, Reason: "num_to_keep"})
 	}
 }

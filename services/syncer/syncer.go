@@ -32,6 +32,10 @@ type Config struct {
 	// Period overrides every experiment's sync_period; 0 uses the
 	// experiment's own (tests use a short one).
 	Period time.Duration
+	// Client, when set, copies each experiment with an upload_dir there
+	// instead of the experiment's command syncer or gocloud (a Go
+	// program's own Syncer, tune.WithSyncer).
+	Client blobsync.Client
 }
 
 func (c *Config) setDefaults() {

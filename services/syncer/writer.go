@@ -30,14 +30,18 @@ type writer struct {
 	// spec and storagePath come from the log before anything is folded.
 	spec        events.ExperimentSpec
 	storagePath string
+	// submitted is the SyncConfig of the experiment.submitted event (the
+	// client's), nil when the log holds none (a restore from a state file).
+	submitted *events.SyncConfig
 
 	root   *blob.Bucket // the storage bucket
 	bucket *blob.Bucket // the experiment's part of it
 	sync   *blobsync.Syncer
 	tell   announcer
 
-	files *staging   // result files, written in place or staged until a sync uploads them
-	store *persister // checkpoints and artifacts, copied from the Object Store
+	files  *staging   // result files, written in place or staged until a sync uploads them
+	store  *persister // checkpoints and artifacts, copied from the Object Store
+	mirror *mirror    // copies the experiment's folder to upload_dir; nil without one
 
 	dirty   bool          // the state changed since the last snapshot
 	lastMsg *bus.Delivery // the last message folded, acked by a sync
@@ -49,7 +53,8 @@ func newWriter(s *Service, exp string) *writer {
 }
 
 func (w *writer) run(ctx context.Context) error {
-	if err := w.openRetrying(ctx); err != nil {
+	err := w.openRetrying(ctx)
+	if err != nil {
 		return err
 	}
 	defer func() { _ = w.root.Close() }()
@@ -58,6 +63,10 @@ func (w *writer) run(ctx context.Context) error {
 	ops := blobsync.NewQueue(context.WithoutCancel(ctx), w.log)
 	defer ops.Close()
 	w.store = newPersister(w, ops)
+	if w.mirror, err = w.newMirror(ctx); err != nil {
+		w.tell.failure(ctx, "mirror to upload_dir", err, 1)
+	}
+	defer w.mirror.stop()
 	w.do(ctx, spareAll(w.st)) // the snapshot resumed from
 	msgs, stop := w.follow(ctx)
 	defer stop()
@@ -229,6 +238,9 @@ func (w *writer) final(ctx context.Context, msgs <-chan *bus.Delivery) {
 		case <-ctx.Done():
 		}
 		t.Stop()
+	}
+	if err := w.mirror.finish(ctx); err != nil {
+		w.log.Error().Err(err).Msg("mirror to upload_dir")
 	}
 	if w.st.Done() && !w.dirty {
 		_ = os.RemoveAll(w.files.dir)

@@ -1,0 +1,156 @@
+package syncer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tunejet/tunejet/internal/blobsync"
+	"github.com/tunejet/tunejet/internal/storage"
+)
+
+// mirror copies the experiment's folder in storage to
+// <upload_dir>/<name> with a blobsync.Client (Ray ≤ 2.6's upload_dir):
+// after a sync of storage at most every sync_period (Throttle), forced at
+// the end, each copy bounded by sync_timeout and retried (Syncer.Run), on
+// its own queue so a slow command never holds up the writer.
+type mirror struct {
+	client  blobsync.Client
+	local   string // <storage_path>/<name>
+	remote  string // <upload_dir>/<name>, as the client understands it
+	exclude []string
+	sync    *blobsync.Syncer
+	every   *blobsync.Throttle
+	ops     *blobsync.Queue
+	tell    announcer
+	close   func()
+}
+
+// mirrorKey is the queue key of a sync_up: submissions while one waits
+// are coalesced.
+const mirrorKey = "sync_up"
+
+// newMirror returns the experiment's mirror, or nil when it has none.
+// upload_dir, exclude and the syncer's commands come only from the
+// experiment.submitted event, which the client wrote: a restore from a
+// state file in storage (which anyone who can write the folder can edit)
+// does not mirror. The client is the service's (Config.Client) if set,
+// else the submitted command syncer, else a gocloud bucket.
+func (w *writer) newMirror(ctx context.Context) (*mirror, error) {
+	if w.submitted == nil {
+		if w.syncSpec().UploadDir != "" {
+			w.log.Warn().Str("upload_dir", w.syncSpec().UploadDir).Msg("upload_dir comes from a stored state file, not from a submitted experiment: not mirroring")
+		}
+		return nil, nil
+	}
+	sc := *w.submitted
+	if sc.UploadDir == "" {
+		return nil, nil
+	}
+	base, err := storage.LocalPath(w.storagePath)
+	if err != nil {
+		return nil, fmt.Errorf("mirror to %s: storage_path must be a folder: %w", sc.UploadDir, err)
+	}
+	m := &mirror{
+		local:   filepath.Join(base, w.exp),
+		remote:  strings.TrimRight(sc.UploadDir, "/") + "/" + w.exp,
+		exclude: sc.Exclude,
+		sync:    w.sync,
+		every:   blobsync.NewThrottle(w.sync.Config().SyncPeriod),
+		tell:    w.tell,
+		close:   func() {},
+	}
+	switch cs := sc.Syncer; {
+	case w.s.cfg.Client != nil:
+		m.client = w.s.cfg.Client
+	case cs != nil:
+		c := blobsync.CommandClient{SyncUpTemplate: cs.SyncUp, SyncDownTemplate: cs.SyncDown, DeleteTemplate: cs.Delete, ExcludeTemplate: cs.ExcludeTemplate}
+		if err := c.Validate(); err != nil {
+			return nil, fmt.Errorf("mirror to %s: %w", sc.UploadDir, err)
+		}
+		m.client = c
+	default:
+		b, err := storage.OpenBucket(ctx, sc.UploadDir)
+		if err != nil {
+			return nil, fmt.Errorf("mirror to %s: %w", sc.UploadDir, err)
+		}
+		m.client, m.remote, m.close = blobsync.BucketClient{Bucket: b}, w.exp, func() { _ = b.Close() }
+	}
+	m.ops = blobsync.NewQueue(context.WithoutCancel(ctx), w.log.With().Str("upload_dir", sc.UploadDir).Logger())
+	w.log.Info().Str("from", m.local).Str("to", m.remote).Strs("exclude", m.exclude).Msg("mirroring the experiment's folder")
+	return m, nil
+}
+
+// up queues a sync_up when one is due (force: at once).
+func (m *mirror) up(ctx context.Context, force bool) {
+	if m == nil {
+		return
+	}
+	if force {
+		m.every.Reset()
+	}
+	if !m.every.Due(time.Now()) {
+		return
+	}
+	m.every.Mark(time.Now())
+	m.ops.Submit(mirrorKey, func(qctx context.Context) error {
+		err := m.sync.Run(qctx, "sync_up", func(ctx context.Context) error {
+			return m.client.SyncUp(ctx, m.local, m.remote, m.exclude)
+		})
+		if err != nil {
+			m.every.Reset() // try again at the next sync of storage
+			m.tell.failure(ctx, "sync_up "+m.remote, err, m.sync.Config().MaxRetries+1)
+		}
+		return err
+	})
+}
+
+// delete queues the removal of rel (a dropped checkpoint's folder) under
+// the remote.
+func (m *mirror) delete(ctx context.Context, rel string) {
+	if m == nil {
+		return
+	}
+	target := m.remote + "/" + rel
+	m.ops.Submit("delete "+rel, func(qctx context.Context) error {
+		err := m.sync.Run(qctx, "delete", func(ctx context.Context) error {
+			return m.client.Delete(ctx, target)
+		})
+		if err != nil {
+			m.tell.failure(ctx, "delete "+target, err, m.sync.Config().MaxRetries+1)
+		}
+		return err
+	})
+}
+
+// finish runs a last sync_up and waits for the queue; on shutdown (ctx
+// done) it waits at most one sync_timeout.
+func (m *mirror) finish(ctx context.Context) error {
+	if m == nil {
+		return nil
+	}
+	m.up(ctx, true)
+	fctx := context.WithoutCancel(ctx)
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		fctx, cancel = context.WithTimeout(fctx, m.sync.Config().SyncTimeout)
+		defer cancel()
+	}
+	err := m.ops.Flush(fctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("mirror to %s: the last sync_up is still running at shutdown: %w", m.remote, err)
+	}
+	return err
+}
+
+// stop ends the queue (a running command is killed) and closes the bucket.
+func (m *mirror) stop() {
+	if m == nil {
+		return
+	}
+	m.ops.Close()
+	m.close()
+}
