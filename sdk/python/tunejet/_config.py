@@ -63,22 +63,105 @@ class CheckpointConfig:
         return spec
 
 
+_SYNC_PLACEHOLDERS = ("source", "target", "exclude")
+
+
+def _check_template(key, template, allowed, required):
+    """Refuses a template with a placeholder other than allowed, or without
+    one of required, as the experiment file's check does."""
+    if not isinstance(template, str) or not template.strip():
+        raise ValueError(f"{key} must be a non-empty shell command string, got {template!r}")
+    import string
+
+    try:
+        names = {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}
+    except ValueError as e:
+        raise ValueError(f"{key}: {e} in {template!r} (write {{{{ and }}}} for literal braces)") from None
+    for n in sorted(names - set(allowed)):
+        hint = " (Ray's {options} is {exclude} here)" if n == "options" else ""
+        raise ValueError(f"{key}: unknown placeholder {{{n}}} in {template!r}{hint}")
+    for n in required:
+        if n not in names:
+            raise ValueError(f"{key}: {template!r} must hold {{{n}}}")
+
+
+@dataclasses.dataclass
+class CommandSyncer:
+    """A syncer of shell commands (Ray's CommandBasedClient), for storage
+    tunejet does not open itself (rclone, hdfs dfs, rsync over ssh).
+
+    Each is a format string run with sh -c: {source} and {target} are the
+    paths, shell-quoted; {exclude} is SyncConfig.exclude, each pattern
+    rendered with exclude_template. sync_up copies the experiment folder to
+    <upload_dir>/<name>; sync_down brings it back for a restore; delete
+    removes a dropped checkpoint's folder under it.
+    """
+
+    sync_up: str
+    sync_down: Optional[str] = None
+    delete: Optional[str] = None
+    exclude_template: Optional[str] = None
+
+    def to_spec(self):
+        _check_template("syncer.sync_up", self.sync_up, _SYNC_PLACEHOLDERS, ("source", "target"))
+        spec = {"sync_up": self.sync_up}
+        if self.sync_down:
+            _check_template("syncer.sync_down", self.sync_down, _SYNC_PLACEHOLDERS, ("source", "target"))
+            spec["sync_down"] = self.sync_down
+        if self.delete:
+            _check_template("syncer.delete", self.delete, ("target",), ("target",))
+            spec["delete"] = self.delete
+        if self.exclude_template:
+            _check_template("syncer.exclude_template", self.exclude_template, ("pattern",), ("pattern",))
+            spec["exclude_template"] = self.exclude_template
+        return spec
+
+
 @dataclasses.dataclass
 class SyncConfig:
-    """As Ray's: how often results and state are written to storage."""
+    """As Ray's: how often results and state are written to storage.
+
+    upload_dir (Ray <= 2.6) mirrors <storage_path>/<name> there every
+    sync_period and at the end, with syncer: a CommandSyncer or a dict of
+    its templates ({"sync_up": ..., "sync_down": ..., "delete": ...}), or
+    without one to a bucket URL or folder tunejet opens. exclude lists
+    fnmatch patterns the mirror leaves out, such as "*/checkpoint_*".
+    """
 
     sync_period: float = 300
     sync_timeout: float = 1800
     sync_artifacts: bool = False
     sync_artifacts_on_checkpoint: bool = True
+    upload_dir: Optional[str] = None
+    syncer: Any = None
+    exclude: Optional[list] = None
 
     def to_spec(self):
-        return {
+        spec = {
             "sync_period": self.sync_period,
             "sync_timeout": self.sync_timeout,
             "sync_artifacts": self.sync_artifacts,
             "sync_artifacts_on_checkpoint": self.sync_artifacts_on_checkpoint,
         }
+        if self.syncer is not None and self.syncer != "auto":
+            syncer = self.syncer
+            if isinstance(syncer, dict):
+                unknown = sorted(set(syncer) - {"sync_up", "sync_down", "delete", "exclude_template"})
+                if unknown:
+                    raise ValueError(f"SyncConfig.syncer: unknown keys {unknown}; valid: sync_up, sync_down, delete, exclude_template")
+                syncer = CommandSyncer(**syncer)
+            if not isinstance(syncer, CommandSyncer):
+                raise ValueError("SyncConfig.syncer must be a CommandSyncer or a dict of its templates; a Python Syncer object cannot run in tunejet's syncer")
+            if not self.upload_dir:
+                raise ValueError("SyncConfig.syncer needs upload_dir, the remote its commands copy the experiment folder to")
+            spec["syncer"] = syncer.to_spec()
+        if self.upload_dir:
+            spec["upload_dir"] = self.upload_dir
+        if self.exclude:
+            if isinstance(self.exclude, str) or not all(isinstance(p, str) and p for p in self.exclude):
+                raise ValueError(f"SyncConfig.exclude must be a list of non-empty patterns, got {self.exclude!r}")
+            spec["exclude"] = list(self.exclude)
+        return spec
 
 
 @dataclasses.dataclass

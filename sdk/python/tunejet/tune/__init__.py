@@ -25,7 +25,7 @@ from tunejet._space import (
     uniform,
 )
 from tunejet._tuner import Trainable, Tuner, with_parameters, with_resources
-from tunejet.tune import schedulers, search, stopper  # noqa: E402
+from tunejet.tune import schedulers, search, stopper, syncer  # noqa: E402
 
 __all__ = [
     "Tuner",
