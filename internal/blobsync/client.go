@@ -203,17 +203,19 @@ func Quote(s string) string {
 	if s == "" {
 		return "''"
 	}
-	safe := true
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("@%+=:,./_-", r)) {
-			safe = false
-			break
-		}
-	}
-	if safe {
+	if !strings.ContainsFunc(s, unsafeInShell) {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'"
+}
+
+// unsafeInShell reports whether r needs quoting (shlex's _find_unsafe).
+func unsafeInShell(r rune) bool {
+	switch {
+	case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		return false
+	}
+	return !strings.ContainsRune("@%+=:,./_-", r)
 }
 
 // Command returns the shell command a sync template runs with these

@@ -16,6 +16,21 @@
 // runs submitted syncs one at a time on a worker, coalescing submissions
 // for the same key.
 //
+// # Clients
+//
+// Client is Ray's Syncer interface (sync_up, sync_down, delete between a
+// local folder and a remote). BucketClient is the three functions above on
+// a bucket; CommandClient runs shell templates (Ray's CommandBasedClient)
+// for storage gocloud does not speak: {source} and {target} shell-quoted
+// as Python's shlex.quote does, {exclude} the patterns rendered with
+// ExcludeTemplate ("--exclude {pattern}" by default, each pattern quoted),
+// "{{" and "}}" literal braces. A command runs with sh -c in its own
+// process group, killed when its context ends (sync_timeout); a failure is
+// a *CommandError with the exit status and the last 4 KiB of its stderr,
+// as Ray's "Sync error. Ran command: ... Error message (code): ...". The
+// syncer service mirrors an experiment's folder to its upload_dir with
+// one of them, throttled and queued; CheckTemplate is the spec's check.
+//
 // Every write goes through the bucket's writer, which publishes an object
 // only when it closes successfully, so a reader never sees part of a file;
 // SyncDown writes each file to a temporary name beside it and renames it.
@@ -52,4 +67,9 @@
 //   - Zero Config fields mean the default, and negative ones are invalid;
 //     Ray does not validate them.
 //   - Delete refuses an empty prefix rather than delete a whole bucket.
+//   - CommandClient quotes exclude patterns (Ray did not, so the shell
+//     could expand them), has one placeholder {exclude} for Ray's
+//     {options}, and defaults ExcludeTemplate (Ray ignored exclude
+//     without one). A timed-out command is killed with its process group;
+//     Ray left it running.
 package blobsync

@@ -24,6 +24,19 @@
 //
 // The experiment's end and an interrupt force a final sync.
 //
+// # Mirror to upload_dir
+//
+// With SyncConfig.upload_dir (Ray ≤ 2.6) the writer also mirrors
+// <storage_path>/<name> to <upload_dir>/<name> (mirror.go): after a sync of
+// storage, at most every sync_period (blobsync.Throttle), forced at the
+// end and on shutdown, each sync_up bounded by sync_timeout and retried
+// (blobsync.Syncer.Run) on its own blobsync.Queue, so a slow command never
+// holds up the event handling; dropped checkpoints are deleted there too.
+// The client is Config.Client (a Go program's Syncer), else the command
+// syncer of the experiment.submitted event (never one read from a state
+// file in storage: a restore from a snapshot does not mirror), else a
+// gocloud bucket; exclude patterns leave paths out.
+//
 // # Plan and executors
 //
 // Each event is folded, then plan (pure) says what it requires of
