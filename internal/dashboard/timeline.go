@@ -114,11 +114,20 @@ func (l *live) record(ev *events.Event, result map[string]any) {
 			verb = "pause"
 		}
 		e.Text = verb + " requested: " + p.Reason
+		if t := l.st.Trials[trial]; !p.Pause && t != nil && t.Finished() {
+			// A trial paused or pending ends at its stop: no other event
+			// says so.
+			e.Text += fmt.Sprintf("; not running, it ends %s here", t.Status)
+		}
 	case *events.TrialPaused:
 		e.Attempt = p.Attempt
 		e.Text = "paused"
 		if p.Reason != "" {
 			e.Text += ": " + p.Reason
+		}
+		if t := l.st.Trials[trial]; t != nil && t.Finished() {
+			// Its stop came while the pause was on the way.
+			e.Text += fmt.Sprintf("; its stop was requested, so it ends %s here", t.Status)
 		}
 	case *events.TrialDecided:
 		e.Text = fmt.Sprintf("%s decided %s", p.By, p.Action)
