@@ -91,7 +91,8 @@ func waitFor(t testing.TB, ctx context.Context, what, expr string) {
 
 // TestBrowserShowsTrialsAndLiveCurves opens an experiment's page (with a
 // token, as off loopback) while its trials run, and watches a trial's
-// curve gain a point, without a reload, when the trial reports.
+// curve gain a point, without a reload, when the trial reports; then the
+// timeline of a trial paused, resumed and restored (runResumed).
 func TestBrowserShowsTrialsAndLiveCurves(t *testing.T) {
 	const token = "browser-token"
 	e := startStepped(t, token)
@@ -146,6 +147,14 @@ func TestBrowserShowsTrialsAndLiveCurves(t *testing.T) {
 	e.next(t, xs[0])
 	waitFor(t, ctx, "a third point, live, against time_total_s",
 		`document.querySelector('polyline[data-trial="`+ids[xs[0]]+`"]')?.dataset.n === "3"`)
+
+	// A paused, resumed and restored trial's timeline, in the same browser.
+	r := runResumed(t)
+	navigate(t, ctx, r.dash+"/experiments/"+r.name+"#trial="+r.trial)
+	waitFor(t, ctx, "the trial's pause in its timeline", `document.querySelectorAll("#timeline li[data-kind='trial.paused']").length > 0`)
+	waitFor(t, ctx, "an attempt restored from its checkpoint",
+		`[...document.querySelectorAll("#timeline li[data-kind='trial.started']")].some((li) => li.textContent.includes("restored from checkpoint_"))`)
+	waitFor(t, ctx, "the experiment's restore", `document.querySelectorAll("#timeline li[data-kind='experiment.restored']").length === 1`)
 }
 
 // evaluate runs JavaScript in the page and returns its value.
