@@ -141,6 +141,8 @@ func (l *live) record(ev *events.Event, result map[string]any) {
 	case *events.TrialArtifacts:
 		e.Attempt = p.Attempt
 		e.Text = fmt.Sprintf("artifacts synced (%d files, %s)", p.Files, bytesText(p.Size))
+	case *events.TrialReturned:
+		e.Text = fmt.Sprintf("work handed back by runner %s, no attempt spent: %s", p.Runner, p.Reason)
 	default:
 		return // submitted, sync: not about a trial
 	}

@@ -225,8 +225,9 @@ func wantsTrial(st *state.Experiment, in Inputs) bool {
 	return inFlight < limit
 }
 
-// rescheduleActions gives preempted, resumed and paused trials, and
-// trials that waited for a runner big enough, a new work message (a fresh
+// rescheduleActions gives preempted, resumed and paused trials, trials
+// whose work a runner handed back, and trials that waited for a runner
+// big enough, a new work message (a fresh
 // delivery budget, attempts counting on from the last one) while the
 // window has room, or ends them ERROR when counted preemptions have used
 // up max_failures or their resources are invalid. A trial no live runner
@@ -258,7 +259,11 @@ func rescheduleActions(st *state.Experiment, in Inputs, inFlight, limit int) ([]
 			work.Config, work.Exploit = x.Config, &x.Exploit
 		}
 		work.Resources = shape
-		acts = append(acts, Action{ID: actionID(st, ".", t.ID, ".scheduled.", t.Attempt), Payload: work})
+		id := actionID(st, ".", t.ID, ".scheduled.", t.Attempt)
+		if t.Returns > 0 { // handed back with no attempt made: a new decision each time
+			id += fmt.Sprint(".returned.", t.Returns)
+		}
+		acts = append(acts, Action{ID: id, Payload: work})
 	}
 	return acts, inFlight
 }

@@ -541,6 +541,28 @@ func TestDecideReschedules(t *testing.T) {
 			t.Fatalf("Decide (-want +got):\n%s", diff)
 		}
 	})
+	t.Run("returned by runners that cannot hold it", func(t *testing.T) {
+		// No attempt is made, so only the hand-backs tell the new work
+		// apart: each is a new decision, not a repeat the log drops.
+		h := newHistory(t, nil)
+		h.launch()
+		seen := map[string]bool{}
+		for n := range 3 {
+			tr := h.trial(0)
+			h.add(events.WriterRunner, &events.TrialReturned{TrialID: tr.ID, Attempt: tr.Attempt + 1, WorkSeq: tr.WorkSeq, Runner: "cpu", Reason: "needs gpu=1"})
+			acts := h.step()
+			if diff := cmp.Diff([]string{"scheduled " + id(0)}, describeAll(acts)); diff != "" {
+				t.Fatalf("after hand-back %d (-want +got):\n%s", n+1, diff)
+			}
+			if seen[acts[0].ID] {
+				t.Fatalf("hand-back %d: the new work repeats the id %q of earlier work", n+1, acts[0].ID)
+			}
+			seen[acts[0].ID] = true
+			if w := acts[0].Payload.(*events.TrialScheduled); w.AttemptBase != 0 {
+				t.Fatalf("hand-back %d: the new work counts attempts from %d; want 0 (none was made)", n+1, w.AttemptBase)
+			}
+		}
+	})
 	t.Run("resumed", func(t *testing.T) {
 		h := newHistory(t, func(s *events.ExperimentSpec) { s.TuneConfig.MaxConcurrentTrials = 5 })
 		h.launch()

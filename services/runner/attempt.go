@@ -127,7 +127,7 @@ func (a *attempt) live(ctx context.Context) (started, ended bool, err error) {
 		return false, false, fmt.Errorf("watch for stop requests: %w", err)
 	}
 	defer stopWatch()
-	if a.beforeRestore(ctx) {
+	if a.beforeRestore(ctx) || a.returnedBefore(ctx) {
 		return false, true, nil
 	}
 	switch ended, request := a.endedByController(ctx); {
@@ -304,6 +304,20 @@ func (a *attempt) beforeRestore(ctx context.Context) bool {
 		return false
 	}
 	a.log.Info().Uint64("work_seq", a.msg.Event.Seq).Uint64("restored_seq", restored).Msg("trial work from before the experiment's restore; dropping it")
+	return true
+}
+
+// returnedBefore reports whether a runner handed this work back (or work
+// of the trial scheduled after it): its runner died between storing the
+// hand-back and ending the message, which was handed out again. The trial
+// has been, or will be, scheduled anew; this work is stale.
+func (a *attempt) returnedBefore(ctx context.Context) bool {
+	ev, _, err := a.s.bus.LastEvent(ctx, events.Subject(a.exp, events.WriterRunner, events.TypeTrialReturned, a.work.TrialID))
+	p, ok := eventData[*events.TrialReturned](ev, err)
+	if !ok || p.WorkSeq < a.msg.Event.Seq {
+		return false
+	}
+	a.log.Info().Uint64("work_seq", a.msg.Event.Seq).Str("runner", p.Runner).Msg("trial work handed back already; dropping it")
 	return true
 }
 

@@ -16,20 +16,22 @@ import (
 // the runner takes one only when its free capacity holds the largest
 // shape among the experiment's outstanding work: whichever message comes
 // then fits at once. Outstanding work is every trial.scheduled of the
-// experiment whose trial has not completed or paused since; before any,
-// the trainable's default shape.
+// experiment whose trial has not completed, paused or been handed back
+// since; before any, the trainable's default shape.
 type gate struct {
 	exp string
 	mu  sync.Mutex
 	def events.Resources
-	// shapes of the outstanding work, by trial.
+	// shapes of the outstanding work, by trial, and the log sequence of
+	// each trial's work.
 	shapes map[string]events.Resources
+	works  map[string]uint64
 	seen   uint64        // the last trial.scheduled the gate has read
 	wake   chan struct{} // closed and replaced when the gate changes
 }
 
 func newGate(exp string) *gate {
-	return &gate{exp: exp, def: events.DefaultShape(), shapes: map[string]events.Resources{}, wake: make(chan struct{})}
+	return &gate{exp: exp, def: events.DefaultShape(), shapes: map[string]events.Resources{}, works: map[string]uint64{}, wake: make(chan struct{})}
 }
 
 // filters are the events the gate reads.
@@ -39,6 +41,7 @@ func (g *gate) filters() []string {
 		events.TypeSubjects(g.exp, events.WriterController, events.TypeTrialScheduled),
 		events.TypeSubjects(g.exp, "*", events.TypeTrialCompleted),
 		events.TypeSubjects(g.exp, "*", events.TypeTrialPaused),
+		events.TypeSubjects(g.exp, events.WriterRunner, events.TypeTrialReturned),
 		// A failed attempt's work comes again after its backoff: wake.
 		events.TypeSubjects(g.exp, "*", events.TypeTrialFailed),
 	}
@@ -57,15 +60,27 @@ func (g *gate) read(ev *events.Event) {
 	case *events.ExperimentSubmitted:
 		g.def = p.Spec.Trainable.DefaultShapeOf()
 	case *events.TrialScheduled:
-		g.shapes[p.TrialID] = p.Shape()
+		g.shapes[p.TrialID], g.works[p.TrialID] = p.Shape(), ev.Seq
 		g.seen = ev.Seq
 	case *events.TrialCompleted:
-		delete(g.shapes, p.TrialID)
+		g.drop(p.TrialID)
 	case *events.TrialPaused:
-		delete(g.shapes, p.TrialID)
+		g.drop(p.TrialID)
+	case *events.TrialReturned:
+		// The trial's work is no longer out, until it is scheduled again;
+		// a hand-back of earlier work leaves the trial's newer work out.
+		if g.works[p.TrialID] == p.WorkSeq {
+			g.drop(p.TrialID)
+		}
 	}
 	close(g.wake)
 	g.wake = make(chan struct{})
+}
+
+// drop forgets a trial's work.
+func (g *gate) drop(trial string) {
+	delete(g.shapes, trial)
+	delete(g.works, trial)
 }
 
 // skipTo counts the work before log sequence seq as read.
@@ -170,6 +185,9 @@ func (s *Service) admit(g *gate) func(ctx context.Context) (bus.Hold, error) {
 				continue
 			}
 			shape, gateChanged := g.largest()
+			if s.hooks.admit != nil {
+				shape = s.hooks.admit(ctx, g.exp, shape)
+			}
 			if short := s.pool.fitsTotal(shape); short != "" {
 				if why := shape.String(); why != told {
 					told = why
@@ -200,6 +218,34 @@ func (s *Service) admit(g *gate) func(ctx context.Context) (bus.Hold, error) {
 	}
 }
 
+// handBack gives back trial work this runner can never hold, at no cost
+// to the trial: a nak would spend one of its max_failures + 1 deliveries
+// (JetStream counts every redelivery), and with max_failures 0 end it
+// ERROR without it ever running. It publishes trial.returned, naming the
+// work, which makes the trial unscheduled again in the fold, so the
+// controller schedules it anew; only then does it end the message (a
+// Terminate, which the max-deliveries notices do not report). Should this
+// runner die between the two, the work is handed out again after the
+// heartbeat timeout, as before, and the runner that gets it finds it
+// returned (attempt.returnedBefore). If the hand-back cannot be stored,
+// the work is left to that timeout too. The message is ended with a
+// Terminate: JetStream's max-deliveries notice, which the controller
+// reads as a lost trial, is not sent for it.
+func (s *Service) handBack(ctx context.Context, exp string, d *bus.Delivery, work *events.TrialScheduled, reason string) error {
+	log := s.log.With().Str("experiment", exp).Str("trial", work.TrialID).Str("needs", work.Shape().String()).Logger()
+	p := &events.TrialReturned{
+		TrialID: work.TrialID, Attempt: work.AttemptBase + d.Num, WorkSeq: d.Event.Seq, Runner: s.cfg.Name, Reason: reason,
+	}
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if _, err := s.bus.Publish(pctx, s.bus.Event(exp, events.WriterRunner, p)); err != nil {
+		log.Error().Err(err).Msg("took trial work this runner cannot hold, and cannot hand it back; leaving it to be handed out again")
+		return bus.ErrLeave
+	}
+	log.Warn().Str("reason", reason).Msg("took trial work this runner cannot hold; handed it back, at no cost to the trial")
+	return bus.Terminate(fmt.Errorf("handed back: %s", reason))
+}
+
 // idlePoll is how often a runner with free capacity looks for work handed
 // out again when no new work is announced.
 const idlePoll = time.Second
@@ -208,7 +254,7 @@ const idlePoll = time.Second
 // largest shape of the experiment's work, so the work fits in it, unless
 // it was scheduled after the gate last read: then it waits, heartbeating,
 // for the capacity, or, if this runner can never hold it, hands it back
-// (which spends one of the trial's attempts).
+// (handBack), which costs the trial no attempt.
 func (s *Service) fit(ctx context.Context, exp string, d *bus.Delivery, work *events.TrialScheduled) (*hold, error) {
 	h, ok := d.Hold.(*hold)
 	if !ok {
@@ -217,9 +263,8 @@ func (s *Service) fit(ctx context.Context, exp string, d *bus.Delivery, work *ev
 	h.take()
 	shape := work.Shape()
 	if short := s.pool.fitsTotal(shape); short != "" {
-		s.log.Error().Str("experiment", exp).Str("trial", work.TrialID).Str("needs", shape.String()).
-			Msgf("took trial work this runner cannot hold (%s=%s, it has %s=%s); handing it back", short, shape.Amount(short), short, s.pool.total.Amount(short))
-		return nil, bus.Retry(fmt.Errorf("needs %s, more than runner %s has", shape, s.cfg.Name), time.Second)
+		return nil, s.handBack(ctx, exp, d, work, fmt.Sprintf("needs %s=%s; runner %s has %s=%s",
+			short, shape.Amount(short), s.cfg.Name, short, s.pool.total.Amount(short)))
 	}
 	every := events.Seconds(work.HeartbeatTimeoutS) / 3
 	if every <= 0 {

@@ -109,6 +109,18 @@ type Service struct {
 	active map[string]bus.RunnerTrial    // running attempts, for the registry
 	routes routes                        // experiment → how its checkpoints reach storage
 	wg     sync.WaitGroup
+
+	hooks testHooks
+}
+
+// testHooks let a test of this package force the orders of events that
+// races otherwise decide. Nil hooks do nothing.
+type testHooks struct {
+	// admit gets the shape admit is about to hold, once the gate has read
+	// the experiment's work, and returns the shape to hold instead.
+	admit func(ctx context.Context, exp string, shape events.Resources) events.Resources
+	// took is told of each delivery of trial work, before it is fitted.
+	took func(exp string, work *events.TrialScheduled)
 }
 
 // New returns a runner on b.
@@ -192,6 +204,9 @@ func (s *Service) pull(ctx context.Context, exp string) {
 	c := bus.Consumer{Name: bus.WorkConsumerName(exp), Existing: true, Admit: s.admit(g), NoWait: true}
 	err := s.bus.Consume(ctx, c, func(ctx context.Context, d *bus.Delivery) error {
 		if work, ok := eventData[*events.TrialScheduled](d.Event, d.Malformed); ok {
+			if s.hooks.took != nil {
+				s.hooks.took(exp, work)
+			}
 			h, err := s.fit(ctx, exp, d, work)
 			if err != nil {
 				return err

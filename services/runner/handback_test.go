@@ -1,0 +1,159 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/internal/bus/bustest"
+	"github.com/tunejet/tunejet/internal/session"
+	"github.com/tunejet/tunejet/internal/state"
+	"github.com/tunejet/tunejet/services/controller"
+)
+
+const handBackWait = 30 * time.Second
+
+// TestWorkARunnerCannotHoldIsHandedBackFree: a CPU-only runner takes a
+// trial's work that needs a GPU (its gate read the experiment before the
+// work was scheduled: the hook holds it there until the work is in the
+// log, and the GPU runner waits until the CPU runner has the work). It
+// hands the work back without spending an attempt: with max_failures 0
+// the trial still runs, on the GPU runner, in attempt 1, and ends
+// TERMINATED with no failure counted.
+func TestWorkARunnerCannotHoldIsHandedBackFree(t *testing.T) {
+	srv := bustest.Start(t)
+	ctl := controller.New(srv.Bus("controller"), controller.Config{Tick: 20 * time.Millisecond})
+	client := srv.Bus("client")
+	const exp = "handback"
+
+	release := make(chan struct{}) // the GPU trial's work is in the log
+	cpuTook := make(chan struct{}) // the CPU runner has the work
+	var stale, took sync.Once
+	cpu := New(srv.Bus("runner/cpu"), Config{Name: "cpu", CPUs: 2, WorkDir: t.TempDir(), StopGrace: time.Second,
+		Trainables: map[string]session.Func{"fn": reportOnce}})
+	cpu.hooks.admit = func(ctx context.Context, _ string, shape events.Resources) events.Resources {
+		stale.Do(func() {
+			select { // the gate read no work yet; admit as if the work came after
+			case <-release:
+			case <-ctx.Done():
+			}
+			shape = events.DefaultShape()
+		})
+		return shape
+	}
+	cpu.hooks.took = func(string, *events.TrialScheduled) { took.Do(func() { close(cpuTook) }) }
+	gpu := New(srv.Bus("runner/gpu"), Config{Name: "gpu", CPUs: 2, GPUs: 1, WorkDir: t.TempDir(), StopGrace: time.Second,
+		Trainables: map[string]session.Func{"fn": reportOnce}})
+	gpu.hooks.admit = func(ctx context.Context, _ string, shape events.Resources) events.Resources {
+		select {
+		case <-cpuTook:
+		case <-ctx.Done():
+		}
+		return shape
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	for _, run := range []func(context.Context) error{ctl.Run, cpu.Run, gpu.Run} {
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = run(ctx) }()
+	}
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	bustest.Eventually(t, handBackWait, "both runners in the registry", func() bool {
+		kv, ok, err := client.ExistingRunners(t.Context())
+		if err != nil || !ok {
+			return false
+		}
+		runners, err := bus.ListRunners(t.Context(), kv)
+		return err == nil && len(runners) == 2
+	})
+
+	sp := events.ExperimentSpec{
+		Name: exp, Trainable: events.Trainable{Name: "fn", Resources: map[string]events.ResourceAmount{"gpu": {Value: 1}}},
+		ParamSpace: map[string]any{"x": 1.0}, TuneConfig: events.TuneConfig{NumSamples: 1},
+	}
+	if _, err := client.Publish(t.Context(), client.Event(exp, events.WriterClient, &events.ExperimentSubmitted{Spec: sp})); err != nil {
+		t.Fatal(err)
+	}
+	bustest.Eventually(t, handBackWait, "the GPU trial's work in the log", func() bool {
+		seq, err := client.LastSeq(t.Context(), events.TypeSubjects(exp, events.WriterController, events.TypeTrialScheduled))
+		return err == nil && seq > 0
+	})
+	close(release)
+
+	var st *state.Experiment
+	bustest.Eventually(t, handBackWait, "the experiment to complete", func() bool {
+		st = foldLog(t, client, exp)
+		return st.Done()
+	})
+	trials := st.TrialList()
+	if len(trials) != 1 {
+		t.Fatalf("%d trials; want 1", len(trials))
+	}
+	tr := trials[0]
+	if tr.Status != events.StatusTerminated || tr.Attempt != 1 || tr.NumFailures != 0 || tr.Runner != "gpu" {
+		t.Fatalf("the trial is %s (%s: %s) after attempt %d on %q with %d failures; want TERMINATED after attempt 1 on gpu, none failed",
+			tr.Status, tr.EndReason, tr.LastError, tr.Attempt, tr.Runner, tr.NumFailures)
+	}
+	returned := 0
+	for _, ev := range logEvents(t, client, exp) {
+		switch p := ev.Data.(type) {
+		case *events.TrialReturned:
+			returned++
+			if p.Runner != "cpu" || p.Attempt != 1 || p.WorkSeq == 0 || p.Reason == "" {
+				t.Errorf("hand-back %+v; want runner cpu, attempt 1, its work and a reason", p)
+			}
+		case *events.TrialStarted:
+			if p.Runner != "gpu" {
+				t.Errorf("runner %s started attempt %d; only gpu can hold the trial", p.Runner, p.Attempt)
+			}
+		}
+	}
+	if returned != 1 {
+		t.Fatalf("%d trial.returned events; want the CPU runner's one", returned)
+	}
+}
+
+// reportOnce is a trainable that reports one result.
+func reportOnce(ctx context.Context, _ map[string]any) error {
+	s, err := session.From(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = s.Report(ctx, map[string]any{"loss": 1.0}, "")
+	return err
+}
+
+// logEvents returns every event of an experiment in the log, in order.
+func logEvents(t *testing.T, b *bus.Bus, exp string) []*events.Event {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var out []*events.Event
+	err := b.Watch(ctx, events.ExperimentSubjects(exp), 0, bus.Handler{
+		Event:    func(ev *events.Event) { out = append(out, ev) },
+		CaughtUp: cancel,
+	})
+	if err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// foldLog folds an experiment's log.
+func foldLog(t *testing.T, b *bus.Bus, exp string) *state.Experiment {
+	t.Helper()
+	st := state.New(exp)
+	for _, ev := range logEvents(t, b, exp) {
+		next, _, err := state.Fold(t.Context(), st, ev, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st = next
+	}
+	return st
+}
