@@ -82,6 +82,9 @@ func (s *Service) Run(ctx context.Context) error {
 		defer close(livenessDone)
 		if err := newLivenessWatcher(s).run(lctx); err != nil && !errors.Is(err, context.Canceled) {
 			s.log.Error().Err(err).Msg("liveness watch ended; dead runners are noticed by the heartbeat timeout only")
+			if !s.live.read() { // schedule without the registry rather than not at all
+				s.live.set(map[string]*watchedRunner{})
+			}
 		}
 	}()
 	defer func() { stopLiveness(); <-livenessDone }()

@@ -229,6 +229,14 @@ func (r *reconciler) reconcile(ctx context.Context) {
 	if !r.handleDeadWork(ctx) {
 		return
 	}
+	if !r.s.live.read() {
+		// Before the runner registry is read, every trial would look as if
+		// some runner could hold it, and work no live runner holds would go
+		// out: runners that cannot hold it never take it, and take none of
+		// the experiment's work behind it. The first read comes within the
+		// liveness watch's first tick.
+		return
+	}
 	counts := r.st.Counts() // one pass over the trials, not one per status
 	for _, s := range []string{events.StatusPending, events.StatusRunning, events.StatusPaused, events.StatusTerminated, events.StatusError} {
 		metrics.Trials.WithLabelValues(r.exp, s).Set(float64(counts[s]))

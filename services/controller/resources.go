@@ -9,10 +9,20 @@ import (
 )
 
 // liveRunners is what the liveness watch knows of the registry, for the
-// reconcilers: the total capacity of each live runner.
+// reconcilers: the total capacity of each live runner. Until the watch has
+// read the registry, caps is nil: no runner known is not the same as no
+// runner registered (Inputs.Runners empty schedules every trial).
 type liveRunners struct {
 	mu   sync.Mutex
 	caps map[string]events.Resources
+}
+
+// read reports whether the liveness watch has read the registry (or has
+// ended, so that no better view will come).
+func (l *liveRunners) read() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.caps != nil
 }
 
 // set records the watch's runners.
