@@ -99,10 +99,7 @@ func (t *Tuner) syncDown(ctx context.Context, path string) error {
 		return err
 	}
 	t.log.Info().Str("from", remote).Str("to", local).Msg("restore: bringing the experiment folder back from upload_dir")
-	err = s.Run(ctx, "sync_down", func(ctx context.Context) error {
-		return client.SyncDown(ctx, remote, local, sc.Exclude)
-	})
-	if err != nil {
+	if err := s.SyncDown(ctx, client, remote, local, sc.Exclude); err != nil {
 		return fmt.Errorf("restore %s: sync_down from %s: %w", path, remote, err)
 	}
 	return nil

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"gocloud.dev/blob"
 )
 
 // TimeoutError is an attempt that did not finish within SyncTimeout. It
@@ -146,23 +145,23 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// SyncUp is SyncUp run bounded and retried, as operation "sync_up".
-func (s *Syncer) SyncUp(ctx context.Context, localDir string, dst *blob.Bucket, prefix string, exclude []string) error {
+// SyncUp is c.SyncUp run bounded and retried, as operation "sync_up".
+func (s *Syncer) SyncUp(ctx context.Context, c Client, localDir, remote string, exclude []string) error {
 	return s.Run(ctx, "sync_up", func(ctx context.Context) error {
-		return SyncUp(ctx, localDir, dst, prefix, exclude)
+		return c.SyncUp(ctx, localDir, remote, exclude)
 	})
 }
 
-// SyncDown is SyncDown run bounded and retried, as operation "sync_down".
-func (s *Syncer) SyncDown(ctx context.Context, src *blob.Bucket, prefix, localDir string, exclude []string) error {
+// SyncDown is c.SyncDown run bounded and retried, as operation "sync_down".
+func (s *Syncer) SyncDown(ctx context.Context, c Client, remote, localDir string, exclude []string) error {
 	return s.Run(ctx, "sync_down", func(ctx context.Context) error {
-		return SyncDown(ctx, src, prefix, localDir, exclude)
+		return c.SyncDown(ctx, remote, localDir, exclude)
 	})
 }
 
-// Delete is Delete run bounded and retried, as operation "delete".
-func (s *Syncer) Delete(ctx context.Context, b *blob.Bucket, prefix string) error {
+// Delete is c.Delete run bounded and retried, as operation "delete".
+func (s *Syncer) Delete(ctx context.Context, c Client, remote string) error {
 	return s.Run(ctx, "delete", func(ctx context.Context) error {
-		return Delete(ctx, b, prefix)
+		return c.Delete(ctx, remote)
 	})
 }

@@ -68,7 +68,7 @@ func TestRunTimesOutAndCancelsTheHungWrite(t *testing.T) {
 	faults.HangWrites(true)
 	s, logs := newSyncer(t, blobsync.Config{SyncTimeout: 100 * time.Millisecond, MaxRetries: 1, RetryBackoff: time.Millisecond})
 
-	err := s.SyncUp(t.Context(), oneFileDir(t), b, "exp", nil)
+	err := s.SyncUp(t.Context(), blobsync.BucketClient{Bucket: b}, oneFileDir(t), "exp", nil)
 
 	var timeout *blobsync.TimeoutError
 	if !errors.As(err, &timeout) || !errors.Is(err, context.DeadlineExceeded) {
@@ -114,7 +114,7 @@ func TestRunRetriesUntilSuccess(t *testing.T) {
 	faults.FailWrites(2, boom)
 	s, logs := newSyncer(t, blobsync.Config{MaxRetries: 2, RetryBackoff: time.Millisecond})
 
-	if err := s.SyncUp(t.Context(), oneFileDir(t), b, "exp", nil); err != nil {
+	if err := s.SyncUp(t.Context(), blobsync.BucketClient{Bucket: b}, oneFileDir(t), "exp", nil); err != nil {
 		t.Fatalf("SyncUp after 2 failures with MaxRetries 2: %v", err)
 	}
 	if faults.Writes() != 3 {
@@ -143,7 +143,7 @@ func TestRunGivesUpAfterMaxRetries(t *testing.T) {
 	faults.FailWrites(100, boom)
 	s, _ := newSyncer(t, blobsync.Config{MaxRetries: 2, RetryBackoff: time.Millisecond})
 
-	err := s.SyncUp(t.Context(), oneFileDir(t), b, "exp", nil)
+	err := s.SyncUp(t.Context(), blobsync.BucketClient{Bucket: b}, oneFileDir(t), "exp", nil)
 	if !errors.Is(err, boom) {
 		t.Fatalf("SyncUp = %v, want it to wrap the cause", err)
 	}

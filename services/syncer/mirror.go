@@ -97,9 +97,7 @@ func (m *mirror) up(ctx context.Context, force bool) {
 	}
 	m.every.Mark(time.Now())
 	m.ops.Submit(mirrorKey, func(qctx context.Context) error {
-		err := m.sync.Run(qctx, "sync_up", func(ctx context.Context) error {
-			return m.client.SyncUp(ctx, m.local, m.remote, m.exclude)
-		})
+		err := m.sync.SyncUp(qctx, m.client, m.local, m.remote, m.exclude)
 		if err != nil {
 			m.every.Reset() // try again at the next sync of storage
 			m.tell.failure(ctx, "sync_up "+m.remote, err, m.sync.Config().MaxRetries+1)
@@ -116,9 +114,7 @@ func (m *mirror) delete(ctx context.Context, rel string) {
 	}
 	target := m.remote + "/" + rel
 	m.ops.Submit("delete "+rel, func(qctx context.Context) error {
-		err := m.sync.Run(qctx, "delete", func(ctx context.Context) error {
-			return m.client.Delete(ctx, target)
-		})
+		err := m.sync.Delete(qctx, m.client, target)
 		if err != nil {
 			m.tell.failure(ctx, "delete "+target, err, m.sync.Config().MaxRetries+1)
 		}
