@@ -41,6 +41,16 @@ func copySyncer(t *testing.T) *tune.CommandSyncer {
 // experiment's state, every trial's result.json and progress.csv, and no
 // checkpoint_* folder, which exclude leaves out.
 func TestCommandSyncerMirrorsTheExperiment(t *testing.T) {
+	testMirror(t, copySyncer(t))
+}
+
+// TestUploadDirMirrorsWithGocloud: the same without a syncer, to a folder
+// gocloud opens, excluding as fnmatch does.
+func TestUploadDirMirrorsWithGocloud(t *testing.T) {
+	testMirror(t, nil)
+}
+
+func testMirror(t *testing.T, syncer *tune.CommandSyncer) {
 	const name = "mirrored"
 	storagePath := filepath.Join(t.TempDir(), "storage")
 	upload := filepath.Join(t.TempDir(), "remote's dir")
@@ -48,7 +58,7 @@ func TestCommandSyncerMirrorsTheExperiment(t *testing.T) {
 	tuner, err := tune.NewTuner(gate(&hold, &sync.Map{}), tune.WithTrainableName("gate"), tune.WithName(name),
 		tune.WithStoreDir(t.TempDir()), tune.WithRunnerSlots(2),
 		tune.WithRunConfig(tune.RunConfig{StoragePath: storagePath, SyncConfig: tune.SyncConfig{
-			SyncPeriodS: 0.1, UploadDir: upload, Syncer: copySyncer(t), Exclude: []string{"*/checkpoint_*"},
+			SyncPeriodS: 0.1, UploadDir: upload, Syncer: syncer, Exclude: []string{"*/checkpoint_*"},
 		}}),
 		tune.WithParamSpace(tune.ParamSpace{"x": tune.GridSearch(0, 1)}))
 	if err != nil {
@@ -150,6 +160,45 @@ func TestCommandSyncerRestoresADeletedFolder(t *testing.T) {
 	}
 	if _, key, ok := storedState(t, local); !ok || key == localKey {
 		t.Errorf("the restored run wrote no new state to the folder brought back (newest %q)", key)
+	}
+	// The restored run's spec came from the state file: its commands are
+	// never run, so the remote still holds the interrupted run's state.
+	if _, key, _ := storedState(t, remote); key != localKey {
+		t.Errorf("the remote's newest state is %q after a restore from a state file, want %q: the file's sync_up ran", key, localKey)
+	}
+}
+
+// TestCommandSyncerFailureIsAnnounced: a sync_up that fails after its
+// retries is announced with sync.failed, carrying the command's exit
+// status and stderr, and the experiment still finishes.
+func TestCommandSyncerFailureIsAnnounced(t *testing.T) {
+	const name = "unreachable"
+	d := startDeployment(t, 1, map[string]tune.Trainable{"gate": gate(&atomic.Bool{}, &sync.Map{})})
+	tuner, err := tune.NewTuner("gate", tune.WithName(name), d.nats(),
+		tune.WithRunConfig(tune.RunConfig{StoragePath: t.TempDir(), SyncConfig: tune.SyncConfig{
+			SyncPeriodS: 0.1, UploadDir: "remote:nowhere",
+			Syncer: &tune.CommandSyncer{SyncUp: "echo no route to {target} >&2; exit 3 # {source}"},
+		}}),
+		tune.WithParamSpace(tune.ParamSpace{"x": 0}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := tuner.Fit(t.Context())
+	if err != nil || g.NumTerminated() != 1 {
+		t.Fatalf("Fit: %v, %v; want the trial TERMINATED whatever the mirror does", g, err)
+	}
+	var failed *events.SyncFailed
+	poll(t, "sync.failed for the mirror", func() bool {
+		for _, ev := range d.events(t, name) {
+			if p, ok := ev.Data.(*events.SyncFailed); ok && strings.HasPrefix(p.Operation, "sync_up ") {
+				failed = p
+				return true
+			}
+		}
+		return false
+	})
+	if failed.Operation != "sync_up remote:nowhere/"+name || !strings.Contains(failed.Error, "Error message (3): no route to remote:nowhere/"+name) || failed.Attempt != 3 {
+		t.Errorf("sync.failed = %+v; want the command's exit status and stderr after 3 attempts", failed)
 	}
 }
 
