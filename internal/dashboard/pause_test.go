@@ -14,14 +14,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus/bustest"
 	"github.com/tunejet/tunejet/internal/dashboard"
 	"github.com/tunejet/tunejet/tune"
 )
 
 // resumed is a HyperBand experiment (max_t 9, reduction factor 3, 9 trials
-// on 2 slots) whose trials were paused at their first milestone, one of
-// them resumed from its checkpoint, interrupted then by the stack's
+// on 2 slots) whose trials were paused at their milestones, two of them
+// resumed from their checkpoints, interrupted then by its stack's
 // shutdown, and restored from the log to its end on a new stack over the
 // same store.
 type resumed struct {
@@ -82,9 +83,9 @@ func resumable(hold *atomic.Bool) tune.Trainable {
 }
 
 // runResumed runs the experiment: on a first stack until the dashboard
-// shows a trial on its second attempt (paused, then resumed and held),
-// then the stack stops, which interrupts the experiment; a second stack on
-// the same store restores it from the log and runs it to its end.
+// shows two trials on their second attempt (paused, then resumed and
+// held), then the stack stops, which interrupts the experiment; a second
+// stack on the same store restores it from the log and runs it to its end.
 func runResumed(t *testing.T) *resumed {
 	t.Helper()
 	var hold atomic.Bool
@@ -128,20 +129,27 @@ func runResumed(t *testing.T) *resumed {
 	b := dashBus(t, first.NATSOptions().URL)
 	watchCtx, stopWatch := context.WithCancel(dashCtx(t))
 	url := serveDashboard(t, dashboard.New(watchCtx, b, dashboard.Config{Log: testLog(t)})).URL
-	bustest.Eventually(t, 60*time.Second, "a trial paused, then resumed from its checkpoint", func() bool {
+	// Both slots end up held by resumed trials, HyperBand resuming more
+	// than two here; nothing else runs then, and the stack stops a quiet
+	// experiment.
+	bustest.Eventually(t, 60*time.Second, "two trials paused, then resumed from their checkpoints and held", func() bool {
 		var u experimentJSON
 		if r := get(t, http.DefaultClient, url+"/api/experiments/"+e.name); r.code != http.StatusOK {
 			return false
 		} else if err := json.Unmarshal([]byte(r.body), &u); err != nil {
 			t.Fatalf("the experiment's JSON: %v", err)
 		}
+		var held []string
 		for _, row := range u.Trials {
 			if row.Attempt >= 2 && row.NumFailures == 0 && row.Status == "RUNNING" {
-				e.trial = row.ID
-				return true
+				held = append(held, row.ID)
 			}
 		}
-		return false
+		if len(held) < 2 {
+			return false
+		}
+		e.trial = held[0]
+		return true
 	})
 	// Fit on a deployment leaves the experiment running when its context
 	// ends; the controller's shutdown interrupts it.
@@ -152,8 +160,11 @@ func runResumed(t *testing.T) *resumed {
 	stopWatch()
 	closeFirst()
 
+	// The restore runs on a stack over the same store whose controller
+	// and runner start once the restorer has published the restored run,
+	// as an embedded restore does: nothing carries on the interrupted run.
 	hold.Store(false)
-	second, err := tune.StartStack(t.Context(), tune.StackConfig{StoreDir: storeDir, Slots: 2, Trainables: fns, Listen: true})
+	second, err := tune.StartStack(t.Context(), tune.StackConfig{StoreDir: storeDir, Slots: 2, Trainables: fns, Listen: true, Hold: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,19 +173,36 @@ func runResumed(t *testing.T) *resumed {
 			t.Errorf("the second stack: %v", err)
 		}
 	})
+	b = dashBus(t, second.NATSOptions().URL) // closed after the dashboard's watches end
+	e.dash = serveDashboard(t, dashboard.New(dashCtx(t), b, dashboard.Config{Log: testLog(t)})).URL
+	var u experimentJSON
+	getJSON(t, e.dash+"/api/experiments/"+e.name, &u)
+	if u.Experiment.Status != "INTERRUPTED" {
+		t.Fatalf("the experiment is %s after its stack stopped; want INTERRUPTED, recorded by the stopping controller", u.Experiment.Status)
+	}
 	restored, err := tune.Restore(t.Context(), e.expPath, "resumable", tune.WithNATS(second.NATSOptions()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := restored.Fit(t.Context())
+	type fit struct {
+		g   *tune.ResultGrid
+		err error
+	}
+	fitted := make(chan fit, 1)
+	go func() { g, err := restored.Fit(t.Context()); fitted <- fit{g, err} }()
+	bustest.Eventually(t, 30*time.Second, "the restored run on the log", func() bool {
+		seq, err := b.LastSeq(t.Context(), events.TypeSubjects(e.name, events.WriterRestorer, events.TypeExperimentRestored))
+		return err == nil && seq > 0
+	})
+	second.StartWorkers()
+	f := <-fitted
+	g, err := f.g, f.err
 	if err != nil {
 		t.Fatalf("Fit of the restored experiment: %v", err)
 	}
 	if g.Len() != 9 || g.NumTerminated() != 9 {
 		t.Fatalf("restored: %d trials, %d TERMINATED; want 9 and 9", g.Len(), g.NumTerminated())
 	}
-	b = dashBus(t, second.NATSOptions().URL) // closed after the dashboard's watches end
-	e.dash = serveDashboard(t, dashboard.New(dashCtx(t), b, dashboard.Config{Log: testLog(t)})).URL
 	return e
 }
 
