@@ -200,7 +200,10 @@ type TrialScheduled struct {
 	// AttemptBase is added to the delivery count to give the attempt
 	// number, so attempts keep counting across restores.
 	AttemptBase int `json:"attempt_base"`
-	// MaxFailures and HeartbeatTimeoutS are the experiment's FailureConfig.
+	// MaxFailures is how many failures the work may take before the trial
+	// is ERROR: the experiment's max_failures less the trial's failures
+	// since the last restore (-1: no limit). HeartbeatTimeoutS is the
+	// experiment's.
 	MaxFailures       int     `json:"max_failures"`
 	HeartbeatTimeoutS float64 `json:"heartbeat_timeout_s"`
 	// Checkpoint is the trial's latest checkpoint when it was scheduled.

@@ -255,6 +255,13 @@ func rescheduleActions(st *state.Experiment, in Inputs, inFlight, limit int) ([]
 			continue // PENDING until a runner that holds it registers
 		}
 		work := schedule(st, t.ID, t.Name, t.DirName, t.Config, t.Attempt)
+		if fc.MaxFailures >= 0 {
+			// The new message's deliveries start from 1: its runner ends
+			// the trial ERROR by the failures the trial has left, not by
+			// max_failures afresh (a counted failure, then a hand-back or
+			// a preemption, would give it one more).
+			work.MaxFailures = fc.MaxFailures - t.RunFailures()
+		}
 		if x := t.Exploit; x != nil {
 			work.Config, work.Exploit = x.Config, &x.Exploit
 		}

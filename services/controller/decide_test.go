@@ -563,6 +563,47 @@ func TestDecideReschedules(t *testing.T) {
 			}
 		}
 	})
+	t.Run("returned while no live runner holds it", func(t *testing.T) {
+		// Scheduled before any runner registered; handed back by the CPU
+		// runner that came: it waits PENDING, unscheduled, and says why.
+		h := newHistory(t, func(s *events.ExperimentSpec) {
+			s.Trainable.Resources = map[string]events.ResourceAmount{"gpu": {Value: 1}}
+			s.TuneConfig.MaxConcurrentTrials = 1
+		})
+		h.launch()
+		tr := h.trial(0)
+		if !tr.Scheduled {
+			t.Fatal("with no runner registered the trial was not scheduled")
+		}
+		h.in.Runners = []events.Resources{{"cpu": 4}}
+		h.add(events.WriterRunner, &events.TrialReturned{TrialID: tr.ID, Attempt: 1, WorkSeq: tr.WorkSeq, Runner: "cpu", Reason: "needs gpu=1"})
+		if acts := h.step(); len(acts) != 0 {
+			t.Fatalf("decided %v; want nothing while no live runner holds the trial", describeAll(acts))
+		}
+		tr = h.trial(0)
+		want := "needs gpu=1; the largest live runner has gpu=0"
+		if got := Unfit(h.st.Spec, tr, h.in.Runners); tr.Status != events.StatusPending || tr.Scheduled || got != want {
+			t.Fatalf("the trial is %s (scheduled %v), waiting because %q; want PENDING, unscheduled, because %q", tr.Status, tr.Scheduled, got, want)
+		}
+	})
+	t.Run("the new work carries the failures left", func(t *testing.T) {
+		// A counted failure, then the retry's delivery handed back: the new
+		// message's deliveries count from 1 again, so it must say that one
+		// more failure ends the trial, not max_failures (2) more.
+		h := newHistory(t, func(s *events.ExperimentSpec) { s.RunConfig.FailureConfig.MaxFailures = 2 })
+		h.launch()
+		h.run(0)
+		h.fail(0, false, "boom")
+		tr := h.trial(0)
+		h.add(events.WriterRunner, &events.TrialReturned{TrialID: tr.ID, Attempt: 2, WorkSeq: tr.WorkSeq, Runner: "cpu", Reason: "needs gpu=1"})
+		acts := h.step()
+		if len(acts) != 1 {
+			t.Fatalf("decided %v; want the trial scheduled again", describeAll(acts))
+		}
+		if w, ok := acts[0].Payload.(*events.TrialScheduled); !ok || w.MaxFailures != 1 || w.AttemptBase != 1 {
+			t.Fatalf("the new work %+v; want max_failures 1 (2 less the one failure), attempts on from 1", acts[0].Payload)
+		}
+	})
 	t.Run("resumed", func(t *testing.T) {
 		h := newHistory(t, func(s *events.ExperimentSpec) { s.TuneConfig.MaxConcurrentTrials = 5 })
 		h.launch()
