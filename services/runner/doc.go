@@ -34,7 +34,11 @@
 // dies is noticed within one timeout and the work is redelivered. Success
 // acks the message; a failure with attempts left naks it with a backoff; the
 // last failure terminates it. The attempt number is the message's delivery
-// count plus the scheduling's attempt base.
+// count plus the scheduling's attempt base. Work the runner can never hold
+// (scheduled after its gate last read the experiment's work, and needing
+// more than the runner has idle) is not naked, which would spend a
+// delivery: the runner publishes trial.returned and terminates the message,
+// and the controller schedules the trial again at no cost (handBack).
 //
 // # Stops
 //
