@@ -223,14 +223,13 @@ func (s *Service) admit(g *gate) func(ctx context.Context) (bus.Hold, error) {
 // (JetStream counts every redelivery), and with max_failures 0 end it
 // ERROR without it ever running. It publishes trial.returned, naming the
 // work, which makes the trial unscheduled again in the fold, so the
-// controller schedules it anew; only then does it end the message (a
-// Terminate, which the max-deliveries notices do not report). Should this
-// runner die between the two, the work is handed out again after the
-// heartbeat timeout, as before, and the runner that gets it finds it
-// returned (attempt.returnedBefore). If the hand-back cannot be stored,
-// the work is left to that timeout too. The message is ended with a
-// Terminate: JetStream's max-deliveries notice, which the controller
-// reads as a lost trial, is not sent for it.
+// controller schedules it anew; only then does it end the message, with a
+// Terminate (JetStream sends no max-deliveries notice, which the
+// controller would read as a lost trial, for it). Should this runner die
+// between the two, the work is handed out again after the heartbeat
+// timeout, as before, and the runner that gets it finds it returned
+// (attempt.returnedBefore). If the hand-back cannot be stored, the work is
+// left to that timeout too.
 func (s *Service) handBack(ctx context.Context, exp string, d *bus.Delivery, work *events.TrialScheduled, reason string) error {
 	log := s.log.With().Str("experiment", exp).Str("trial", work.TrialID).Str("needs", work.Shape().String()).Logger()
 	p := &events.TrialReturned{
