@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -156,4 +157,43 @@ func foldLog(t *testing.T, b *bus.Bus, exp string) *state.Experiment {
 		st = next
 	}
 	return st
+}
+
+// Work a runner handed back and did not end (it died between the two) is
+// handed out again: the runner that gets it finds the hand-back and drops
+// the work without starting the trial, so the trial's new work, which the
+// controller schedules, is the only one to run.
+func TestReturnedWorkHandedOutAgainIsDropped(t *testing.T) {
+	ctx := t.Context()
+	b := bustest.Start(t).Bus("runner")
+	s := New(b, Config{Name: "gpu", WorkDir: t.TempDir(), Trainables: map[string]session.Func{"fn": reportOnce}})
+	work := &events.TrialScheduled{TrialID: "t1", TrialName: "train_t1", DirName: "train_t1", HeartbeatTimeoutS: 30,
+		Config: map[string]any{}, Trainable: events.Trainable{Name: "fn"}}
+	cons, err := b.EnsureWorkConsumer(ctx, "exp", bus.WorkConfig{AckWait: work.HeartbeatTimeoutS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, err := b.Publish(ctx, b.Event("exp", events.WriterController, work))
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, b, events.WriterRunner, &events.TrialReturned{TrialID: "t1", Attempt: 1, WorkSeq: seq, Runner: "cpu", Reason: "needs gpu=1; runner cpu has gpu=0"})
+	msg := nextWork(t, b)
+	b.Settle(ctx, msg, s.runAttempt(ctx, "exp", msg))
+	var got []string
+	if err := b.Replay(ctx, events.WriterSubjects("exp", events.WriterRunner), func(ev *events.Event) {
+		got = append(got, describeEvent(ev)...)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{events.TypeTrialReturned}; !slices.Equal(got, want) {
+		t.Errorf("the runner events %v, want only the hand-back: the returned work must not start the trial", got)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.NumAckPending != 0 {
+		t.Errorf("%d work messages wait for an ack, want 0: the returned work is settled", info.NumAckPending)
+	}
 }
