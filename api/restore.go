@@ -29,6 +29,13 @@ type RestoreRequest struct {
 	TrustStoredTrainable bool `json:"trust_stored_trainable,omitempty"`
 	// ParamSpace, when set, re-specifies the param space (same keys).
 	ParamSpace map[string]any `json:"param_space,omitempty"`
+	// Mirror, when set, is the caller's upload_dir, command syncer and
+	// exclude patterns (of its sync_config): the restored run mirrors with
+	// them. A stored state file's are never used: restoring from one
+	// without Mirror, the run does not mirror. From the log without
+	// Mirror, the run keeps the mirror it had. An empty UploadDir turns
+	// mirroring off.
+	Mirror *events.Mirror `json:"mirror,omitempty"`
 }
 
 // RestoreReply answers a RestoreRequest.

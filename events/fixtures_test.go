@@ -59,6 +59,11 @@ func fixtures() []*events.Event {
 			Resume: events.ResumeConfig{Finished: "skip", Unfinished: "resume", Errored: "restart"},
 			Source: "snapshot", Snapshot: "experiment_state-2026-11-29_12-00-00.json",
 			Object: "restored/run-2", Digest: fxDigest,
+			Mirror: &events.Mirror{
+				UploadDir: "hdfs://namenode/tune",
+				Syncer:    &events.CommandSyncer{SyncUp: "hdfs dfs -put -f {source} {target}", SyncDown: "hdfs dfs -get {source} {target}"},
+				Exclude:   []string{"*/checkpoint_*"},
+			},
 		}},
 		{Writer: events.WriterController, Source: controller, Data: &events.TrialCreated{
 			TrialID: fxTrial, Index: 1, TrialName: "train_mnist_" + fxTrial,

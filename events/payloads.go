@@ -106,6 +106,33 @@ type ExperimentRestored struct {
 	// in the experiment's Object Store bucket.
 	Object string `json:"object"`
 	Digest string `json:"digest"`
+	// Mirror is what the restored run mirrors to upload_dir with: the
+	// restore's caller's upload_dir, command syncer and exclude patterns,
+	// never a stored state file's. Always set on a restore from a state
+	// file (empty: no mirror); on a restore from the log only when the
+	// caller gave them, else the run keeps the mirror it had (the
+	// experiment.submitted one or an earlier restore's).
+	Mirror *Mirror `json:"mirror,omitempty"`
+}
+
+// Mirror is the part of a SyncConfig that says where and with which
+// commands the syncer mirrors an experiment's folder: only a client (in
+// experiment.submitted) or a restore's caller (through the restorer, in
+// experiment.restored) sets it.
+type Mirror struct {
+	UploadDir string         `json:"upload_dir,omitempty"`
+	Syncer    *CommandSyncer `json:"syncer,omitempty"`
+	Exclude   []string       `json:"exclude,omitempty"`
+}
+
+// MirrorOf is sc's mirror settings.
+func MirrorOf(sc SyncConfig) Mirror {
+	return Mirror{UploadDir: sc.UploadDir, Syncer: sc.Syncer, Exclude: sc.Exclude}
+}
+
+// ApplyTo replaces sc's mirror settings with m's.
+func (m Mirror) ApplyTo(sc *SyncConfig) {
+	sc.UploadDir, sc.Syncer, sc.Exclude = m.UploadDir, m.Syncer, m.Exclude
 }
 
 // TrialCreated adds a trial to the experiment.
@@ -598,6 +625,16 @@ func (p *ExperimentRestored) Validate() error {
 	}
 	if !digestRE.MatchString(p.Digest) {
 		return fieldErr("digest", "want sha256:<64 hex digits>, got %q", p.Digest)
+	}
+	if m := p.Mirror; m != nil {
+		if m.UploadDir == "" && (m.Syncer != nil || len(m.Exclude) > 0) {
+			return fieldErr("mirror.upload_dir", "must be set with a syncer or exclude patterns")
+		}
+		if m.Syncer != nil {
+			if err := checkNonEmpty("mirror.syncer.sync_up", m.Syncer.SyncUp); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -142,6 +142,14 @@ func TestCommandSyncerRestoresADeletedFolder(t *testing.T) {
 	if err := os.RemoveAll(local); err != nil {
 		t.Fatal(err)
 	}
+	// Someone who can write the remote edits the state file's commands
+	// (its checksum recomputed): sync_down brings the file back, and the
+	// restore must run the caller's commands, never these.
+	marker := filepath.Join(t.TempDir(), "edited")
+	editStoredSyncer(t, remote, &tune.CommandSyncer{
+		SyncUp: "touch '" + marker + "' # {source} {target}", SyncDown: "touch '" + marker + "' # {source} {target}",
+		Delete: "touch '" + marker + "' # {target}",
+	})
 
 	restored, err := tune.Restore(t.Context(), local, fn, tune.WithTrainableName("gate"),
 		tune.WithStoreDir(t.TempDir()), tune.WithRunnerSlots(2), tune.WithSyncConfig(sc))
@@ -161,10 +169,34 @@ func TestCommandSyncerRestoresADeletedFolder(t *testing.T) {
 	if _, key, ok := storedState(t, local); !ok || key == localKey {
 		t.Errorf("the restored run wrote no new state to the folder brought back (newest %q)", key)
 	}
-	// The restored run's spec came from the state file: its commands are
-	// never run, so the remote still holds the interrupted run's state.
-	if _, key, _ := storedState(t, remote); key != localKey {
-		t.Errorf("the remote's newest state is %q after a restore from a state file, want %q: the file's sync_up ran", key, localKey)
+	// The restored run mirrors with the caller's sync_config: the remote
+	// ends with the restored run's final state.
+	poll(t, "the remote to hold the restored run's final state", func() bool {
+		_, lkey, lok := storedState(t, local)
+		st, rkey, rok := storedState(t, remote)
+		return lok && rok && rkey == lkey && rkey != localKey && st.Done()
+	})
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("a command of the edited state file ran")
+	}
+}
+
+// editStoredSyncer rewrites the newest state file of the experiment at dir
+// with syncer as its spec's command syncer, the checksum recomputed, as
+// anyone who can write the folder could.
+func editStoredSyncer(t *testing.T, dir string, syncer *tune.CommandSyncer) {
+	t.Helper()
+	st, key, ok := storedState(t, dir)
+	if !ok {
+		t.Fatalf("no state at %s", dir)
+	}
+	st.Spec.RunConfig.SyncConfig.Syncer = syncer
+	b, err := st.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, key), b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 

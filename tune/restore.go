@@ -184,6 +184,11 @@ func (t *Tuner) restoreOpts() *restoreOptions {
 // write the storage folder can edit, so the trainable it names is never
 // run unless WithTrustStoredTrainable says so. With neither, Fit is
 // refused with ErrTrainableRequired, naming the stored trainable.
+//
+// Where the restored run mirrors its folder (SyncConfig.UploadDir, its
+// Syncer and Exclude): WithSyncConfig's, when it gives an UploadDir;
+// otherwise, from the log, the mirror the experiment had, and from a
+// stored snapshot none — the snapshot's commands are never run either.
 func Restore(ctx context.Context, path string, trainable any, opts ...Option) (*Tuner, error) {
 	var spec *TrainableSpec
 	if ts, ok := trainable.(TrainableSpec); ok {
@@ -371,6 +376,12 @@ func (t *Tuner) fitRestored(ctx context.Context) (*ResultGrid, error) {
 // restored state, and the runner takes only the restored run's work.
 func (t *Tuner) restoreAndWatch(ctx context.Context, b *bus.Bus, stack *Stack) (*state.Experiment, error) {
 	req := api.RestoreRequest{Path: t.restore.path, Resume: t.restore.resumeConfig(), ParamSpace: t.spec.ParamSpace}
+	if sc := t.spec.RunConfig.SyncConfig; sc.UploadDir != "" {
+		// The restored run mirrors with the caller's settings: a state
+		// file's are never used.
+		m := events.MirrorOf(sc)
+		req.Mirror = &m
+	}
 	if t.hasTrainable() {
 		tr := t.spec.Trainable
 		req.Trainable = &tr

@@ -115,6 +115,10 @@ func (s *Service) handle(ctx context.Context, r api.RestoreRequest, dry bool) (a
 	if err := s.validate(st, r, &rep); err != nil {
 		return rep, err
 	}
+	mirror, err := mirrorOf(st, r, rep.Source)
+	if err != nil {
+		return rep, err
+	}
 	st.Spec.RunConfig.StoragePath, st.StoragePath = storagePath, storagePath
 	if r.ParamSpace != nil {
 		st.Spec.ParamSpace = r.ParamSpace
@@ -133,7 +137,7 @@ func (s *Service) handle(ctx context.Context, r api.RestoreRequest, dry bool) (a
 		return rep, err
 	}
 	ev := s.bus.Event(name, events.WriterRestorer, &events.ExperimentRestored{
-		Resume: r.Resume, Source: rep.Source, Snapshot: rep.Snapshot, Object: object, Digest: digest,
+		Resume: r.Resume, Source: rep.Source, Snapshot: rep.Snapshot, Object: object, Digest: digest, Mirror: mirror,
 	})
 	if rep.Seq, err = s.bus.Publish(ctx, ev); err != nil {
 		return rep, err
@@ -402,6 +406,36 @@ func (s *Service) validate(st *state.Experiment, r api.RestoreRequest, rep *api.
 	tr := st.Spec.Trainable
 	rep.Trainable = &tr
 	return nil
+}
+
+// mirrorOf decides where and with which commands the restored run
+// mirrors its folder, sets that in st's spec, and returns what
+// experiment.restored records (nil: the run keeps the mirror it had). The
+// caller's settings (r.Mirror) win. Without them, a restore from a state
+// file does not mirror: the file's upload_dir and commands are never used,
+// as anyone who can write the storage folder can edit them; a restore
+// from the log keeps the log's (experiment.submitted's, or an earlier
+// restore's).
+func mirrorOf(st *state.Experiment, r api.RestoreRequest, source string) (*events.Mirror, error) {
+	var m events.Mirror
+	switch {
+	case r.Mirror != nil:
+		m = *r.Mirror
+	case source == api.SourceSnapshot:
+	default:
+		return nil, nil
+	}
+	if m.UploadDir == "" {
+		m = events.Mirror{} // no mirror: a syncer or exclude alone mean nothing
+	}
+	if cs := m.Syncer; cs != nil {
+		c := blobsync.CommandClient{SyncUpTemplate: cs.SyncUp, SyncDownTemplate: cs.SyncDown, DeleteTemplate: cs.Delete, ExcludeTemplate: cs.ExcludeTemplate}
+		if err := c.Validate(); err != nil {
+			return nil, api.WithCode(api.CodeBadRequest, fmt.Errorf("restore %s: mirror.syncer: %w", r.Path, err))
+		}
+	}
+	m.ApplyTo(&st.Spec.RunConfig.SyncConfig)
+	return &m, nil
 }
 
 // Check refuses what a restore request may not change in an experiment

@@ -32,10 +32,13 @@
 // end and on shutdown, each sync_up bounded by sync_timeout and retried
 // (blobsync.Syncer.Run) on its own blobsync.Queue, so a slow command never
 // holds up the event handling; dropped checkpoints are deleted there too.
-// The client is Config.Client (a Go program's Syncer), else the command
-// syncer of the experiment.submitted event (never one read from a state
-// file in storage: a restore from a snapshot does not mirror), else a
-// gocloud bucket; exclude patterns leave paths out.
+// upload_dir, the command syncer and exclude come only from the log: the
+// experiment.submitted event, then the mirror of each experiment.restored
+// that carries one (the restore's caller's; a restore changes the mirror
+// of a running writer too) — never from a state file in storage, so a
+// restore from a snapshot whose caller gives none does not mirror. The
+// client is Config.Client (a Go program's Syncer), else that command
+// syncer, else a gocloud bucket; exclude patterns leave paths out.
 //
 // # Plan and executors
 //

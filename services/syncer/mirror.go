@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/blobsync"
 	"github.com/tunejet/tunejet/internal/storage"
 )
@@ -33,20 +34,65 @@ type mirror struct {
 // are coalesced.
 const mirrorKey = "sync_up"
 
+// takeMirror takes the mirror settings ev carries, when it is newer than
+// the event they were taken from, and says whether it did. They come only
+// from the log, as the client and the restorer wrote them: the
+// experiment.submitted event's, then each experiment.restored's that
+// carries them (the restore's caller's; a restore from a state file
+// always carries them, empty when the caller gave none). A stored state
+// file's upload_dir and commands are never used: anyone who can write the
+// storage folder can edit them.
+func (w *writer) takeMirror(ev *events.Event) bool {
+	var m events.Mirror
+	switch p := ev.Data.(type) {
+	case *events.ExperimentSubmitted:
+		if w.mirrorCfg != nil {
+			return false // a fold keeps the first submission's spec
+		}
+		m = events.MirrorOf(p.Spec.RunConfig.SyncConfig)
+	case *events.ExperimentRestored:
+		if p.Mirror == nil {
+			return false
+		}
+		m = *p.Mirror
+	default:
+		return false
+	}
+	if ev.Seq != 0 && ev.Seq <= w.mirrorSeq {
+		return false
+	}
+	w.mirrorCfg, w.mirrorSeq = &m, ev.Seq
+	return true
+}
+
+// restartMirror replaces the mirror with one of the settings taken last
+// (a restore changed them while the writer ran): a sync_up of the old one
+// still running is stopped, and the new one copies everything at the next
+// sync of storage.
+func (w *writer) restartMirror(ctx context.Context) {
+	if w.sync == nil {
+		return // not open yet: run makes the mirror
+	}
+	w.mirror.stop()
+	m, err := w.newMirror(ctx)
+	if err != nil {
+		w.tell.failure(ctx, "mirror to upload_dir", err, 1)
+	}
+	w.mirror = m
+}
+
 // newMirror returns the experiment's mirror, or nil when it has none.
-// upload_dir, exclude and the syncer's commands come only from the
-// experiment.submitted event, which the client wrote: a restore from a
-// state file in storage (which anyone who can write the folder can edit)
-// does not mirror. The client is the service's (Config.Client) if set,
-// else the submitted command syncer, else a gocloud bucket.
+// upload_dir, exclude and the syncer's commands are those takeMirror took
+// from the log. The client is the service's (Config.Client) if set, else
+// the command syncer, else a gocloud bucket.
 func (w *writer) newMirror(ctx context.Context) (*mirror, error) {
-	if w.submitted == nil {
+	if w.mirrorCfg == nil {
 		if w.syncSpec().UploadDir != "" {
-			w.log.Warn().Str("upload_dir", w.syncSpec().UploadDir).Msg("upload_dir comes from a stored state file, not from a submitted experiment: not mirroring")
+			w.log.Warn().Str("upload_dir", w.syncSpec().UploadDir).Msg("upload_dir comes from a stored state file, not from a client or a restore's caller: not mirroring")
 		}
 		return nil, nil
 	}
-	sc := *w.submitted
+	sc := *w.mirrorCfg
 	if sc.UploadDir == "" {
 		return nil, nil
 	}

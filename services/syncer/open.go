@@ -82,9 +82,8 @@ func (w *writer) readStart(ctx context.Context) error {
 		switch p := ev.Data.(type) {
 		case *events.ExperimentStarted:
 			w.storagePath = p.StoragePath
-		case *events.ExperimentSubmitted:
-			sc := p.Spec.RunConfig.SyncConfig
-			w.submitted = &sc
+		case *events.ExperimentSubmitted, *events.ExperimentRestored:
+			w.takeMirror(ev)
 		}
 		if ferr == nil {
 			st, _, ferr = state.Fold(ctx, st, ev, restore.Loader(w.s.bus, w.exp))

@@ -30,9 +30,12 @@ type writer struct {
 	// spec and storagePath come from the log before anything is folded.
 	spec        events.ExperimentSpec
 	storagePath string
-	// submitted is the SyncConfig of the experiment.submitted event (the
-	// client's), nil when the log holds none (a restore from a state file).
-	submitted *events.SyncConfig
+	// mirrorCfg is what the mirror copies to and with (takeMirror): nil
+	// when the log holds no such settings (a restore from a state file
+	// before they were recorded). mirrorSeq is the sequence of the event
+	// it came from.
+	mirrorCfg *events.Mirror
+	mirrorSeq uint64
 
 	root   *blob.Bucket // the storage bucket
 	bucket *blob.Bucket // the experiment's part of it
@@ -169,6 +172,9 @@ func (w *writer) fold(ctx context.Context, ev *events.Event) {
 		return
 	}
 	w.st = st
+	if w.takeMirror(ev) {
+		w.restartMirror(ctx)
+	}
 	if changed {
 		w.store.pin(st.PinnedObjects())
 		w.do(ctx, plan(prev, st, before, ev))
