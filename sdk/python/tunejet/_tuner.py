@@ -202,12 +202,23 @@ class Tuner:
         param_space=None,
         storage_filesystem=None,
         _resume_config=None,
+        sync_config=None,
     ):
         """Return a Tuner whose fit() continues the experiment at path, as
         Ray's: finished trials are kept, unfinished ones resume from their
         latest checkpoint, errored ones stay ERROR unless resume_errored
         (from their checkpoint) or restart_errored (from scratch).
-        param_space re-specifies the same keys."""
+        param_space re-specifies the same keys.
+
+        sync_config (tunejet's; Ray's restore takes none) is the
+        experiment's train.SyncConfig, passed like trainable: its
+        upload_dir, syncer and exclude are the caller's, never read from
+        the stored state. When path holds no experiment_state-*.json and
+        it gives an upload_dir, fit() first brings path back from
+        <upload_dir>/<name> with the syncer's sync_down; the restored run
+        then mirrors there with them. Without it, a restore from a state
+        file does not mirror, and one from the event log keeps the
+        experiment's mirror. Its other settings are not used."""
         if storage_filesystem is not None:
             raise ValueError("storage_filesystem is not supported: give path as a URL")
         if _worker is None:
@@ -218,6 +229,10 @@ class Tuner:
             "resume_errored": resume_errored,
             "restart_errored": restart_errored,
         }
+        if sync_config is not None:
+            if not isinstance(sync_config, _config.SyncConfig):
+                raise ValueError("sync_config must be a SyncConfig, got %r" % (sync_config,))
+            restore["sync_config"] = sync_config.to_spec()  # checked here, as Tuner() checks run_config
         return cls(trainable, param_space=param_space, _restore=restore)
 
     @classmethod
@@ -314,8 +329,11 @@ class Tuner:
     def _restore_args(self, binary, workdir, trainable_name):
         r = self._restore
         file = os.path.join(workdir, "experiment.json")
+        experiment = {"trainable": _trainable_spec(trainable_name, self._trainable)}
+        if r.get("sync_config"):
+            experiment["run_config"] = {"sync_config": r["sync_config"]}
         with open(file, "w") as f:
-            json.dump({"trainable": _trainable_spec(trainable_name, self._trainable)}, f, indent=2)
+            json.dump(experiment, f, indent=2)
         args = [binary, "restore", r["path"], file]
         if not r["resume_unfinished"]:
             args.append("--resume-unfinished=false")
