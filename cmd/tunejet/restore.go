@@ -90,7 +90,10 @@ With EXPERIMENT_FILE, only its trainable is used (not its param space), and
 its run_config.sync_config: when PATH holds no experiment_state-*.json and the
 file gives an upload_dir, PATH is first brought back from <upload_dir>/<name>
 with its syncer's sync_down command (or from the bucket or folder upload_dir
-names).
+names), and the restored run mirrors there with the file's upload_dir, syncer
+and exclude. Those of a state file are never used: restored from one without
+EXPERIMENT_FILE's upload_dir, the run does not mirror; restored from the log,
+it keeps the experiment's mirror.
 
 As in Ray Tune: finished trials are kept; unfinished ones resume from their
 latest checkpoint (--resume-unfinished=false ends them TERMINATED); errored
@@ -115,7 +118,8 @@ the param space (YAML or JSON; the same keys).`,
 				trainable = s.Trainable
 				if s.RunConfig.SyncConfig.UploadDir != "" {
 					// A PATH with no state file is brought back from
-					// upload_dir first, with this file's sync_down.
+					// upload_dir first, with this file's sync_down, and
+					// the restored run mirrors with this file's commands.
 					opts = append(opts, tune.WithSyncConfig(s.RunConfig.SyncConfig))
 				}
 			}
