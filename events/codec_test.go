@@ -112,6 +112,11 @@ func TestEncodeRejectsInvalidEvents(t *testing.T) {
 			e.Data.(*events.ExperimentSubmitted).Spec.RunConfig.FailureConfig.FailFast = "RAISE"
 			return e
 		}, `field "spec.run_config.failure_config.fail_fast": must be false, true or "raise", got "RAISE"`},
+		{"a restore's mirror with an empty sync_up", func() *events.Event {
+			e := fixture(events.TypeExperimentRestored)
+			e.Data.(*events.ExperimentRestored).Mirror.Syncer.SyncUp = ""
+			return e
+		}, `field "mirror.syncer.sync_up": must not be empty`},
 		{"negative sync bytes", func() *events.Event {
 			e := fixture(events.TypeSyncCompleted)
 			e.Data.(*events.SyncCompleted).Bytes = -1

@@ -626,14 +626,9 @@ func (p *ExperimentRestored) Validate() error {
 	if !digestRE.MatchString(p.Digest) {
 		return fieldErr("digest", "want sha256:<64 hex digits>, got %q", p.Digest)
 	}
-	if m := p.Mirror; m != nil {
-		if m.UploadDir == "" && (m.Syncer != nil || len(m.Exclude) > 0) {
-			return fieldErr("mirror.upload_dir", "must be set with a syncer or exclude patterns")
-		}
-		if m.Syncer != nil {
-			if err := checkNonEmpty("mirror.syncer.sync_up", m.Syncer.SyncUp); err != nil {
-				return err
-			}
+	if m := p.Mirror; m != nil && m.Syncer != nil {
+		if err := checkNonEmpty("mirror.syncer.sync_up", m.Syncer.SyncUp); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -138,6 +138,7 @@ func TestSchemasRejectWhatDecodeRejects(t *testing.T) {
 		{events.TypeExperimentStarted, set("num_trials", -2)},
 		{events.TypeExperimentStarted, set("storage_path", "")},
 		{events.TypeExperimentCompleted, set("reason", "")},
+		{events.TypeExperimentRestored, set("mirror.syncer.sync_up", "")},
 		{events.TypeExperimentRestored, set("resume.errored", "retry")},
 		{events.TypeExperimentRestored, set("source", "backup")},
 		{events.TypeSyncCompleted, set("files", -1)},

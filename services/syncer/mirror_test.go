@@ -1,0 +1,100 @@
+package syncer_test
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/bus/bustest"
+	"github.com/tunejet/tunejet/internal/restore"
+	"github.com/tunejet/tunejet/internal/state"
+	"github.com/tunejet/tunejet/services/syncer"
+)
+
+// recordingClient is a blobsync.Client that records its calls.
+type recordingClient struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (r *recordingClient) record(s string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, s)
+}
+
+func (r *recordingClient) recorded() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.calls)
+}
+
+func (r *recordingClient) SyncUp(_ context.Context, localDir, remote string, exclude []string) error {
+	r.record("up " + localDir + " " + remote + " " + strings.Join(exclude, ","))
+	return nil
+}
+
+func (r *recordingClient) SyncDown(_ context.Context, remote, localDir string, _ []string) error {
+	r.record("down " + remote + " " + localDir)
+	return nil
+}
+
+func (r *recordingClient) Delete(_ context.Context, remote string) error {
+	r.record("delete " + remote)
+	return nil
+}
+
+// TestARestoreChangesTheMirrorOfARunningWriter: an experiment submitted
+// without upload_dir is not mirrored; a restore from the log whose caller
+// gives an upload_dir (experiment.restored's mirror) makes the writer that
+// follows it mirror there, without a restart of the syncer.
+func TestARestoreChangesTheMirrorOfARunningWriter(t *testing.T) {
+	srv := bustest.Start(t)
+	s := begin(t, srv)
+	s.start(1)
+	s.report(1, 1)
+	s.add(events.WriterController, &events.ExperimentInterrupted{Reason: "stopped"})
+	rec := &recordingClient{}
+	runSyncerWith(t, srv, syncer.Config{Period: 20 * time.Millisecond, Client: rec})
+	bustest.Eventually(t, wait, "the interrupted run's state in storage", func() bool {
+		st, err := s.dir().NewestState()
+		return err == nil && st != ""
+	})
+	if calls := rec.recorded(); len(calls) != 0 {
+		t.Fatalf("an experiment without upload_dir was mirrored: %v", calls)
+	}
+
+	st := state.New(exp)
+	for _, ev := range bustest.Log(t, s.b, exp) {
+		st, _, _ = state.Fold(t.Context(), st, ev, nil)
+	}
+	cfg := restore.FromFlags(true, false, false)
+	restored, err := restore.Apply(st, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	object, digest, err := restore.Stage(t.Context(), s.b, restored, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.add(events.WriterRestorer, &events.ExperimentRestored{Resume: cfg, Source: "log", Object: object, Digest: digest,
+		Mirror: &events.Mirror{UploadDir: "remote:new/", Exclude: []string{"*/checkpoint_*"}}})
+	s.start(2)
+	s.report(2, 2)
+	s.end(2)
+
+	want := "up " + filepath.Join(s.storage, exp) + " remote:new/" + exp + " */checkpoint_*"
+	bustest.Eventually(t, wait, "a sync_up to the restore's upload_dir", func() bool {
+		return slices.Contains(rec.recorded(), want)
+	})
+	for _, c := range rec.recorded() {
+		if c != want {
+			t.Errorf("unexpected call %q; want only %q", c, want)
+		}
+	}
+}
