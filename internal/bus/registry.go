@@ -200,16 +200,21 @@ func ListRunners(ctx context.Context, kv jetstream.KeyValue) ([]RunnerInfo, erro
 	return out, nil
 }
 
-// RunnerUpdate is one change of the runner registry.
+// RunnerUpdate is one change of the runner registry, or the mark that the
+// entries the registry held when the watch began have all been sent.
 type RunnerUpdate struct {
 	Name string
 	// Info is the runner's entry, nil when the entry went.
 	Info *RunnerInfo
+	// Current marks the end of the entries the registry held when the
+	// watch began (Name and Info are empty): the watcher now knows every
+	// runner registered, none if there was no entry before it.
+	Current bool
 }
 
-// WatchRunners follows the runner registry: its entries now, then every
-// change, until ctx ends or the watch ends by itself; then the channel is
-// closed. Entries that do not decode are skipped. Entries that expire are
+// WatchRunners follows the runner registry: its entries now, then the
+// Current mark, then every change, until ctx ends or the watch ends by
+// itself; then the channel is closed. Entries that do not decode are skipped. Entries that expire are
 // not announced: a watcher forgets an entry not renewed for RunnerTTL.
 func (b *Bus) WatchRunners(ctx context.Context) (<-chan RunnerUpdate, error) {
 	kv, err := b.Runners(ctx)
@@ -235,11 +240,11 @@ func (b *Bus) WatchRunners(ctx context.Context) (<-chan RunnerUpdate, error) {
 			case <-ctx.Done():
 				return
 			}
-			if e == nil { // the initial values are in
-				continue
+			u := RunnerUpdate{Current: e == nil} // nil: the initial values are in
+			if e != nil {
+				u.Name = e.Key()
 			}
-			u := RunnerUpdate{Name: e.Key()}
-			if e.Operation() == jetstream.KeyValuePut {
+			if e != nil && e.Operation() == jetstream.KeyValuePut {
 				var info RunnerInfo
 				if err := json.Unmarshal(e.Value(), &info); err != nil {
 					continue

@@ -99,8 +99,10 @@ func (w *livenessWatcher) follow(ctx context.Context, updates <-chan bus.RunnerU
 			if !ok {
 				return ctx.Err()
 			}
-			w.update(u)
-			w.live.set(w.runners)
+			if !u.Current {
+				w.update(u)
+			}
+			w.live.set(w.runners) // Current: the registry is read, runners or none
 		case <-tick:
 			w.poll(ctx)
 			w.live.set(w.runners)
