@@ -58,17 +58,7 @@ func (d *deployment) nats() tune.Option { return tune.WithNATS(tune.NATSOptions{
 // events returns every event of an experiment, in log order.
 func (d *deployment) events(t *testing.T, exp string) []*events.Event {
 	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var out []*events.Event
-	err := d.bus.Watch(ctx, events.ExperimentSubjects(exp), 0, bus.Handler{
-		Event:    func(ev *events.Event) { out = append(out, ev) },
-		CaughtUp: cancel,
-	})
-	if err != nil && !errors.Is(err, context.Canceled) {
-		t.Fatal(err)
-	}
-	return out
+	return bustest.Log(t, d.bus, exp)
 }
 
 // fit runs an experiment on the deployment and fails the test on error.

@@ -1,17 +1,13 @@
 package main_test
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tunejet/tunejet/events"
-	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/bus/bustest"
 )
 
@@ -157,20 +153,5 @@ func TestTwoRunnerProcessesShareOneExperiment(t *testing.T) {
 // replay returns every event of experiment exp in log order.
 func replay(t *testing.T, srv *bustest.Server, exp string) []*events.Event {
 	t.Helper()
-	b := srv.Bus("test")
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	var out []*events.Event
-	caught := false
-	err := b.Watch(ctx, events.ExperimentSubjects(exp), 0, bus.Handler{
-		Event:    func(ev *events.Event) { out = append(out, ev) },
-		CaughtUp: func() { caught = true; cancel() },
-	})
-	if err != nil && !errors.Is(err, context.Canceled) {
-		t.Fatal(err)
-	}
-	if !caught {
-		t.Fatalf("replay of %s did not catch up: %v", exp, err)
-	}
-	return out
+	return bustest.Log(t, srv.Bus("test"), exp)
 }

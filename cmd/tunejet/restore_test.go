@@ -6,8 +6,6 @@ package main_test
 // --resume auto`, with the JetStream store kept or deleted.
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -207,21 +205,7 @@ func storeLog(t *testing.T, storeDir, exp string) []*events.Event {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	var out []*events.Event
-	caught := false
-	err = b.Watch(ctx, events.ExperimentSubjects(exp), 0, bus.Handler{
-		Event:    func(ev *events.Event) { out = append(out, ev) },
-		CaughtUp: func() { caught = true; cancel() },
-	})
-	if err != nil && !errors.Is(err, context.Canceled) {
-		t.Fatal(err)
-	}
-	if !caught {
-		t.Fatalf("reading %s from %s did not catch up: %v", exp, storeDir, err)
-	}
-	return out
+	return bustest.Log(t, b, exp)
 }
 
 // restoredEvent returns the last experiment.restored and its sequence.

@@ -112,7 +112,7 @@ func waitExhausted(t *testing.T, b *bus.Bus, cons jetstream.Consumer, exp string
 func foldLog(t *testing.T, b *bus.Bus, exp string) *state.Experiment {
 	t.Helper()
 	st := state.New(exp)
-	for _, ev := range logOf(t, b, exp) {
+	for _, ev := range bustest.Log(t, b, exp) {
 		var err error
 		if st, _, err = state.Fold(t.Context(), st, ev, restore.Loader(b, exp)); err != nil {
 			t.Fatal(err)

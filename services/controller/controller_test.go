@@ -63,22 +63,6 @@ func submit(t *testing.T, b *bus.Bus, sp events.ExperimentSpec) {
 	}
 }
 
-// logOf returns every event of an experiment in the log, in order.
-func logOf(t *testing.T, b *bus.Bus, exp string) []*events.Event {
-	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var out []*events.Event
-	err := b.Watch(ctx, events.ExperimentSubjects(exp), 0, bus.Handler{
-		Event:    func(ev *events.Event) { out = append(out, ev) },
-		CaughtUp: cancel,
-	})
-	if err != nil && !errors.Is(err, context.Canceled) {
-		t.Fatal(err)
-	}
-	return out
-}
-
 func count(evs []*events.Event, typ string) int {
 	n := 0
 	for _, ev := range evs {
@@ -92,7 +76,7 @@ func count(evs []*events.Event, typ string) int {
 func waitForCount(t *testing.T, b *bus.Bus, exp, typ string, n int) {
 	t.Helper()
 	bustest.Eventually(t, wait, fmt.Sprintf("%d %s events", n, typ), func() bool {
-		return count(logOf(t, b, exp), typ) >= n
+		return count(bustest.Log(t, b, exp), typ) >= n
 	})
 }
 
@@ -100,7 +84,7 @@ func waitForCount(t *testing.T, b *bus.Bus, exp, typ string, n int) {
 func completion(t *testing.T, b *bus.Bus, exp string) *events.ExperimentCompleted {
 	t.Helper()
 	waitForCount(t, b, exp, events.TypeExperimentCompleted, 1)
-	for _, ev := range logOf(t, b, exp) {
+	for _, ev := range bustest.Log(t, b, exp) {
 		if p, ok := ev.Data.(*events.ExperimentCompleted); ok {
 			return p
 		}
@@ -322,7 +306,7 @@ func TestGarbageIsDeadLetteredAndTheExperimentStillRuns(t *testing.T) {
 	if c := completion(t, client, "good"); c.Reason != "finished" {
 		t.Fatalf("experiment completed with reason %q, want finished", c.Reason)
 	}
-	checkTrials(t, logOf(t, client, "good"), 3)
+	checkTrials(t, bustest.Log(t, client, "good"), 3)
 }
 
 func TestRestartedControllerContinues(t *testing.T) {
@@ -338,7 +322,7 @@ func TestRestartedControllerContinues(t *testing.T) {
 
 	stopA()
 	w.runOne() // a trial ends while no controller runs
-	before := logOf(t, client, "resume")
+	before := bustest.Log(t, client, "resume")
 	if c := count(before, events.TypeTrialCreated); c != 3 {
 		t.Fatalf("%d trials created with no controller running, want still 3", c)
 	}
@@ -350,7 +334,7 @@ func TestRestartedControllerContinues(t *testing.T) {
 	if c := completion(t, client, "resume"); c.Reason != "finished" {
 		t.Fatalf("experiment completed with reason %q, want finished", c.Reason)
 	}
-	evs := logOf(t, client, "resume")
+	evs := bustest.Log(t, client, "resume")
 	checkTrials(t, evs, n)
 	st := state.New("resume")
 	for _, ev := range evs {

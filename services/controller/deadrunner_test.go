@@ -117,7 +117,7 @@ func TestKilledRunnersTrialRestartsBeforeTheHeartbeatTimeout(t *testing.T) {
 
 	a.nc.Close() // the server drops rA's subscriptions, as for a killed process
 	completion(t, client, sp.Name)
-	starts := trialStarts(logOf(t, client, sp.Name))
+	starts := trialStarts(bustest.Log(t, client, sp.Name))
 	if len(starts) != 2 || starts[0].Runner != "rA" || starts[1].Runner != "rB" || starts[1].Attempt != 2 {
 		t.Fatalf("trial.started %+v; want attempt 1 on rA, then attempt 2 on rB", starts)
 	}
@@ -178,7 +178,7 @@ func TestBusyRunnerIsNotDeclaredGone(t *testing.T) {
 	if n := probesAnswered(t, srv, "busy"); n < probes {
 		t.Fatalf("the busy runner answered %d liveness requests; want at least %d", n, probes)
 	}
-	starts := trialStarts(logOf(t, client, sp.Name))
+	starts := trialStarts(bustest.Log(t, client, sp.Name))
 	if len(starts) != 1 || starts[0].Attempt != 1 {
 		t.Fatalf("trial.started %+v; want one attempt", starts)
 	}

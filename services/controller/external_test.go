@@ -164,7 +164,7 @@ func TestExternalSearcherInAnotherProcess(t *testing.T) {
 	if err := sub.Unsubscribe(); err != nil {
 		t.Fatal(err)
 	}
-	evs := logOf(t, client, "ext")
+	evs := bustest.Log(t, client, "ext")
 	if count(evs, events.TypeExperimentStarted) != 1 || count(evs, events.TypeTrialCreated) != 0 || count(evs, events.TypeExperimentCompleted) != 0 {
 		t.Fatalf("while the searcher is down: %d started, %d created, %d completed; want 1, 0, 0",
 			count(evs, events.TypeExperimentStarted), count(evs, events.TypeTrialCreated), count(evs, events.TypeExperimentCompleted))
@@ -184,7 +184,7 @@ func TestExternalSearcherInAnotherProcess(t *testing.T) {
 	if c := completion(t, client, "ext"); c.Reason != "finished" {
 		t.Fatalf("experiment completed with reason %q, want finished", c.Reason)
 	}
-	evs = logOf(t, client, "ext")
+	evs = bustest.Log(t, client, "ext")
 	checkTrials(t, evs, n)
 
 	created := map[int]uint64{} // index → the sequence of its trial.created

@@ -1,8 +1,6 @@
 package controller
 
 import (
-	"context"
-	"errors"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -42,18 +40,18 @@ func TestNoSchedulingBeforeTheRegistryIsRead(t *testing.T) {
 	s := New(b, Config{})
 	s.log = zerolog.New(zerolog.NewTestWriter(t))
 	r := newReconciler(s, exp)
-	for _, ev := range experimentLog(t, b, exp) {
+	for _, ev := range bustest.Log(t, b, exp) {
 		r.apply(ctx, ev)
 	}
 
 	r.reconcile(ctx)
-	if n := countTrialEvents(experimentLog(t, b, exp)); n != 0 {
+	if n := countTrialEvents(bustest.Log(t, b, exp)); n != 0 {
 		t.Fatalf("decided %d trial events before the registry was read; want none", n)
 	}
 
 	s.live.set(map[string]*watchedRunner{"cpu": {info: bus.RunnerInfo{Name: "cpu", Capacity: events.Resources{"cpu": 4}}}})
 	r.reconcile(ctx)
-	evs := experimentLog(t, b, exp)
+	evs := bustest.Log(t, b, exp)
 	created, scheduled := 0, 0
 	for _, ev := range evs {
 		switch ev.Data.(type) {
@@ -76,20 +74,4 @@ func countTrialEvents(evs []*events.Event) int {
 		}
 	}
 	return n
-}
-
-// experimentLog returns every event of an experiment in the log, in order.
-func experimentLog(t *testing.T, b *bus.Bus, exp string) []*events.Event {
-	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var out []*events.Event
-	err := b.Watch(ctx, events.ExperimentSubjects(exp), 0, bus.Handler{
-		Event:    func(ev *events.Event) { out = append(out, ev) },
-		CaughtUp: cancel,
-	})
-	if err != nil && !errors.Is(err, context.Canceled) {
-		t.Fatal(err)
-	}
-	return out
 }

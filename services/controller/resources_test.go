@@ -236,7 +236,7 @@ func TestMixedGPUExperiment(t *testing.T) {
 	if c := completion(t, client, sp.Name); c.Reason != "finished" {
 		t.Fatalf("experiment completed %+v", c)
 	}
-	evs := logOf(t, client, sp.Name)
+	evs := bustest.Log(t, client, sp.Name)
 	caps := map[string]events.Resources{"big": {"cpu": 3, "gpu": 2}, "small": {"cpu": 2, "gpu": 1}}
 	ran := checkLogCapacity(t, evs, caps)
 	terminated, byShape := 0, map[float64]int{}
@@ -314,7 +314,7 @@ func TestTrialBiggerThanEveryRunnerWaitsPending(t *testing.T) {
 	if c := completion(t, client, sp.Name); c.Reason != "finished" {
 		t.Fatalf("experiment completed %+v", c)
 	}
-	ran := checkLogCapacity(t, logOf(t, client, sp.Name), map[string]events.Resources{
+	ran := checkLogCapacity(t, bustest.Log(t, client, sp.Name), map[string]events.Resources{
 		"one-gpu": {"cpu": 2, "gpu": 1}, "two-gpu": {"cpu": 1, "gpu": 2},
 	})
 	if got := ran[big.ID]; len(got) != 1 || got[0] != "two-gpu" {
@@ -347,7 +347,7 @@ func TestLargeTrialNotStarvedBySmallOnes(t *testing.T) {
 	if c := completion(t, client, sp.Name); c.Reason != "finished" {
 		t.Fatalf("experiment completed %+v", c)
 	}
-	evs := logOf(t, client, sp.Name)
+	evs := bustest.Log(t, client, sp.Name)
 	checkLogCapacity(t, evs, map[string]events.Resources{"r": {"cpu": 2}})
 	order := map[string]int{} // trial → its work's place in the log
 	var started []string
@@ -388,7 +388,7 @@ func TestLargeTrialNotStarvedBySmallOnes(t *testing.T) {
 func fold(t *testing.T, b *bus.Bus, exp string) *state.Experiment {
 	t.Helper()
 	st := state.New(exp)
-	for _, ev := range logOf(t, b, exp) {
+	for _, ev := range bustest.Log(t, b, exp) {
 		next, _, err := state.Fold(t.Context(), st, ev, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -47,7 +47,7 @@ func TestControllerStartedAfterARestoreFoldsFromIt(t *testing.T) {
 	if c := completion(t, client, "again"); c.Reason != "finished" {
 		t.Fatalf("experiment completed with reason %q, want finished", c.Reason)
 	}
-	evs := logOf(t, client, "again")
+	evs := bustest.Log(t, client, "again")
 	st := state.New("again")
 	created := map[string]bool{}
 	for _, ev := range evs {
@@ -71,7 +71,7 @@ func TestControllerStartedAfterARestoreFoldsFromIt(t *testing.T) {
 func restoreFromLog(t *testing.T, b *bus.Bus, exp string) uint64 {
 	t.Helper()
 	st := state.New(exp)
-	for _, ev := range logOf(t, b, exp) {
+	for _, ev := range bustest.Log(t, b, exp) {
 		var err error
 		if st, _, err = state.Fold(t.Context(), st, ev, restore.Loader(b, exp)); err != nil {
 			t.Fatal(err)

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -101,7 +100,7 @@ func TestWorkARunnerCannotHoldIsHandedBackFree(t *testing.T) {
 			tr.Status, tr.EndReason, tr.LastError, tr.Attempt, tr.Runner, tr.NumFailures)
 	}
 	returned := 0
-	for _, ev := range logEvents(t, client, exp) {
+	for _, ev := range bustest.Log(t, client, exp) {
 		switch p := ev.Data.(type) {
 		case *events.TrialReturned:
 			returned++
@@ -129,27 +128,11 @@ func reportOnce(ctx context.Context, _ map[string]any) error {
 	return err
 }
 
-// logEvents returns every event of an experiment in the log, in order.
-func logEvents(t *testing.T, b *bus.Bus, exp string) []*events.Event {
-	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var out []*events.Event
-	err := b.Watch(ctx, events.ExperimentSubjects(exp), 0, bus.Handler{
-		Event:    func(ev *events.Event) { out = append(out, ev) },
-		CaughtUp: cancel,
-	})
-	if err != nil && !errors.Is(err, context.Canceled) {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // foldLog folds an experiment's log.
 func foldLog(t *testing.T, b *bus.Bus, exp string) *state.Experiment {
 	t.Helper()
 	st := state.New(exp)
-	for _, ev := range logEvents(t, b, exp) {
+	for _, ev := range bustest.Log(t, b, exp) {
 		next, _, err := state.Fold(t.Context(), st, ev, nil)
 		if err != nil {
 			t.Fatal(err)

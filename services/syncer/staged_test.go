@@ -42,7 +42,7 @@ func (s *script) checkpointed(index int, object string, staged ckpt.Staged) {
 // announced waits for an event of the syncer that match accepts.
 func (s *script) announced(what string, match func(*events.Event) bool) {
 	s.t.Helper()
-	bustest.Eventually(s.t, wait, what, func() bool { return slices.ContainsFunc(logOf(s.t, s.b), match) })
+	bustest.Eventually(s.t, wait, what, func() bool { return slices.ContainsFunc(bustest.Log(s.t, s.b, exp), match) })
 }
 
 func persistedEvent(name string) func(*events.Event) bool {
@@ -172,7 +172,7 @@ func TestSyncerWritesParamsOfTrialsARestoreCreated(t *testing.T) {
 	runSyncer(t, srv)
 
 	st := state.New(exp)
-	for _, ev := range logOf(t, s.b) {
+	for _, ev := range bustest.Log(t, s.b, exp) {
 		st, _, _ = state.Fold(t.Context(), st, ev, nil)
 	}
 	const newID, newDir = "fghij_00000", "fn_fghij_00000_0_x=1_2026-01-03_03-04-05"

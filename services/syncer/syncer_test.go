@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -205,7 +204,7 @@ func TestSyncerWritesRayLayout(t *testing.T) {
 	// stream_seq is the last event the file reflects: folding the log up
 	// to it gives exactly the stored state.
 	prefix := state.New(exp)
-	for _, ev := range logOf(t, s.b) {
+	for _, ev := range bustest.Log(t, s.b, exp) {
 		if ev.Seq <= st.LastSeq {
 			prefix, _, _ = state.Fold(t.Context(), prefix, ev, nil)
 		}
@@ -260,7 +259,7 @@ func TestSyncerWritesRayLayout(t *testing.T) {
 	}
 
 	bustest.Eventually(t, wait, "sync.completed for the final state", func() bool {
-		for _, ev := range logOf(t, s.b) {
+		for _, ev := range bustest.Log(t, s.b, exp) {
 			if p, ok := ev.Data.(*events.SyncCompleted); ok && p.Seq == st.LastSeq && p.Snapshot == storage.StateFileName(session) {
 				return true
 			}
@@ -375,22 +374,6 @@ func TestSyncerUploadsFinishedTrialsAtOnce(t *testing.T) {
 	}
 }
 
-// logOf returns every event of the experiment in the log, in order.
-func logOf(t testing.TB, b *bus.Bus) []*events.Event {
-	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var out []*events.Event
-	err := b.Watch(ctx, events.ExperimentSubjects(exp), 0, bus.Handler{
-		Event:    func(ev *events.Event) { out = append(out, ev) },
-		CaughtUp: cancel,
-	})
-	if err != nil && !errors.Is(err, context.Canceled) {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // TestSyncerFollowsAgainWhenItsConsumerIsLost: a consumer can vanish under
 // the syncer (deleted by an operator, lost with a node). The syncer
 // follows the log again from what it folded, so the experiment still gets
@@ -457,12 +440,12 @@ func TestSyncerDoesNotTakeAMissingCopyForPersisted(t *testing.T) {
 	runSyncerWith(t, srv, syncer.Config{Period: 20 * time.Millisecond, RetryBackoff: time.Millisecond})
 
 	bustest.Eventually(t, wait, "the syncer to announce it could not persist the checkpoint", func() bool {
-		return slices.ContainsFunc(logOf(t, s.b), func(ev *events.Event) bool {
+		return slices.ContainsFunc(bustest.Log(t, s.b, exp), func(ev *events.Event) bool {
 			f, ok := ev.Data.(*events.SyncFailed)
 			return ok && strings.Contains(f.Operation, name)
 		})
 	})
-	for _, ev := range logOf(t, s.b) {
+	for _, ev := range bustest.Log(t, s.b, exp) {
 		if p, ok := ev.Data.(*events.CheckpointPersisted); ok {
 			t.Fatalf("checkpoint %s announced persisted before its staged copy exists", p.Name)
 		}
@@ -476,7 +459,7 @@ func TestSyncerDoesNotTakeAMissingCopyForPersisted(t *testing.T) {
 		t.Fatalf("staging the same folder twice gave %+v and %+v", probe, staged)
 	}
 	bustest.Eventually(t, wait, "the checkpoint to be announced persisted", func() bool {
-		return slices.ContainsFunc(logOf(t, s.b), func(ev *events.Event) bool {
+		return slices.ContainsFunc(bustest.Log(t, s.b, exp), func(ev *events.Event) bool {
 			p, ok := ev.Data.(*events.CheckpointPersisted)
 			return ok && p.Name == name
 		})

@@ -4,6 +4,8 @@
 package bustest
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
 )
 
@@ -91,4 +94,26 @@ func Eventually(t testing.TB, within time.Duration, what string, cond func() boo
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// Log returns every event of experiment exp in b's log, in log order, as
+// far as the log held them when it was read; it fails the test when the
+// read does not catch up within a minute.
+func Log(t testing.TB, b *bus.Bus, exp string) []*events.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var out []*events.Event
+	caught := false
+	err := b.Watch(ctx, events.ExperimentSubjects(exp), 0, bus.Handler{
+		Event:    func(ev *events.Event) { out = append(out, ev) },
+		CaughtUp: func() { caught = true; cancel() },
+	})
+	if err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("read the log of %s: %v", exp, err)
+	}
+	if !caught {
+		t.Fatalf("the read of %s's log did not catch up: %v", exp, err)
+	}
+	return out
 }
