@@ -69,7 +69,7 @@ param_space:
 run_config:
   storage_path: %s
   failure_config: {max_failures: 2, heartbeat_timeout_s: 3}
-  checkpoint_config: {num_to_keep: 3}
+  checkpoint_config: {num_to_keep: 3, route: %s}
 `
 
 // A trial takes ~3-4 s when not held: each step is a sleep plus a
@@ -90,7 +90,21 @@ const (
 // the standby takes over. The experiment completes, every trial has each
 // report the fold accepted exactly once in result.json, and every kept
 // checkpoint is in storage.
-func TestClusterSurvivesLosses(t *testing.T) {
+//
+// The checkpoints take the default route (auto: the runners see the
+// storage folder and write them there); TestClusterSurvivesLossesObjectStore
+// runs the same with every checkpoint through the replicated Object Store.
+func TestClusterSurvivesLosses(t *testing.T) { clusterSurvivesLosses(t, events.RouteAuto) }
+
+// TestClusterSurvivesLossesObjectStore is TestClusterSurvivesLosses with
+// checkpoint_config.route object_store: every checkpoint is staged in the
+// Object Store (R3) and persisted by the syncer while the losses happen.
+func TestClusterSurvivesLossesObjectStore(t *testing.T) {
+	longTest(t, "the cluster scenario again, on the Object Store route")
+	clusterSurvivesLosses(t, events.RouteObjectStore)
+}
+
+func clusterSurvivesLosses(t *testing.T, route string) {
 	begin := time.Now()
 	logf := func(format string, args ...any) {
 		t.Helper()
@@ -103,7 +117,7 @@ func TestClusterSurvivesLosses(t *testing.T) {
 
 	storage, marks, dir := t.TempDir(), t.TempDir(), t.TempDir()
 	writeFile(t, dir, "steps.sh", clusterScript)
-	file := writeFile(t, dir, "experiment.yaml", fmt.Sprintf(clusterExperiment, exp, storage))
+	file := writeFile(t, dir, "experiment.yaml", fmt.Sprintf(clusterExperiment, exp, storage, route))
 	env := baseEnv("TUNEJET_BIN="+tunejetBin, "MARK_DIR="+marks, "STEPS="+strconv.Itoa(clusterSteps),
 		"STEP_SLEEP="+clusterStepSleep, "GO_AT="+strconv.Itoa(clusterGoAt), "RELEASE_AT="+strconv.Itoa(clusterReleaseAt),
 		"TUNEJET_LOG_FORMAT=json")
@@ -246,6 +260,11 @@ func TestClusterSurvivesLosses(t *testing.T) {
 	checkAlive()
 
 	evs := replayCluster(t, js, exp)
+	for _, ev := range evs {
+		if c, ok := ev.Data.(*events.TrialCheckpointed); ok && ckpt.IsDirect(&c.Checkpoint) != (route == events.RouteAuto) {
+			t.Fatalf("route %s, yet %s's %s was written direct=%v", route, c.TrialID, c.Checkpoint.Name, ckpt.IsDirect(&c.Checkpoint))
+		}
+	}
 	checkClusterRun(t, evs, exp, storage, standby)
 	checkReplicas(t, js, exp)
 	logf("checked")

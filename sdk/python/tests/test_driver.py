@@ -160,6 +160,43 @@ GPUS = textwrap.dedent(
 )
 
 
+# A checkpointing trainable whose first attempt crashes after epoch 2: the
+# retry resumes from the latest checkpoint, by the route the script names
+# (argv[1]): "storage" (the runner writes straight to storage_path) or
+# "object_store" (through the JetStream Object Store and the syncer).
+ROUTES = textwrap.dedent(
+    '''
+    import json, os, sys, tempfile
+    from tunejet import train, tune
+
+    def trainable(config):
+        start = 1
+        ckpt = train.get_checkpoint()
+        if ckpt:
+            with ckpt.as_directory() as d, open(os.path.join(d, "state.json")) as f:
+                start = json.load(f)["epoch"] + 1
+        for epoch in range(start, 5):
+            if epoch == 3 and ckpt is None:
+                raise RuntimeError("crash at epoch 3")
+            with tempfile.TemporaryDirectory() as d:
+                with open(os.path.join(d, "state.json"), "w") as f:
+                    json.dump({"epoch": epoch}, f)
+                train.report({"epoch": epoch}, checkpoint=train.Checkpoint.from_directory(d))
+
+    grid = tune.Tuner(
+        trainable,
+        param_space={"x": tune.grid_search([1, 2])},
+        run_config=train.RunConfig(
+            name="routes_" + sys.argv[1], storage_path="results",
+            failure_config=train.FailureConfig(max_failures=1),
+            checkpoint_config=train.CheckpointConfig(route=sys.argv[1]),
+        ),
+    ).fit()
+    print("RESULT " + json.dumps([[r.status, [h["epoch"] for h in r.history()], r.path] for r in grid]))
+    '''
+)
+
+
 def _result(out):
     for line in out.splitlines():
         if line.startswith("RESULT "):
@@ -214,6 +251,25 @@ class DriverTest(unittest.TestCase):
             self.assertEqual(first["cwd"], first["trial_dir"])
             self.assertEqual(first["argv"], ["--flag"])
             self.assertEqual(last["final"], True, "the dict the trainable returned is its last result")
+
+    def test_checkpoints_resume_by_either_route(self):
+        # Both routes of a checkpoint, as the experiment names them: the
+        # trial's retry resumes from its checkpoint either way, and the
+        # checkpoint ends in storage (with a manifest when the runner
+        # wrote it there itself).
+        script = self.write("routes.py", ROUTES)
+        for route in ("storage", "object_store"):
+            with self.subTest(route=route):
+                out = _result(support.run_script(self, script, route, home=self.home))
+                self.assertEqual(len(out), 2)
+                for status, epochs, path in out:
+                    self.assertEqual(status, "TERMINATED")
+                    self.assertEqual(epochs, [1, 2, 3, 4], "resumed after epoch 2, not restarted")
+                    with open(os.path.join(path, "checkpoint_000003", "state.json")) as f:
+                        self.assertEqual(json.load(f), {"epoch": 4})
+                    manifest = os.path.join(path, "checkpoint_000003", ".tunejet_manifest.json")
+                    self.assertEqual(os.path.exists(manifest), route == "storage",
+                                     "only a checkpoint the runner wrote itself has its manifest")
 
     def test_put_and_get(self):
         script = self.write("objects.py", OBJECTS)
