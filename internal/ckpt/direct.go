@@ -243,6 +243,22 @@ func temporaryName(name, kind string, tag int) string {
 	return "." + name + "." + kind + "-" + strconv.Itoa(tag) + "-" + randomSuffix()
 }
 
+// temporaryFileName names the temporary copy of an artifact file beside
+// it: .<name>.tmp-<8 hex>.
+func temporaryFileName(name string) string { return "." + name + ".tmp-" + randomSuffix() }
+
+// isTemporaryFile reports whether a file in a trial folder is the
+// temporary copy of an artifact (temporaryFileName).
+func isTemporaryFile(name string) bool {
+	i := strings.LastIndex(name, ".tmp-")
+	if !strings.HasPrefix(name, ".") || i < 2 {
+		return false
+	}
+	suffix := name[i+len(".tmp-"):]
+	_, err := hex.DecodeString(suffix)
+	return len(suffix) == 8 && err == nil
+}
+
 // isTemporary reports whether a trial folder's entry is a temporary
 // folder of a direct write.
 func isTemporary(entry string) bool {
@@ -298,7 +314,7 @@ func (d *FileSystem) WriteFiles(ctx context.Context, src string, files []string,
 	root := d.Where(rel)
 	err := copyFiles(ctx, artifactSources(src, files), func(_ int, f sourceFile) error {
 		dst := filepath.Join(root, filepath.FromSlash(f.rel))
-		tmp := filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp-"+randomSuffix())
+		tmp := filepath.Join(filepath.Dir(dst), temporaryFileName(filepath.Base(dst)))
 		if err := copyPlain(f.abs, tmp); err != nil {
 			_ = os.Remove(tmp)
 			return err
@@ -534,6 +550,22 @@ func (d *FileSystem) CleanTemporary(_ context.Context, dir string) error {
 				return fmt.Errorf("clean %s: %w", p, err)
 			}
 		}
+	}
+	// Artifact copies killed before their rename, at any depth outside
+	// the checkpoints.
+	err = filepath.WalkDir(p, func(path string, e fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case e.IsDir() && path != p && strings.HasPrefix(e.Name(), "checkpoint_"):
+			return filepath.SkipDir
+		case !e.IsDir() && isTemporaryFile(e.Name()):
+			return os.Remove(path)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("clean %s: %w", p, err)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package ckpt_test
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -322,5 +323,39 @@ func TestDirectWriteFilesReplacesWholeFiles(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// An artifact copy killed before its rename leaves a temporary file
+// beside its place, at any depth of the trial folder; CleanTemporary
+// removes those too, and nothing else.
+func TestDirectTemporaryArtifactFilesAreCleanedUp(t *testing.T) {
+	root := t.TempDir()
+	d := &ckpt.FileSystem{Root: root}
+	trial := filepath.Join(root, "trial")
+	write(t, trial, tree{
+		"plots/.loss.png.tmp-0a0b0c0d": []byte("half"),
+		".model.bin.tmp-1a2b3c4d":      []byte("half"),
+		"plots/loss.png":               []byte("whole"),
+		".hidden.tmp-notours":          []byte("a user's"),
+		"progress.csv":                 []byte("a,b\n"),
+	})
+	if err := d.CleanTemporary(t.Context(), "trial"); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	err := filepath.WalkDir(trial, func(p string, e fs.DirEntry, err error) error {
+		if err == nil && !e.IsDir() {
+			rel, _ := filepath.Rel(trial, p)
+			left = append(left, filepath.ToSlash(rel))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(left)
+	if want := []string{".hidden.tmp-notours", "plots/loss.png", "progress.csv"}; !slices.Equal(left, want) {
+		t.Errorf("after the clean-up the trial folder holds %v, want %v", left, want)
 	}
 }
