@@ -31,6 +31,10 @@ const (
 	// CodeCheckpointLost: a trial that would run again has lost its latest
 	// checkpoint: gone from the Object Store and not readable from storage.
 	CodeCheckpointLost Code = "checkpoint_lost"
+	// CodeRunning: the experiment is running: the log holds no interruption
+	// or end of its run, and a live controller leads it (renews its lease).
+	// Stop it, or let it end, then restore.
+	CodeRunning Code = "running"
 	// CodeInternal: the service failed (NATS, storage, a timeout); asking
 	// again may succeed.
 	CodeInternal Code = "internal"
@@ -46,6 +50,7 @@ var (
 	ErrParamSpaceDiffers = errors.New("param space differs")
 	ErrStateInvalid      = errors.New("invalid stored state")
 	ErrCheckpointLost    = errors.New("latest checkpoint lost")
+	ErrRunning           = errors.New("the experiment is running")
 	ErrInternal          = errors.New("internal error")
 )
 
@@ -61,6 +66,7 @@ var codes = []struct {
 	{CodeParamSpaceDiffers, ErrParamSpaceDiffers},
 	{CodeStateInvalid, ErrStateInvalid},
 	{CodeCheckpointLost, ErrCheckpointLost},
+	{CodeRunning, ErrRunning},
 	{CodeInternal, ErrInternal},
 }
 

@@ -28,7 +28,7 @@
 // A restore that is refused, or finds nothing to restore, fails with an
 // error matching ErrCannotRestore and the reason — ErrNoState,
 // ErrTrainableDiffers, ErrTrainableRequired, ErrParamSpaceDiffers,
-// ErrBadRequest, ErrStateInvalid, ErrCheckpointLost — with errors.Is,
+// ErrBadRequest, ErrStateInvalid, ErrCheckpointLost, ErrRunning — with errors.Is,
 // whether tune or the restorer found it: the restorer's refusals cross
 // the wire as codes (package api, docs/api.md).
 //

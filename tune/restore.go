@@ -60,6 +60,10 @@ var (
 	// ErrCheckpointLost: a trial to resume lost its latest checkpoint, in
 	// the Object Store and in storage.
 	ErrCheckpointLost = api.ErrCheckpointLost
+	// ErrRunning: a live controller still runs the experiment (the log
+	// holds no interruption or end of its run): stop it, or let it end,
+	// then restore.
+	ErrRunning = api.ErrRunning
 )
 
 // TrainableSpec names a trainable as an experiment file does: a command

@@ -688,6 +688,10 @@ func TestServicesCanDoTheirWork(t *testing.T) {
 		if _, err := c.js(t).Publish(ctx, events.Subject(exp, events.WriterRestorer, events.TypeExperimentRestored, ""), []byte(`{}`)); err != nil {
 			t.Fatal(err)
 		}
+		// Whether a live controller leads the experiment it would restore.
+		if holder, _, err := b.LeaseEntry(ctx, exp); err != nil || holder == "" {
+			t.Fatalf("read the experiment's lease: holder %q, %v", holder, err)
+		}
 		// nats micro discovery reaches it.
 		if _, err := admin.Request("$SRV.PING.tunejet-restorer", nil, wait); err != nil {
 			t.Fatalf("micro ping: %v", err)

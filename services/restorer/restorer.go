@@ -115,6 +115,11 @@ func (s *Service) handle(ctx context.Context, r api.RestoreRequest, dry bool) (a
 	if err := s.validate(st, r, &rep); err != nil {
 		return rep, err
 	}
+	if rep.Source == api.SourceLog && st.Status == state.ExperimentRunning {
+		if err := s.notLed(ctx, name); err != nil {
+			return rep, err
+		}
+	}
 	mirror, err := mirrorOf(st, r, rep.Source)
 	if err != nil {
 		return rep, err
@@ -147,6 +152,45 @@ func (s *Service) handle(ctx context.Context, r api.RestoreRequest, dry bool) (a
 		Dur("read_took", readTook).Dur("stage_took", time.Since(staging)).Dur("took", time.Since(start)).Msg("restored")
 	return rep, nil
 }
+
+// notLed refuses the restore of an experiment whose run a live controller
+// still leads: the log holds no interruption or end of the run, and the
+// controller renews its lease while the restorer watches it, for up to
+// bus.LeaseTTL. A lease not renewed for that long is a dead controller's
+// (killed without a word, as by kill -9): the restore goes ahead, and the
+// controller that takes the lease over leads the restored run.
+func (s *Service) notLed(ctx context.Context, exp string) error {
+	holder, rev, err := s.bus.LeaseEntry(ctx, exp)
+	if err != nil || holder == "" {
+		return err
+	}
+	tick := time.NewTicker(leasePoll)
+	defer tick.Stop()
+	dead := time.NewTimer(bus.LeaseTTL)
+	defer dead.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-dead.C:
+			s.log.Info().Str("experiment", exp).Str("controller", holder).Dur("not_renewed_for", bus.LeaseTTL).
+				Msg("the experiment's run was never interrupted, and its controller stopped renewing its lease: restoring it")
+			return nil
+		case <-tick.C:
+		}
+		h, r, err := s.bus.LeaseEntry(ctx, exp)
+		if err != nil || h == "" {
+			return err
+		}
+		if h != holder || r != rev {
+			return api.WithCode(api.CodeRunning, fmt.Errorf("experiment %q is running: controller %s leads it and is alive; a restore would run its trials a second time beside it. Stop it first (tunejet stop %s, or Ctrl-C in the tunejet run that started it), or let it finish, then restore",
+				exp, h, exp))
+		}
+	}
+}
+
+// leasePoll is how often notLed reads the lease.
+const leasePoll = 100 * time.Millisecond
 
 // prometheusTimer observes a restore's duration when the returned func runs.
 func prometheusTimer() func() {
