@@ -400,11 +400,7 @@ func (s *Server) actions(next http.Handler) http.Handler {
 // controller to stop the experiment, as tunejet stop does (a client's
 // experiment.stop_requested on the log).
 func (s *Server) stopExperiment(w http.ResponseWriter, r *http.Request) {
-	if s.b == nil {
-		httpError(w, http.StatusConflict, "this dashboard reads an experiment's files: there is nothing running to stop")
-		return
-	}
-	l := s.lookup(w, r)
+	l := s.lookupLive(w, r)
 	if l == nil {
 		return
 	}
@@ -415,27 +411,13 @@ func (s *Server) stopExperiment(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusConflict, fmt.Sprintf("experiment %s is %s already", l.name, status))
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
-	defer cancel()
-	ev := s.b.Event(l.name, events.WriterClient, &events.ExperimentStopRequested{Reason: "stopped from the dashboard"})
-	if _, err := s.b.Publish(ctx, ev); err != nil {
-		s.fail(w, r, fmt.Errorf("ask to stop %s: %w", l.name, err))
-		return
-	}
-	s.cfg.Log.Info().Str("experiment", l.name).Str("remote", r.RemoteAddr).Msg("dashboard: asked to stop the experiment")
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusAccepted)
-	_ = json.NewEncoder(w).Encode(map[string]string{"status": "stop requested"})
+	s.requestStop(w, r, l.name, "the experiment", &events.ExperimentStopRequested{Reason: "stopped from the dashboard"})
 }
 
 // stopTrial asks the controller to stop one trial, as `tunejet stop NAME
 // --trial ID` does: a client's trial.stop_requested.
 func (s *Server) stopTrial(w http.ResponseWriter, r *http.Request) {
-	if s.b == nil {
-		httpError(w, http.StatusConflict, "this dashboard reads an experiment's files: there is nothing running to stop")
-		return
-	}
-	l := s.lookup(w, r)
+	l := s.lookupLive(w, r)
 	if l == nil {
 		return
 	}
@@ -452,14 +434,30 @@ func (s *Server) stopTrial(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusConflict, fmt.Sprintf("trial %s has ended already", id))
 		return
 	}
+	s.requestStop(w, r, l.name, "trial "+id, &events.TrialStopRequested{TrialID: id, Reason: "stopped from the dashboard"})
+}
+
+// lookupLive is lookup for an action on a running experiment: a dashboard
+// on files alone has nothing running to act on.
+func (s *Server) lookupLive(w http.ResponseWriter, r *http.Request) *live {
+	if s.b == nil {
+		httpError(w, http.StatusConflict, "this dashboard reads an experiment's files: there is nothing running to stop")
+		return nil
+	}
+	return s.lookup(w, r)
+}
+
+// requestStop publishes a client's stop request p about experiment exp,
+// as tunejet stop does, and answers 202; what names its object ("the
+// experiment", "trial ID") in the log and in an error.
+func (s *Server) requestStop(w http.ResponseWriter, r *http.Request, exp, what string, p events.Payload) {
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
-	ev := s.b.Event(l.name, events.WriterClient, &events.TrialStopRequested{TrialID: id, Reason: "stopped from the dashboard"})
-	if _, err := s.b.Publish(ctx, ev); err != nil {
-		s.fail(w, r, fmt.Errorf("ask to stop trial %s of %s: %w", id, l.name, err))
+	if _, err := s.b.Publish(ctx, s.b.Event(exp, events.WriterClient, p)); err != nil {
+		s.fail(w, r, fmt.Errorf("ask to stop %s of %s: %w", what, exp, err))
 		return
 	}
-	s.cfg.Log.Info().Str("experiment", l.name).Str("trial", id).Str("remote", r.RemoteAddr).Msg("dashboard: asked to stop a trial")
+	s.cfg.Log.Info().Str("experiment", exp).Str("what", what).Str("remote", r.RemoteAddr).Msg("dashboard: asked to stop")
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusAccepted)
 	_ = json.NewEncoder(w).Encode(map[string]string{"status": "stop requested"})
