@@ -519,8 +519,8 @@ func persistence(b *testing.B, size int, backend, route string) {
 			b.Fatal(err)
 		}
 		if dir, err := storage.LocalPath(storagePath); err == nil && dir != "" {
-			// For reference: the same copy made durable (fsync), as the
-			// direct path makes its own.
+			// For reference: the same copy made durable (fsync), what a
+			// checkpoint that survives a power loss would cost.
 			settle()
 			start = time.Now()
 			if err := copyFileSync(file, filepath.Join(dir, filepath.FromSlash(key))); err != nil {
@@ -617,8 +617,8 @@ func lastElem(p string) string {
 // own, against the plain ones in the same run, for 1 MB, 100 MB and 1 GB
 // (TUNEJET_BENCH_CKPT_MAX_MB caps them; medians of TUNEJET_BENCH_CKPT_REPS):
 //
-//   - write, file: ckpt.FileSystem.Write (temporary folder, fsync, rename,
-//     manifest) with the CRC-32C read back after a kernel copy and with the
+//   - write, file: ckpt.FileSystem.Write (temporary folder, manifest,
+//     rename; no fsync) with the CRC-32C read back after a kernel copy and with the
 //     CRC-32C computed while copying through user space, against io.Copy to
 //     a new file, with and without fsync;
 //   - resume, file: ckpt.FileSystem.Read (what a runner that reaches the
