@@ -3,6 +3,7 @@ package blobsync_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"gocloud.dev/blob/memblob"
 
 	"github.com/tunejet/tunejet/internal/blobsync"
+	"github.com/tunejet/tunejet/internal/bus/bustest"
 )
 
 // tarUp copies {source} to {target} with GNU tar, which takes rsync's
@@ -195,13 +197,9 @@ func TestCommandClientHungCommandIsKilledAndRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the hung command's child %d still runs: its process group was not killed", pid)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	bustest.Eventually(t, 10*time.Second, fmt.Sprintf("the hung command's child %d gone with its process group", pid), func() bool {
+		return !alive(pid)
+	})
 }
 
 // alive reports whether pid runs (a zombie does not).
