@@ -46,26 +46,18 @@ func (b *Bus) LeaseHolder(ctx context.Context, key string) (string, error) {
 	return string(e.Value()), nil
 }
 
-// LeaseEntry is the holder and revision of the lease on key as the bucket
-// holds it now: "" and 0 when nobody holds it, or no controller has made
-// the bucket yet. It only reads, so a service that may not write leases
-// can ask.
-func (b *Bus) LeaseEntry(ctx context.Context, key string) (holder string, rev uint64, err error) {
-	kv, err := b.js.KeyValue(ctx, LeaseBucket)
+// ExistingLeases opens the lease bucket if a controller has made it; ok
+// is false when none has. It only looks the bucket up, so a service that
+// may not write leases can read them.
+func (b *Bus) ExistingLeases(ctx context.Context) (kv jetstream.KeyValue, ok bool, err error) {
+	kv, err = b.js.KeyValue(ctx, LeaseBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return "", 0, nil
+		return nil, false, nil
 	}
 	if err != nil {
-		return "", 0, fmt.Errorf("lease bucket: %w", err)
+		return nil, false, fmt.Errorf("lease bucket: %w", err)
 	}
-	e, err := kv.Get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return "", 0, nil
-	}
-	if err != nil {
-		return "", 0, fmt.Errorf("lease %s: %w", key, err)
-	}
-	return string(e.Value()), e.Revision(), nil
+	return kv, true, nil
 }
 
 // leaseBucket is Leases, opened once per bus and its copies.

@@ -689,8 +689,12 @@ func TestServicesCanDoTheirWork(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Whether a live controller leads the experiment it would restore.
-		if holder, _, err := b.LeaseEntry(ctx, exp); err != nil || holder == "" {
-			t.Fatalf("read the experiment's lease: holder %q, %v", holder, err)
+		leases, ok, err := b.ExistingLeases(ctx)
+		if err != nil || !ok {
+			t.Fatalf("the lease bucket: found %v, %v", ok, err)
+		}
+		if _, err := leases.Get(ctx, exp); err != nil {
+			t.Fatalf("read the experiment's lease: %v", err)
 		}
 		// nats micro discovery reaches it.
 		if _, err := admin.Request("$SRV.PING.tunejet-restorer", nil, wait); err != nil {

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/tunejet/tunejet/api"
@@ -160,7 +161,11 @@ func (s *Service) handle(ctx context.Context, r api.RestoreRequest, dry bool) (a
 // (killed without a word, as by kill -9): the restore goes ahead, and the
 // controller that takes the lease over leads the restored run.
 func (s *Service) notLed(ctx context.Context, exp string) error {
-	holder, rev, err := s.bus.LeaseEntry(ctx, exp)
+	kv, ok, err := s.bus.ExistingLeases(ctx)
+	if err != nil || !ok {
+		return err
+	}
+	holder, rev, err := leaseOf(ctx, kv, exp)
 	if err != nil || holder == "" {
 		return err
 	}
@@ -178,7 +183,7 @@ func (s *Service) notLed(ctx context.Context, exp string) error {
 			return nil
 		case <-tick.C:
 		}
-		h, r, err := s.bus.LeaseEntry(ctx, exp)
+		h, r, err := leaseOf(ctx, kv, exp)
 		if err != nil || h == "" {
 			return err
 		}
@@ -187,6 +192,19 @@ func (s *Service) notLed(ctx context.Context, exp string) error {
 				exp, h, exp))
 		}
 	}
+}
+
+// leaseOf is the holder and revision of the lease on exp; "" when nobody
+// holds it.
+func leaseOf(ctx context.Context, kv jetstream.KeyValue, exp string) (string, uint64, error) {
+	e, err := kv.Get(ctx, exp)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return "", 0, nil
+	}
+	if err != nil {
+		return "", 0, fmt.Errorf("lease of %s: %w", exp, err)
+	}
+	return string(e.Value()), e.Revision(), nil
 }
 
 // leasePoll is how often notLed reads the lease.
