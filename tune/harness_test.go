@@ -90,13 +90,8 @@ const fitDeadline = 3 * time.Minute
 // dumpLog logs every event of an experiment, for a test that failed.
 func (d *deployment) dumpLog(t *testing.T, exp string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_ = d.bus.Watch(ctx, events.ExperimentSubjects(exp), 0, bus.Handler{
-		Event: func(ev *events.Event) {
-			b, _ := json.Marshal(ev.Data)
-			t.Logf("log: %s %s", ev.Type(), b)
-		},
-		CaughtUp: cancel,
-	})
+	for _, ev := range bustest.Log(t, d.bus, exp) {
+		b, _ := json.Marshal(ev.Data)
+		t.Logf("log: %s %s", ev.Type(), b)
+	}
 }
