@@ -46,18 +46,34 @@ func (b *Bus) LeaseHolder(ctx context.Context, key string) (string, error) {
 	return string(e.Value()), nil
 }
 
-// ExistingLeases opens the lease bucket if a controller has made it; ok
-// is false when none has. It only looks the bucket up, so a service that
-// may not write leases can read them.
-func (b *Bus) ExistingLeases(ctx context.Context) (kv jetstream.KeyValue, ok bool, err error) {
-	kv, err = b.js.KeyValue(ctx, LeaseBucket)
+// LeaseReader reads leases without writing them.
+type LeaseReader struct{ kv jetstream.KeyValue }
+
+// ExistingLeases opens the lease bucket for reading if a controller has
+// made it; ok is false when none has. It only looks the bucket up, so a
+// service that may not write leases can read them.
+func (b *Bus) ExistingLeases(ctx context.Context) (r *LeaseReader, ok bool, err error) {
+	kv, err := b.js.KeyValue(ctx, LeaseBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("lease bucket: %w", err)
 	}
-	return kv, true, nil
+	return &LeaseReader{kv: kv}, true, nil
+}
+
+// Holder is the holder and revision of the lease on key: "" and 0 when
+// nobody holds it. A holder that renews it changes the revision.
+func (r *LeaseReader) Holder(ctx context.Context, key string) (string, uint64, error) {
+	e, err := r.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return "", 0, nil
+	}
+	if err != nil {
+		return "", 0, fmt.Errorf("lease %s: %w", key, err)
+	}
+	return string(e.Value()), e.Revision(), nil
 }
 
 // leaseBucket is Leases, opened once per bus and its copies.

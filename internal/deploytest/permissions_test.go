@@ -693,8 +693,8 @@ func TestServicesCanDoTheirWork(t *testing.T) {
 		if err != nil || !ok {
 			t.Fatalf("the lease bucket: found %v, %v", ok, err)
 		}
-		if _, err := leases.Get(ctx, exp); err != nil {
-			t.Fatalf("read the experiment's lease: %v", err)
+		if holder, _, err := leases.Holder(ctx, exp); err != nil || holder == "" {
+			t.Fatalf("read the experiment's lease: holder %q, %v", holder, err)
 		}
 		// nats micro discovery reaches it.
 		if _, err := admin.Request("$SRV.PING.tunejet-restorer", nil, wait); err != nil {

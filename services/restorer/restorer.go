@@ -17,7 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/tunejet/tunejet/api"
@@ -161,11 +160,11 @@ func (s *Service) handle(ctx context.Context, r api.RestoreRequest, dry bool) (a
 // (killed without a word, as by kill -9): the restore goes ahead, and the
 // controller that takes the lease over leads the restored run.
 func (s *Service) notLed(ctx context.Context, exp string) error {
-	kv, ok, err := s.bus.ExistingLeases(ctx)
+	leases, ok, err := s.bus.ExistingLeases(ctx)
 	if err != nil || !ok {
 		return err
 	}
-	holder, rev, err := leaseOf(ctx, kv, exp)
+	holder, rev, err := leases.Holder(ctx, exp)
 	if err != nil || holder == "" {
 		return err
 	}
@@ -183,7 +182,7 @@ func (s *Service) notLed(ctx context.Context, exp string) error {
 			return nil
 		case <-tick.C:
 		}
-		h, r, err := leaseOf(ctx, kv, exp)
+		h, r, err := leases.Holder(ctx, exp)
 		if err != nil || h == "" {
 			return err
 		}
@@ -192,19 +191,6 @@ func (s *Service) notLed(ctx context.Context, exp string) error {
 				exp, h, exp))
 		}
 	}
-}
-
-// leaseOf is the holder and revision of the lease on exp; "" when nobody
-// holds it.
-func leaseOf(ctx context.Context, kv jetstream.KeyValue, exp string) (string, uint64, error) {
-	e, err := kv.Get(ctx, exp)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return "", 0, nil
-	}
-	if err != nil {
-		return "", 0, fmt.Errorf("lease of %s: %w", exp, err)
-	}
-	return string(e.Value()), e.Revision(), nil
 }
 
 // leasePoll is how often notLed reads the lease.
