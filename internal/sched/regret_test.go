@@ -7,6 +7,9 @@ import (
 	"os"
 	"slices"
 	"testing"
+
+	"github.com/tunejet/tunejet/internal/search"
+	"github.com/tunejet/tunejet/internal/tpe"
 )
 
 // branin is the Branin-Hoo function; its minimum is 0.397887.
@@ -53,10 +56,11 @@ func sampleX(r *rand.Rand) (float64, float64) { return -5 + 15*r.Float64(), 15 *
 // bracket, minimising the curve) sequentially: one trial at a time, each
 // reporting epochs 1, 2, ... until ASHA stops it at a rung or at max_t, or
 // the budget runs out; a stopped trial is then completed, as a controller
-// completes it, which records its final result at the top rung. It
-// returns the best curve(x, 81) among trials that reached max_t and how
-// many configs it tried.
-func ashaRun(t testing.TB, r *rand.Rand, budget int) (final float64, tried int) {
+// completes it, which records its final result at the top rung. Each
+// trial's config comes from next, given the trials so far as TPE sees
+// them (tpeHistory in the controller). It returns the best curve(x, 81)
+// among trials that reached max_t and how many configs it tried.
+func ashaRun(t testing.TB, next func(history []tpe.Trial) (x1, x2 float64), budget int) (final float64, tried int) {
 	cfg := DefaultASHAConfig()
 	cfg.Objective = Objective{Metric: "loss", Mode: Min}
 	cfg.MaxT, cfg.ReductionFactor, cfg.GracePeriod = 81, 3, 1
@@ -66,10 +70,11 @@ func ashaRun(t testing.TB, r *rand.Rand, budget int) (final float64, tried int) 
 	}
 	final = math.Inf(1)
 	spent := 0
+	var history []tpe.Trial
 	for spent < budget {
 		tried++
 		id := fmt.Sprint(tried)
-		x1, x2 := sampleX(r)
+		x1, x2 := next(history)
 		a.Add(id, nil)
 		for epoch := 1.0; spent < budget; epoch++ {
 			spent++
@@ -77,14 +82,43 @@ func ashaRun(t testing.TB, r *rand.Rand, budget int) (final float64, tried int) 
 			res := Result{Trial: id, Metrics: map[string]float64{"training_iteration": epoch, "loss": loss}}
 			if a.Result(res, Context{})[0].Action == Stop {
 				a.Complete(res)
+				h := tpe.Trial{Number: tried - 1, State: tpe.Complete, Config: map[string]any{"x1": x1, "x2": x2}, Value: loss}
 				if epoch >= 81 {
 					final = min(final, loss)
+				} else {
+					h.State, h.Step = tpe.Pruned, int(epoch)
 				}
+				history = append(history, h)
 				break
 			}
 		}
 	}
 	return final, tried
+}
+
+// randomConfigs draws every config uniformly from r.
+func randomConfigs(r *rand.Rand) func([]tpe.Trial) (float64, float64) {
+	return func([]tpe.Trial) (float64, float64) { return sampleX(r) }
+}
+
+// tpeConfigs suggests with TPE's defaults over the curve's domain, each
+// suggestion from the generator a controller seeds for it.
+func tpeConfigs(t testing.TB, seed uint64) func([]tpe.Trial) (float64, float64) {
+	space, err := search.ParseSpace(map[string]any{
+		"x1": map[string]any{"uniform": []any{-5.0, 10.0}},
+		"x2": map[string]any{"uniform": []any{0.0, 15.0}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := tpe.New(space, tpe.Defaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(history []tpe.Trial) (float64, float64) {
+		c := s.Suggest(history, rand.New(rand.NewPCG(seed, uint64(len(history)))))
+		return c["x1"].(float64), c["x2"].(float64)
+	}
 }
 
 // randomRun trains n random configs to epoch 81 and returns the best.
@@ -116,7 +150,8 @@ func medianCI(values []float64) (lo, hi float64) {
 
 // TestASHARegret is the ASHA benchmark of the reference: median simple
 // regret [IQR] over 30 seeds at a budget of 50 full trials (4050 epochs),
-// against random search at the same budget. Run it with
+// against random search at the same budget, with random and with TPE
+// configs. Run it with
 // TUNEJET_REGRET=1 go test -v -run ASHARegret ./internal/sched.
 //
 // The reference's figures (0.068 [0.034, 0.127], 793 configs tried) are
@@ -130,6 +165,11 @@ func medianCI(values []float64) (lo, hi float64) {
 // search shows the same spread: its median regret at 50 configs is 0.92
 // (the 1.4th percentile of curve(x, 81) - f* over 2,000,000 draws), between
 // the reference's 0.987 and the 0.667 of these 30 seeds.
+//
+// Beside it runs the same loop with TPE's defaults choosing the configs
+// (search_alg tpe with scheduler asha): TPE learns from the trials ASHA
+// pruned, as the controller's tpeHistory passes them, so ASHA decides by
+// the same rule on better configs.
 func TestASHARegret(t *testing.T) {
 	if os.Getenv("TUNEJET_REGRET") != "1" {
 		t.Skip("set TUNEJET_REGRET=1 to run the ASHA regret benchmark")
@@ -137,11 +177,14 @@ func TestASHARegret(t *testing.T) {
 	fStar := curveMin()
 	t.Logf("min_x curve(x, 81) = %.5f (reference: 1.45955)", fStar)
 	const seeds, full = 30, 50
-	var asha, random, tried []float64
+	var asha, ashaTPE, random, tried, triedTPE []float64
 	for seed := range uint64(seeds) {
-		final, n := ashaRun(t, rand.New(rand.NewPCG(seed, 1)), full*81)
+		final, n := ashaRun(t, randomConfigs(rand.New(rand.NewPCG(seed, 1))), full*81)
 		asha = append(asha, final-fStar)
 		tried = append(tried, float64(n))
+		final, n = ashaRun(t, tpeConfigs(t, seed), full*81)
+		ashaTPE = append(ashaTPE, final-fStar)
+		triedTPE = append(triedTPE, float64(n))
 		random = append(random, randomRun(rand.New(rand.NewPCG(seed, 2)), full)-fStar)
 	}
 	q := func(xs []float64, format string) string {
@@ -156,10 +199,15 @@ func TestASHARegret(t *testing.T) {
 	t.Logf("  random search regret: %s (reference, 50 seeds: 0.987 [0.444, 1.830])", q(random, "%.3f"))
 	t.Logf("  ASHA regret:          %s (reference, 50 seeds: 0.068 [0.034, 0.127])", q(asha, "%.3f"))
 	t.Logf("  ASHA configs tried:   %s (reference, 50 seeds: median 793)", q(tried, "%.0f"))
+	t.Logf("  ASHA + TPE regret:    %s", q(ashaTPE, "%.3f"))
+	t.Logf("  ASHA + TPE tried:     %s", q(triedTPE, "%.0f"))
 	if m, _ := median(asha); m >= func() float64 { r, _ := median(random); return r }() {
 		t.Errorf("ASHA's median regret %.3f is not below random search's", m)
 	}
-	if slices.ContainsFunc(asha, func(v float64) bool { return math.IsInf(v, 1) }) {
+	if m, _ := median(ashaTPE); m >= func() float64 { r, _ := median(asha); return r }() {
+		t.Errorf("ASHA + TPE's median regret %.3f is not below ASHA's with random configs", m)
+	}
+	if slices.ContainsFunc(slices.Concat(asha, ashaTPE), func(v float64) bool { return math.IsInf(v, 1) }) {
 		t.Errorf("a seed trained no trial to max_t")
 	}
 }
