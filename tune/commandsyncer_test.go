@@ -16,8 +16,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/services/syncer"
 	"github.com/tunejet/tunejet/tune"
 )
 
@@ -205,7 +207,8 @@ func editStoredSyncer(t *testing.T, dir string, syncer *tune.CommandSyncer) {
 // status and stderr, and the experiment still finishes.
 func TestCommandSyncerFailureIsAnnounced(t *testing.T) {
 	const name = "unreachable"
-	d := startDeployment(t, 1, map[string]tune.Trainable{"gate": gate(&atomic.Bool{}, &sync.Map{})})
+	// The mirror's retries wait 20 ms, not Ray's 5 s.
+	d := startSyncDeployment(t, 1, map[string]tune.Trainable{"gate": gate(&atomic.Bool{}, &sync.Map{})}, syncer.Config{RetryBackoff: 20 * time.Millisecond})
 	tuner, err := tune.NewTuner("gate", tune.WithName(name), d.nats(),
 		tune.WithRunConfig(tune.RunConfig{StoragePath: t.TempDir(), SyncConfig: tune.SyncConfig{
 			SyncPeriodS: 0.1, UploadDir: "remote:nowhere",

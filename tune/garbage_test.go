@@ -112,7 +112,8 @@ func startLoggedDeployment(t *testing.T, slots int, fns map[string]tune.Trainabl
 	}
 	run("controller", controller.New(busOf("controller"), controller.Config{}).Run)
 	run("runner", runner.New(busOf("runner"), runner.Config{Slots: slots, Trainables: reg, WorkDir: t.TempDir()}).Run)
-	run("syncer", syncer.New(busOf("syncer"), syncer.Config{}).Run)
+	// Retries wait 20 ms, not Ray's 5 s: a lie's failed upload is retried.
+	run("syncer", syncer.New(busOf("syncer"), syncer.Config{RetryBackoff: 20 * time.Millisecond}).Run)
 	run("restorer", restorer.New(busOf("restorer"), restorer.Config{}).Run)
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	return d, logs
