@@ -23,6 +23,7 @@ import (
 )
 
 func TestRunnerCapacityFlags(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		args []string
@@ -76,6 +77,7 @@ func TestRunnerCapacityFlags(t *testing.T) {
 // what each runner holds of its capacity, with each attempt's share and
 // GPU, and says why a trial no runner can hold is PENDING.
 func TestStatusShowsRunnerCapacityAndWhyTrialsWait(t *testing.T) {
+	t.Parallel()
 	srv := bustest.Start(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
@@ -146,6 +148,7 @@ func TestStatusShowsRunnerCapacityAndWhyTrialsWait(t *testing.T) {
 // runner with the runner's flags (GPUs found by default), --slots staying
 // the CPUs unless --cpus is given.
 func TestEmbeddedRunnerCapacityFlags(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		args []string

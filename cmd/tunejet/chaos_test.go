@@ -145,6 +145,7 @@ const (
 // the server killed and restarted, a runner frozen past the heartbeat
 // timeout, and one embedded run killed and restored.
 func TestChaosShort(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("TUNEJET_SOAK") != "" {
 		t.Skip("TUNEJET_SOAK is set: TestChaosSoak runs instead")
 	}
@@ -165,6 +166,7 @@ func TestChaosShort(t *testing.T) {
 // TUNEJET_CHAOS_INTERVAL (0.3–1.1 s by default, enough for 100 kills of
 // each service kind in 10 minutes), a NATS node about one fault in five.
 func TestChaosSoak(t *testing.T) {
+	t.Parallel()
 	d := os.Getenv("TUNEJET_SOAK")
 	if d == "" {
 		t.Skip("set TUNEJET_SOAK=10m (make soak) to run the chaos soak")

@@ -66,6 +66,7 @@ func pingedServices(nc *nats.Conn) map[string]bool {
 // TestServicesWaitForNATS: a service started while NATS is down keeps
 // trying, and registers and does its work once NATS is up.
 func TestServicesWaitForNATS(t *testing.T) {
+	t.Parallel()
 	url, port := deadNATS(t)
 	env := baseEnv("TUNEJET_LOG_FORMAT=json")
 	runner := startTunejet(t, "", env, "runner", "--nats", url, "--name", "patient-runner")
@@ -121,6 +122,7 @@ func TestServicesWaitForNATS(t *testing.T) {
 // TestServiceStopsWhileWaitingForNATS: SIGTERM ends a service waiting for
 // NATS at once, with exit status 0.
 func TestServiceStopsWhileWaitingForNATS(t *testing.T) {
+	t.Parallel()
 	url, _ := deadNATS(t)
 	p := startTunejet(t, "", baseEnv("TUNEJET_LOG_FORMAT=json"), "controller", "--nats", url)
 	waitForFailedAttempt(t, p)
@@ -135,6 +137,7 @@ func TestServiceStopsWhileWaitingForNATS(t *testing.T) {
 // TestConnectTimeout: with --connect-timeout a service gives up and says
 // why; a client command fails by itself with its short default.
 func TestConnectTimeout(t *testing.T) {
+	t.Parallel()
 	url, _ := deadNATS(t)
 	tests := []struct {
 		name string

@@ -125,6 +125,7 @@ func TestDashboardRefusesToListenOffLoopbackWithoutAToken(t *testing.T) {
 }
 
 func TestDashboardNeedsAStore(t *testing.T) {
+	t.Parallel()
 	err := runDashboardCmd(t, "--addr", "127.0.0.1:0", "--store-dir", t.TempDir()+"/none")
 	if err == nil || !strings.Contains(err.Error(), "no embedded store") {
 		t.Fatalf("dashboard on a missing store: %v; want it to say there is none", err)
@@ -132,6 +133,7 @@ func TestDashboardNeedsAStore(t *testing.T) {
 }
 
 func TestDashboardOfAStoreInUseSaysRunDashboard(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	emb, err := bus.StartEmbedded(bus.EmbedOptions{StoreDir: dir})
 	if err != nil {
@@ -145,6 +147,7 @@ func TestDashboardOfAStoreInUseSaysRunDashboard(t *testing.T) {
 }
 
 func TestDashboardOfADeployment(t *testing.T) {
+	t.Parallel()
 	srv := bustest.Start(t)
 	url := startDashboardCmd(t, "--nats", srv.URL())
 	if names := experimentNames(t, url); len(names) != 0 {
@@ -156,6 +159,7 @@ func TestDashboardOfADeployment(t *testing.T) {
 // embedded stack itself, serves the dashboard of its log, and runs the
 // experiment on it.
 func TestRunDashboardServesTheRunsStack(t *testing.T) {
+	t.Parallel()
 	sf := stackFlags{storeDir: t.TempDir(), slots: 1}
 	sf.logs.level = "warn"
 	sf.logs.format = "json"
@@ -188,6 +192,7 @@ func TestRunDashboardServesTheRunsStack(t *testing.T) {
 }
 
 func TestRunDashboardFlag(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args  []string
 		addr  string
@@ -213,6 +218,7 @@ func TestRunDashboardFlag(t *testing.T) {
 // TestDashboardOfAStoragePath: tunejet dashboard --storage serves a
 // finished experiment from its files alone.
 func TestDashboardOfAStoragePath(t *testing.T) {
+	t.Parallel()
 	storagePath := t.TempDir()
 	tuner, err := tune.NewTuner(tune.Command{"/bin/sh", "-c", "exit 0"}, tune.WithName("dash_files"),
 		tune.WithRunConfig(tune.RunConfig{StoragePath: storagePath}), tune.WithStoreDir(t.TempDir()))

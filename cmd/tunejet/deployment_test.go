@@ -52,6 +52,7 @@ run_config:
 // the event log and in storage that every trial ran exactly once, on one of
 // the two runners, and that both runners took part.
 func TestTwoRunnerProcessesShareOneExperiment(t *testing.T) {
+	t.Parallel()
 	srv := bustest.Start(t)
 	url := srv.URL()
 	expDir, storage, marks := t.TempDir(), t.TempDir(), t.TempDir()

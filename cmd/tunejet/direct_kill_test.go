@@ -28,6 +28,7 @@ run_config:
 // once, the trial ends TERMINATED, and the next attempt removes the
 // temporary folder.
 func TestCheckpointKilledMidCopyIsNeverReferenced(t *testing.T) {
+	t.Parallel()
 	script := filepath.Join(moduleRoot, "cmd", "tunejet", "testdata", "directkill", "train.sh")
 	file := writeFile(t, t.TempDir(), "experiment.yaml", fmt.Sprintf(directKillExperiment, script))
 	store, storage, marks := t.TempDir(), t.TempDir(), t.TempDir()

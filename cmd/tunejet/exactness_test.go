@@ -41,6 +41,7 @@ import (
 // index and config, trial ids compared by index. The test takes about a
 // minute (more on a loaded machine); -short skips it.
 func TestDecisionsSurviveKillingTheProcess(t *testing.T) {
+	t.Parallel()
 	longTest(t, "runs tunejet ten times, about a minute")
 	script := filepath.Join(moduleRoot, "cmd", "tunejet", "testdata", "exactness", "train.sh")
 	for _, c := range exactCases {

@@ -48,6 +48,7 @@ const (
 // its stopped trial from the event log (every input), from the state file
 // alone (the reasons), and refuses an unknown trial, listing the trials.
 func TestExplain(t *testing.T) {
+	t.Parallel()
 	file, pyEnv := ashaFile(t)
 	store, storagePath := t.TempDir(), t.TempDir()
 	if r := tunejet(t, "", embeddedEnv(t, pyEnv...), "run", file, "--store-dir", store, "--storage-path", storagePath); r.code != 0 {
@@ -181,6 +182,7 @@ func ashaFile(t *testing.T) (file string, pyEnv []string) {
 // TestExplainDeployment explains a trial from a deployment's log
 // (--nats), as tunejet status reaches it.
 func TestExplainDeployment(t *testing.T) {
+	t.Parallel()
 	srv := bustest.Start(t)
 	url := srv.URL()
 	file, pyEnv := ashaFile(t)

@@ -151,6 +151,7 @@ func startedOn(evs []*events.Event, runner string) int {
 // running 3 trials while a second runner is alive: all 3 end TERMINATED at
 // their last iteration, each resumed from its own latest checkpoint.
 func TestKilledRunnerTrialsResumeElsewhere(t *testing.T) {
+	t.Parallel()
 	const steps = 12
 	f := newFaultSetup(t, "kill9", "[1, 2, 3]", 1, 1, steps, "0.1")
 	a := f.runner(t, "rA", 3)
@@ -202,6 +203,7 @@ func TestKilledRunnerTrialsResumeElsewhere(t *testing.T) {
 // timeout loses its trial to another runner; resumed (SIGCONT) it adds
 // nothing to the trial and stops its trainable within a heartbeat.
 func TestFrozenRunnerIsFenced(t *testing.T) {
+	t.Parallel()
 	const steps = 30
 	f := newFaultSetup(t, "frozen", "[1]", 2, 1, steps, "0.1")
 	a := f.runner(t, "rA", 1)
@@ -254,6 +256,7 @@ func TestFrozenRunnerIsFenced(t *testing.T) {
 // back at once; with max_failures 0 the trial still resumes elsewhere from
 // its checkpoint and ends TERMINATED with no failure counted.
 func TestPreemptionDoesNotSpendTheBudget(t *testing.T) {
+	t.Parallel()
 	const steps = 20
 	f := newFaultSetup(t, "preempt", "[1]", 0, 30, steps, "0.1")
 	a := f.runner(t, "rA", 1)
@@ -345,6 +348,7 @@ func loadState(t *testing.T, dir string) *state.Experiment {
 // advisory, captured before the runner started, lets the controller end
 // the trial ERROR, and the dead work leaves the log.
 func TestLastRunnerDiesSilently(t *testing.T) {
+	t.Parallel()
 	f := newFaultSetup(t, "silent", "[1]", 0, 1, 100, "0.1")
 	a := f.runner(t, "rA", 1)
 	run := f.submit(t)
@@ -377,6 +381,7 @@ func TestLastRunnerDiesSilently(t *testing.T) {
 // TestStatusShowsRunnersAndExperiments: tunejet status lists the live
 // runners with their slots and trials, and the experiments.
 func TestStatusShowsRunnersAndExperiments(t *testing.T) {
+	t.Parallel()
 	f := newFaultSetup(t, "status", "[1, 2]", 0, 3, 100, "0.1")
 	f.runner(t, "rA", 3)
 	run := f.submit(t)
@@ -398,6 +403,7 @@ func TestStatusShowsRunnersAndExperiments(t *testing.T) {
 // TestRunFailFastRaise: fail_fast "raise" makes tunejet run exit non-zero
 // with the trainable's error.
 func TestRunFailFastRaise(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, dir, "fail.sh", "echo 'fatal: the cheese ran out' >&2\nexit 3\n")
 	file := writeFile(t, dir, "experiment.yaml", fmt.Sprintf(`name: raise

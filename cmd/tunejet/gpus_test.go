@@ -43,6 +43,7 @@ run_config:
 // GPU); and by the times the trainables recorded, no runner ever ran more
 // than its 2 CPUs and no device was booked beyond 1.
 func TestRunnerProcessesShareFakeGPUs(t *testing.T) {
+	t.Parallel()
 	f := newFaultSetup(t, "fakegpus", "[1]", 0, 3, 1, "0")
 	dir := t.TempDir()
 	writeFile(t, dir, "gpu.sh", gpuScript)

@@ -72,6 +72,7 @@ func restartsElsewhere(t *testing.T, path string) int {
 // machine), a trial may run its 30 iterations before the others start,
 // and end as it would alone.
 func TestPBTExample(t *testing.T) {
+	t.Parallel()
 	longTest(t, "about two minutes with -race: every perturbation pauses and restarts trials")
 	storagePath, store := t.TempDir(), t.TempDir()
 	r := tunejet(t, moduleRoot, embeddedEnv(t, "ITERATION_SECONDS=0.01"), "run", "examples/pbt/experiment.yaml",

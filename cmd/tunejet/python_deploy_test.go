@@ -48,6 +48,7 @@ print("RESULT " + json.dumps({"terminated": grid.num_terminated, "errors": grid.
 // processes), whose runner runs the trainable function of the driver's
 // script; fit() returns the results as on the embedded stack.
 func TestPythonDriverOnADeployment(t *testing.T) {
+	t.Parallel()
 	python, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("python3 is not installed")

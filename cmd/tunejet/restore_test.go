@@ -325,6 +325,7 @@ func (h *heldSetup) checkRestoredRun(t *testing.T, r result, evs []*events.Event
 // the log: the finished trial is not rerun, the three resume from their
 // checkpoints, and the experiment ends with the file's 8 trials.
 func TestKill9ThenRestoreFromTheLog(t *testing.T) {
+	t.Parallel()
 	h := newHeldSetup(t, "kill9_log")
 	p := h.run(t)
 	h.waitHeld(t, p)
@@ -352,6 +353,7 @@ func TestKill9ThenRestoreFromTheLog(t *testing.T) {
 // checkpoints are the latest the log had: the trials resume from exactly
 // those, persisted in storage.
 func TestKill9AndStoreDeletedRestoresFromTheSnapshot(t *testing.T) {
+	t.Parallel()
 	h := newHeldSetup(t, "kill9_snapshot")
 	p := h.run(t)
 	h.waitHeld(t, p)
@@ -415,6 +417,7 @@ run_config:
 // experiment, of a path with no experiment, and of state files that were
 // truncated, corrupted or edited by hand, with no log to fall back on.
 func TestRestoreValidationFromTheCLI(t *testing.T) {
+	t.Parallel()
 	file := writeFile(t, t.TempDir(), "exp.yaml", quickExperiment)
 	store, storagePath := t.TempDir(), t.TempDir()
 	env := embeddedEnv(t)
@@ -517,6 +520,7 @@ func interrupt(t *testing.T, p *proc, expDir string) {
 // both ways out; `tunejet run --resume auto` restores the interrupted
 // experiment to the end, and starts a new name fresh.
 func TestInterruptRestoreAndAutoResume(t *testing.T) {
+	t.Parallel()
 	h := newHeldSetup(t, "auto")
 	p := h.run(t)
 	held := h.waitHeld(t, p)
@@ -624,6 +628,7 @@ func tamperState(t *testing.T, path, marker string) []string {
 // --trust-stored-trainable runs it, after printing it. An untampered folder
 // restores with its experiment file.
 func TestRestoreNeverRunsACommandFromAStateFile(t *testing.T) {
+	t.Parallel()
 	file := writeFile(t, t.TempDir(), "exp.yaml", quickExperiment)
 	storagePath := t.TempDir()
 	env := embeddedEnv(t)

@@ -54,6 +54,7 @@ tune_config:
 `
 
 func TestRunMalformedFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := writeFile(t, dir, "exp.yaml", `name: bad
 trainable:
@@ -84,6 +85,7 @@ tune_config:
 }
 
 func TestRunMissingFile(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "missing.yaml")
 	r := tunejet(t, "", baseEnv(), "run", file, "--store-dir", t.TempDir(), "--storage-path", t.TempDir())
 	if r.code != 1 {
@@ -97,6 +99,7 @@ func TestRunMissingFile(t *testing.T) {
 // TestRunEmbeddedWithFailingTrial: a trial that exits 3 ends ERROR with its
 // stderr in error.txt, and the experiment still completes with status 0.
 func TestRunEmbeddedWithFailingTrial(t *testing.T) {
+	t.Parallel()
 	file := writeFile(t, t.TempDir(), "exp.yaml", halfFailing)
 	r, storagePath := embeddedRun(t, file)
 	if r.code != 0 {
@@ -130,6 +133,7 @@ func TestRunEmbeddedWithFailingTrial(t *testing.T) {
 }
 
 func TestReportOutsideTrainable(t *testing.T) {
+	t.Parallel()
 	r := tunejet(t, t.TempDir(), baseEnv(), "report", "loss=1")
 	if r.code == 0 {
 		t.Fatalf("tunejet report without a runner succeeded:\n%s", r)
@@ -143,6 +147,7 @@ func TestReportOutsideTrainable(t *testing.T) {
 }
 
 func TestResults(t *testing.T) {
+	t.Parallel()
 	file := writeFile(t, t.TempDir(), "exp.yaml", halfFailing)
 	run, storagePath := embeddedRun(t, file)
 	if run.code != 0 {
@@ -205,6 +210,7 @@ func TestResults(t *testing.T) {
 }
 
 func TestResultsWithoutState(t *testing.T) {
+	t.Parallel()
 	empty := t.TempDir()
 	missing := filepath.Join(t.TempDir(), "never_ran")
 	for _, path := range []string{empty, missing} {
@@ -225,6 +231,7 @@ func TestResultsWithoutState(t *testing.T) {
 // TestPythonExample runs examples/python as its README says, on the
 // embedded stack.
 func TestPythonExample(t *testing.T) {
+	t.Parallel()
 	storagePath := t.TempDir()
 	r := tunejet(t, moduleRoot, embeddedEnv(t), "run", "examples/python/experiment.yaml",
 		"--storage-path", storagePath, "--store-dir", t.TempDir(), "--name", "py_example")
@@ -250,6 +257,7 @@ func TestPythonExample(t *testing.T) {
 // stack, with short epochs: ASHA stops most trials at an early rung, with
 // its reason, and the best trial trains to max_t.
 func TestASHAExample(t *testing.T) {
+	t.Parallel()
 	storagePath := t.TempDir()
 	r := tunejet(t, moduleRoot, embeddedEnv(t, "EPOCH_SECONDS=0.01"), "run", "examples/asha/experiment.yaml",
 		"--storage-path", storagePath, "--store-dir", t.TempDir(), "--name", "asha_example")
@@ -305,6 +313,7 @@ run_config:
 // exits 130, says so, stops the trainable, and leaves the experiment's
 // state INTERRUPTED in storage.
 func TestRunInterrupted(t *testing.T) {
+	t.Parallel()
 	file := writeFile(t, t.TempDir(), "exp.yaml", slowExperiment)
 	storagePath := t.TempDir()
 	pidFile := filepath.Join(t.TempDir(), "trainable.pid")

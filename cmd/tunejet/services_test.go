@@ -37,6 +37,7 @@ func httpGet(url string) (int, string) {
 // TestServicesAreObservable: each service process answers NATS micro's
 // PING as tunejet-<name>, and serves /healthz and Prometheus /metrics.
 func TestServicesAreObservable(t *testing.T) {
+	t.Parallel()
 	srv := bustest.Start(t)
 	addrs := map[string]string{}
 	for _, name := range []string{"controller", "runner", "syncer", "restorer"} {

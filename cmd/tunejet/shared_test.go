@@ -15,6 +15,7 @@ import (
 // refused with Ray's "Unable to set up cluster storage" before it submits,
 // so no trial starts.
 func TestStorageTheSyncerCannotSeeIsRefused(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("unshare"); err != nil {
 		t.Skip("needs unshare(1) to give the syncer its own view of the storage folder")
 	}

@@ -13,6 +13,7 @@ import (
 // TestClientStopsOneTrial runs it end to end) and refuses an experiment or
 // a trial the log does not hold, naming it.
 func TestStopTrial(t *testing.T) {
+	t.Parallel()
 	srv := bustest.Start(t)
 	url := srv.URL()
 	b := srv.Bus("test")

@@ -170,6 +170,7 @@ func filesUnder(t *testing.T, dir string) []string {
 // current attempt exactly once, in order, progress.csv has as many rows,
 // and the kept checkpoints are in storage.
 func TestKilledSyncerLosesAndRepeatsNothing(t *testing.T) {
+	t.Parallel()
 	const exp = "syncer_kill9"
 	const steps = 40
 	f := newFaultSetup(t, exp, "[1, 2, 3]", 0, 3, steps, "0.05")

@@ -64,6 +64,7 @@ func newestState(dir string) string {
 }
 
 func TestRestoreWithTheFilesCommandSyncer(t *testing.T) {
+	t.Parallel()
 	for _, tool := range []string{"tar", "cp", "rm", "mkdir"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s is not installed: %v", tool, err)

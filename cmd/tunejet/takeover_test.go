@@ -14,6 +14,7 @@ import (
 // standby takes over, the experiment completes, and no decision was made
 // twice.
 func TestStandbyControllerTakesOver(t *testing.T) {
+	t.Parallel()
 	f := newFaultSetup(t, "takeover", "[1, 2, 3, 4, 5, 6]", 0, 3, 8, "0.1")
 	standby := startTunejet(t, "", f.env, "controller", "--nats", f.url)
 	f.runner(t, "rA", 2)
