@@ -132,10 +132,12 @@ func NewLease(kv jetstream.KeyValue, key, id string) *Lease {
 func (l *Lease) Held() bool { return l.rev != 0 && time.Since(l.renewed) < LeaseTTL }
 
 // Acquire takes the lease if nobody holds it, or renews it if this holder
-// does; it reports whether the lease is held after the call.
+// does; it reports whether the lease is held after the call. A holder
+// whose renewal came too late, after the entry expired, takes the lease
+// again if nobody else has.
 func (l *Lease) Acquire(ctx context.Context) bool {
-	if l.rev != 0 {
-		return l.renew(ctx)
+	if l.rev != 0 && l.renew(ctx) {
+		return true
 	}
 	rev, err := l.kv.Create(ctx, l.key, []byte(l.id))
 	if err == nil {

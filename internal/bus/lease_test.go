@@ -60,3 +60,28 @@ func TestStandbyTakesOverALeaseNobodyRenews(t *testing.T) {
 		t.Fatal("the old holder renewed a lease the standby had taken over")
 	}
 }
+
+// TestLapsedLeaseIsTakenBackIfFree: a holder whose renewal comes after its
+// entry expired (deleted here, as the server's expiry does) takes the
+// lease again with one Acquire, as nobody else took it.
+func TestLapsedLeaseIsTakenBackIfFree(t *testing.T) {
+	kv := leaseKV(t)
+	ctx := t.Context()
+	late := bus.NewLease(kv, "exp", "late")
+	if !late.Acquire(ctx) {
+		t.Fatal("could not take a free lease")
+	}
+	if err := kv.Delete(ctx, "exp"); err != nil {
+		t.Fatal(err)
+	}
+	if !late.Acquire(ctx) {
+		t.Fatal("the lapsed holder did not take back a lease nobody held")
+	}
+	if e, err := kv.Get(ctx, "exp"); err != nil || string(e.Value()) != "late" {
+		t.Fatalf("the lease entry: %v, %v; want the holder's", e, err)
+	}
+	other := bus.NewLease(kv, "exp", "other")
+	if other.Acquire(ctx) {
+		t.Fatal("another holder took a lease that was taken back")
+	}
+}

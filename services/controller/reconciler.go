@@ -414,13 +414,19 @@ func (r *reconciler) publish(ctx context.Context, a Action) bool {
 
 // shutdown marks a running experiment interrupted when the controller is
 // configured to (the embedded stack); ctx has ended by then, so the event
-// gets its own 2 s.
+// gets its own 2 s. It renews the lease first, or takes it back if it
+// lapsed and nobody took it over: a loaded machine may have delayed the
+// last renewals.
 func (r *reconciler) shutdown(ctx context.Context) {
-	if !r.s.cfg.InterruptOnShutdown || r.st.Status != state.ExperimentRunning || !r.lease.Held() {
+	if !r.s.cfg.InterruptOnShutdown || r.st.Status != state.ExperimentRunning {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
+	if !r.lease.Acquire(ctx) {
+		r.log.Info().Msg("another controller leads the experiment; not recording an interruption")
+		return
+	}
 	if !r.publish(ctx, Action{ID: fmt.Sprint(r.exp, ".run", r.st.Run, ".interrupted"), Payload: &events.ExperimentInterrupted{Reason: "shutdown"}}) {
 		r.log.Warn().Msg("could not record the interruption")
 	}
