@@ -23,13 +23,10 @@ func TestShutdownRecordsTheInterruptionAfterTheLeaseLapsed(t *testing.T) {
 	// A tick longer than the test: once the trial is scheduled nothing
 	// wakes the controller, so nothing renews its lease.
 	c := controller.New(srv.Bus("controller"), controller.Config{Tick: time.Hour, InterruptOnShutdown: true})
+	// t.Context ends the controller if the test fails before it stops it.
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
 	submit(t, b, gridSpec(exp, 1, 1, t.TempDir()))
 	waitForCount(t, b, exp, events.TypeTrialScheduled, 1)
 	bustest.Eventually(t, 5*bus.LeaseTTL, "the controller's lease to lapse", func() bool {
@@ -41,7 +38,6 @@ func TestShutdownRecordsTheInterruptionAfterTheLeaseLapsed(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("controller: %v", err)
 	}
-	done <- nil // for the deferred wait
 	if n := count(bustest.Log(t, b, exp), events.TypeExperimentInterrupted); n != 1 {
 		t.Fatalf("%d experiment.interrupted events after the controller stopped; want 1", n)
 	}
