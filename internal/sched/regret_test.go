@@ -53,14 +53,18 @@ func curveMin() float64 {
 func sampleX(r *rand.Rand) (float64, float64) { return -5 + 15*r.Float64(), 15 * r.Float64() }
 
 // ashaRun spends budget epochs on ASHA (max_t 81, rf 3, grace 1, one
-// bracket, minimising the curve) sequentially: one trial at a time, each
-// reporting epochs 1, 2, ... until ASHA stops it at a rung or at max_t, or
-// the budget runs out; a stopped trial is then completed, as a controller
-// completes it, which records its final result at the top rung. Each
-// trial's config comes from next, given the trials so far as TPE sees
-// them (tpeHistory in the controller). It returns the best curve(x, 81)
-// among trials that reached max_t and how many configs it tried.
-func ashaRun(t testing.TB, next func(history []tpe.Trial) (x1, x2 float64), budget int) (final float64, tried int) {
+// bracket, minimising the curve) with inFlight trials running at once. Each
+// epoch goes to one running trial (the next in line; with more than one in
+// flight, one drawn from order, as workers finish epochs in no fixed order),
+// which reports it; ASHA stops it at a rung or at max_t, and a stopped
+// trial is completed, as a controller completes it, which records its
+// final result at the top rung. A free slot starts a new trial whose config
+// comes from next, given every trial so far as TPE sees them (tpeHistory in
+// the controller: finished, pruned at their step, or running). It returns
+// the best curve(x, 81) among trials that reached max_t and how many
+// configs it tried. With one in flight it is the reference's sequential
+// loop.
+func ashaRun(t testing.TB, next func(history []tpe.Trial) (x1, x2 float64), budget, inFlight int, order *rand.Rand) (final float64, tried int) {
 	cfg := DefaultASHAConfig()
 	cfg.Objective = Objective{Metric: "loss", Mode: Min}
 	cfg.MaxT, cfg.ReductionFactor, cfg.GracePeriod = 81, 3, 1
@@ -68,30 +72,41 @@ func ashaRun(t testing.TB, next func(history []tpe.Trial) (x1, x2 float64), budg
 	if err != nil {
 		t.Fatal(err)
 	}
+	type live struct {
+		number        int
+		x1, x2, epoch float64
+	}
 	final = math.Inf(1)
-	spent := 0
 	var history []tpe.Trial
-	for spent < budget {
-		tried++
-		id := fmt.Sprint(tried)
-		x1, x2 := next(history)
-		a.Add(id, nil)
-		for epoch := 1.0; spent < budget; epoch++ {
-			spent++
-			loss := curve(x1, x2, epoch)
-			res := Result{Trial: id, Metrics: map[string]float64{"training_iteration": epoch, "loss": loss}}
-			if a.Result(res, Context{})[0].Action == Stop {
-				a.Complete(res)
-				h := tpe.Trial{Number: tried - 1, State: tpe.Complete, Config: map[string]any{"x1": x1, "x2": x2}, Value: loss}
-				if epoch >= 81 {
-					final = min(final, loss)
-				} else {
-					h.State, h.Step = tpe.Pruned, int(epoch)
-				}
-				history = append(history, h)
-				break
-			}
+	var running []*live
+	for spent := 0; spent < budget; spent++ {
+		for len(running) < inFlight {
+			x1, x2 := next(history)
+			history = append(history, tpe.Trial{Number: tried, State: tpe.Running, Config: map[string]any{"x1": x1, "x2": x2}})
+			a.Add(fmt.Sprint(tried), nil)
+			running = append(running, &live{number: tried, x1: x1, x2: x2})
+			tried++
 		}
+		i := 0
+		if inFlight > 1 {
+			i = order.IntN(len(running))
+		}
+		tr := running[i]
+		tr.epoch++
+		loss := curve(tr.x1, tr.x2, tr.epoch)
+		res := Result{Trial: fmt.Sprint(tr.number), Metrics: map[string]float64{"training_iteration": tr.epoch, "loss": loss}}
+		if a.Result(res, Context{})[0].Action != Stop {
+			continue
+		}
+		a.Complete(res)
+		h := &history[tr.number]
+		h.State, h.Value = tpe.Complete, loss
+		if tr.epoch >= 81 {
+			final = min(final, loss)
+		} else {
+			h.State, h.Step = tpe.Pruned, int(tr.epoch)
+		}
+		running = slices.Delete(running, i, i+1)
 	}
 	return final, tried
 }
@@ -177,14 +192,17 @@ func TestASHARegret(t *testing.T) {
 	fStar := curveMin()
 	t.Logf("min_x curve(x, 81) = %.5f (reference: 1.45955)", fStar)
 	const seeds, full = 30, 50
-	var asha, ashaTPE, random, tried, triedTPE []float64
+	var asha, ashaTPE, ashaTPE8, random, tried, triedTPE, triedTPE8 []float64
 	for seed := range uint64(seeds) {
-		final, n := ashaRun(t, randomConfigs(rand.New(rand.NewPCG(seed, 1))), full*81)
+		final, n := ashaRun(t, randomConfigs(rand.New(rand.NewPCG(seed, 1))), full*81, 1, nil)
 		asha = append(asha, final-fStar)
 		tried = append(tried, float64(n))
-		final, n = ashaRun(t, tpeConfigs(t, seed), full*81)
+		final, n = ashaRun(t, tpeConfigs(t, seed), full*81, 1, nil)
 		ashaTPE = append(ashaTPE, final-fStar)
 		triedTPE = append(triedTPE, float64(n))
+		final, n = ashaRun(t, tpeConfigs(t, seed), full*81, 8, rand.New(rand.NewPCG(seed, 3)))
+		ashaTPE8 = append(ashaTPE8, final-fStar)
+		triedTPE8 = append(triedTPE8, float64(n))
 		random = append(random, randomRun(rand.New(rand.NewPCG(seed, 2)), full)-fStar)
 	}
 	q := func(xs []float64, format string) string {
@@ -201,13 +219,15 @@ func TestASHARegret(t *testing.T) {
 	t.Logf("  ASHA configs tried:   %s (reference, 50 seeds: median 793)", q(tried, "%.0f"))
 	t.Logf("  ASHA + TPE regret:    %s", q(ashaTPE, "%.3f"))
 	t.Logf("  ASHA + TPE tried:     %s", q(triedTPE, "%.0f"))
+	t.Logf("  8 in flight, ASHA + TPE regret: %s", q(ashaTPE8, "%.3f"))
+	t.Logf("  8 in flight, ASHA + TPE tried:  %s", q(triedTPE8, "%.0f"))
 	if m, _ := median(asha); m >= func() float64 { r, _ := median(random); return r }() {
 		t.Errorf("ASHA's median regret %.3f is not below random search's", m)
 	}
 	if m, _ := median(ashaTPE); m >= func() float64 { r, _ := median(asha); return r }() {
 		t.Errorf("ASHA + TPE's median regret %.3f is not below ASHA's with random configs", m)
 	}
-	if slices.ContainsFunc(slices.Concat(asha, ashaTPE), func(v float64) bool { return math.IsInf(v, 1) }) {
+	if slices.ContainsFunc(slices.Concat(asha, ashaTPE, ashaTPE8), func(v float64) bool { return math.IsInf(v, 1) }) {
 		t.Errorf("a seed trained no trial to max_t")
 	}
 }
