@@ -6,7 +6,6 @@ package tune_test
 // folder back with sync_down; a Go Syncer plugged with WithSyncer.
 
 import (
-	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/blobsync/blobsynctest"
 	"github.com/tunejet/tunejet/services/syncer"
 	"github.com/tunejet/tunejet/tune"
 )
@@ -257,39 +257,12 @@ func trialDir(t *testing.T, dir string, x int) string {
 	return filepath.Join(dir, trialsByX(st)[x].DirName)
 }
 
-// recordingSyncer is a Go Syncer that records its calls.
-type recordingSyncer struct {
-	mu    sync.Mutex
-	calls []string
-}
-
-func (r *recordingSyncer) record(s string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.calls = append(r.calls, s)
-}
-
-func (r *recordingSyncer) SyncUp(_ context.Context, localDir, remote string, exclude []string) error {
-	r.record("up " + localDir + " " + remote + " " + strings.Join(exclude, ","))
-	return nil
-}
-
-func (r *recordingSyncer) SyncDown(_ context.Context, remote, localDir string, _ []string) error {
-	r.record("down " + remote + " " + localDir)
-	return nil
-}
-
-func (r *recordingSyncer) Delete(_ context.Context, remote string) error {
-	r.record("delete " + remote)
-	return nil
-}
-
 // TestWithSyncerMirrorsWithAGoSyncer: the embedded syncer mirrors with the
 // Go Syncer, to an upload_dir gocloud could not open.
 func TestWithSyncerMirrorsWithAGoSyncer(t *testing.T) {
 	const name = "go_syncer"
 	storagePath := filepath.Join(t.TempDir(), "storage")
-	rec := &recordingSyncer{}
+	rec := &blobsynctest.Recorder{}
 	tuner, err := tune.NewTuner(gate(&atomic.Bool{}, &sync.Map{}), tune.WithTrainableName("gate"), tune.WithName(name),
 		tune.WithStoreDir(t.TempDir()), tune.WithRunnerSlots(1), tune.WithSyncer(rec),
 		tune.WithRunConfig(tune.RunConfig{StoragePath: storagePath, SyncConfig: tune.SyncConfig{
@@ -304,8 +277,6 @@ func TestWithSyncerMirrorsWithAGoSyncer(t *testing.T) {
 	}
 	want := "up " + filepath.Join(storagePath, name) + " hdfs://namenode/tune/" + name + " */checkpoint_*"
 	poll(t, "the Go Syncer's sync_up", func() bool {
-		rec.mu.Lock()
-		defer rec.mu.Unlock()
-		return slices.Contains(rec.calls, want)
+		return slices.Contains(rec.Calls(), want)
 	})
 }

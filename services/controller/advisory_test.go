@@ -10,8 +10,7 @@ import (
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/bus/bustest"
-	"github.com/tunejet/tunejet/internal/restore"
-	"github.com/tunejet/tunejet/internal/state"
+	"github.com/tunejet/tunejet/internal/state/statetest"
 )
 
 // A max-deliveries notice about work of an earlier run must never end the
@@ -53,7 +52,7 @@ func TestStaleMaxDeliveriesDoNotEndARestoredTrial(t *testing.T) {
 	if c := completion(t, client, exp); c.Reason != "finished" {
 		t.Fatalf("experiment completed with reason %q, want finished", c.Reason)
 	}
-	st := foldLog(t, client, exp)
+	st := statetest.FoldLog(t, client, exp)
 	if got := st.Counts()[events.StatusTerminated]; got != n {
 		t.Fatalf("after the restore: %v, want %d TERMINATED (the stale notice ended a resumed trial)", st.Counts(), n)
 	}
@@ -106,17 +105,4 @@ func waitExhausted(t *testing.T, b *bus.Bus, cons jetstream.Consumer, exp string
 		}
 		_, _ = cons.Next(jetstream.FetchMaxWait(200 * time.Millisecond)) // none comes: MaxDeliver is 1
 	}
-}
-
-// foldLog folds an experiment's whole log as every reader does.
-func foldLog(t *testing.T, b *bus.Bus, exp string) *state.Experiment {
-	t.Helper()
-	st := state.New(exp)
-	for _, ev := range bustest.Log(t, b, exp) {
-		var err error
-		if st, _, err = state.Fold(t.Context(), st, ev, restore.Loader(b, exp)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return st
 }

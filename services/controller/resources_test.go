@@ -17,6 +17,7 @@ import (
 	"github.com/tunejet/tunejet/internal/bus/bustest"
 	"github.com/tunejet/tunejet/internal/session"
 	"github.com/tunejet/tunejet/internal/state"
+	"github.com/tunejet/tunejet/internal/state/statetest"
 	"github.com/tunejet/tunejet/services/controller"
 	"github.com/tunejet/tunejet/services/runner"
 )
@@ -286,7 +287,7 @@ func TestTrialBiggerThanEveryRunnerWaitsPending(t *testing.T) {
 	var big *state.Trial
 	var st *state.Experiment
 	bustest.Eventually(t, wait, "the CPU trial to end while the 2-GPU one waits", func() bool {
-		st = fold(t, client, sp.Name)
+		st = statetest.FoldLog(t, client, sp.Name)
 		big = nil
 		for _, tr := range st.TrialList() {
 			if tr.Config["gpus"] == 2.0 {
@@ -382,18 +383,4 @@ func TestLargeTrialNotStarvedBySmallOnes(t *testing.T) {
 	for _, p := range l.problems {
 		t.Error(p)
 	}
-}
-
-// fold folds an experiment's log.
-func fold(t *testing.T, b *bus.Bus, exp string) *state.Experiment {
-	t.Helper()
-	st := state.New(exp)
-	for _, ev := range bustest.Log(t, b, exp) {
-		next, _, err := state.Fold(t.Context(), st, ev, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st = next
-	}
-	return st
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/tunejet/tunejet/internal/bus/bustest"
 	"github.com/tunejet/tunejet/internal/session"
 	"github.com/tunejet/tunejet/internal/state"
+	"github.com/tunejet/tunejet/internal/state/statetest"
 	"github.com/tunejet/tunejet/services/controller"
 )
 
@@ -87,7 +88,7 @@ func TestWorkARunnerCannotHoldIsHandedBackFree(t *testing.T) {
 
 	var st *state.Experiment
 	bustest.Eventually(t, handBackWait, "the experiment to complete", func() bool {
-		st = foldLog(t, client, exp)
+		st = statetest.FoldLog(t, client, exp)
 		return st.Done()
 	})
 	trials := st.TrialList()
@@ -126,20 +127,6 @@ func reportOnce(ctx context.Context, _ map[string]any) error {
 	}
 	_, err = s.Report(ctx, map[string]any{"loss": 1.0}, "")
 	return err
-}
-
-// foldLog folds an experiment's log.
-func foldLog(t *testing.T, b *bus.Bus, exp string) *state.Experiment {
-	t.Helper()
-	st := state.New(exp)
-	for _, ev := range bustest.Log(t, b, exp) {
-		next, _, err := state.Fold(t.Context(), st, ev, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st = next
-	}
-	return st
 }
 
 // Work a runner handed back and did not end (it died between the two) is

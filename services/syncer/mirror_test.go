@@ -1,53 +1,18 @@
 package syncer_test
 
 import (
-	"context"
 	"path/filepath"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/blobsync/blobsynctest"
 	"github.com/tunejet/tunejet/internal/bus/bustest"
 	"github.com/tunejet/tunejet/internal/restore"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/services/syncer"
 )
-
-// recordingClient is a blobsync.Client that records its calls.
-type recordingClient struct {
-	mu    sync.Mutex
-	calls []string
-}
-
-func (r *recordingClient) record(s string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.calls = append(r.calls, s)
-}
-
-func (r *recordingClient) recorded() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.calls)
-}
-
-func (r *recordingClient) SyncUp(_ context.Context, localDir, remote string, exclude []string) error {
-	r.record("up " + localDir + " " + remote + " " + strings.Join(exclude, ","))
-	return nil
-}
-
-func (r *recordingClient) SyncDown(_ context.Context, remote, localDir string, _ []string) error {
-	r.record("down " + remote + " " + localDir)
-	return nil
-}
-
-func (r *recordingClient) Delete(_ context.Context, remote string) error {
-	r.record("delete " + remote)
-	return nil
-}
 
 // TestARestoreChangesTheMirrorOfARunningWriter: an experiment submitted
 // without upload_dir is not mirrored; a restore from the log whose caller
@@ -59,13 +24,13 @@ func TestARestoreChangesTheMirrorOfARunningWriter(t *testing.T) {
 	s.start(1)
 	s.report(1, 1)
 	s.add(events.WriterController, &events.ExperimentInterrupted{Reason: "stopped"})
-	rec := &recordingClient{}
+	rec := &blobsynctest.Recorder{}
 	runSyncerWith(t, srv, syncer.Config{Period: 20 * time.Millisecond, Client: rec})
 	bustest.Eventually(t, wait, "the interrupted run's state in storage", func() bool {
 		st, err := s.dir().NewestState()
 		return err == nil && st != ""
 	})
-	if calls := rec.recorded(); len(calls) != 0 {
+	if calls := rec.Calls(); len(calls) != 0 {
 		t.Fatalf("an experiment without upload_dir was mirrored: %v", calls)
 	}
 
@@ -90,9 +55,9 @@ func TestARestoreChangesTheMirrorOfARunningWriter(t *testing.T) {
 
 	want := "up " + filepath.Join(s.storage, exp) + " remote:new/" + exp + " */checkpoint_*"
 	bustest.Eventually(t, wait, "a sync_up to the restore's upload_dir", func() bool {
-		return slices.Contains(rec.recorded(), want)
+		return slices.Contains(rec.Calls(), want)
 	})
-	for _, c := range rec.recorded() {
+	for _, c := range rec.Calls() {
 		if c != want {
 			t.Errorf("unexpected call %q; want only %q", c, want)
 		}
