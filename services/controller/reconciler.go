@@ -424,7 +424,7 @@ func (r *reconciler) shutdown(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	if !r.lease.Acquire(ctx) {
-		r.log.Info().Msg("another controller leads the experiment; not recording an interruption")
+		r.log.Warn().Msg("could not hold the lease (another controller leads the experiment, or NATS did not answer in time); not recording the interruption")
 		return
 	}
 	if !r.publish(ctx, Action{ID: fmt.Sprint(r.exp, ".run", r.st.Run, ".interrupted"), Payload: &events.ExperimentInterrupted{Reason: "shutdown"}}) {
