@@ -30,7 +30,7 @@ func (e *exitError) Unwrap() error { return e.err }
 func main() {
 	ctx, stop := interruptContext()
 	defer stop()
-	root := newRoot()
+	root := usageErrors(newRoot())
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return
@@ -68,8 +68,60 @@ func newRoot() *cobra.Command {
 		Short:         "Fault-tolerant hyperparameter tuning on NATS JetStream",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       "-", // --version; its template prints versionText
 	}
+	root.SetVersionTemplate(versionText())
 	root.AddCommand(newRunCmd(), newRestoreCmd(), newCanRestoreCmd(), newResultsCmd(), newExplainCmd(), newReportCmd(), newStatusCmd(), newAttachCmd(), newStopCmd(), newDashboardCmd())
 	root.AddCommand(serviceCmds()...)
+	root.AddCommand(newVersionCmd())
 	return root
+}
+
+// usageErrors makes every usage error of root and its commands — a wrong
+// number of arguments, an unknown command or flag, a flag's bad value —
+// exit with status 2 and print the command's usage line.
+func usageErrors(root *cobra.Command) *cobra.Command {
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError(cmd, err) })
+	// Without Args, cobra reports an unknown command before any validator
+	// runs; with them, "tunejet" alone still prints the help.
+	root.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += fmt.Sprintf("; did you mean %q?", s[0])
+		}
+		return usageError(cmd, errors.New(msg))
+	}
+	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	var wrap func(*cobra.Command)
+	wrap = func(c *cobra.Command) {
+		if args := c.Args; args != nil && c != root {
+			c.Args = func(cmd *cobra.Command, a []string) error {
+				if err := args(cmd, a); err != nil {
+					return usageError(cmd, err)
+				}
+				return nil
+			}
+		}
+		for _, sub := range c.Commands() {
+			wrap(sub)
+		}
+	}
+	wrap(root)
+	return root
+}
+
+// usageError is err with exit status 2 and cmd's usage line.
+func usageError(cmd *cobra.Command, err error) error {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	use := cmd.UseLine()
+	if !cmd.HasParent() {
+		use = cmd.CommandPath() + " COMMAND [flags]"
+	}
+	return &exitError{code: 2, err: fmt.Errorf("%w\nUsage: %s\nRun '%s --help' for more.", err, use, cmd.CommandPath())}
 }

@@ -36,7 +36,8 @@ otherwise. A restore runs FILE's trainable, which must be the same as the
 stored one, never a command named by a state file.
 
 Exit status: 0 when the experiment completes (even with errored trials), 1 on
-a bad file or an infrastructure failure, 130 when interrupted.`,
+a bad file or an infrastructure failure, 2 on a usage error (the arguments or
+flags), 130 when interrupted.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := spec.ParseFile(args[0])
