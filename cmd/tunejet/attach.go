@@ -14,16 +14,16 @@ import (
 
 // deploymentOptions are the connect options of the commands that need a
 // deployment.
-func deploymentOptions(conn connFlags, what string) (bus.ConnectOptions, error) {
-	if conn.o.URL == "" {
-		return bus.ConnectOptions{}, fmt.Errorf("%s needs --nats URL (or NATS_URL): the embedded server lives only while `tunejet run` runs", what)
+func deploymentOptions(cmd *cobra.Command, conn connFlags) (bus.ConnectOptions, error) {
+	if err := conn.required(cmd); err != nil {
+		return bus.ConnectOptions{}, err
 	}
 	return conn.options(nopLogger())
 }
 
 // connectTo connects to a deployment for the commands that need one.
-func connectTo(cmd *cobra.Command, conn connFlags, what string) (*bus.Bus, func(), error) {
-	opts, err := deploymentOptions(conn, what)
+func connectTo(cmd *cobra.Command, conn connFlags) (*bus.Bus, func(), error) {
+	opts, err := deploymentOptions(cmd, conn)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -47,7 +47,7 @@ func newAttachCmd() *cobra.Command {
 		Short: "Watch a running experiment of a deployment (Ctrl-C detaches)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts, err := deploymentOptions(conn, "attach")
+			opts, err := deploymentOptions(cmd, conn)
 			if err != nil {
 				return err
 			}
@@ -64,7 +64,7 @@ func newAttachCmd() *cobra.Command {
 			return nil
 		},
 	}
-	conn.add(cmd.Flags(), clientConnectTimeout)
+	conn.addDeployment(cmd.Flags(), clientConnectTimeout)
 	return cmd
 }
 
@@ -81,7 +81,7 @@ func newStopCmd() *cobra.Command {
 trials stop; the experiment goes on with the others.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			b, closeFn, err := connectTo(cmd, conn, "stop")
+			b, closeFn, err := connectTo(cmd, conn)
 			if err != nil {
 				return err
 			}
@@ -125,6 +125,6 @@ trials stop; the experiment goes on with the others.`,
 		},
 	}
 	cmd.Flags().StringSliceVar(&trials, "trial", nil, "stop only this trial (an id; repeatable, or comma-separated)")
-	conn.add(cmd.Flags(), clientConnectTimeout)
+	conn.addDeployment(cmd.Flags(), clientConnectTimeout)
 	return cmd
 }

@@ -122,7 +122,7 @@ func TestStatusShowsRunnerCapacityAndWhyTrialsWait(t *testing.T) {
 	var out bytes.Buffer
 	bustest.Eventually(t, time.Minute, "status to show the half-GPU trial running and the 2-GPU one waiting", func() bool {
 		out.Reset()
-		if err := printStatus(ctx, client, &out); err != nil {
+		if err := printStatus(ctx, client, &out, false); err != nil {
 			t.Log(err)
 			return false
 		}

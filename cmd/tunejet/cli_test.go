@@ -4,11 +4,18 @@ package main_test
 // usage errors that say so, flags whose help is what they do.
 
 import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/tunejet/tunejet/internal/bus/bustest"
 )
 
 // TestVersion: tunejet --version and tunejet version print the version,
@@ -55,5 +62,135 @@ func TestUsageErrorsExit2(t *testing.T) {
 	}
 	if r := tunejet(t, "", baseEnv()); r.code != 0 || !strings.Contains(r.stdout, "Available Commands") {
 		t.Errorf("tunejet alone: want the help:\n%s", r)
+	}
+}
+
+// TestDeploymentCommandsNeedNATS: the commands that need a deployment say
+// in their help that --nats is required, not that an empty one starts an
+// embedded server, and without it they stop at once with a usage error
+// that names tunejet nats-server.
+func TestDeploymentCommandsNeedNATS(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"controller"}, {"runner"}, {"syncer"}, {"restorer"}, {"status"}, {"attach", "x"}, {"stop", "x"}} {
+		help := tunejet(t, "", baseEnv(), args[0], "--help")
+		if strings.Contains(help.stdout, "embedded server") || !strings.Contains(help.stdout, "required") {
+			t.Errorf("tunejet %s --help: --nats should say it is required:\n%s", args[0], help.stdout)
+		}
+		r := tunejet(t, "", baseEnv(), args...)
+		if r.code != 2 || !strings.Contains(r.stderr, "needs --nats URL") || !strings.Contains(r.stderr, "tunejet nats-server") || strings.Contains(r.stderr, "no URL given") {
+			t.Errorf("tunejet %s without --nats:\n%s", args[0], r)
+		}
+	}
+	for _, cmd := range []string{"run", "restore", "can-restore"} {
+		if help := tunejet(t, "", baseEnv(), cmd, "--help"); !strings.Contains(help.stdout, "empty starts an embedded server") {
+			t.Errorf("tunejet %s --help: --nats should say an empty one starts an embedded server:\n%s", cmd, help.stdout)
+		}
+	}
+}
+
+// statusJSON is the output of `tunejet status --json`.
+type statusJSON struct {
+	Experiments []struct {
+		Name    string         `json:"name"`
+		Status  string         `json:"status"`
+		Trials  map[string]int `json:"trials"`
+		Pending []struct {
+			TrialID string `json:"trial_id"`
+			Reason  string `json:"reason"`
+		} `json:"pending"`
+	} `json:"experiments"`
+	Runners []struct {
+		Name     string             `json:"name"`
+		Hostname string             `json:"hostname"`
+		PID      int                `json:"pid"`
+		Capacity map[string]float64 `json:"capacity"`
+		Held     map[string]float64 `json:"held"`
+		Trials   []struct {
+			Experiment string             `json:"experiment"`
+			TrialID    string             `json:"trial_id"`
+			Attempt    int                `json:"attempt"`
+			Resources  map[string]float64 `json:"resources"`
+			GPUIDs     []string           `json:"gpu_ids"`
+		} `json:"trials"`
+	} `json:"runners"`
+}
+
+func decodeStatus(t *testing.T, r result) statusJSON {
+	t.Helper()
+	var s statusJSON
+	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		t.Fatalf("tunejet status --json: not the documented JSON: %v\n%s", err, r)
+	}
+	return s
+}
+
+const oneMachineExperiment = `name: one_machine
+trainable:
+  command: ["/bin/sh", "-c", "\"$TUNEJET_BIN\" report loss=1"]
+param_space:
+  x: {grid_search: [1, 2, 3]}
+tune_config:
+  metric: loss
+  mode: min
+run_config:
+  storage_path: %s
+`
+
+// TestOneMachineDeployment is the set-up the README documents: tunejet
+// nats-server, the four services against it through NATS_URL, an
+// experiment submitted with tunejet run, and tunejet status --json
+// showing it and the runner.
+func TestOneMachineDeployment(t *testing.T) {
+	t.Parallel()
+	addr := freeAddr(t)
+	storeDir := filepath.Join(t.TempDir(), "store")
+	srv := startTunejet(t, "", baseEnv(), "nats-server", "--addr", addr, "--store-dir", storeDir)
+	url := "nats://" + addr
+	bustest.Eventually(t, time.Minute, "tunejet nats-server to listen", func() bool {
+		return strings.Contains(srv.stderr.String(), "export NATS_URL="+url) || srv.exited()
+	})
+	if srv.exited() {
+		t.Fatalf("tunejet nats-server exited:\n%s", srv.wait(t))
+	}
+	storage, expDir := t.TempDir(), t.TempDir()
+	env := baseEnv("NATS_URL="+url, "TUNEJET_BIN="+tunejetBin, "TUNEJET_LOG_FORMAT=json")
+	for _, name := range []string{"controller", "runner", "syncer", "restorer"} {
+		args := []string{name}
+		if name == "runner" {
+			args = append(args, "--name", "box", "--cpus", "2", "--work-dir", t.TempDir())
+		}
+		startTunejet(t, "", env, args...)
+	}
+	file := writeFile(t, expDir, "experiment.yaml", fmt.Sprintf(oneMachineExperiment, storage))
+	if r := tunejet(t, "", env, "run", file); r.code != 0 || !strings.Contains(r.stdout, "3 TERMINATED") {
+		t.Fatalf("tunejet run against tunejet nats-server:\n%s", r)
+	}
+	var s statusJSON
+	bustest.Eventually(t, time.Minute, "status --json to show the experiment and the runner", func() bool {
+		r := tunejet(t, "", env, "status", "--json")
+		if r.code != 0 {
+			t.Fatalf("tunejet status --json:\n%s", r)
+		}
+		s = decodeStatus(t, r)
+		return len(s.Runners) == 1 && len(s.Experiments) == 1
+	})
+	e := s.Experiments[0]
+	if e.Name != "one_machine" || e.Status != "COMPLETED" || e.Trials["TERMINATED"] != 3 {
+		t.Errorf("status --json experiment: %+v", e)
+	}
+	if r := s.Runners[0]; r.Name != "box" || r.Capacity["cpu"] != 2 || r.PID == 0 {
+		t.Errorf("status --json runner: %+v", r)
+	}
+	// The server keeps its store in --store-dir, and stops on SIGINT.
+	if err := srv.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if r := srv.wait(t); r.code != 0 {
+		t.Errorf("tunejet nats-server after SIGINT:\n%s", r)
+	}
+	if _, err := os.Stat(filepath.Join(storeDir, "jetstream")); err != nil {
+		t.Errorf("tunejet nats-server kept no JetStream store in --store-dir: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/tunejet/tunejet/internal/bus"
@@ -48,6 +49,22 @@ func (c *connFlags) add(fs *pflag.FlagSet, defaultTimeout time.Duration) {
 	}
 	fs.DurationVar(&c.connectTimeout, "connect-timeout", defaultTimeout,
 		"how long to keep trying while NATS does not answer; 0 waits forever (env TUNEJET_CONNECT_TIMEOUT)")
+}
+
+// addDeployment registers the flags of a command that needs a
+// deployment's NATS: --nats is then required (see required).
+func (c *connFlags) addDeployment(fs *pflag.FlagSet, defaultTimeout time.Duration) {
+	c.add(fs, defaultTimeout)
+	fs.Lookup("nats").Usage = "the deployment's NATS server `URL`(s); required (env NATS_URL; on one machine, tunejet nats-server runs one)"
+}
+
+// required is the usage error of a command that needs a deployment when
+// neither --nats nor NATS_URL names one.
+func (c *connFlags) required(cmd *cobra.Command) error {
+	if c.o.URL != "" {
+		return nil
+	}
+	return usageError(cmd, fmt.Errorf("%s needs --nats URL (or NATS_URL), the NATS server of a deployment; on one machine `tunejet nats-server` runs one (the embedded server of `tunejet run` lives only while it runs)", cmd.Name()))
 }
 
 // options are the connect options the flags say, logging failed attempts

@@ -73,7 +73,7 @@ func newRoot() *cobra.Command {
 	root.SetVersionTemplate(versionText())
 	root.AddCommand(newRunCmd(), newRestoreCmd(), newCanRestoreCmd(), newResultsCmd(), newExplainCmd(), newReportCmd(), newStatusCmd(), newAttachCmd(), newStopCmd(), newDashboardCmd())
 	root.AddCommand(serviceCmds()...)
-	root.AddCommand(newVersionCmd())
+	root.AddCommand(newVersionCmd(), newNATSServerCmd())
 	return root
 }
 

@@ -63,6 +63,9 @@ func serviceCmd(name, short string, run func(context.Context, *bus.Bus) error) *
 		Short: short,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := conn.required(cmd); err != nil {
+				return err
+			}
 			log, err := logs.logger()
 			if err != nil {
 				return err
@@ -103,7 +106,7 @@ func serviceCmd(name, short string, run func(context.Context, *bus.Bus) error) *
 			return run(ctx, b)
 		},
 	}
-	conn.add(cmd.Flags(), serviceConnectTimeout)
+	conn.addDeployment(cmd.Flags(), serviceConnectTimeout)
 	logs.add(cmd.Flags(), "info")
 	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", os.Getenv("TUNEJET_METRICS_ADDR"), "serve /healthz and Prometheus /metrics on this address, e.g. :8080 (env TUNEJET_METRICS_ADDR; off when empty)")
 	cmd.Flags().IntVar(&replicas, "replicas", envInt("TUNEJET_REPLICAS", 1), "replicas of the streams and buckets created: 3 on a NATS cluster (env TUNEJET_REPLICAS)")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,17 +21,17 @@ import (
 )
 
 func newStatusCmd() *cobra.Command {
-	var conn connFlags
+	var (
+		conn   connFlags
+		asJSON bool
+	)
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the experiments and the live runners of a deployment",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if conn.o.URL == "" {
-				return errors.New("status needs --nats URL (or NATS_URL): the embedded server lives only while `tunejet run` runs")
-			}
 			ctx := cmd.Context()
-			opts, err := conn.options(nopLogger())
+			opts, err := deploymentOptions(cmd, conn)
 			if err != nil {
 				return err
 			}
@@ -46,37 +47,73 @@ func newStatusCmd() *cobra.Command {
 			if err := b.Provision(ctx); err != nil {
 				return err
 			}
-			return printStatus(ctx, b, os.Stdout)
+			return printStatus(ctx, b, os.Stdout, asJSON)
 		},
 	}
-	conn.add(cmd.Flags(), clientConnectTimeout)
+	conn.addDeployment(cmd.Flags(), clientConnectTimeout)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
 
-// printStatus writes the experiments (folded from the log) and the live
-// runners (from the registry).
-func printStatus(ctx context.Context, b *bus.Bus, w io.Writer) error {
+// status is what tunejet status prints; its JSON is --json's output.
+type status struct {
+	Experiments []statusExperiment `json:"experiments"`
+	Runners     []statusRunner     `json:"runners"`
+}
+
+type statusExperiment struct {
+	Name   string         `json:"name"`
+	Status string         `json:"status"`
+	Trials map[string]int `json:"trials"` // by trial status
+	// Pending are the trials no live runner can hold, and why.
+	Pending []statusPending `json:"pending,omitempty"`
+}
+
+type statusPending struct {
+	TrialID string `json:"trial_id"`
+	Reason  string `json:"reason"`
+}
+
+type statusRunner struct {
+	Name     string           `json:"name"`
+	Hostname string           `json:"hostname"`
+	PID      int              `json:"pid"`
+	Capacity events.Resources `json:"capacity"`
+	Held     events.Resources `json:"held"`
+	Trials   []statusAttempt  `json:"trials"`
+	info     bus.RunnerInfo
+}
+
+type statusAttempt struct {
+	Experiment string           `json:"experiment"`
+	TrialID    string           `json:"trial_id"`
+	Attempt    int              `json:"attempt"`
+	Resources  events.Resources `json:"resources"`
+	GPUIDs     []string         `json:"gpu_ids,omitempty"`
+}
+
+// readStatus folds the experiments from the log and reads the live
+// runners from the registry.
+func readStatus(ctx context.Context, b *bus.Bus) (*status, error) {
 	var names []string
 	err := b.Replay(ctx, events.TypeSubjects("*", events.WriterClient, events.TypeExperimentSubmitted), func(ev *events.Event) {
 		names = append(names, ev.Experiment)
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var runners []bus.RunnerInfo
 	kv, ok, err := b.ExistingRunners(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if ok {
 		if runners, err = bus.ListRunners(ctx, kv); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	totals := bus.Totals(runners)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "EXPERIMENT\tSTATUS\tTRIALS")
-	var waiting []string
+	out := &status{Experiments: []statusExperiment{}, Runners: []statusRunner{}}
 	for _, name := range names {
 		st, load := state.New(name), restore.Loader(b, name)
 		var ferr error
@@ -86,15 +123,47 @@ func printStatus(ctx context.Context, b *bus.Bus, w io.Writer) error {
 			}
 		})
 		if err = errors.Join(err, ferr); err != nil {
-			return fmt.Errorf("status of %s: %w", name, err)
+			return nil, fmt.Errorf("status of %s: %w", name, err)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", name, st.Status, tune.TrialCounts(st.Counts()))
+		e := statusExperiment{Name: name, Status: st.Status, Trials: st.Counts()}
 		if st.Status == state.ExperimentRunning {
 			for _, t := range st.TrialList() {
 				if why := controller.Unfit(st.Spec, t, totals); why != "" {
-					waiting = append(waiting, fmt.Sprintf("%s/%s PENDING: %s", name, t.ID, why))
+					e.Pending = append(e.Pending, statusPending{TrialID: t.ID, Reason: why})
 				}
 			}
+		}
+		out.Experiments = append(out.Experiments, e)
+	}
+	for _, r := range runners {
+		sr := statusRunner{Name: r.Name, Hostname: r.Hostname, PID: r.PID, Capacity: r.Total(), Held: r.Held(), Trials: []statusAttempt{}, info: r}
+		for _, t := range r.Trials {
+			sr.Trials = append(sr.Trials, statusAttempt{Experiment: t.Experiment, TrialID: t.TrialID, Attempt: t.Attempt, Resources: t.Shape(), GPUIDs: t.GPUIDs})
+		}
+		out.Runners = append(out.Runners, sr)
+	}
+	return out, nil
+}
+
+// printStatus writes the experiments (folded from the log) and the live
+// runners (from the registry), as tables or, with asJSON, as JSON.
+func printStatus(ctx context.Context, b *bus.Bus, w io.Writer, asJSON bool) error {
+	s, err := readStatus(ctx, b)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(s)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "EXPERIMENT\tSTATUS\tTRIALS")
+	var waiting []string
+	for _, e := range s.Experiments {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Name, e.Status, tune.TrialCounts(e.Trials))
+		for _, p := range e.Pending {
+			waiting = append(waiting, fmt.Sprintf("%s/%s PENDING: %s", e.Name, p.TrialID, p.Reason))
 		}
 	}
 	tw.Flush()
@@ -104,16 +173,16 @@ func printStatus(ctx context.Context, b *bus.Bus, w io.Writer) error {
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUNNER\tHOST\tHELD/CAPACITY\tTRIALS")
-	for _, r := range runners {
+	for _, r := range s.Runners {
 		var trials []string
-		for _, t := range r.Trials {
+		for _, t := range r.info.Trials {
 			held := t.Shape().String()
 			if len(t.GPUIDs) > 0 {
 				held += " on " + strings.Join(t.GPUIDs, ",")
 			}
 			trials = append(trials, fmt.Sprintf("%s/%s#%d(%s)", t.Experiment, t.TrialID, t.Attempt, held))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.Hostname, heldOf(r), strings.Join(trials, " "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.Hostname, heldOf(r.info), strings.Join(trials, " "))
 	}
 	return tw.Flush()
 }

@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -232,9 +233,11 @@ func (o ConnectOptions) natsOptions() ([]nats.Option, error) {
 type EmbedOptions struct {
 	// StoreDir holds JetStream's data. Default ~/.tunejet/jetstream.
 	StoreDir string
-	// Listen opens a TCP listener on 127.0.0.1 (Port, -1 for any free
-	// port); without it the server is reachable only in-process.
+	// Listen opens a TCP listener on Host (default 127.0.0.1) and Port
+	// (-1 or 0 for any free port); without it the server is reachable
+	// only in-process.
 	Listen bool
+	Host   string
 	Port   int
 }
 
@@ -276,7 +279,7 @@ func StartEmbedded(o EmbedOptions) (*Embedded, error) {
 		NoSigs:     true,
 		NoLog:      true,
 		DontListen: !o.Listen,
-		Host:       "127.0.0.1",
+		Host:       cmp.Or(o.Host, "127.0.0.1"),
 		Port:       o.Port,
 	}
 	if o.Listen && o.Port == 0 {
