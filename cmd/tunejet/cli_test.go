@@ -194,3 +194,69 @@ func TestOneMachineDeployment(t *testing.T) {
 		t.Errorf("tunejet nats-server kept no JetStream store in --store-dir: %v", err)
 	}
 }
+
+const capacityExperiment = `name: %s
+trainable:
+  command: ["/bin/sh", "-c", "\"$TUNEJET_BIN\" report loss=1"]
+  resources: {cpu: 3, lic: 1}
+param_space:
+  x: {grid_search: [1, 2]}
+run_config:
+  storage_path: %s
+`
+
+// TestRunDashboardTakesTheRunnerFlags: tunejet run --dashboard sizes its
+// embedded runner with --cpus and --resources, as tunejet run does without
+// it (trials asking for 3 CPUs and a custom resource run to the end), and
+// takes the dashboard's address with "=" or after a space, before or after
+// FILE.
+func TestRunDashboardTakesTheRunnerFlags(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for i, form := range [][]string{
+		{"--dashboard=127.0.0.1:0", "FILE"},
+		{"--dashboard", "127.0.0.1:0", "FILE"},
+		{"FILE", "--dashboard", "127.0.0.1:0"},
+	} {
+		name := fmt.Sprintf("dash_capacity_%d", i)
+		file := writeFile(t, dir, name+".yaml", fmt.Sprintf(capacityExperiment, name, t.TempDir()))
+		args := []string{"run", "--cpus", "3", "--resources", "lic=1", "--store-dir", t.TempDir(), "--verbose", "1"}
+		for _, a := range form {
+			if a == "FILE" {
+				a = file
+			}
+			args = append(args, a)
+		}
+		p := startTunejet(t, "", baseEnv("TUNEJET_BIN="+tunejetBin), args...)
+		bustest.Eventually(t, 2*time.Minute, "tunejet run to end or a trial to wait for a runner", func() bool {
+			return p.exited() || strings.Contains(p.stdout.String(), "needs ")
+		})
+		if !p.exited() {
+			t.Errorf("tunejet %s: a trial waits for a runner with the capacity the flags say:\n%s", strings.Join(form, " "), p.stdout)
+			continue
+		}
+		r := p.wait(t)
+		if r.code != 0 || !strings.Contains(r.stdout, "2 TERMINATED") || !strings.Contains(r.stderr, "Dashboard: http://127.0.0.1:") {
+			t.Errorf("tunejet %s: want both trials run on the capacity the flags say, with the dashboard:\n%s", strings.Join(form, " "), r)
+		}
+	}
+}
+
+// TestCanRestoreTakesNoRunnerFlags: can-restore runs no trial, so it has
+// no runner flags: --cpus is an unknown flag, and its help lists none.
+func TestCanRestoreTakesNoRunnerFlags(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "exp")
+	if r := tunejet(t, "", baseEnv(), "can-restore", "--cpus", "4", "--store-dir", t.TempDir(), path); r.code != 2 || !strings.Contains(r.stderr, "unknown flag: --cpus") {
+		t.Errorf("can-restore --cpus: want a usage error:\n%s", r)
+	}
+	help := tunejet(t, "", baseEnv(), "can-restore", "--help")
+	for _, flag := range []string{"--cpus", "--slots", "--gpus", "--gpu-ids", "--memory", "--resources", "--verbose"} {
+		if strings.Contains(help.stdout, flag+" ") {
+			t.Errorf("can-restore --help lists %s:\n%s", flag, help.stdout)
+		}
+	}
+	if !strings.Contains(help.stdout, "--store-dir") || !strings.Contains(help.stdout, "--nats") {
+		t.Errorf("can-restore --help lacks --store-dir or --nats:\n%s", help.stdout)
+	}
+}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
+	"strconv"
 	"sync"
 
 	"github.com/rs/zerolog"
@@ -130,10 +132,46 @@ type runDashboard struct {
 }
 
 func (d *runDashboard) add(fs *pflag.FlagSet) {
-	fs.StringVar(&d.addr, "dashboard", "", "serve the live dashboard while the experiment runs, on this address ("+dashboard.DefaultAddr+" when given without one)")
+	fs.StringVar(&d.addr, "dashboard", "", "serve the live dashboard while the experiment runs, on this address: --dashboard=ADDR or --dashboard ADDR ("+dashboard.DefaultAddr+" when given without one)")
 	fs.Lookup("dashboard").NoOptDefVal = dashboard.DefaultAddr
 	fs.StringVar(&d.token, "dashboard-token", os.Getenv(dashboard.TokenEnv), "token the dashboard's visitors must present; needed off loopback (env "+dashboard.TokenEnv+")")
 	fs.BoolVar(&d.allowActions, "dashboard-allow-actions", false, "let the dashboard's visitors stop the experiment from the page")
+}
+
+// file is run's FILE among its arguments. --dashboard's address is
+// optional, so "--dashboard ADDR" leaves ADDR among the arguments: with two
+// of them, one an address (HOST:PORT, not a file) and the other not, the
+// address is the dashboard's.
+func (d *runDashboard) file(fs *pflag.FlagSet, args []string) (string, error) {
+	if f := fs.Lookup("dashboard"); len(args) == 2 && f.Changed && d.addr == f.NoOptDefVal {
+		switch a0, a1 := isListenAddr(args[0]), isListenAddr(args[1]); {
+		case a0 && !a1:
+			d.addr = args[0]
+			return args[1], nil
+		case a1 && !a0:
+			d.addr = args[1]
+			return args[0], nil
+		}
+		return "", fmt.Errorf("accepts 1 arg(s), received 2: give the dashboard's address as --dashboard=ADDR")
+	}
+	if len(args) != 1 {
+		return "", fmt.Errorf("accepts 1 arg(s), received %d", len(args))
+	}
+	return args[0], nil
+}
+
+// isListenAddr reports whether s is HOST:PORT with a numeric port and no
+// file of that name exists.
+func isListenAddr(s string) bool {
+	if _, err := os.Stat(s); err == nil {
+		return false
+	}
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return false
+	}
+	_, err = strconv.ParseUint(port, 10, 16)
+	return err == nil
 }
 
 // start serves the dashboard when --dashboard asks for it, printing its
@@ -175,7 +213,11 @@ func (d *runDashboard) start(ctx context.Context, sf *stackFlags, opts []tune.Op
 		return nil, nil, errors.Join(err, stop())
 	}
 	if connOpts.URL == "" {
-		stack, err := tune.StartStack(ctx, tune.StackConfig{StoreDir: sf.storeDir, Slots: sf.slots, Log: log, Listen: true})
+		capacity, err := sf.capacity.embedded(sf.slots)
+		if err != nil {
+			return nil, nil, errors.Join(err, stop())
+		}
+		stack, err := tune.StartStack(ctx, tune.StackConfig{StoreDir: sf.storeDir, Slots: sf.slots, Capacity: capacity, Log: log, Listen: true})
 		if err != nil {
 			return nil, nil, errors.Join(err, stop())
 		}

@@ -26,12 +26,18 @@ type stackFlags struct {
 }
 
 func (f *stackFlags) add(cmd *cobra.Command) {
-	f.conn.add(cmd.Flags(), clientConnectTimeout)
-	f.logs.add(cmd.Flags(), "warn")
-	cmd.Flags().StringVar(&f.storeDir, "store-dir", bus.DefaultStoreDir(), "embedded nats-server's JetStream store")
+	f.addStore(cmd)
 	cmd.Flags().IntVar(&f.slots, "slots", 0, "embedded runner's trial slots: a shorthand for --cpus N (default: number of CPUs)")
 	f.capacity.addResources(cmd.Flags(), "the embedded runner")
 	cmd.Flags().IntVar(&f.verbose, "verbose", tune.VerboseTable, "status table, as Ray's verbose: 0 none, 1 the status line, 2 the trials with their varying hyperparameters and metric, 3 every trial and metric")
+}
+
+// addStore adds the flags that say where the log is, the deployment or
+// the embedded server's store, and no runner's: those of can-restore.
+func (f *stackFlags) addStore(cmd *cobra.Command) {
+	f.conn.add(cmd.Flags(), clientConnectTimeout)
+	f.logs.add(cmd.Flags(), "warn")
+	cmd.Flags().StringVar(&f.storeDir, "store-dir", bus.DefaultStoreDir(), "embedded nats-server's JetStream store")
 }
 
 // options are the tune options the flags say.
@@ -209,7 +215,7 @@ func newCanRestoreCmd() *cobra.Command {
 			return nil
 		},
 	}
-	sf.add(cmd)
+	sf.addStore(cmd) // it runs no trial: no runner flags
 	return cmd
 }
 

@@ -18,6 +18,7 @@ func newRunCmd() *cobra.Command {
 		objs                      objectFlags
 		dash                      runDashboard
 		storagePath, name, resume string
+		file                      string // FILE, among the arguments (see runDashboard.file)
 	)
 	cmd := &cobra.Command{
 		Use:   "run FILE",
@@ -38,9 +39,13 @@ stored one, never a command named by a state file.
 Exit status: 0 when the experiment completes (even with errored trials), 1 on
 a bad file or an infrastructure failure, 2 on a usage error (the arguments or
 flags), 130 when interrupted.`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := spec.ParseFile(args[0])
+		Args: func(cmd *cobra.Command, args []string) error {
+			var err error
+			file, err = dash.file(cmd.Flags(), args)
+			return err
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := spec.ParseFile(file)
 			if err != nil {
 				return err
 			}
