@@ -93,7 +93,7 @@ type logFlags struct {
 
 func (l *logFlags) add(fs *pflag.FlagSet, defaultLevel string) {
 	fs.StringVar(&l.level, "log-level", envOr("TUNEJET_LOG_LEVEL", defaultLevel), "log level: debug, info, warn, error (env TUNEJET_LOG_LEVEL)")
-	fs.StringVar(&l.format, "log-format", envOr("TUNEJET_LOG_FORMAT", ""), "log format: json or console; default console on a terminal, json otherwise (env TUNEJET_LOG_FORMAT)")
+	fs.StringVar(&l.format, "log-format", envOr("TUNEJET_LOG_FORMAT", ""), "log format: json or console (coloured only on a terminal); default console on a terminal, json otherwise (env TUNEJET_LOG_FORMAT)")
 }
 
 func (l *logFlags) logger() (zerolog.Logger, error) {
@@ -110,7 +110,8 @@ func (l *logFlags) logger() (zerolog.Logger, error) {
 		}
 	}
 	if format == "console" {
-		w = zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly}
+		// Colour codes only for a terminal: not in a file or a pipe.
+		w = zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly, NoColor: !isTerminal(os.Stderr)}
 	}
 	return zerolog.New(w).Level(level).With().Timestamp().Logger(), nil
 }

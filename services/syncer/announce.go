@@ -2,6 +2,7 @@ package syncer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -40,8 +41,14 @@ func (a announcer) once(ctx context.Context, id string, p events.Payload) error 
 }
 
 // failure announces an operation that failed after attempt tries; it is
-// tried again later.
+// tried again later. One the shutdown cancelled (ctx is done) did not
+// fail: the syncer's last sync, or the next syncer, does it, so it is
+// logged at info and not announced.
 func (a announcer) failure(ctx context.Context, op string, err error, attempt int) {
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		a.log.Info().Str("operation", op).Msg("stopped by the shutdown; done again before the syncer exits or by the next one")
+		return
+	}
 	metrics.SyncFailures.WithLabelValues(a.exp).Inc()
 	a.log.Error().Err(err).Str("operation", op).Msg("sync failed; it will be tried again")
 	a.announce(ctx, &events.SyncFailed{Operation: op, Error: err.Error(), Attempt: attempt})

@@ -186,7 +186,15 @@ func (w *writer) fold(ctx context.Context, ev *events.Event) {
 func (w *writer) do(ctx context.Context, jobs []job) {
 	for _, j := range jobs {
 		if err := w.runJob(ctx, j); err != nil {
-			w.log.Error().Err(err).Str("trial", j.trial).Msg("stage for storage")
+			log := w.log.Error()
+			if j.kind == writeParams {
+				// A params.json not written in place stays pending and
+				// goes with the next sync: nothing is lost. It happens
+				// when a runner starting the trial cleans the trial's
+				// folder of temporary files while it is written.
+				log = w.log.Warn()
+			}
+			log.Err(err).Str("trial", j.trial).Msg("stage for storage")
 		}
 	}
 }
