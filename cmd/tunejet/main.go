@@ -68,9 +68,9 @@ func newRoot() *cobra.Command {
 		Short:         "Fault-tolerant hyperparameter tuning on NATS JetStream",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       "-", // --version; its template prints versionText
+		Version:       versionText(), // --version
 	}
-	root.SetVersionTemplate(versionText())
+	root.SetVersionTemplate("{{.Version}}")
 	root.AddCommand(newRunCmd(), newRestoreCmd(), newCanRestoreCmd(), newResultsCmd(), newExplainCmd(), newReportCmd(), newStatusCmd(), newAttachCmd(), newStopCmd(), newDashboardCmd())
 	root.AddCommand(serviceCmds()...)
 	root.AddCommand(newVersionCmd(), newNATSServerCmd())
