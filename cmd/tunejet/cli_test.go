@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus/bustest"
 )
 
@@ -258,5 +259,25 @@ func TestCanRestoreTakesNoRunnerFlags(t *testing.T) {
 	}
 	if !strings.Contains(help.stdout, "--store-dir") || !strings.Contains(help.stdout, "--nats") {
 		t.Errorf("can-restore --help lacks --store-dir or --nats:\n%s", help.stdout)
+	}
+}
+
+// TestStatusJSON: tunejet status --json prints the experiments and the
+// runners as the documented JSON, as results and explain do.
+func TestStatusJSON(t *testing.T) {
+	t.Parallel()
+	srv := bustest.Start(t)
+	b := srv.Bus("test")
+	sp := events.ExperimentSpec{Name: "js", Trainable: events.Trainable{Command: []string{"true"}}, TuneConfig: events.TuneConfig{NumSamples: 1}}
+	if _, err := b.Publish(t.Context(), b.Event("js", events.WriterClient, &events.ExperimentSubmitted{Spec: sp})); err != nil {
+		t.Fatal(err)
+	}
+	r := tunejet(t, "", baseEnv(), "status", "--nats", srv.URL(), "--json")
+	if r.code != 0 {
+		t.Fatalf("tunejet status --json:\n%s", r)
+	}
+	s := decodeStatus(t, r)
+	if len(s.Experiments) != 1 || s.Experiments[0].Name != "js" || s.Experiments[0].Status == "" || s.Runners == nil {
+		t.Errorf("status --json: %+v; want experiment js and an empty list of runners", s)
 	}
 }
