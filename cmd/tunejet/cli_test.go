@@ -6,6 +6,7 @@ package main_test
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -279,5 +280,24 @@ func TestStatusJSON(t *testing.T) {
 	s := decodeStatus(t, r)
 	if len(s.Experiments) != 1 || s.Experiments[0].Name != "js" || s.Experiments[0].Status == "" || s.Runners == nil {
 		t.Errorf("status --json: %+v; want experiment js and an empty list of runners", s)
+	}
+}
+
+// TestNATSServerSaysWhyItCannotStart: tunejet nats-server on a port in use
+// fails at once saying so, and a malformed --addr is a usage error.
+func TestNATSServerSaysWhyItCannotStart(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	r := tunejet(t, "", baseEnv(), "nats-server", "--addr", ln.Addr().String(), "--store-dir", t.TempDir())
+	if r.code != 1 || !strings.Contains(r.stderr, "address already in use") {
+		t.Errorf("tunejet nats-server on a port in use:\n%s", r)
+	}
+	r = tunejet(t, "", baseEnv(), "nats-server", "--addr", "4222", "--store-dir", t.TempDir())
+	if r.code != 2 || !strings.Contains(r.stderr, "want HOST:PORT") {
+		t.Errorf("tunejet nats-server --addr 4222:\n%s", r)
 	}
 }

@@ -41,6 +41,13 @@ nats-server for a cluster (docs/operations.md).`,
 			if err != nil {
 				return usageError(cmd, err)
 			}
+			// nats-server reports a taken port only in its log, which
+			// is off: find out here.
+			ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+			if err != nil {
+				return fmt.Errorf("nats-server: %w", err)
+			}
+			_ = ln.Close()
 			emb, err := bus.StartEmbedded(bus.EmbedOptions{StoreDir: storeDir, Listen: true, Host: host, Port: port})
 			if err != nil {
 				return err
