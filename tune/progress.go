@@ -16,6 +16,7 @@ import (
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/search"
+	"github.com/tunejet/tunejet/internal/show"
 	"github.com/tunejet/tunejet/internal/state"
 )
 
@@ -133,7 +134,7 @@ func render(st *state.Experiment, elapsed time.Duration, verbose int, params []s
 		metric, mode = st.Spec.TuneConfig.Metric, st.Spec.TuneConfig.Mode
 	}
 	if best := bestTrial(st, metric, mode); best != nil {
-		fmt.Fprintf(&b, "Current best trial: %s with %s=%s and params=%s\n", best.ID, metric, metricCell(best.LastResult[metric]), compactJSON(best.Config))
+		fmt.Fprintf(&b, "Current best trial: %s with %s=%s and params=%s\n", best.ID, metric, show.Cell(best.LastResult[metric]), show.JSON(best.Config))
 	}
 	trials := tableRows(st, verbose)
 	metrics := metricColumns(st, trials, metric, verbose)
@@ -148,11 +149,11 @@ func render(st *state.Experiment, elapsed time.Duration, verbose int, params []s
 	for _, tr := range trials {
 		row := []string{tr.Name, tr.Status}
 		for _, p := range params {
-			row = append(row, metricCell(state.Lookup(tr.Config, p)))
+			row = append(row, show.Cell(state.Lookup(tr.Config, p)))
 		}
 		row = append(row, fmt.Sprint(tr.Iteration), fmt.Sprintf("%.1f", num(tr.LastResult["time_total_s"])))
 		for _, m := range metrics {
-			row = append(row, metricCell(state.Lookup(tr.LastResult, m)))
+			row = append(row, show.Cell(state.Lookup(tr.LastResult, m)))
 		}
 		if reasons {
 			row = append(row, decidedEnd(tr))
@@ -290,16 +291,6 @@ func num(v any) float64 {
 	return f
 }
 
-func metricCell(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case float64:
-		return fmt.Sprintf("%.5g", x)
-	}
-	return fmt.Sprint(v)
-}
-
 // Summary is the closing text: counts and the best trial.
 func Summary(g *ResultGrid) string {
 	var b strings.Builder
@@ -315,6 +306,6 @@ func Summary(g *ResultGrid) string {
 		fmt.Fprintf(&b, "No best trial: %v\n", err)
 		return b.String()
 	}
-	fmt.Fprintf(&b, "Best trial %s (%s %s = %s) with config %s\n", best.TrialName, g.mode, g.metric, metricCell(best.Metrics[g.metric]), compactJSON(best.Config))
+	fmt.Fprintf(&b, "Best trial %s (%s %s = %s) with config %s\n", best.TrialName, g.mode, g.metric, show.Cell(best.Metrics[g.metric]), show.JSON(best.Config))
 	return b.String()
 }

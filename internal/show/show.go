@@ -1,0 +1,83 @@
+// Package show formats what a user reads of an experiment: config values
+// (as JSON, never as Go prints them) and its progress. The status table,
+// tunejet results, explain and status, and the dashboard all use it, so a
+// value reads the same everywhere.
+package show
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// JSON is v as compact JSON with the keys of its mappings sorted and <, >
+// and & as they are: how a config, or any value that is a mapping or a
+// list, reads. A NaN or an infinity, which JSON cannot hold, reads as the
+// string "NaN", "Infinity" or "-Infinity".
+func JSON(v any) string {
+	s, err := encode(v)
+	if err != nil {
+		if s, err = encode(finite(v)); err != nil {
+			return strconv.Quote(fmt.Sprint(v))
+		}
+	}
+	return s
+}
+
+func encode(v any) (string, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(b.String(), "\n"), nil
+}
+
+// finite is v with each NaN or infinite float64 of its mappings and lists
+// replaced by its name.
+func finite(v any) any {
+	switch x := v.(type) {
+	case float64:
+		switch {
+		case math.IsNaN(x):
+			return "NaN"
+		case math.IsInf(x, 1):
+			return "Infinity"
+		case math.IsInf(x, -1):
+			return "-Infinity"
+		}
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = finite(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = finite(e)
+		}
+		return out
+	}
+	return v
+}
+
+// Cell is a value in a table's cell: nothing for none, a number with 5
+// significant digits, a string as it is, anything else as JSON.
+func Cell(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case float64:
+		return fmt.Sprintf("%.5g", x)
+	case string:
+		return x
+	case bool:
+		return strconv.FormatBool(x)
+	}
+	return JSON(v)
+}
