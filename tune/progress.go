@@ -12,12 +12,14 @@ import (
 	"sync"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/show"
 	"github.com/tunejet/tunejet/internal/state"
+	"github.com/tunejet/tunejet/internal/storage"
 )
 
 // maxTableRows bounds the trials shown at verbosity 2; the rest are
@@ -231,11 +233,7 @@ func decidedEnd(t *state.Trial) string {
 	if why == "" {
 		return ""
 	}
-	const most = 60
-	if len(why) > most {
-		why = why[:most-3] + "..."
-	}
-	return why
+	return cut(why, 60)
 }
 
 // bestTrial is the trial whose last result is best by metric and mode, or
@@ -291,13 +289,15 @@ func num(v any) float64 {
 	return f
 }
 
-// Summary is the closing text: counts and the best trial.
+// Summary is the closing text: counts, the errored trials and the best
+// trial.
 func Summary(g *ResultGrid) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Experiment finished: %d trials, %d TERMINATED, %d ERROR.\n", g.Len(), g.NumTerminated(), g.NumErrors())
 	if g.ExperimentPath != "" {
 		fmt.Fprintf(&b, "Results: %s\n", g.ExperimentPath)
 	}
+	b.WriteString(erroredTrials(g))
 	if g.metric == "" || g.mode == "" {
 		return b.String()
 	}
@@ -308,4 +308,59 @@ func Summary(g *ResultGrid) string {
 	}
 	fmt.Fprintf(&b, "Best trial %s (%s %s = %s) with config %s\n", best.TrialName, g.mode, g.metric, show.Cell(best.Metrics[g.metric]), show.JSON(best.Config))
 	return b.String()
+}
+
+// maxErrorLine bounds the error's last line in the errored trials' table.
+const maxErrorLine = 120
+
+// erroredTrials is Ray's table of the trials that ended ERROR (Ray's
+// trial_errors_str in python/ray/tune/progress_reporter.py): their number,
+// then each one's name, failures and error.txt, with the last line of its
+// error, which names the cause (a Python traceback's exception, a
+// command's last line of stderr); at most maxTableRows rows. "" when no
+// trial errored.
+func erroredTrials(g *ResultGrid) string {
+	var failed []Result
+	for _, r := range g.results {
+		if r.Error != nil {
+			failed = append(failed, r)
+		}
+	}
+	if len(failed) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Number of errored trials: %d\n", len(failed))
+	if over := len(failed) - maxTableRows; over > 0 {
+		fmt.Fprintf(&b, "Table truncated to %d rows (%d overflow)\n", maxTableRows, over)
+		failed = failed[:maxTableRows]
+	}
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "Trial name\t# failures\terror file\tlast error line")
+	for _, r := range failed {
+		file := "-"
+		if r.Path != "" {
+			file = storage.Join(r.Path, storage.ErrorFile)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", r.TrialName, r.NumFailures, file, lastLine(r.Error.Error(), maxErrorLine))
+	}
+	tw.Flush()
+	return b.String()
+}
+
+// lastLine is the last line of s that is not blank, cut to most runes.
+func lastLine(s string, most int) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return cut(strings.TrimSpace(s), most)
+}
+
+// cut shortens s to most runes, ending with "..." when it cut.
+func cut(s string, most int) string {
+	if utf8.RuneCountInString(s) <= most {
+		return s
+	}
+	return string([]rune(s)[:most-3]) + "..."
 }

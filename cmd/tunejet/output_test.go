@@ -3,6 +3,7 @@ package main_test
 import (
 	"encoding/json"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -122,5 +123,106 @@ func getJSON(t *testing.T, url string, v any) {
 	}
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
 		t.Fatalf("GET %s: %v", url, err)
+	}
+}
+
+// allFailing's two trials fail at once, as a Python trainable does on a
+// runner without the SDK: the cause is the last line of their stderr.
+const allFailing = `name: all_failing
+trainable:
+  name: fails
+  command:
+    - /bin/sh
+    - -c
+    - |
+      echo "Traceback (most recent call last):" >&2
+      echo "ModuleNotFoundError: No module named 'tunejet'" >&2
+      exit 3
+param_space:
+  x: {grid_search: [1, 2]}
+tune_config:
+  metric: loss
+  mode: min
+`
+
+const lastErrorLine = "ModuleNotFoundError: No module named 'tunejet'"
+
+// TestRunSummaryShowsErroredTrials: a run whose trials all failed ends,
+// as Ray's, with the number of errored trials and a table of them (name,
+// failures, error file), each with its error's last line, before "No best
+// trial"; tunejet results shows the same, and 0 iterations for trials
+// that never reported. The run still exits 0.
+func TestRunSummaryShowsErroredTrials(t *testing.T) {
+	t.Parallel()
+	file := writeFile(t, t.TempDir(), "exp.yaml", allFailing)
+	run, storagePath := embeddedRun(t, file)
+	if run.code != 0 {
+		t.Fatalf("want exit status 0 for a completed experiment without --fail-on-error, got:\n%s", run)
+	}
+	expDir := filepath.Join(storagePath, "all_failing")
+	trials := resultsJSON(t, expDir).Trials
+	if len(trials) != 2 {
+		t.Fatalf("%d trials, want 2", len(trials))
+	}
+	checkErrorTable := func(what, out string) {
+		t.Helper()
+		summary := out[max(strings.Index(out, "Experiment finished"), 0):]
+		table, noBest := strings.Index(summary, "Number of errored trials: 2\n"), strings.Index(summary, "No best trial")
+		if table < 0 || noBest < table {
+			t.Fatalf("%s does not say the number of errored trials before No best trial:\n%s", what, out)
+		}
+		header := lineWith(summary, "# failures")
+		for _, col := range []string{"Trial name", "# failures", "error file", "last error line"} {
+			if !strings.Contains(header, col) {
+				t.Errorf("%s: the errored trials' header %q lacks %q", what, header, col)
+			}
+		}
+		for _, tr := range trials {
+			errFile := filepath.Join(tr.Path, "error.txt")
+			line := lineWith(summary[table:], tr.TrialName)
+			if fields := strings.Fields(line); len(fields) < 3 || fields[1] != "1" || fields[2] != errFile || !strings.HasSuffix(line, lastErrorLine) {
+				t.Errorf("%s: trial %s's line %q; want its 1 failure, %s and %q", what, tr.TrialName, line, errFile, lastErrorLine)
+			}
+			if _, err := os.Stat(errFile); err != nil {
+				t.Errorf("%s names %s: %v", what, errFile, err)
+			}
+		}
+	}
+	checkErrorTable("tunejet run", run.stdout)
+
+	results := tunejet(t, "", baseEnv(), "results", expDir)
+	if results.code != 0 {
+		t.Fatalf("tunejet results:\n%s", results)
+	}
+	checkErrorTable("tunejet results", results.stdout)
+	for _, tr := range trials {
+		if fields := strings.Fields(lineWith(results.stdout, tr.TrialName)); len(fields) < 3 || fields[1] != "ERROR" || fields[2] != "0" {
+			t.Errorf("tunejet results shows trial %s as %q; want ERROR at iteration 0", tr.TrialName, fields)
+		}
+	}
+	if strings.Contains(results.stdout, "<nil>") {
+		t.Errorf("tunejet results shows <nil>:\n%s", results.stdout)
+	}
+}
+
+// TestRunFailOnError: with --fail-on-error, a run with an errored trial
+// exits 2 after its summary; one without exits 0, as without the flag.
+func TestRunFailOnError(t *testing.T) {
+	t.Parallel()
+	failing := writeFile(t, t.TempDir(), "exp.yaml", allFailing)
+	r, _ := embeddedRun(t, failing, "--fail-on-error")
+	if r.code != 2 {
+		t.Fatalf("want exit status 2 with --fail-on-error and errored trials, got:\n%s", r)
+	}
+	if !strings.Contains(r.stdout, "Number of errored trials: 2") || !strings.Contains(r.stderr, "2 trials ended ERROR") {
+		t.Errorf("want the summary on stdout and the reason for the exit status on stderr:\n%s", r)
+	}
+	passing := writeFile(t, t.TempDir(), "exp.yaml", nestedConfigs)
+	if r, _ := embeddedRun(t, passing, "--fail-on-error"); r.code != 0 {
+		t.Errorf("want exit status 0 with --fail-on-error and no errored trial, got:\n%s", r)
+	}
+	help := tunejet(t, "", baseEnv(), "run", "--help")
+	if !strings.Contains(help.stdout, "--fail-on-error") || !strings.Contains(help.stdout, "exit status 2 with --fail-on-error") {
+		t.Errorf("tunejet run --help does not document --fail-on-error and its exit status:\n%s", help)
 	}
 }

@@ -18,6 +18,7 @@ func newRunCmd() *cobra.Command {
 		objs                      objectFlags
 		dash                      runDashboard
 		storagePath, name, resume string
+		failOnError               bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run FILE",
@@ -35,8 +36,12 @@ then it is restored when it can be (tunejet can-restore), and started fresh
 otherwise. A restore runs FILE's trainable, which must be the same as the
 stored one, never a command named by a state file.
 
-Exit status: 0 when the experiment completes (even with errored trials), 1 on
-a bad file or an infrastructure failure, 130 when interrupted.`,
+The summary lists the trials that ended ERROR, each with its error's last
+line and its error.txt.
+
+Exit status: 0 when the experiment completes (even with errored trials:
+exit status 2 with --fail-on-error when any trial ended ERROR), 1 on a bad
+file or an infrastructure failure, 130 when interrupted.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := spec.ParseFile(args[0])
@@ -89,7 +94,7 @@ a bad file or an infrastructure failure, 130 when interrupted.`,
 			default:
 				return fmt.Errorf("--resume %q: the only value is auto", resume)
 			}
-			return errors.Join(fitAndSummarize(cmd, tuner, expPath, sf.conn.o.URL != ""), stopDashboard())
+			return errors.Join(fitAndSummarize(cmd, tuner, expPath, sf.conn.o.URL != "", failOnError), stopDashboard())
 		},
 	}
 	sf.add(cmd)
@@ -98,5 +103,6 @@ a bad file or an infrastructure failure, 130 when interrupted.`,
 	cmd.Flags().StringVar(&storagePath, "storage-path", "", "override run_config.storage_path")
 	cmd.Flags().StringVar(&name, "name", "", "override the experiment name")
 	cmd.Flags().StringVar(&resume, "resume", "", "auto: restore the experiment if it has state, else start it")
+	cmd.Flags().BoolVar(&failOnError, "fail-on-error", false, failOnErrorUsage)
 	return cmd
 }
