@@ -151,7 +151,9 @@ const lastErrorLine = "ModuleNotFoundError: No module named 'tunejet'"
 // as Ray's, with the number of errored trials and a table of them (name,
 // failures, error file), each with its error's last line, before "No best
 // trial"; tunejet results shows the same, and 0 iterations for trials
-// that never reported. The run still exits 0.
+// that never reported. The run still exits 0. The wording is Ray's
+// (ray-project/ray python/ray/tune/progress_reporter.py, trial_errors_str,
+// at commit 032e6c2824d4cc3b275b5d4498c5d44db5badaeb).
 func TestRunSummaryShowsErroredTrials(t *testing.T) {
 	t.Parallel()
 	file := writeFile(t, t.TempDir(), "exp.yaml", allFailing)
