@@ -96,7 +96,7 @@ func (t *statusTable) draw(st *state.Experiment) {
 	if st.Spec != t.spec {
 		t.spec, t.params = st.Spec, paramColumns(st.Spec)
 	}
-	text := render(st, time.Since(t.started), t.verbose, t.params)
+	text := render(st, time.Now(), time.Since(t.started), t.verbose, t.params)
 	if t.verbose > VerboseSilent {
 		text += t.waiting(st)
 	}
@@ -116,18 +116,23 @@ func (t *statusTable) final(st *state.Experiment) {
 	t.draw(st)
 }
 
-// render formats the status of an experiment as Ray's progress reporter
-// does: the status line; from verbosity 2 the current best trial and a
+// render formats the status of an experiment at now as Ray's progress
+// reporter does: the status line, with the trials ended of the total
+// (Ray's "Number of trials: 34/200"); from verbosity 2 the current best
+// trial and a
 // table of the trials with the hyperparameters that vary (params), the
 // iteration, the total time, the metric and, once a scheduler or stopper
 // ended a trial shown, why; at verbosity 3 every trial and every metric.
-func render(st *state.Experiment, elapsed time.Duration, verbose int, params []string) string {
+func render(st *state.Experiment, now time.Time, elapsed time.Duration, verbose int, params []string) string {
 	if verbose <= VerboseSilent {
 		return ""
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "== Status ==\nExperiment %s: %s | elapsed %s | %s\n",
-		st.Name, st.Status, elapsed.Truncate(time.Second), TrialCounts(st.Counts()))
+	fmt.Fprintf(&b, "== Status ==\nExperiment %s: %s | elapsed %s | ", st.Name, st.Status, elapsed.Truncate(time.Second))
+	if p := show.Progress(st.Progress(now)); p != "" {
+		b.WriteString(p + " | ")
+	}
+	b.WriteString(TrialCounts(st.Counts()) + "\n")
 	if verbose == VerboseStatus {
 		return b.String()
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The errored trials' table keeps at most maxTableRows rows, says so as
@@ -42,5 +43,24 @@ func TestErroredTrialsTable(t *testing.T) {
 	}
 	if erroredTrials(&ResultGrid{results: []Result{{Status: "TERMINATED"}}}) != "" {
 		t.Error("a grid without errored trials has a table")
+	}
+}
+
+// The status line shows the trials ended of the total the search creates,
+// with an ETA once a trial ended, or that the total is unbounded.
+func TestStatusLineShowsTheTotal(t *testing.T) {
+	now := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	st := tableState()
+	st.Run, st.NumTrials, st.StartTime = 1, 200, now.Add(-10*time.Second)
+	st.Trials["a_00001"].EndTime = now.Add(-5 * time.Second) // the TERMINATED one
+	for _, verbose := range []int{VerboseStatus, VerboseTable} {
+		line := strings.Split(render(st, now, time.Second, verbose, nil), "\n")[1]
+		if !strings.Contains(line, "| 1/200 trials done (0%), ETA 33m10s | 1 RUNNING, 1 PAUSED, 1 TERMINATED") {
+			t.Errorf("verbosity %d: status line %q; want 1/200 done with the ETA at 1 trial per 10 s, then the counts", verbose, line)
+		}
+	}
+	st.NumTrials = -1
+	if line := strings.Split(render(st, now, time.Second, VerboseStatus, nil), "\n")[1]; !strings.Contains(line, "| 1/unbounded trials done (num_samples -1) |") {
+		t.Errorf("status line %q; want the total unbounded", line)
 	}
 }

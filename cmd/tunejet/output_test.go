@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -226,5 +227,39 @@ func TestRunFailOnError(t *testing.T) {
 	help := tunejet(t, "", baseEnv(), "run", "--help")
 	if !strings.Contains(help.stdout, "--fail-on-error") || !strings.Contains(help.stdout, "exit status 2 with --fail-on-error") {
 		t.Errorf("tunejet run --help does not document --fail-on-error and its exit status:\n%s", help)
+	}
+}
+
+// TestRunAnnouncesALargeGrid: a run of 10,000 trials or more says how many
+// on stderr, in one line, before it starts; a small one says nothing.
+func TestRunAnnouncesALargeGrid(t *testing.T) {
+	t.Parallel()
+	values := make([]string, 100)
+	for i := range values {
+		values[i] = strconv.Itoa(i)
+	}
+	grid := "{grid_search: [" + strings.Join(values, ", ") + "]}"
+	file := writeFile(t, t.TempDir(), "exp.yaml", `name: large_grid
+trainable:
+  command: ["/bin/sh", "-c", "exit 0"]
+param_space: {a: `+grid+`, b: `+grid+`}
+tune_config: {num_samples: 2}
+`)
+	p := startTunejet(t, "", embeddedEnv(t), "run", file, "--verbose", "0", "--store-dir", t.TempDir(), "--storage-path", t.TempDir())
+	const notice = "tunejet: experiment large_grid creates 20000 trials (a grid of 10000 points × num_samples 2)\n"
+	bustest.Eventually(t, time.Minute, "the notice of the grid's size", func() bool {
+		if p.exited() {
+			t.Fatalf("tunejet run exited:\n%s\n%s", p.stdout, p.stderr)
+		}
+		return strings.Contains(p.stderr.String(), notice)
+	})
+	p.kill() // its 20000 trials are not the test's
+	if n := strings.Count(p.stderr.String(), "creates 20000 trials"); n != 1 {
+		t.Errorf("the notice is printed %d times, want once:\n%s", n, p.stderr)
+	}
+
+	small := writeFile(t, t.TempDir(), "exp.yaml", nestedConfigs)
+	if r, _ := embeddedRun(t, small); r.code != 0 || strings.Contains(r.stderr, "creates") {
+		t.Errorf("a run of 2 trials: want exit status 0 and no notice of its size:\n%s", r)
 	}
 }

@@ -3,10 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
 
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/spec"
 	"github.com/tunejet/tunejet/internal/storage"
 	"github.com/tunejet/tunejet/tune"
@@ -35,6 +38,9 @@ An experiment whose name already has state is refused, unless --resume auto:
 then it is restored when it can be (tunejet can-restore), and started fresh
 otherwise. A restore runs FILE's trainable, which must be the same as the
 stored one, never a command named by a state file.
+
+An experiment of 10000 trials or more (grid points × num_samples) is
+announced on stderr with its size before it starts.
 
 The summary lists the trials that ended ERROR, each with its error's last
 line and its error.txt.
@@ -77,6 +83,7 @@ file or an infrastructure failure, 130 when interrupted.`,
 				return err
 			}
 			expPath := storage.Join(full.RunConfig.StoragePath, full.Name)
+			announceSize(os.Stderr, full)
 			switch resume {
 			case "":
 			case "auto":
@@ -105,4 +112,22 @@ file or an infrastructure failure, 130 when interrupted.`,
 	cmd.Flags().StringVar(&resume, "resume", "", "auto: restore the experiment if it has state, else start it")
 	cmd.Flags().BoolVar(&failOnError, "fail-on-error", false, failOnErrorUsage)
 	return cmd
+}
+
+// largeExperiment is the number of trials from which tunejet run
+// announces an experiment's size before it starts.
+const largeExperiment = 10_000
+
+// announceSize writes one line to w when the experiment creates
+// largeExperiment trials or more (a grid of 10^6 points is easily written
+// by mistake).
+func announceSize(w io.Writer, s events.ExperimentSpec) {
+	space, err := search.ParseSpace(s.ParamSpace)
+	if err != nil {
+		return // the controller refuses it with the reason
+	}
+	if n := space.NumTrials(s.TuneConfig.NumSamples); n >= largeExperiment {
+		fmt.Fprintf(w, "tunejet: experiment %s creates %d trials (a grid of %d points × num_samples %d)\n",
+			s.Name, n, space.GridSize(), s.TuneConfig.NumSamples)
+	}
 }

@@ -8,12 +8,14 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/restore"
+	"github.com/tunejet/tunejet/internal/show"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/services/controller"
 	"github.com/tunejet/tunejet/tune"
@@ -75,7 +77,7 @@ func printStatus(ctx context.Context, b *bus.Bus, w io.Writer) error {
 	}
 	totals := bus.Totals(runners)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "EXPERIMENT\tSTATUS\tTRIALS")
+	fmt.Fprintln(tw, "EXPERIMENT\tSTATUS\tTRIALS\tPROGRESS")
 	var waiting []string
 	for _, name := range names {
 		st, load := state.New(name), restore.Loader(b, name)
@@ -88,7 +90,7 @@ func printStatus(ctx context.Context, b *bus.Bus, w io.Writer) error {
 		if err = errors.Join(err, ferr); err != nil {
 			return fmt.Errorf("status of %s: %w", name, err)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", name, st.Status, tune.TrialCounts(st.Counts()))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, st.Status, tune.TrialCounts(st.Counts()), show.Progress(st.Progress(time.Now())))
 		if st.Status == state.ExperimentRunning {
 			for _, t := range st.TrialList() {
 				if why := controller.Unfit(st.Spec, t, totals); why != "" {

@@ -11,6 +11,9 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/tunejet/tunejet/internal/state"
 )
 
 // JSON is v as compact JSON with the keys of its mappings sorted and <, >
@@ -80,4 +83,26 @@ func Cell(v any) string {
 		return strconv.FormatBool(x)
 	}
 	return JSON(v)
+}
+
+// Progress says how far an experiment has come, as the status table and
+// the dashboard show it: "30/200 trials done (15%), ETA 5m20s",
+// "7/unbounded trials done (num_samples -1)", or "" while the total is not
+// known.
+func Progress(p state.Progress) string {
+	switch {
+	case p.Total < 0:
+		return fmt.Sprintf("%d/unbounded trials done (num_samples -1)", p.Ended)
+	case p.Total == 0:
+		return ""
+	}
+	s := fmt.Sprintf("%d/%d trials done (%d%%)", p.Ended, p.Total, int(100*float64(p.Ended)/float64(p.Total)))
+	switch {
+	case p.ETA <= 0:
+	case p.ETA < time.Second:
+		s += ", ETA <1s"
+	default:
+		s += ", ETA " + p.ETA.Round(time.Second).String()
+	}
+	return s
 }

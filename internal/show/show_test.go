@@ -3,6 +3,9 @@ package show
 import (
 	"math"
 	"testing"
+	"time"
+
+	"github.com/tunejet/tunejet/internal/state"
 )
 
 func TestJSONAndCell(t *testing.T) {
@@ -29,5 +32,24 @@ func TestJSONAndCell(t *testing.T) {
 				t.Errorf("Cell = %s, want %s", got, tt.cell)
 			}
 		})
+	}
+}
+
+func TestProgress(t *testing.T) {
+	tests := []struct {
+		p    state.Progress
+		want string
+	}{
+		{state.Progress{}, ""},
+		{state.Progress{Ended: 30, Total: 200}, "30/200 trials done (15%)"},
+		{state.Progress{Ended: 30, Total: 200, ETA: 5*time.Minute + 20400*time.Millisecond}, "30/200 trials done (15%), ETA 5m20s"},
+		{state.Progress{Ended: 199, Total: 200, ETA: 300 * time.Millisecond}, "199/200 trials done (99%), ETA <1s"},
+		{state.Progress{Ended: 200, Total: 200}, "200/200 trials done (100%)"},
+		{state.Progress{Ended: 7, Total: -1}, "7/unbounded trials done (num_samples -1)"},
+	}
+	for _, tt := range tests {
+		if got := Progress(tt.p); got != tt.want {
+			t.Errorf("Progress(%+v) = %q, want %q", tt.p, got, tt.want)
+		}
 	}
 }
