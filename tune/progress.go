@@ -12,7 +12,6 @@ import (
 	"sync"
 	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
@@ -238,7 +237,7 @@ func decidedEnd(t *state.Trial) string {
 	if why == "" {
 		return ""
 	}
-	return cut(why, 60)
+	return show.Cut(why, 60)
 }
 
 // bestTrial is the trial whose last result is best by metric and mode, or
@@ -347,25 +346,8 @@ func erroredTrials(g *ResultGrid) string {
 		if r.Path != "" {
 			file = storage.Join(r.Path, storage.ErrorFile)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", r.TrialName, r.NumFailures, file, lastLine(r.Error.Error(), maxErrorLine))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", r.TrialName, r.NumFailures, file, show.Cut(show.LastLine(r.Error.Error()), maxErrorLine))
 	}
 	tw.Flush()
 	return b.String()
-}
-
-// lastLine is the last line of s that is not blank, cut to most runes.
-func lastLine(s string, most int) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	return cut(strings.TrimSpace(s), most)
-}
-
-// cut shortens s to most runes, ending with "..." when it cut.
-func cut(s string, most int) string {
-	if utf8.RuneCountInString(s) <= most {
-		return s
-	}
-	return string([]rune(s)[:most-3]) + "..."
 }

@@ -49,11 +49,48 @@ func TestStoredSummaryShowsAnUnboundedTotal(t *testing.T) {
 	st.Trials["t1"] = &state.Trial{ID: "t1", Name: "t1", DirName: "t1", Status: events.StatusTerminated, EndTime: time.Now()}
 	st.Order = []string{"t1"}
 	st.Recount()
+	var list experimentList
+	getJSON(t, serveDashboard(t, storedDashboard(t, st)).URL+"/api/experiments", &list)
+	if len(list.Experiments) != 1 {
+		t.Fatalf("experiments %+v; want the stored one", list.Experiments)
+	}
+	if s := list.Experiments[0]; s.TotalTrials != -1 || s.Progress != "1/unbounded trials done (num_samples -1)" || s.ETASeconds != nil {
+		t.Errorf("summary %+v; want 1 trial done of an unbounded total, no ETA", s)
+	}
+}
+
+// A failure in a trial's timeline shows its error's last line, which
+// names the cause (a traceback's first line does not).
+func TestTimelineShowsTheErrorsLastLine(t *testing.T) {
+	st := state.New("failed")
+	st.Status, st.Run, st.NumTrials = state.ExperimentCompleted, 1, 1
+	st.Trials["t1"] = &state.Trial{ID: "t1", Name: "t1", DirName: "t1", Status: events.StatusError, NumFailures: 1,
+		LastError: "Traceback (most recent call last):\n  File \"train.py\", line 1, in <module>\nModuleNotFoundError: No module named 'tunejet'\n"}
+	st.Order = []string{"t1"}
+	st.Recount()
+	url := serveDashboard(t, storedDashboard(t, st)).URL
+	var d dashboard.TrialDetail
+	getJSON(t, url+"/api/experiments/failed/trials/t1", &d)
+	for _, e := range d.Timeline {
+		if e.Kind == "trial.failed" {
+			if want := "1 failures, the last: … ModuleNotFoundError: No module named 'tunejet'"; e.Text != want {
+				t.Errorf("the failure reads %q, want %q", e.Text, want)
+			}
+			return
+		}
+	}
+	t.Errorf("no failure in the timeline %+v", d.Timeline)
+}
+
+// storedDashboard serves st as written in its experiment_state-*.json,
+// from its files alone.
+func storedDashboard(t *testing.T, st *state.Experiment) *dashboard.Server {
+	t.Helper()
 	data, err := st.Snapshot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(t.TempDir(), "unbounded")
+	dir := filepath.Join(t.TempDir(), st.Name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -64,12 +101,5 @@ func TestStoredSummaryShowsAnUnboundedTotal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var list experimentList
-	getJSON(t, serveDashboard(t, srv).URL+"/api/experiments", &list)
-	if len(list.Experiments) != 1 {
-		t.Fatalf("experiments %+v; want the stored one", list.Experiments)
-	}
-	if s := list.Experiments[0]; s.TotalTrials != -1 || s.Progress != "1/unbounded trials done (num_samples -1)" || s.ETASeconds != nil {
-		t.Errorf("summary %+v; want 1 trial done of an unbounded total, no ETA", s)
-	}
+	return srv
 }

@@ -107,7 +107,7 @@ func (l *live) record(ev *events.Event, result map[string]any) {
 			e.Text += ", final"
 		}
 		if p.Error != "" {
-			e.Text += ": " + firstLine(p.Error)
+			e.Text += ": " + lastLine(p.Error)
 		}
 	case *events.TrialStopRequested:
 		verb := "stop"
@@ -270,7 +270,7 @@ func fileTimeline(t *state.Trial) []Entry {
 		out = append(out, Entry{Kind: "trial.checkpointed", Text: fmt.Sprintf("checkpoint %s at iteration %d (%s)", c.Name, c.Iteration, bytesText(c.Size))})
 	}
 	if t.NumFailures > 0 {
-		out = append(out, Entry{Kind: "trial.failed", Text: fmt.Sprintf("%d failures, the last: %s", t.NumFailures, firstLine(t.LastError))})
+		out = append(out, Entry{Kind: "trial.failed", Text: fmt.Sprintf("%d failures, the last: %s", t.NumFailures, lastLine(t.LastError))})
 	}
 	if t.Finished() {
 		out = append(out, Entry{Kind: "trial.completed", Time: t.EndTime, Attempt: t.Attempt, Text: fmt.Sprintf("completed %s: %s", t.Status, t.EndReason)})
@@ -290,12 +290,14 @@ func route(c events.CheckpointRef) string {
 	return ""
 }
 
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i] + " …"
+// lastLine is an error's last line, which names its cause (a traceback's
+// exception, a command's last line of stderr), after "… " when lines
+// precede it: the whole error is the trial's error.txt.
+func lastLine(s string) string {
+	if strings.Contains(strings.TrimSpace(s), "\n") {
+		return "… " + show.LastLine(s)
 	}
-	return s
+	return show.LastLine(s)
 }
 
 func bytesText(n int64) string {

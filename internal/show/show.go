@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tunejet/tunejet/internal/state"
 )
@@ -105,4 +106,23 @@ func Progress(p state.Progress) string {
 		s += ", ETA " + p.ETA.Round(time.Second).String()
 	}
 	return s
+}
+
+// LastLine is the last line of s that is not blank, trimmed: the line of
+// an error that names its cause (a Python traceback's exception, a
+// command's last line of stderr).
+func LastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return strings.TrimSpace(s)
+}
+
+// Cut shortens s to most runes, ending with "..." when it cut.
+func Cut(s string, most int) string {
+	if utf8.RuneCountInString(s) <= most {
+		return s
+	}
+	return string([]rune(s)[:max(most-3, 0)]) + "..."
 }

@@ -53,3 +53,18 @@ func TestProgress(t *testing.T) {
 		}
 	}
 }
+
+func TestLastLineAndCut(t *testing.T) {
+	if got := LastLine("Traceback (most recent call last):\n  File \"x\"\nValueError: bad\n\n  \n"); got != "ValueError: bad" {
+		t.Errorf("LastLine = %q", got)
+	}
+	if got := LastLine("  one line "); got != "one line" {
+		t.Errorf("LastLine = %q", got)
+	}
+	if got := Cut("éééééé", 5); got != "éé..." {
+		t.Errorf("Cut = %q", got)
+	}
+	if got := Cut("ééé", 5); got != "ééé" {
+		t.Errorf("Cut = %q", got)
+	}
+}
