@@ -16,7 +16,9 @@ import (
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/search"
+	"github.com/tunejet/tunejet/internal/show"
 	"github.com/tunejet/tunejet/internal/state"
+	"github.com/tunejet/tunejet/internal/storage"
 )
 
 // maxTableRows bounds the trials shown at verbosity 2; the rest are
@@ -93,7 +95,7 @@ func (t *statusTable) draw(st *state.Experiment) {
 	if st.Spec != t.spec {
 		t.spec, t.params = st.Spec, paramColumns(st.Spec)
 	}
-	text := render(st, time.Since(t.started), t.verbose, t.params)
+	text := render(st, time.Now(), time.Since(t.started), t.verbose, t.params)
 	if t.verbose > VerboseSilent {
 		text += t.waiting(st)
 	}
@@ -113,18 +115,23 @@ func (t *statusTable) final(st *state.Experiment) {
 	t.draw(st)
 }
 
-// render formats the status of an experiment as Ray's progress reporter
-// does: the status line; from verbosity 2 the current best trial and a
+// render formats the status of an experiment at now as Ray's progress
+// reporter does: the status line, with the trials ended of the total
+// (Ray's "Number of trials: 34/200"); from verbosity 2 the current best
+// trial and a
 // table of the trials with the hyperparameters that vary (params), the
 // iteration, the total time, the metric and, once a scheduler or stopper
 // ended a trial shown, why; at verbosity 3 every trial and every metric.
-func render(st *state.Experiment, elapsed time.Duration, verbose int, params []string) string {
+func render(st *state.Experiment, now time.Time, elapsed time.Duration, verbose int, params []string) string {
 	if verbose <= VerboseSilent {
 		return ""
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "== Status ==\nExperiment %s: %s | elapsed %s | %s\n",
-		st.Name, st.Status, elapsed.Truncate(time.Second), TrialCounts(st.Counts()))
+	fmt.Fprintf(&b, "== Status ==\nExperiment %s: %s | elapsed %s | ", st.Name, st.Status, elapsed.Truncate(time.Second))
+	if p := show.Progress(st.Progress(now)); p != "" {
+		b.WriteString(p + " | ")
+	}
+	b.WriteString(TrialCounts(st.Counts()) + "\n")
 	if verbose == VerboseStatus {
 		return b.String()
 	}
@@ -133,7 +140,7 @@ func render(st *state.Experiment, elapsed time.Duration, verbose int, params []s
 		metric, mode = st.Spec.TuneConfig.Metric, st.Spec.TuneConfig.Mode
 	}
 	if best := bestTrial(st, metric, mode); best != nil {
-		fmt.Fprintf(&b, "Current best trial: %s with %s=%s and params=%s\n", best.ID, metric, metricCell(best.LastResult[metric]), compactJSON(best.Config))
+		fmt.Fprintf(&b, "Current best trial: %s with %s=%s and params=%s\n", best.ID, metric, show.Cell(best.LastResult[metric]), show.JSON(best.Config))
 	}
 	trials := tableRows(st, verbose)
 	metrics := metricColumns(st, trials, metric, verbose)
@@ -148,11 +155,11 @@ func render(st *state.Experiment, elapsed time.Duration, verbose int, params []s
 	for _, tr := range trials {
 		row := []string{tr.Name, tr.Status}
 		for _, p := range params {
-			row = append(row, metricCell(state.Lookup(tr.Config, p)))
+			row = append(row, show.Cell(state.Lookup(tr.Config, p)))
 		}
 		row = append(row, fmt.Sprint(tr.Iteration), fmt.Sprintf("%.1f", num(tr.LastResult["time_total_s"])))
 		for _, m := range metrics {
-			row = append(row, metricCell(state.Lookup(tr.LastResult, m)))
+			row = append(row, show.Cell(state.Lookup(tr.LastResult, m)))
 		}
 		if reasons {
 			row = append(row, decidedEnd(tr))
@@ -230,11 +237,7 @@ func decidedEnd(t *state.Trial) string {
 	if why == "" {
 		return ""
 	}
-	const most = 60
-	if len(why) > most {
-		why = why[:most-3] + "..."
-	}
-	return why
+	return show.Cut(why, 60)
 }
 
 // bestTrial is the trial whose last result is best by metric and mode, or
@@ -290,23 +293,15 @@ func num(v any) float64 {
 	return f
 }
 
-func metricCell(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case float64:
-		return fmt.Sprintf("%.5g", x)
-	}
-	return fmt.Sprint(v)
-}
-
-// Summary is the closing text: counts and the best trial.
+// Summary is the closing text: counts, the errored trials and the best
+// trial.
 func Summary(g *ResultGrid) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Experiment finished: %d trials, %d TERMINATED, %d ERROR.\n", g.Len(), g.NumTerminated(), g.NumErrors())
 	if g.ExperimentPath != "" {
 		fmt.Fprintf(&b, "Results: %s\n", g.ExperimentPath)
 	}
+	b.WriteString(erroredTrials(g))
 	if g.metric == "" || g.mode == "" {
 		return b.String()
 	}
@@ -315,6 +310,44 @@ func Summary(g *ResultGrid) string {
 		fmt.Fprintf(&b, "No best trial: %v\n", err)
 		return b.String()
 	}
-	fmt.Fprintf(&b, "Best trial %s (%s %s = %s) with config %s\n", best.TrialName, g.mode, g.metric, metricCell(best.Metrics[g.metric]), compactJSON(best.Config))
+	fmt.Fprintf(&b, "Best trial %s (%s %s = %s) with config %s\n", best.TrialName, g.mode, g.metric, show.Cell(best.Metrics[g.metric]), show.JSON(best.Config))
+	return b.String()
+}
+
+// maxErrorLine bounds the error's last line in the errored trials' table.
+const maxErrorLine = 120
+
+// erroredTrials is Ray's table of the trials that ended ERROR (Ray's
+// trial_errors_str in python/ray/tune/progress_reporter.py): their number,
+// then each one's name, failures and error.txt, with the last line of its
+// error, which names the cause (a Python traceback's exception, a
+// command's last line of stderr); at most maxTableRows rows. "" when no
+// trial errored.
+func erroredTrials(g *ResultGrid) string {
+	var failed []Result
+	for _, r := range g.results {
+		if r.Error != nil {
+			failed = append(failed, r)
+		}
+	}
+	if len(failed) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Number of errored trials: %d\n", len(failed))
+	if over := len(failed) - maxTableRows; over > 0 {
+		fmt.Fprintf(&b, "Table truncated to %d rows (%d overflow)\n", maxTableRows, over)
+		failed = failed[:maxTableRows]
+	}
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "Trial name\t# failures\terror file\tlast error line")
+	for _, r := range failed {
+		file := "-"
+		if r.Path != "" {
+			file = storage.Join(r.Path, storage.ErrorFile)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", r.TrialName, r.NumFailures, file, show.Cut(show.LastLine(r.Error.Error()), maxErrorLine))
+	}
+	tw.Flush()
 	return b.String()
 }

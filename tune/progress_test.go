@@ -46,7 +46,7 @@ func tableState() *state.Experiment {
 func TestStatusTableAsRay(t *testing.T) {
 	st := tableState()
 	params := paramColumns(st.Spec)
-	full := render(st, time.Second, VerboseTable, params)
+	full := render(st, time.Now(), time.Second, VerboseTable, params)
 	lines := strings.Split(full, "\n")
 	header := lines[3]
 	for _, want := range []string{"Trial name", "status", "lr", "iter", "total time (s)", "loss", "reason"} {
@@ -69,13 +69,13 @@ func TestStatusTableAsRay(t *testing.T) {
 	if rows := lines[4:7]; !strings.Contains(rows[0], "RUNNING") || !strings.Contains(rows[1], "PAUSED") || !strings.Contains(rows[2], "TERMINATED") {
 		t.Errorf("rows in the order %q, want RUNNING, PAUSED, TERMINATED", rows)
 	}
-	if all := render(st, time.Second, VerboseAll, params); !strings.Contains(strings.Split(all, "\n")[3], "acc") {
+	if all := render(st, time.Now(), time.Second, VerboseAll, params); !strings.Contains(strings.Split(all, "\n")[3], "acc") {
 		t.Errorf("verbosity 3 shows no other metric:\n%s", all)
 	}
-	if s := render(st, time.Second, VerboseStatus, params); strings.Contains(s, "Trial name") || !strings.Contains(s, "Experiment exp: RUNNING") {
+	if s := render(st, time.Now(), time.Second, VerboseStatus, params); strings.Contains(s, "Trial name") || !strings.Contains(s, "Experiment exp: RUNNING") {
 		t.Errorf("verbosity 1 shows more or less than the status line:\n%s", s)
 	}
-	if s := render(st, time.Second, VerboseSilent, params); s != "" {
+	if s := render(st, time.Now(), time.Second, VerboseSilent, params); s != "" {
 		t.Errorf("verbosity 0 shows %q", s)
 	}
 }

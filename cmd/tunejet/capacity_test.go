@@ -132,6 +132,7 @@ func TestStatusShowsRunnerCapacityAndWhyTrialsWait(t *testing.T) {
 	for _, want := range []string{
 		"PENDING: needs gpu=2; the largest live runner has gpu=1",
 		"HELD/CAPACITY",
+		"0/2 trials done (0%)",
 		"cpu 1/4 gpu 0.5/1",
 		"(cpu=1 gpu=0.5 on 7)",
 	} {

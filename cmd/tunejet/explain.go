@@ -20,6 +20,7 @@ import (
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/restore"
 	"github.com/tunejet/tunejet/internal/sched"
+	"github.com/tunejet/tunejet/internal/show"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
 	"github.com/tunejet/tunejet/internal/tuner"
@@ -334,7 +335,7 @@ func (x *explanation) print(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "Trial %s (%s) of experiment %s, from %s\n", x.TrialName, x.TrialID, x.Experiment, from)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	created := "config " + mustJSON(x.Config)
+	created := "config " + show.JSON(x.Config)
 	switch {
 	case x.SearchAlg == tuner.SearchTPE && x.SearcherSeq > 0:
 		created += fmt.Sprintf(", suggested by tpe from the log up to seq %d", x.SearcherSeq)
@@ -435,9 +436,9 @@ func (x *explanation) median(action string, in *sched.MedianInputs) string {
 func exploit(in *sched.ExploitInputs, reason string) string {
 	s := reason + "; lower quantile " + ranked(in.Lower) + ", upper " + ranked(in.Upper)
 	if in.Source != "" {
-		s += "; new config " + mustJSON(in.NewConfig)
+		s += "; new config " + show.JSON(in.NewConfig)
 		if len(in.Operations) > 0 {
-			s += " " + mustJSON(in.Operations)
+			s += " " + show.JSON(in.Operations)
 		}
 	}
 	return s

@@ -75,7 +75,7 @@ func newRestoreCmd() *cobra.Command {
 		sf                                              stackFlags
 		objs                                            objectFlags
 		resumeUnfinished, resumeErrored, restartErrored bool
-		trustStored                                     bool
+		trustStored, failOnError                        bool
 		paramSpaceFile                                  string
 	)
 	cmd := &cobra.Command{
@@ -105,7 +105,12 @@ As in Ray Tune: finished trials are kept; unfinished ones resume from their
 latest checkpoint (--resume-unfinished=false ends them TERMINATED); errored
 ones stay ERROR unless --resume-errored (same trial, from its checkpoint) or
 --restart-errored (a new trial from scratch). --param-space FILE re-specifies
-the param space (YAML or JSON; the same keys).`,
+the param space (YAML or JSON; the same keys).
+
+Exit status as tunejet run's: 0 when the experiment completes (even with
+errored trials: exit status 3 with --fail-on-error when any trial ended
+ERROR), 1 when it cannot be restored or on an infrastructure failure, 130
+when interrupted.`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts, err := sf.options()
@@ -155,7 +160,7 @@ the param space (YAML or JSON; the same keys).`,
 			if err != nil {
 				return explainRefusal(err, args[0])
 			}
-			return explainRefusal(fitAndSummarize(cmd, tuner, args[0], sf.conn.o.URL != ""), args[0])
+			return explainRefusal(fitAndSummarize(cmd, tuner, args[0], sf.conn.o.URL != "", failOnError), args[0])
 		},
 	}
 	sf.add(cmd)
@@ -165,6 +170,7 @@ the param space (YAML or JSON; the same keys).`,
 	cmd.Flags().BoolVar(&resumeErrored, "resume-errored", false, "resume errored trials from their latest checkpoint")
 	cmd.Flags().BoolVar(&restartErrored, "restart-errored", false, "restart errored trials from scratch as new trials")
 	cmd.Flags().StringVar(&paramSpaceFile, "param-space", "", "a YAML or JSON file re-specifying param_space (same keys)")
+	cmd.Flags().BoolVar(&failOnError, "fail-on-error", false, failOnErrorUsage)
 	return cmd
 }
 
@@ -239,9 +245,17 @@ or, if you trust the state file, run the trainable it names:
 	return &exitError{code: 1, err: fmt.Errorf("%w %s: %w", tune.ErrCannotRestore, expPath, tune.ErrTrainableRequired)}
 }
 
+// exitErroredTrials is the exit status of tunejet run and restore
+// --fail-on-error when a trial ended ERROR.
+const exitErroredTrials = 3
+
+// failOnErrorUsage documents --fail-on-error.
+const failOnErrorUsage = "exit with status 3 when the experiment completes with any trial ended ERROR (for CI)"
+
 // fitAndSummarize runs a tuner to its end, or reports the interruption the
-// way Ray does, with the command that continues it.
-func fitAndSummarize(cmd *cobra.Command, tuner *tune.Tuner, expPath string, remote bool) error {
+// way Ray does, with the command that continues it. With failOnError, a
+// completed experiment with errored trials exits exitErroredTrials.
+func fitAndSummarize(cmd *cobra.Command, tuner *tune.Tuner, expPath string, remote, failOnError bool) error {
 	results, err := tuner.Fit(cmd.Context())
 	switch {
 	case errors.Is(err, tune.ErrInterrupted) && remote:
@@ -253,5 +267,8 @@ func fitAndSummarize(cmd *cobra.Command, tuner *tune.Tuner, expPath string, remo
 		return err
 	}
 	fmt.Print(tune.Summary(results))
+	if n := results.NumErrors(); failOnError && n > 0 {
+		return &exitError{code: exitErroredTrials, err: fmt.Errorf("%d trials ended ERROR (--fail-on-error)", n)}
+	}
 	return nil
 }

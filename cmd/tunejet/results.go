@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tunejet/tunejet/internal/show"
 	"github.com/tunejet/tunejet/tune"
 )
 
@@ -33,7 +34,7 @@ func newResultsCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "Trial name\tstatus\titer\tfailures\tconfig\tend reason")
 			for _, r := range g.Results() {
-				fmt.Fprintf(tw, "%s\t%s\t%v\t%d\t%s\t%s\n", r.TrialName, r.Status, r.Metrics["training_iteration"], r.NumFailures, mustJSON(r.Config), r.EndReason)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", r.TrialName, r.Status, iteration(r), r.NumFailures, show.JSON(r.Config), r.EndReason)
 			}
 			tw.Flush()
 			if metric != "" || mode != "" {
@@ -41,7 +42,7 @@ func newResultsCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				fmt.Printf("Best trial: %s %s\n", best.TrialName, mustJSON(best.Metrics))
+				fmt.Printf("Best trial: %s %s\n", best.TrialName, show.JSON(best.Metrics))
 				return nil
 			}
 			fmt.Print(tune.Summary(g))
@@ -54,6 +55,15 @@ func newResultsCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().StringVar(&downloadBest, "download-best", "", "download the best trial's best checkpoint into this directory")
 	return cmd
+}
+
+// iteration is the trial's last training_iteration: 0 when it reported
+// nothing, as in the status table.
+func iteration(r tune.Result) string {
+	if r.Metrics["training_iteration"] == nil {
+		return "0"
+	}
+	return show.Cell(r.Metrics["training_iteration"])
 }
 
 type jsonResult struct {
@@ -95,14 +105,6 @@ func printJSON(g *tune.ResultGrid, metric, mode, scope string) error {
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
-}
-
-func mustJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
 }
 
 // downloadBestCheckpoint fetches the best trial's best checkpoint (its

@@ -3,10 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
 
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/spec"
 	"github.com/tunejet/tunejet/internal/storage"
 	"github.com/tunejet/tunejet/tune"
@@ -19,6 +22,7 @@ func newRunCmd() *cobra.Command {
 		dash                      runDashboard
 		storagePath, name, resume string
 		file                      string // FILE, among the arguments (see runDashboard.file)
+		failOnError               bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run FILE",
@@ -36,8 +40,15 @@ then it is restored when it can be (tunejet can-restore), and started fresh
 otherwise. A restore runs FILE's trainable, which must be the same as the
 stored one, never a command named by a state file.
 
-Exit status: 0 when the experiment completes (even with errored trials), 1 on
-a bad file or an infrastructure failure, 2 on a usage error (the arguments or
+An experiment of 10000 trials or more (grid points × num_samples) is
+announced on stderr with its size before it starts.
+
+The summary lists the trials that ended ERROR, each with its error's last
+line and its error.txt.
+
+Exit status: 0 when the experiment completes (even with errored trials:
+exit status 3 with --fail-on-error when any trial ended ERROR), 1 on a bad
+file or an infrastructure failure, 2 on a usage error (the arguments or
 flags), 130 when interrupted.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			var err error
@@ -78,6 +89,7 @@ flags), 130 when interrupted.`,
 				return err
 			}
 			expPath := storage.Join(full.RunConfig.StoragePath, full.Name)
+			announceSize(os.Stderr, full)
 			switch resume {
 			case "":
 			case "auto":
@@ -95,7 +107,7 @@ flags), 130 when interrupted.`,
 			default:
 				return fmt.Errorf("--resume %q: the only value is auto", resume)
 			}
-			return errors.Join(fitAndSummarize(cmd, tuner, expPath, sf.conn.o.URL != ""), stopDashboard())
+			return errors.Join(fitAndSummarize(cmd, tuner, expPath, sf.conn.o.URL != "", failOnError), stopDashboard())
 		},
 	}
 	sf.add(cmd)
@@ -104,5 +116,24 @@ flags), 130 when interrupted.`,
 	cmd.Flags().StringVar(&storagePath, "storage-path", "", "override run_config.storage_path")
 	cmd.Flags().StringVar(&name, "name", "", "override the experiment name")
 	cmd.Flags().StringVar(&resume, "resume", "", "auto: restore the experiment if it has state, else start it")
+	cmd.Flags().BoolVar(&failOnError, "fail-on-error", false, failOnErrorUsage)
 	return cmd
+}
+
+// largeExperiment is the number of trials from which tunejet run
+// announces an experiment's size before it starts.
+const largeExperiment = 10_000
+
+// announceSize writes one line to w when the experiment creates
+// largeExperiment trials or more (a grid of 10^6 points is easily written
+// by mistake).
+func announceSize(w io.Writer, s events.ExperimentSpec) {
+	space, err := search.ParseSpace(s.ParamSpace)
+	if err != nil {
+		return // the controller refuses it with the reason
+	}
+	if n := space.NumTrials(s.TuneConfig.NumSamples); n >= largeExperiment {
+		fmt.Fprintf(w, "tunejet: experiment %s creates %d trials (a grid of %d points × num_samples %d)\n",
+			s.Name, n, space.GridSize(), s.TuneConfig.NumSamples)
+	}
 }

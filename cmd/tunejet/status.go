@@ -9,12 +9,14 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/restore"
+	"github.com/tunejet/tunejet/internal/show"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/services/controller"
 	"github.com/tunejet/tunejet/tune"
@@ -65,8 +67,19 @@ type statusExperiment struct {
 	Name   string         `json:"name"`
 	Status string         `json:"status"`
 	Trials map[string]int `json:"trials"` // by trial status
+	// Progress counts the trials ended of the search's total.
+	Progress statusProgress `json:"progress"`
+	progress state.Progress
 	// Pending are the trials no live runner can hold, and why.
 	Pending []statusPending `json:"pending,omitempty"`
+}
+
+// statusProgress is state.Progress as JSON: total -1 is unbounded
+// (num_samples -1), 0 not known yet; eta_s 0 when it cannot be told.
+type statusProgress struct {
+	Ended      int     `json:"ended"`
+	Total      int     `json:"total"`
+	ETASeconds float64 `json:"eta_s"`
 }
 
 type statusPending struct {
@@ -125,7 +138,8 @@ func readStatus(ctx context.Context, b *bus.Bus) (*status, error) {
 		if err = errors.Join(err, ferr); err != nil {
 			return nil, fmt.Errorf("status of %s: %w", name, err)
 		}
-		e := statusExperiment{Name: name, Status: st.Status, Trials: st.Counts()}
+		p := st.Progress(time.Now())
+		e := statusExperiment{Name: name, Status: st.Status, Trials: st.Counts(), Progress: statusProgress{Ended: p.Ended, Total: p.Total, ETASeconds: p.ETA.Seconds()}, progress: p}
 		if st.Status == state.ExperimentRunning {
 			for _, t := range st.TrialList() {
 				if why := controller.Unfit(st.Spec, t, totals); why != "" {
@@ -158,10 +172,10 @@ func printStatus(ctx context.Context, b *bus.Bus, w io.Writer, asJSON bool) erro
 		return enc.Encode(s)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "EXPERIMENT\tSTATUS\tTRIALS")
+	fmt.Fprintln(tw, "EXPERIMENT\tSTATUS\tTRIALS\tPROGRESS")
 	var waiting []string
 	for _, e := range s.Experiments {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Name, e.Status, tune.TrialCounts(e.Trials))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Name, e.Status, tune.TrialCounts(e.Trials), show.Progress(e.progress))
 		for _, p := range e.Pending {
 			waiting = append(waiting, fmt.Sprintf("%s/%s PENDING: %s", e.Name, p.TrialID, p.Reason))
 		}

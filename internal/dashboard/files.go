@@ -462,11 +462,3 @@ func (s *Server) requestStop(w http.ResponseWriter, r *http.Request, exp, what s
 	w.WriteHeader(http.StatusAccepted)
 	_ = json.NewEncoder(w).Encode(map[string]string{"status": "stop requested"})
 }
-
-func compactJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
-}

@@ -163,3 +163,13 @@ func anys(fs []float64) []any {
 	}
 	return out
 }
+
+// finishTrial ends the trial of x.
+func (e *stepped) finishTrial(x float64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if ch, ok := e.steps[fmt.Sprint(x)]; ok {
+		close(ch)
+		delete(e.steps, fmt.Sprint(x))
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/restore"
+	"github.com/tunejet/tunejet/internal/show"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
 )
@@ -275,16 +276,28 @@ func (l *live) subscribe() (<-chan struct{}, func()) { return l.changes.subscrib
 
 // Summary is an experiment's line on the experiments page.
 type Summary struct {
-	Name      string         `json:"name"`
-	Status    string         `json:"status"`
-	Metric    string         `json:"metric,omitempty"`
-	Mode      string         `json:"mode,omitempty"`
-	NumTrials int            `json:"num_trials"`
-	Counts    map[string]int `json:"counts"`
-	StartTime *time.Time     `json:"start_time,omitempty"`
-	EndTime   *time.Time     `json:"end_time,omitempty"`
-	EndReason string         `json:"end_reason,omitempty"`
-	Error     string         `json:"error,omitempty"`
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	Metric string `json:"metric,omitempty"`
+	Mode   string `json:"mode,omitempty"`
+	// NumTrials counts the trials created so far.
+	NumTrials int `json:"num_trials"`
+	// TotalTrials is the number of trials the search creates (grid points
+	// × num_samples): -1 when unbounded (num_samples -1), 0 while it is not
+	// known (the experiment has not started).
+	TotalTrials int `json:"total_trials"`
+	// Progress says it in words, as the status table does: "30/200 trials
+	// done (15%), ETA 5m20s"; "" while the total is not known.
+	Progress string `json:"progress,omitempty"`
+	// ETASeconds is how long the trials not ended should take at the rate
+	// trials ended in the current run; only for an experiment followed
+	// live on the log, once a trial ended.
+	ETASeconds *float64       `json:"eta_s,omitempty"`
+	Counts     map[string]int `json:"counts"`
+	StartTime  *time.Time     `json:"start_time,omitempty"`
+	EndTime    *time.Time     `json:"end_time,omitempty"`
+	EndReason  string         `json:"end_reason,omitempty"`
+	Error      string         `json:"error,omitempty"`
 	// Best is the best value of the metric any trial reported, by mode
 	// (the lowest without one).
 	Best *float64 `json:"best,omitempty"`
@@ -392,6 +405,15 @@ func (l *live) summary() Summary {
 	}
 	if st.Spec != nil {
 		s.Mode = st.Spec.TuneConfig.Mode
+	}
+	p := st.Progress(time.Now())
+	if l.fromFiles {
+		p.ETA = 0 // nothing follows it
+	}
+	s.TotalTrials, s.Progress = p.Total, show.Progress(p)
+	if p.ETA > 0 {
+		eta := p.ETA.Seconds()
+		s.ETASeconds = &eta
 	}
 	for _, t := range st.Trials {
 		if v, ok := l.best(t); ok && (s.Best == nil || better(s.Mode, v, *s.Best)) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/show"
 	"github.com/tunejet/tunejet/internal/state"
 )
 
@@ -64,14 +65,14 @@ func (l *live) record(ev *events.Event, result map[string]any) {
 		e.Text = fmt.Sprintf("experiment restored from the %s (unfinished trials: %s, errored: %s, finished: %s)",
 			p.Source, p.Resume.Unfinished, p.Resume.Errored, p.Resume.Finished)
 	case *events.TrialCreated:
-		e.Text = "created as " + p.TrialName + " with config " + compactJSON(p.Config)
+		e.Text = "created as " + p.TrialName + " with config " + show.JSON(p.Config)
 	case *events.TrialScheduled:
 		e.Text = "scheduled"
 		if p.Checkpoint != nil {
 			e.Text += ", to resume from " + p.Checkpoint.Name
 		}
 		if p.Exploit != nil {
-			e.Text += fmt.Sprintf(", exploiting %s's %s with config %s", p.Exploit.Source, p.Exploit.Checkpoint.Name, compactJSON(p.Config))
+			e.Text += fmt.Sprintf(", exploiting %s's %s with config %s", p.Exploit.Source, p.Exploit.Checkpoint.Name, show.JSON(p.Config))
 		}
 	case *events.TrialStarted:
 		e.Attempt = p.Attempt
@@ -106,7 +107,7 @@ func (l *live) record(ev *events.Event, result map[string]any) {
 			e.Text += ", final"
 		}
 		if p.Error != "" {
-			e.Text += ": " + firstLine(p.Error)
+			e.Text += ": " + lastLine(p.Error)
 		}
 	case *events.TrialStopRequested:
 		verb := "stop"
@@ -253,7 +254,7 @@ func (l *live) trialTimeline(t *state.Trial) []Entry {
 // fileTimeline is what a state file keeps of a trial's story: its start,
 // the decisions about it (without their inputs), its failures and its end.
 func fileTimeline(t *state.Trial) []Entry {
-	out := []Entry{{Time: t.StartTime, Kind: "trial.created", Text: "created as " + t.Name + " with config " + compactJSON(t.Config)}}
+	out := []Entry{{Time: t.StartTime, Kind: "trial.created", Text: "created as " + t.Name + " with config " + show.JSON(t.Config)}}
 	for _, d := range t.Decisions {
 		e := Entry{Kind: "trial.decided", Text: fmt.Sprintf("%s decided %s", d.By, d.Action)}
 		if d.Reason != "" {
@@ -269,7 +270,7 @@ func fileTimeline(t *state.Trial) []Entry {
 		out = append(out, Entry{Kind: "trial.checkpointed", Text: fmt.Sprintf("checkpoint %s at iteration %d (%s)", c.Name, c.Iteration, bytesText(c.Size))})
 	}
 	if t.NumFailures > 0 {
-		out = append(out, Entry{Kind: "trial.failed", Text: fmt.Sprintf("%d failures, the last: %s", t.NumFailures, firstLine(t.LastError))})
+		out = append(out, Entry{Kind: "trial.failed", Text: fmt.Sprintf("%d failures, the last: %s", t.NumFailures, lastLine(t.LastError))})
 	}
 	if t.Finished() {
 		out = append(out, Entry{Kind: "trial.completed", Time: t.EndTime, Attempt: t.Attempt, Text: fmt.Sprintf("completed %s: %s", t.Status, t.EndReason)})
@@ -289,12 +290,14 @@ func route(c events.CheckpointRef) string {
 	return ""
 }
 
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i] + " …"
+// lastLine is an error's last line, which names its cause (a traceback's
+// exception, a command's last line of stderr), after "… " when lines
+// precede it: the whole error is the trial's error.txt.
+func lastLine(s string) string {
+	if strings.Contains(strings.TrimSpace(s), "\n") {
+		return "… " + show.LastLine(s)
 	}
-	return s
+	return show.LastLine(s)
 }
 
 func bytesText(n int64) string {

@@ -62,9 +62,10 @@ function counts(c) {
   return parts.length ? parts.join(", ") : "no trials";
 }
 
+// progress is the server's words for the trials ended of the total the
+// search creates, with an ETA: "30/200 trials done (15%), ETA 5m20s".
 function progress(x) {
-  const done = ((x.counts || {}).TERMINATED || 0) + ((x.counts || {}).ERROR || 0);
-  return x.num_trials ? done + "/" + x.num_trials + " (" + Math.round((100 * done) / x.num_trials) + "%)" : "";
+  return x.progress || "";
 }
 
 function elapsed(x) {
@@ -258,6 +259,7 @@ function scheduleDraw() {
 function drawSummary() {
   const s = exp.summary;
   const parts = [s.status, s.num_trials + " trials: " + counts(s.counts)];
+  if (s.progress) parts.push(s.progress);
   if (s.best !== undefined) parts.push("best " + (s.metric || "") + " " + fmt(s.best));
   if (s.start_time) parts.push("elapsed " + elapsed(s));
   if (s.end_reason) parts.push("ended: " + s.end_reason);
