@@ -49,10 +49,10 @@ const importProbeTimeout = 30 * time.Second
 // probeScript exits 0 when tunejet is importable, without importing it.
 const probeScript = "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('tunejet') else 3)"
 
-// env returns what to add to the environment env of the command args
-// (relative paths resolved against dir) for it to import tunejet: nothing
-// for a command that is not Python or imports its own, else PYTHONPATH
-// with the runner's package appended.
+// env returns what to add to the environment env of the command args, of
+// the experiment folder dir, for it to import tunejet: nothing for a
+// command that is not Python or imports a tunejet of its own, else
+// PYTHONPATH with the runner's package appended.
 func (p *pythonSDK) env(ctx context.Context, args []string, dir string, env []string) []string {
 	if p == nil {
 		return nil
