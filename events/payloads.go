@@ -78,10 +78,12 @@ type ExperimentInterrupted struct {
 
 // ExperimentCompleted is the end of the experiment.
 type ExperimentCompleted struct {
-	// Reason: "finished", "time_budget", "fail_fast", "stopped".
+	// Reason: "finished", "time_budget", "fail_fast", "stopped", or
+	// "invalid" (a spec the controller cannot run, or a result without the
+	// experiment's metric: Ray's strict metric check).
 	Reason string `json:"reason"`
 	// Error is the trainable error that ended an experiment with
-	// fail_fast: raise.
+	// fail_fast: raise, or why it was invalid.
 	Error string `json:"error,omitempty"`
 }
 

@@ -77,6 +77,12 @@ type TuneConfig struct {
 	// SchedulerConfig holds the scheduler's settings as given, by Ray's
 	// names (time_attr, max_t, grace_period, reduction_factor, ...).
 	SchedulerConfig map[string]any `json:"scheduler_config,omitempty"`
+	// DisableStrictMetricChecking turns off Ray's strict metric check: by
+	// default the first result that lacks the metric (or the scheduler's)
+	// ends the experiment with an error. The client sets it from
+	// TUNE_DISABLE_STRICT_METRIC_CHECKING=1 where the user runs it, so a
+	// controller anywhere honours the user's setting.
+	DisableStrictMetricChecking bool `json:"disable_strict_metric_checking,omitempty"`
 }
 
 // RunConfig mirrors ray.tune.RunConfig.

@@ -33,7 +33,11 @@ func (e *TrialError) Error() string {
 }
 
 // Fit runs the experiment to its end and returns its results. A trial that
-// fails does not make Fit fail; its error is in the results.
+// fails does not make Fit fail; its error is in the results. An experiment
+// the controller ends as invalid — a result without the experiment's
+// metric fails Ray's strict metric check (EnvDisableStrictMetricChecking
+// turns it off) — returns the results and an error wrapping
+// ErrInvalidConfig.
 func (t *Tuner) Fit(ctx context.Context) (*ResultGrid, error) {
 	if t.restore != nil && t.restore.path != "" {
 		return t.fitRestored(ctx)

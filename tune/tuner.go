@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -228,6 +230,9 @@ func (t *Tuner) Spec() (Spec, error) {
 		return s, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	s.RunConfig.StoragePath = p
+	if err := strictMetricChecking(&s.TuneConfig); err != nil {
+		return s, err
+	}
 	if s.Trainable.Dir == "" && len(s.Trainable.Command) > 0 {
 		if wd, err := filepath.Abs("."); err == nil {
 			s.Trainable.Dir = wd
@@ -248,4 +253,27 @@ func (t *Tuner) Spec() (Spec, error) {
 		return s, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return s, nil
+}
+
+// EnvDisableStrictMetricChecking is Ray's switch for its strict metric
+// check: 1 lets trials report results without the experiment's metric.
+// The client reads it where the user runs, and the submitted spec carries
+// it to the controller.
+const EnvDisableStrictMetricChecking = "TUNE_DISABLE_STRICT_METRIC_CHECKING"
+
+// strictMetricChecking applies EnvDisableStrictMetricChecking to tc, as
+// Ray reads it: an integer, 1 turning the check off.
+func strictMetricChecking(tc *events.TuneConfig) error {
+	v := strings.TrimSpace(os.Getenv(EnvDisableStrictMetricChecking))
+	if v == "" {
+		return nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return fmt.Errorf("%w: %s=%q: want an integer (1 turns the strict metric check off)", ErrInvalidConfig, EnvDisableStrictMetricChecking, v)
+	}
+	if n == 1 {
+		tc.DisableStrictMetricChecking = true
+	}
+	return nil
 }

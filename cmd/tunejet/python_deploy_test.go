@@ -49,6 +49,21 @@ print("RESULT " + json.dumps({"terminated": grid.num_terminated, "errors": grid.
 // script; fit() returns the results as on the embedded stack.
 func TestPythonDriverOnADeployment(t *testing.T) {
 	t.Parallel()
+	_, self, _, _ := runtime.Caller(0)
+	pythonDriverOnADeployment(t, "PYTHONPATH="+filepath.Join(filepath.Dir(self), "..", "..", "sdk", "python"))
+}
+
+// TestPythonDriverOnARunnerWithoutTheSDK: the deployment's processes were
+// started with no tunejet package on their Python path; the runner puts
+// the package it carries on the trials' path, and they run.
+func TestPythonDriverOnARunnerWithoutTheSDK(t *testing.T) {
+	t.Parallel()
+	pythonDriverOnADeployment(t, "PYTHONPATH="+t.TempDir())
+}
+
+// pythonDriverOnADeployment runs pythonDeployScript on a deployment whose
+// processes run with servicesEnv on top of the test's environment.
+func pythonDriverOnADeployment(t *testing.T, servicesEnv ...string) {
 	python, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("python3 is not installed")
@@ -58,7 +73,7 @@ func TestPythonDriverOnADeployment(t *testing.T) {
 	srv := bustest.Start(t)
 	url := srv.URL()
 	home, storage, work := t.TempDir(), t.TempDir(), t.TempDir()
-	env := baseEnv("TUNEJET_LOG_FORMAT=json", "PYTHONPATH="+sdk)
+	env := baseEnv(append([]string{"TUNEJET_LOG_FORMAT=json"}, servicesEnv...)...)
 	for _, args := range [][]string{
 		{"controller", "--nats", url},
 		{"syncer", "--nats", url},

@@ -16,8 +16,9 @@ func newReportCmd() *cobra.Command {
 		Use:   "report [--checkpoint DIR] KEY=VALUE...",
 		Short: "Report a result from a command trainable (reads TUNEJET_SOCKET)",
 		Long: `Report one result of the running trial to its runner. Values that parse as
-JSON numbers are numbers, true/false/null are JSON literals, anything else is
-a string. Prints "stop" when the trial should end now; exits non-zero if the
+JSON numbers are numbers, true/false/null are JSON literals, NaN and infinities
+(which JSON cannot carry) are refused, anything else is a string and never
+compared as a number. Prints "stop" when the trial should end now; exits non-zero if the
 runner refused the report.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -44,6 +44,8 @@ func layer(path string) (string, int) {
 	switch top {
 	case "events", "api": // the contract (public_test.go: api imports only events)
 		return top, 0
+	case "sdk": // data for the layers above (the Python package a runner carries)
+		return top, 0
 	case "internal":
 		return top, 1
 	case "services":

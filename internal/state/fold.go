@@ -80,6 +80,7 @@ func (e *Experiment) applyTrial(t *Trial, ev *events.Event) bool {
 			e.exploiting(t)
 		}
 		if t.NumResults > results { // the checkpoint's result is the trial's next
+			e.checkMetrics(p.Checkpoint.Metrics)
 			e.tuneResult(t, ev, p.Checkpoint.Metrics)
 		}
 		return changed
@@ -141,6 +142,7 @@ func (e *Experiment) started(ev *events.Event, p *events.ExperimentStarted) bool
 	e.StartTime, e.LastEventTime = ev.Time, ev.Time
 	e.Status = ExperimentRunning
 	e.StopRequested, e.StopReason = false, ""
+	e.MetricError = "" // a restored run is checked afresh
 	return true
 }
 
@@ -267,6 +269,7 @@ func (e *Experiment) reported(t *Trial, ev *events.Event, p *events.TrialReporte
 	for _, r := range p.Results() {
 		if t.result(ev, r) {
 			changed = true
+			e.checkMetrics(r)
 			e.tuneResult(t, ev, r)
 		}
 	}

@@ -40,6 +40,10 @@ type Experiment struct {
 	EndReason     string    `json:"end_reason,omitempty"`
 	Error         string    `json:"error,omitempty"`
 	EndTime       time.Time `json:"end_time"`
+	// MetricError is Ray's strict metric check error of the run's first
+	// result that lacks the experiment's metric (MissingMetric): the
+	// controller ends the experiment with it.
+	MetricError string `json:"metric_error,omitempty"`
 
 	// Trials by id, and their ids in creation order.
 	Trials map[string]*Trial `json:"trials"`

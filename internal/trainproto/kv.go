@@ -16,8 +16,8 @@ var jsonNumber = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9
 // flat key, even with "/" in it). A value that is a JSON number becomes a
 // float64, the JSON literals true, false and null become true, false and nil,
 // and anything else is a string. An argument without "=", an empty key, a
-// repeated key and a number out of float64 range are errors naming the
-// argument.
+// repeated key, a number out of float64 range and a spelling of NaN or an
+// infinity ("NaN", "Infinity", "-inf", ...) are errors naming the argument.
 func ParseKeyValues(args []string) (map[string]any, error) {
 	metrics := make(map[string]any, len(args))
 	for _, arg := range args {
@@ -50,6 +50,11 @@ func parseValue(raw string) (any, error) {
 		return nil, nil
 	}
 	if !jsonNumber.MatchString(raw) {
+		if f, err := strconv.ParseFloat(raw, 64); err == nil && (math.IsInf(f, 0) || math.IsNaN(f)) {
+			// Meant as a number, which JSON cannot carry: stored as a
+			// string it would pass for one in a table or a summary.
+			return nil, fmt.Errorf("%s is not a number JSON can carry: report null instead (as the Python SDK sends NaN and infinities), or a finite number", raw)
+		}
 		return raw, nil
 	}
 	f, err := strconv.ParseFloat(raw, 64)

@@ -26,13 +26,16 @@ func TestParseKeyValues(t *testing.T) {
 		},
 		{
 			name: "strings",
-			args: []string{"a=abc", "b=", "c=01", "d=1.", "e=.5", "f=+1", "g=NaN", "h=Infinity", "i= 1", "j=True", "k=0x10", "l=a=b", `m="1"`},
-			want: map[string]any{"a": "abc", "b": "", "c": "01", "d": "1.", "e": ".5", "f": "+1", "g": "NaN", "h": "Infinity", "i": " 1", "j": "True", "k": "0x10", "l": "a=b", "m": `"1"`},
+			args: []string{"a=abc", "b=", "c=01", "d=1.", "e=.5", "f=+1", "g=NaNa", "h=Infinite", "i= 1", "j=True", "k=0x10", "l=a=b", `m="1"`},
+			want: map[string]any{"a": "abc", "b": "", "c": "01", "d": "1.", "e": ".5", "f": "+1", "g": "NaNa", "h": "Infinite", "i": " 1", "j": "True", "k": "0x10", "l": "a=b", "m": `"1"`},
 		},
 		{name: "flat keys", args: []string{"eval/loss=0.5", "a.b=1"}, want: map[string]any{"eval/loss": 0.5, "a.b": 1.0}},
 		{name: "no equals", args: []string{"loss=1", "oops"}, wantErr: `argument "oops": want key=value`},
 		{name: "empty key", args: []string{"=1"}, wantErr: `argument "=1": empty key`},
 		{name: "repeated key", args: []string{"a=1", "a=2"}, wantErr: `argument "a=2": key "a" given twice`},
+		{name: "infinity", args: []string{"loss=Infinity"}, wantErr: `argument "loss=Infinity": Infinity is not a number JSON can carry: report null instead (as the Python SDK sends NaN and infinities), or a finite number`},
+		{name: "other non-finite spellings", args: []string{"a=1", "loss=-inf"}, wantErr: `argument "loss=-inf": -inf is not a number JSON can carry: report null instead (as the Python SDK sends NaN and infinities), or a finite number`},
+		{name: "NaN", args: []string{"loss=NaN"}, wantErr: `argument "loss=NaN": NaN is not a number JSON can carry: report null instead (as the Python SDK sends NaN and infinities), or a finite number`},
 		{name: "out of range", args: []string{"a=1e400"}, wantErr: `argument "a=1e400": number 1e400 is out of range`},
 	}
 	for _, tt := range tests {

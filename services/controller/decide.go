@@ -103,6 +103,9 @@ func startAction(st *state.Experiment, in Inputs) Action {
 
 // stopReason says why the experiment must stop now, if it must.
 func stopReason(st *state.Experiment, now time.Time) (reason, errText string) {
+	if st.MetricError != "" { // Ray's driver raises it at once
+		return "invalid", st.MetricError
+	}
 	if st.StopRequested {
 		return "stopped", ""
 	}

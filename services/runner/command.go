@@ -52,6 +52,9 @@ type commandExecutor struct {
 	Sockets string
 	Grace   time.Duration
 	Log     zerolog.Logger
+	// SDK puts the runner's tunejet package on the path of a Python
+	// command that cannot import its own; nil adds nothing.
+	SDK *pythonSDK
 }
 
 // Execute implements Executor.
@@ -80,6 +83,7 @@ func (e *commandExecutor) Execute(ctx context.Context, s session.Session, config
 	if err != nil {
 		return err
 	}
+	cmd.Env = append(cmd.Env, e.SDK.env(ctx, cmd.Args, e.Dir, cmd.Env)...)
 	if r, ok := session.ResourcesFrom(ctx); ok { // later entries win over the runner's own
 		cmd.Env = append(cmd.Env, resourceEnv(r)...)
 	}

@@ -27,6 +27,15 @@
 // (stopCriteria), stages checkpoints (stager) and artifacts
 // (artifactSyncer), and sends the results to the log in order (reporter).
 //
+// # Python trials
+//
+// The runner carries the tunejet Python package of its own version
+// (sdk/python, embedded in the binary). A Python command (python3 ..., or
+// a script whose #! line names Python) whose interpreter cannot import a
+// tunejet package of its own gets that copy, extracted once under the work
+// directory, at the end of its PYTHONPATH (python.go); an installed one
+// wins.
+//
 // # Heartbeats and acks
 //
 // While a trial runs the runner reports progress on its work message every

@@ -38,7 +38,7 @@ func (s *Service) executor(t events.Trainable, log zerolog.Logger) (Executor, er
 	if len(t.Command) > 0 {
 		return &commandExecutor{
 			Command: t.Command, Dir: t.Dir, Sockets: filepath.Join(s.cfg.WorkDir, ".sockets"),
-			Grace: s.cfg.StopGrace, Log: log,
+			Grace: s.cfg.StopGrace, Log: log, SDK: s.python,
 		}, nil
 	}
 	fn, ok := s.cfg.Trainables[t.Name]

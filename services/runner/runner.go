@@ -110,6 +110,8 @@ type Service struct {
 	routes routes                        // experiment → how its checkpoints reach storage
 	wg     sync.WaitGroup
 
+	python *pythonSDK // the tunejet Python package, for Python trials without one
+
 	hooks testHooks
 }
 
@@ -127,10 +129,11 @@ type testHooks struct {
 func New(b *bus.Bus, cfg Config) *Service {
 	cfg.setDefaults()
 	host, _ := os.Hostname()
+	log := b.Log.With().Str("service", "runner").Str("runner", cfg.Name).Logger()
 	return &Service{
-		bus: b, cfg: cfg, hostname: host,
-		log:   b.Log.With().Str("service", "runner").Str("runner", cfg.Name).Logger(),
-		pulls: map[string]context.CancelFunc{}, runs: map[string]int{}, stores: map[string]ckpt.Objects{},
+		bus: b, cfg: cfg, hostname: host, log: log,
+		python: newPythonSDK(filepath.Join(cfg.WorkDir, ".python-sdk"), log),
+		pulls:  map[string]context.CancelFunc{}, runs: map[string]int{}, stores: map[string]ckpt.Objects{},
 		active: map[string]bus.RunnerTrial{}, changed: make(chan struct{}, 1),
 	}
 }

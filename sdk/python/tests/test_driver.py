@@ -197,6 +197,36 @@ ROUTES = textwrap.dedent(
 )
 
 
+# A trainable that reports acc while the experiment's metric is loss: fit()
+# raises Ray's strict metric check error at the first result, unless
+# TUNE_DISABLE_STRICT_METRIC_CHECKING=1 (argv[1]).
+WRONG_METRIC = textwrap.dedent(
+    '''
+    import json, os, sys
+    from tunejet import train, tune
+
+    os.environ["TUNE_DISABLE_STRICT_METRIC_CHECKING"] = sys.argv[1]
+
+    def trainable(config):
+        for i in range(3):
+            train.report({"acc": 0.5 + i / 10})
+
+    tuner = tune.Tuner(
+        trainable,
+        param_space={"x": tune.grid_search([1, 2])},
+        tune_config=tune.TuneConfig(metric="loss", mode="min"),
+        run_config=train.RunConfig(name="wrong_metric_" + sys.argv[1], storage_path="results"),
+    )
+    try:
+        grid = tuner.fit()
+    except tune.TuneError as e:
+        print("RESULT " + json.dumps({"raised": str(e)}))
+    else:
+        print("RESULT " + json.dumps({"statuses": [r.status for r in grid]}))
+    '''
+)
+
+
 def _result(out):
     for line in out.splitlines():
         if line.startswith("RESULT "):
@@ -300,6 +330,15 @@ class DriverTest(unittest.TestCase):
             self.assertEqual(m["visible"], str(m["ids"][0]))
         self.assertEqual(whole["resources"], {"cpu": 1, "gpu": 1})
         self.assertEqual(half["resources"], {"cpu": 1, "gpu": 0.5})
+
+    def test_a_metric_no_trial_reports_fails_fit(self):
+        script = self.write("wrong_metric.py", WRONG_METRIC)
+        out = _result(support.run_script(self, script, "0", home=self.home))
+        self.assertIn(
+            "Trial returned a result which did not include the specified metric(s) `loss` "
+            "that `tune.TuneConfig()` expects.", out.get("raised", "fit() did not raise: %s" % out))
+        out = _result(support.run_script(self, script, "1", home=self.home))
+        self.assertEqual(out, {"statuses": ["TERMINATED", "TERMINATED"]})
 
     def test_ctrl_c_then_restore(self):
         script = self.write("interrupted.py", INTERRUPTED)
