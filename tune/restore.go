@@ -210,6 +210,9 @@ func Restore(ctx context.Context, path string, trainable any, opts ...Option) (*
 		return nil, refusal(path, api.WithCode(api.CodeBadRequest, err), "", nil)
 	}
 	t.restoreOpts().path = p
+	if err := t.reachBucket(ctx, p); err != nil {
+		return nil, err
+	}
 	if err := t.syncDown(ctx, p); err != nil {
 		return nil, err
 	}
@@ -217,6 +220,20 @@ func Restore(ctx context.Context, path string, trainable any, opts ...Option) (*
 		return nil, err
 	}
 	return t, nil
+}
+
+// reachBucket refuses, before anything reads it, an experiment in a
+// bucket this process cannot write to, naming why (storage.Reach): a
+// restore reads its state from there, and its syncer writes there.
+func (t *Tuner) reachBucket(ctx context.Context, expPath string) error {
+	if !storage.IsBucket(expPath) {
+		return nil
+	}
+	storagePath, name, err := restorer.Split(expPath)
+	if err != nil {
+		return refusal(expPath, api.WithCode(api.CodeBadRequest, err), "", nil)
+	}
+	return unlessPassing(t.log, storage.Reach(ctx, storagePath, name))
 }
 
 // checkStored validates the trainable and param_space against the stored
