@@ -39,11 +39,16 @@ func (a announcer) once(ctx context.Context, id string, p events.Payload) error 
 	return nil
 }
 
-// failure announces an operation that failed after attempt tries; it is
-// tried again later.
+// failure logs and announces an operation that failed after attempt
+// tries; it is tried again later.
 func (a announcer) failure(ctx context.Context, op string, err error, attempt int) {
-	metrics.SyncFailures.WithLabelValues(a.exp).Inc()
 	a.log.Error().Err(err).Str("operation", op).Msg("sync failed; it will be tried again")
+	a.announceFailure(ctx, op, err, attempt)
+}
+
+// announceFailure is failure for a caller that logged it already.
+func (a announcer) announceFailure(ctx context.Context, op string, err error, attempt int) {
+	metrics.SyncFailures.WithLabelValues(a.exp).Inc()
 	a.announce(ctx, &events.SyncFailed{Operation: op, Error: err.Error(), Attempt: attempt})
 }
 

@@ -14,25 +14,35 @@ import (
 	"github.com/tunejet/tunejet/internal/storage"
 )
 
-// openRetrying opens the experiment's storage (see open), announcing each
-// failure and trying again until it succeeds or ctx is done.
+// openRetrying opens the experiment's storage (see open), trying again
+// until it succeeds or ctx is done. Each failed attempt is announced
+// (sync.failed) and logged once, at warn, with the attempt and the wait
+// before the next: storage that cannot be reached (no credentials, a
+// bucket gone) costs one line per back-off step, and none once the
+// service stops.
 func (w *writer) openRetrying(ctx context.Context) error {
 	for attempt := 1; ; attempt++ {
 		err := w.open(ctx)
 		if err == nil {
 			return nil
 		}
-		w.tell.failure(ctx, "open storage", err, attempt)
 		if w.root != nil {
 			_ = w.root.Close()
 			w.root = nil
 		}
-		t := time.NewTimer(openBackoff(attempt, w.s.syncConfig(w.syncSpec()).SyncPeriod))
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		next := openBackoff(attempt, w.s.syncConfig(w.syncSpec()).SyncPeriod)
+		w.log.Warn().Err(storage.Explain(w.storagePath, err)).Int("attempt", attempt).Dur("next_try_in", next).
+			Msg("cannot open the experiment's storage; `tunejet forget` removes an experiment from the log")
+		w.tell.announceFailure(ctx, "open storage", err, attempt)
+		t := time.NewTimer(next)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return err
+			return ctx.Err()
 		}
 	}
 }
@@ -108,6 +118,9 @@ func (w *writer) loadSnapshot(ctx context.Context) error {
 	st, key, err := storage.LoadNewestState(ctx, w.bucket)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
+	}
+	if err != nil && key == "" {
+		return fmt.Errorf("syncer: %w", err)
 	}
 	if err != nil {
 		return fmt.Errorf("syncer: %s: %w", key, err)
