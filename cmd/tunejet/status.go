@@ -13,7 +13,6 @@ import (
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
-	"github.com/tunejet/tunejet/internal/restore"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/services/controller"
 	"github.com/tunejet/tunejet/tune"
@@ -78,14 +77,8 @@ func printStatus(ctx context.Context, b *bus.Bus, w io.Writer) error {
 	fmt.Fprintln(tw, "EXPERIMENT\tSTATUS\tTRIALS")
 	var waiting []string
 	for _, name := range names {
-		st, load := state.New(name), restore.Loader(b, name)
-		var ferr error
-		err := b.Replay(ctx, events.ExperimentSubjects(name), func(ev *events.Event) {
-			if ferr == nil {
-				st, _, ferr = state.Fold(ctx, st, ev, load)
-			}
-		})
-		if err = errors.Join(err, ferr); err != nil {
+		st, err := foldLogged(ctx, b, name)
+		if err != nil {
 			return fmt.Errorf("status of %s: %w", name, err)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", name, st.Status, tune.TrialCounts(st.Counts()))

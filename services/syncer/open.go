@@ -35,7 +35,7 @@ func (w *writer) openRetrying(ctx context.Context) error {
 		}
 		next := openBackoff(attempt, w.s.syncConfig(w.syncSpec()).SyncPeriod)
 		w.log.Warn().Err(storage.Explain(w.storagePath, err)).Int("attempt", attempt).Dur("next_try_in", next).
-			Msg("cannot open the experiment's storage; `tunejet forget` removes an experiment from the log")
+			Msg("cannot open the experiment's storage; trying again (`tunejet forget " + w.exp + "` removes the experiment from the event log)")
 		w.tell.announceFailure(ctx, "open storage", err, attempt)
 		t := time.NewTimer(next)
 		select {
