@@ -180,12 +180,19 @@ func checkShared(ctx context.Context, b *bus.Bus, s Spec) error {
 	if err != nil {
 		return err
 	}
+	return askSyncer(ctx, b, storage.SharedCheck{StoragePath: path, Experiment: s.Name, Token: token})
+}
+
+// askSyncer asks a syncer the storage check req and returns its refusal,
+// nil when it sees the storage, or when none answers within
+// sharedCheckWait.
+func askSyncer(ctx context.Context, b *bus.Bus, req storage.SharedCheck) error {
+	path := req.StoragePath
 	// A probe of a bucket takes up to storage.ReachTimeout.
 	wait := 2 * time.Second
-	if token == "" {
+	if req.Token == "" {
 		wait += storage.ReachTimeout
 	}
-	req := storage.SharedCheck{StoragePath: path, Experiment: s.Name, Token: token}
 	for giveUp := time.Now().Add(sharedCheckWait); ; {
 		rctx, cancel := context.WithTimeout(ctx, wait)
 		var r storage.SharedCheckReply

@@ -223,10 +223,12 @@ func Restore(ctx context.Context, path string, trainable any, opts ...Option) (*
 }
 
 // reachBucket refuses, before anything reads it, an experiment in a
-// bucket this process cannot write to, naming why (storage.Reach): a
-// restore reads its state from there, and its syncer writes there.
+// bucket that cannot be written, naming why (storage.Reach): a restore
+// reads its state from there, and its syncer writes there. On the embedded
+// stack that syncer is this process, which probes the bucket itself; a
+// deployment's syncer is asked before the restore (restoreAndWatch).
 func (t *Tuner) reachBucket(ctx context.Context, expPath string) error {
-	if !storage.IsBucket(expPath) {
+	if !storage.IsBucket(expPath) || t.nats != nil {
 		return nil
 	}
 	storagePath, name, err := restorer.Split(expPath)
@@ -248,6 +250,9 @@ func (t *Tuner) checkStored(ctx context.Context) error {
 		return refusal(t.restore.path, err, key, nil)
 	}
 	if err != nil {
+		if storagePath, _, serr := restorer.Split(t.restore.path); serr == nil {
+			return storage.Explain(storagePath, err) // one line for a bucket it cannot read
+		}
 		return err
 	}
 	var trainable *TrainableSpec
@@ -412,6 +417,15 @@ func (t *Tuner) restoreAndWatch(ctx context.Context, b *bus.Bus, stack *Stack) (
 			return nil, err
 		}
 		req.Trainable, req.TrustStoredTrainable = tr, true
+	}
+	if stack == nil && storage.IsBucket(t.restore.path) {
+		storagePath, name, err := restorer.Split(t.restore.path)
+		if err != nil {
+			return nil, refusal(t.restore.path, api.WithCode(api.CodeBadRequest, err), "", nil)
+		}
+		if err := askSyncer(ctx, b, storage.SharedCheck{StoragePath: storagePath, Experiment: name}); err != nil {
+			return nil, err
+		}
 	}
 	if t.spec.ParamSpace != nil || len(t.objects) > 0 {
 		_, name, err := restorer.Split(t.restore.path)

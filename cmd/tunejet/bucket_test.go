@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tunejet/tunejet/internal/bus/bustest"
 	"github.com/tunejet/tunejet/internal/storage"
 	"github.com/tunejet/tunejet/internal/storage/storagetest"
 )
@@ -66,21 +67,30 @@ func TestRunRefusesABucketItCannotWrite(t *testing.T) {
 
 // TestRestoreRefusesABucketItCannotWrite: `tunejet restore` of an
 // experiment in a bucket it has no credentials for exits 1 with the same
-// one line, before it asks anything of the restorer.
+// one line, before it asks anything of the restorer: on the embedded
+// stack, and against a deployment.
 func TestRestoreRefusesABucketItCannotWrite(t *testing.T) {
 	u := storagetest.S3(t)
-	mark := filepath.Join(t.TempDir(), "started")
-	file := writeFile(t, t.TempDir(), "exp.yaml", fmt.Sprintf(markingExperiment, "unwritable"))
-	env := embeddedEnv(t, append([]string{"MARK=" + mark}, storagetest.NoCredentialsEnv()...)...)
-	r := tunejet(t, "", env, "restore", storage.Join(u, "unwritable"), file, "--store-dir", t.TempDir())
-	if r.code != 1 {
-		t.Fatalf("want exit status 1, got:\n%s", r)
-	}
-	got := strings.TrimSpace(r.stderr)
-	if strings.Contains(got, "\n") || !strings.HasPrefix(got, "tunejet: storage_path s3://"+storagetest.BucketName) || !strings.Contains(got, ": no credentials (") {
-		t.Errorf("want one line on stderr naming the bucket and saying it has no credentials, got:\n%s", r)
-	}
-	if _, err := os.Stat(mark); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("a trial started (%s: %v)", mark, err)
+	srv := bustest.Start(t)
+	for name, where := range map[string][]string{
+		"embedded":   {"--store-dir", t.TempDir()},
+		"deployment": {"--nats", srv.URL()},
+	} {
+		t.Run(name, func(t *testing.T) {
+			mark := filepath.Join(t.TempDir(), "started")
+			file := writeFile(t, t.TempDir(), "exp.yaml", fmt.Sprintf(markingExperiment, "unwritable"))
+			env := embeddedEnv(t, append([]string{"MARK=" + mark}, storagetest.NoCredentialsEnv()...)...)
+			r := tunejet(t, "", env, append([]string{"restore", storage.Join(u, "unwritable"), file}, where...)...)
+			if r.code != 1 {
+				t.Fatalf("want exit status 1, got:\n%s", r)
+			}
+			got := strings.TrimSpace(r.stderr)
+			if strings.Contains(got, "\n") || !strings.HasPrefix(got, "tunejet: storage_path s3://"+storagetest.BucketName) || !strings.Contains(got, ": no credentials (") {
+				t.Errorf("want one line on stderr naming the bucket and saying it has no credentials, got:\n%s", r)
+			}
+			if _, err := os.Stat(mark); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("a trial started (%s: %v)", mark, err)
+			}
+		})
 	}
 }
