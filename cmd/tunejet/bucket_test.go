@@ -30,8 +30,9 @@ tune_config:
 // TestRunRefusesABucketItCannotWrite: `tunejet run` on the embedded stack
 // with a bucket storage_path that cannot be written (no credentials, no
 // such bucket, an endpoint where nothing listens) exits 1 with one line
-// that names the storage path and why, and no trial starts. The real AWS
-// client talks to gofakes3 or a closed port on loopback.
+// that names the storage path and why, and no trial starts; the next run
+// on the same store says nothing of it. The real AWS client talks to
+// gofakes3 or a closed port on loopback.
 func TestRunRefusesABucketItCannotWrite(t *testing.T) {
 	withBucket := storagetest.S3(t) // sets dummy credentials for the tests below
 	tests := []struct {
@@ -47,7 +48,8 @@ func TestRunRefusesABucketItCannotWrite(t *testing.T) {
 			mark := filepath.Join(t.TempDir(), "started")
 			file := writeFile(t, t.TempDir(), "exp.yaml", fmt.Sprintf(markingExperiment, "unwritable"))
 			env := embeddedEnv(t, append([]string{"MARK=" + mark}, tt.env...)...)
-			r := tunejet(t, "", env, "run", file, "--store-dir", t.TempDir(), "--storage-path", tt.url)
+			store := t.TempDir()
+			r := tunejet(t, "", env, "run", file, "--store-dir", store, "--storage-path", tt.url)
 			if r.code != 1 {
 				t.Fatalf("want exit status 1, got:\n%s", r)
 			}
@@ -60,6 +62,12 @@ func TestRunRefusesABucketItCannotWrite(t *testing.T) {
 			}
 			if _, err := os.Stat(mark); !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("a trial started (%s: %v)", mark, err)
+			}
+			// The refused experiment left nothing in the store to retry.
+			other := writeFile(t, t.TempDir(), "other.yaml", fmt.Sprintf(markingExperiment, "other"))
+			r = tunejet(t, "", env, "run", other, "--store-dir", store, "--storage-path", t.TempDir())
+			if r.code != 0 || strings.Contains(r.stderr, "unwritable") || strings.Contains(r.stderr, "s3://") {
+				t.Errorf("the next run on the same store: want exit status 0 and nothing about the refused experiment:\n%s", r)
 			}
 		})
 	}
