@@ -23,6 +23,17 @@ var ErrInterrupted = errors.New("experiment interrupted")
 // ErrExists is returned when an experiment of the same name already exists.
 var ErrExists = errors.New("experiment already exists")
 
+// Why Fit (and Restore) refuse a bucket storage_path before anything is
+// submitted: the syncer cannot write a probe object there. errors.Is
+// matches one of them on the error, whose message is one line naming the
+// storage path, the reason and the storage SDK's own words.
+var (
+	ErrNoCredentials = storage.ErrNoCredentials
+	ErrAccessDenied  = storage.ErrAccessDenied
+	ErrNoSuchBucket  = storage.ErrNoSuchBucket
+	ErrUnreachable   = storage.ErrUnreachable
+)
+
 // TrialError is returned by Fit when a trial failed and fail_fast is
 // "raise": it carries the trainable's error.
 type TrialError struct {
