@@ -89,15 +89,17 @@ func IsBucket(storagePath string) bool {
 	return !fs
 }
 
-// Unreachable is the reply that carries a failed Reach of a bucket.
+// Unreachable is the reply that carries a failed Reach of a bucket: a
+// *ReachError as Unreachable, any other error (a storage path that does
+// not parse) as Error.
 func Unreachable(err error) SharedCheckReply {
-	r := SharedCheckReply{Unreachable: true, Detail: err.Error(), Error: err.Error()}
 	var re *ReachError
-	if errors.As(err, &re) {
-		r.Detail = re.Detail
-		if re.Reason != nil {
-			r.Reason = re.Reason.Error()
-		}
+	if !errors.As(err, &re) {
+		return SharedCheckReply{Error: err.Error()}
+	}
+	r := SharedCheckReply{Unreachable: true, Detail: re.Detail, Error: err.Error()}
+	if re.Reason != nil {
+		r.Reason = re.Reason.Error()
 	}
 	return r
 }
