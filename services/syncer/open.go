@@ -33,6 +33,9 @@ func (w *writer) openRetrying(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if errors.Is(err, errForgotten) {
+			return err
+		}
 		next := openBackoff(attempt, w.s.syncConfig(w.syncSpec()).SyncPeriod)
 		w.log.Warn().Err(storage.Explain(w.storagePath, err)).Int("attempt", attempt).Dur("next_try_in", next).
 			Msg("cannot open the experiment's storage; trying again (`tunejet forget " + w.exp + "` removes the experiment from the event log)")
@@ -46,6 +49,11 @@ func (w *writer) openRetrying(ctx context.Context) error {
 		}
 	}
 }
+
+// errForgotten is open's error when the log holds no event of the
+// experiment: it started (the writer follows only started experiments),
+// and was removed from the log since (tunejet forget).
+var errForgotten = errors.New("the experiment is no longer in the event log")
 
 // openBackoff is the wait before the next attempt: 1 s, doubling, at
 // most limit, so a transient failure costs seconds and a lasting one is
@@ -87,8 +95,10 @@ func (w *writer) open(ctx context.Context) error {
 func (w *writer) readStart(ctx context.Context) error {
 	st := state.New(w.exp)
 	var ferr error
+	seen := 0
 	filter := events.Prefix + "." + w.exp + ".*.experiment.*"
 	err := w.s.bus.Replay(ctx, filter, func(ev *events.Event) {
+		seen++
 		switch p := ev.Data.(type) {
 		case *events.ExperimentStarted:
 			w.storagePath = p.StoragePath
@@ -104,6 +114,9 @@ func (w *writer) readStart(ctx context.Context) error {
 	}
 	if err != nil {
 		return err
+	}
+	if seen == 0 {
+		return errForgotten
 	}
 	if st.Spec == nil || w.storagePath == "" {
 		return fmt.Errorf("syncer: experiment %q has not started", w.exp)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -91,4 +93,33 @@ func TestUnreachableStorageIsLoggedOncePerBackoffStep(t *testing.T) {
 			t.Errorf("warning %d: %v; want attempt %d, next_try_in, and one line saying no such bucket", i, m, i+1)
 		}
 	}
+}
+
+// TestForgottenExperimentIsNoLongerTried: a syncer trying again to open an
+// experiment's bucket stops once the experiment is removed from the log
+// (bus.Forget, as tunejet forget does), saying so once.
+func TestForgottenExperimentIsNoLongerTried(t *testing.T) {
+	srv := bustest.Start(t)
+	s := beginAt(t, srv, storagetest.S3WithoutBucket(t))
+	logs := &lockedLog{}
+	b := srv.Bus("syncer")
+	b.Log = zerolog.New(logs)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- syncer.New(b, syncer.Config{}).Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	bustest.Eventually(t, wait, "a failed attempt to open the storage", func() bool {
+		return slices.ContainsFunc(bustest.Log(t, s.b, exp), syncFailedFor("open storage", "NoSuchBucket"))
+	})
+	if _, err := s.b.Forget(t.Context(), exp); err != nil {
+		t.Fatal(err)
+	}
+	bustest.Eventually(t, wait, "the syncer to stop trying", func() bool {
+		for _, m := range logs.lines(t) {
+			if m["experiment"] == exp && strings.Contains(fmt.Sprint(m["message"]), "removed from the event log") {
+				return true
+			}
+		}
+		return false
+	})
 }
