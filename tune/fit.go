@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/restore"
@@ -20,6 +22,17 @@ var ErrInterrupted = errors.New("experiment interrupted")
 
 // ErrExists is returned when an experiment of the same name already exists.
 var ErrExists = errors.New("experiment already exists")
+
+// Why Fit (and Restore) refuse a bucket storage_path before anything is
+// submitted: the syncer cannot write a probe object there. errors.Is
+// matches one of them on the error, whose message is one line naming the
+// storage path, the reason and the storage SDK's own words.
+var (
+	ErrNoCredentials = storage.ErrNoCredentials
+	ErrAccessDenied  = storage.ErrAccessDenied
+	ErrNoSuchBucket  = storage.ErrNoSuchBucket
+	ErrUnreachable   = storage.ErrUnreachable
+)
 
 // TrialError is returned by Fit when a trial failed and fail_fast is
 // "raise": it carries the trainable's error.
@@ -164,24 +177,39 @@ func (t *Tuner) submitAndWatch(ctx context.Context, b *bus.Bus, s Spec) (*state.
 // storage check before it submits without one.
 const sharedCheckWait = 10 * time.Second
 
-// checkShared refuses, before anything is submitted, a storage path on a
-// file system that the syncer does not see (Ray's "Unable to set up
-// cluster storage"): the client writes the experiment's marker with a
-// token, and a syncer says whether it reads the same token at the same
-// path. Buckets are shared by construction. With no syncer answering, the
-// experiment is submitted and the first sync checks the marker again.
+// checkShared refuses, before anything is submitted, storage the syncer
+// cannot write to. For a path on a file system it is one the syncer does
+// not see (Ray's "Unable to set up cluster storage"): the client writes the
+// experiment's marker with a token, and a syncer says whether it reads the
+// same token at the same path. For a bucket, the syncer writes and deletes
+// a probe object (storage.Reach) and the error names why it could not: no
+// credentials, access denied, no such bucket, unreachable endpoint. With no
+// syncer answering, the experiment is submitted and the first sync checks
+// the storage again.
 func checkShared(ctx context.Context, b *bus.Bus, s Spec) error {
 	path := s.RunConfig.StoragePath
 	if path == "" {
 		return nil // the controller's default; its deployment decides where that is
 	}
 	token, err := storage.WriteToken(path, s.Name)
-	if err != nil || token == "" {
+	if err != nil {
 		return err
 	}
-	req := storage.SharedCheck{StoragePath: path, Experiment: s.Name, Token: token}
+	return askSyncer(ctx, b, storage.SharedCheck{StoragePath: path, Experiment: s.Name, Token: token})
+}
+
+// askSyncer asks a syncer the storage check req and returns its refusal,
+// nil when it sees the storage, or when none answers within
+// sharedCheckWait.
+func askSyncer(ctx context.Context, b *bus.Bus, req storage.SharedCheck) error {
+	path := req.StoragePath
+	// A probe of a bucket takes up to storage.ReachTimeout.
+	wait := 2 * time.Second
+	if req.Token == "" {
+		wait += storage.ReachTimeout
+	}
 	for giveUp := time.Now().Add(sharedCheckWait); ; {
-		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		rctx, cancel := context.WithTimeout(ctx, wait)
 		var r storage.SharedCheckReply
 		err := b.Request(rctx, storage.SharedCheckSubject, req, &r)
 		cancel()
@@ -189,13 +217,7 @@ func checkShared(ctx context.Context, b *bus.Bus, s Spec) error {
 			return fmt.Errorf("the syncer's storage check answer: %w", err)
 		}
 		if err == nil {
-			if r.NotShared {
-				return fmt.Errorf("%w: %s", storage.ErrNotShared, r.Error)
-			}
-			if r.Error != "" {
-				return fmt.Errorf("storage check: %s", r.Error)
-			}
-			return nil
+			return unlessPassing(b.Log, r.Err(path))
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -212,6 +234,19 @@ func checkShared(ctx context.Context, b *bus.Bus, s Spec) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// unlessPassing is err, but nil for a bucket that failed the probe for
+// none of the reasons storage.Reach names (a server error, a slow-down):
+// such a failure may pass, and the syncer tries again, so the experiment is
+// submitted, with a warning.
+func unlessPassing(log zerolog.Logger, err error) error {
+	var re *storage.ReachError
+	if errors.As(err, &re) && re.Reason == nil {
+		log.Warn().Err(err).Msg("the storage check failed for a reason that may pass; going on, and the syncer tries again")
+		return nil
+	}
+	return err
 }
 
 // ErrNoExperiment is returned by Watch when the event log holds no

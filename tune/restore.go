@@ -210,6 +210,9 @@ func Restore(ctx context.Context, path string, trainable any, opts ...Option) (*
 		return nil, refusal(path, api.WithCode(api.CodeBadRequest, err), "", nil)
 	}
 	t.restoreOpts().path = p
+	if err := t.reachBucket(ctx, p); err != nil {
+		return nil, err
+	}
 	if err := t.syncDown(ctx, p); err != nil {
 		return nil, err
 	}
@@ -217,6 +220,22 @@ func Restore(ctx context.Context, path string, trainable any, opts ...Option) (*
 		return nil, err
 	}
 	return t, nil
+}
+
+// reachBucket refuses, before anything reads it, an experiment in a
+// bucket that cannot be written, naming why (storage.Reach): a restore
+// reads its state from there, and its syncer writes there. On the embedded
+// stack that syncer is this process, which probes the bucket itself; a
+// deployment's syncer is asked before the restore (restoreAndWatch).
+func (t *Tuner) reachBucket(ctx context.Context, expPath string) error {
+	if !storage.IsBucket(expPath) || t.nats != nil {
+		return nil
+	}
+	storagePath, name, err := restorer.Split(expPath)
+	if err != nil {
+		return refusal(expPath, api.WithCode(api.CodeBadRequest, err), "", nil)
+	}
+	return unlessPassing(t.log, storage.Reach(ctx, storagePath, name))
 }
 
 // checkStored validates the trainable and param_space against the stored
@@ -231,6 +250,9 @@ func (t *Tuner) checkStored(ctx context.Context) error {
 		return refusal(t.restore.path, err, key, nil)
 	}
 	if err != nil {
+		if storagePath, _, serr := restorer.Split(t.restore.path); serr == nil {
+			return storage.Explain(storagePath, err) // one line for a bucket it cannot read
+		}
 		return err
 	}
 	var trainable *TrainableSpec
@@ -395,6 +417,15 @@ func (t *Tuner) restoreAndWatch(ctx context.Context, b *bus.Bus, stack *Stack) (
 			return nil, err
 		}
 		req.Trainable, req.TrustStoredTrainable = tr, true
+	}
+	if stack == nil && storage.IsBucket(t.restore.path) {
+		storagePath, name, err := restorer.Split(t.restore.path)
+		if err != nil {
+			return nil, refusal(t.restore.path, api.WithCode(api.CodeBadRequest, err), "", nil)
+		}
+		if err := askSyncer(ctx, b, storage.SharedCheck{StoragePath: storagePath, Experiment: name}); err != nil {
+			return nil, err
+		}
 	}
 	if t.spec.ParamSpace != nil || len(t.objects) > 0 {
 		_, name, err := restorer.Split(t.restore.path)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
@@ -162,6 +163,9 @@ func (s *Stack) NATSOptions() NATSOptions {
 
 // Close stops the services — the controller and runner first, then the
 // syncer once it has written what they published — and the server.
+// drainWait bounds the drain of each connection when a stack closes.
+const drainWait = 5 * time.Second
+
 func (s *Stack) Close() error {
 	if s.stopFront != nil {
 		s.stopFront()
@@ -170,10 +174,10 @@ func (s *Stack) Close() error {
 		s.back.Wait()
 	}
 	for _, nc := range s.conns {
-		_ = nc.Drain()
+		_ = bus.Drain(nc, drainWait)
 	}
 	if s.conn != nil {
-		_ = s.conn.Drain()
+		_ = bus.Drain(s.conn, drainWait)
 	}
 	s.emb.Shutdown()
 	s.errMu.Lock()

@@ -71,7 +71,7 @@ func newRoot() *cobra.Command {
 		Version:       versionText(), // --version
 	}
 	root.SetVersionTemplate("{{.Version}}")
-	root.AddCommand(newRunCmd(), newRestoreCmd(), newCanRestoreCmd(), newResultsCmd(), newExplainCmd(), newReportCmd(), newStatusCmd(), newAttachCmd(), newStopCmd(), newDashboardCmd())
+	root.AddCommand(newRunCmd(), newRestoreCmd(), newCanRestoreCmd(), newResultsCmd(), newExplainCmd(), newReportCmd(), newStatusCmd(), newAttachCmd(), newStopCmd(), newDashboardCmd(), newExperimentsCmd(), newForgetCmd())
 	root.AddCommand(serviceCmds()...)
 	root.AddCommand(newVersionCmd(), newNATSServerCmd())
 	return root

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
-	"github.com/tunejet/tunejet/internal/restore"
 	"github.com/tunejet/tunejet/internal/show"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/services/controller"
@@ -128,14 +126,8 @@ func readStatus(ctx context.Context, b *bus.Bus) (*status, error) {
 	totals := bus.Totals(runners)
 	out := &status{Experiments: []statusExperiment{}, Runners: []statusRunner{}}
 	for _, name := range names {
-		st, load := state.New(name), restore.Loader(b, name)
-		var ferr error
-		err := b.Replay(ctx, events.ExperimentSubjects(name), func(ev *events.Event) {
-			if ferr == nil {
-				st, _, ferr = state.Fold(ctx, st, ev, load)
-			}
-		})
-		if err = errors.Join(err, ferr); err != nil {
+		st, err := foldLogged(ctx, b, name)
+		if err != nil {
 			return nil, fmt.Errorf("status of %s: %w", name, err)
 		}
 		p := st.Progress(time.Now())

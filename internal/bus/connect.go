@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -307,6 +308,32 @@ func (e *Embedded) Connect(name string) (*nats.Conn, error) {
 		return nil, fmt.Errorf("connect to embedded NATS: %w", err)
 	}
 	return nc, nil
+}
+
+// Drain drains nc and waits until it is closed, at most timeout (then it
+// closes it): what it had pending reaches the server before the caller
+// shuts an embedded server down. A drain still under way when its server
+// goes makes nats.go print the broken pipe on stderr.
+func Drain(nc *nats.Conn, timeout time.Duration) error {
+	closed := make(chan struct{})
+	var once sync.Once
+	nc.SetClosedHandler(func(*nats.Conn) { once.Do(func() { close(closed) }) })
+	if err := nc.Drain(); err != nil {
+		nc.Close()
+		return fmt.Errorf("drain: %w", err)
+	}
+	if nc.IsClosed() {
+		return nil
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-closed:
+		return nil
+	case <-t.C:
+		nc.Close()
+		return fmt.Errorf("drain: not done within %v", timeout)
+	}
 }
 
 // URL is the client URL when the server listens on TCP.

@@ -40,17 +40,22 @@ func (a announcer) once(ctx context.Context, id string, p events.Payload) error 
 	return nil
 }
 
-// failure announces an operation that failed after attempt tries; it is
-// tried again later. One the shutdown cancelled (ctx is done) did not
-// fail: the syncer's last sync, or the next syncer, does it, so it is
-// logged at info and not announced.
+// failure logs and announces an operation that failed after attempt
+// tries; it is tried again later. One the shutdown cancelled (ctx is done)
+// did not fail: the syncer's last sync, or the next syncer, does it, so it
+// is logged at info and not announced.
 func (a announcer) failure(ctx context.Context, op string, err error, attempt int) {
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		a.log.Info().Str("operation", op).Msg("stopped by the shutdown; done again before the syncer exits or by the next one")
 		return
 	}
-	metrics.SyncFailures.WithLabelValues(a.exp).Inc()
 	a.log.Error().Err(err).Str("operation", op).Msg("sync failed; it will be tried again")
+	a.announceFailure(ctx, op, err, attempt)
+}
+
+// announceFailure is failure for a caller that logged it already.
+func (a announcer) announceFailure(ctx context.Context, op string, err error, attempt int) {
+	metrics.SyncFailures.WithLabelValues(a.exp).Inc()
 	a.announce(ctx, &events.SyncFailed{Operation: op, Error: err.Error(), Attempt: attempt})
 }
 

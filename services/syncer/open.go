@@ -14,28 +14,46 @@ import (
 	"github.com/tunejet/tunejet/internal/storage"
 )
 
-// openRetrying opens the experiment's storage (see open), announcing each
-// failure and trying again until it succeeds or ctx is done.
+// openRetrying opens the experiment's storage (see open), trying again
+// until it succeeds or ctx is done. Each failed attempt is announced
+// (sync.failed) and logged once, at warn, with the attempt and the wait
+// before the next: storage that cannot be reached (no credentials, a
+// bucket gone) costs one line per back-off step, and none once the
+// service stops.
 func (w *writer) openRetrying(ctx context.Context) error {
 	for attempt := 1; ; attempt++ {
 		err := w.open(ctx)
 		if err == nil {
 			return nil
 		}
-		w.tell.failure(ctx, "open storage", err, attempt)
 		if w.root != nil {
 			_ = w.root.Close()
 			w.root = nil
 		}
-		t := time.NewTimer(openBackoff(attempt, w.s.syncConfig(w.syncSpec()).SyncPeriod))
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if errors.Is(err, errForgotten) {
+			return err
+		}
+		next := openBackoff(attempt, w.s.syncConfig(w.syncSpec()).SyncPeriod)
+		w.log.Warn().Err(storage.Explain(w.storagePath, err)).Int("attempt", attempt).Dur("next_try_in", next).
+			Msg("cannot open the experiment's storage; trying again (`tunejet forget " + w.exp + "` removes the experiment from the event log)")
+		w.tell.announceFailure(ctx, "open storage", err, attempt)
+		t := time.NewTimer(next)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return err
+			return ctx.Err()
 		}
 	}
 }
+
+// errForgotten is open's error when the log holds no event of the
+// experiment: it started (the writer follows only started experiments),
+// and was removed from the log since (tunejet forget).
+var errForgotten = errors.New("the experiment is no longer in the event log")
 
 // openBackoff is the wait before the next attempt: 1 s, doubling, at
 // most limit, so a transient failure costs seconds and a lasting one is
@@ -77,8 +95,10 @@ func (w *writer) open(ctx context.Context) error {
 func (w *writer) readStart(ctx context.Context) error {
 	st := state.New(w.exp)
 	var ferr error
+	seen := 0
 	filter := events.Prefix + "." + w.exp + ".*.experiment.*"
 	err := w.s.bus.Replay(ctx, filter, func(ev *events.Event) {
+		seen++
 		switch p := ev.Data.(type) {
 		case *events.ExperimentStarted:
 			w.storagePath = p.StoragePath
@@ -95,6 +115,9 @@ func (w *writer) readStart(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if seen == 0 {
+		return errForgotten
+	}
 	if st.Spec == nil || w.storagePath == "" {
 		return fmt.Errorf("syncer: experiment %q has not started", w.exp)
 	}
@@ -108,6 +131,9 @@ func (w *writer) loadSnapshot(ctx context.Context) error {
 	st, key, err := storage.LoadNewestState(ctx, w.bucket)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
+	}
+	if err != nil && key == "" {
+		return fmt.Errorf("syncer: %w", err)
 	}
 	if err != nil {
 		return fmt.Errorf("syncer: %s: %w", key, err)

@@ -111,16 +111,27 @@ func (s *Service) syncConfig(sc events.SyncConfig) blobsync.Config {
 }
 
 // answerSharedCheck tells a client whether this syncer sees the marker it
-// wrote under a storage path on a file system.
-func (s *Service) answerSharedCheck(_ context.Context, data []byte) any {
+// wrote under a storage path on a file system, or can write to its bucket.
+func (s *Service) answerSharedCheck(ctx context.Context, data []byte) any {
 	var req storage.SharedCheck
 	var reply storage.SharedCheckReply
-	if err := json.Unmarshal(data, &req); err != nil || req.Experiment == "" || req.Token == "" {
+	err := json.Unmarshal(data, &req)
+	bucket := err == nil && storage.IsBucket(req.StoragePath)
+	switch {
+	case err != nil || req.Experiment == "" || req.Token == "" && !bucket:
 		reply.Error = fmt.Sprintf("malformed storage check: want {storage_path, experiment, token}: %v", err)
-	} else if err := storage.CheckToken(req.StoragePath, req.Experiment, req.Token); err != nil {
-		reply.NotShared = true
-		reply.Error = strings.TrimPrefix(err.Error(), storage.ErrNotShared.Error()+": ")
-		s.log.Warn().Err(err).Str("experiment", req.Experiment).Msg("a client's storage is not visible here; it will not submit")
+	case bucket:
+		if err := storage.Reach(ctx, req.StoragePath, req.Experiment); err != nil {
+			reply = storage.Unreachable(err)
+			// The client is told and does not submit: nothing to do here.
+			s.log.Info().Err(err).Str("experiment", req.Experiment).Msg("a client's bucket cannot be written from here; it will not submit")
+		}
+	default:
+		if err := storage.CheckToken(req.StoragePath, req.Experiment, req.Token); err != nil {
+			reply.NotShared = true
+			reply.Error = strings.TrimPrefix(err.Error(), storage.ErrNotShared.Error()+": ")
+			s.log.Warn().Err(err).Str("experiment", req.Experiment).Msg("a client's storage is not visible here; it will not submit")
+		}
 	}
 	return reply
 }

@@ -2,6 +2,7 @@ package syncer
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"time"
@@ -57,6 +58,10 @@ func newWriter(s *Service, exp string) *writer {
 
 func (w *writer) run(ctx context.Context) error {
 	err := w.openRetrying(ctx)
+	if errors.Is(err, errForgotten) {
+		w.log.Info().Msg("the experiment was removed from the event log; no longer syncing it")
+		return nil
+	}
 	if err != nil {
 		return err
 	}

@@ -2,8 +2,10 @@ package storagetest
 
 import (
 	"fmt"
+	"net"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -30,6 +32,61 @@ func S3(t testing.TB) string {
 	srv := httptest.NewServer(gofakes3.New(backend, gofakes3.WithLogger(gofakes3.DiscardLog())).Server())
 	t.Cleanup(srv.Close)
 	return S3At(t, srv.URL)
+}
+
+// S3WithoutBucket starts gofakes3 on loopback like S3 but creates no
+// bucket: its URL names BucketName, which the server does not have.
+func S3WithoutBucket(t testing.TB) string {
+	t.Helper()
+	srv := httptest.NewServer(gofakes3.New(s3mem.New(), gofakes3.WithLogger(gofakes3.DiscardLog())).Server())
+	t.Cleanup(srv.Close)
+	return S3At(t, srv.URL)
+}
+
+// ClosedEndpoint returns http://127.0.0.1:PORT where nothing listens: a
+// port that was just bound and released.
+func ClosedEndpoint(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("storagetest: find a free port: %v", err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return "http://" + addr
+}
+
+// NoCredentialsEnv is the environment ("KEY=value") in which the AWS SDK
+// finds no credentials and asks no metadata service for them: no keys, a
+// profile or a role, empty config files, the EC2 metadata client off. A
+// process given it, with the AWS_* variables of its own environment left
+// out, sees no credentials.
+func NoCredentialsEnv() []string {
+	env := []string{
+		"AWS_EC2_METADATA_DISABLED=true",
+		"AWS_CONFIG_FILE=" + os.DevNull,
+		"AWS_SHARED_CREDENTIALS_FILE=" + os.DevNull,
+	}
+	for _, k := range []string{
+		"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+		"AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN",
+		"AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+	} {
+		env = append(env, k+"=")
+	}
+	return env
+}
+
+// NoCredentials sets NoCredentialsEnv for the test (after S3 or S3At,
+// which set dummy credentials).
+func NoCredentials(t testing.TB) {
+	t.Helper()
+	for _, kv := range NoCredentialsEnv() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
 }
 
 // S3At is S3's URL and AWS environment for an S3 server already serving

@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -223,6 +224,23 @@ WRONG_METRIC = textwrap.dedent(
         print("RESULT " + json.dumps({"raised": str(e)}))
     else:
         print("RESULT " + json.dumps({"statuses": [r.status for r in grid]}))
+'''
+)
+
+
+UNWRITABLE = textwrap.dedent(
+    '''
+    import os, sys
+    from tunejet import train, tune
+
+    def trainable(config):
+        open(os.path.join(os.environ["HOME"], "started"), "w").close()
+        train.report({"loss": 1})
+
+    try:
+        tune.Tuner(trainable, run_config=train.RunConfig(name="unwritable", storage_path=sys.argv[1])).fit()
+    except tune.TuneError as e:
+        print("ERROR " + str(e).replace("\\n", "\\\\n"))
     '''
 )
 
@@ -363,6 +381,30 @@ class DriverTest(unittest.TestCase):
         self.assertEqual(metrics["step"], 10)
         self.assertGreater(metrics["first"], 1, "the restored trial resumed from its checkpoint")
         self.assertGreaterEqual(metrics["attempt"], 2)
+
+    def test_a_bucket_without_credentials_is_an_exception(self):
+        # The endpoint is a closed port on loopback: the AWS SDK finds no
+        # credentials before it would connect, and asks no metadata service.
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        url = "s3://bucket/results?endpoint=http://127.0.0.1:%d&use_path_style=true&disable_https=true&region=us-east-1" % port
+        env = support.environ(self.home)
+        for key in list(env):
+            if key.startswith("AWS_"):
+                del env[key]
+        env.update(AWS_EC2_METADATA_DISABLED="true", AWS_CONFIG_FILE=os.devnull, AWS_SHARED_CREDENTIALS_FILE=os.devnull)
+        script = self.write("unwritable.py", UNWRITABLE)
+        proc = subprocess.run(
+            [sys.executable, script, url], cwd=self.home, env=env,
+            capture_output=True, text=True, timeout=support.SCRIPT_TIMEOUT_S,
+        )
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        errors = [line for line in proc.stdout.splitlines() if line.startswith("ERROR ")]
+        self.assertEqual(len(errors), 1, "fit() raised no TuneError:\n" + proc.stdout + proc.stderr)
+        self.assertIn("tunejet: storage_path s3://bucket/results?", errors[0])
+        self.assertIn(": no credentials (", errors[0])
+        self.assertFalse(os.path.exists(os.path.join(self.home, "started")), "a trial started")
 
 
 if __name__ == "__main__":
