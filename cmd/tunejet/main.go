@@ -123,5 +123,5 @@ func usageError(cmd *cobra.Command, err error) error {
 	if !cmd.HasParent() {
 		use = cmd.CommandPath() + " COMMAND [flags]"
 	}
-	return &exitError{code: 2, err: fmt.Errorf("%w\nUsage: %s\nRun '%s --help' for more.", err, use, cmd.CommandPath())}
+	return &exitError{code: 2, err: fmt.Errorf("%w\nUsage: %s\nRun '%s --help' for more", err, use, cmd.CommandPath())}
 }

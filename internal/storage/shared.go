@@ -308,7 +308,7 @@ func innermost(err error) error {
 }
 
 func unwrapFirst(err error) error {
-	switch u := err.(type) {
+	switch u := err.(type) { //nolint:errorlint // one step down the chain, on purpose
 	case interface{ Unwrap() error }:
 		return u.Unwrap()
 	case interface{ Unwrap() []error }:

@@ -107,7 +107,12 @@ func TestForgottenExperimentIsNoLongerTried(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- syncer.New(b, syncer.Config{}).Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("syncer: %v", err)
+		}
+	})
 	bustest.Eventually(t, wait, "a failed attempt to open the storage", func() bool {
 		return slices.ContainsFunc(bustest.Log(t, s.b, exp), syncFailedFor("open storage", "NoSuchBucket"))
 	})
