@@ -243,18 +243,23 @@ func temporaryName(name, kind string, tag int) string {
 	return "." + name + "." + kind + "-" + strconv.Itoa(tag) + "-" + randomSuffix()
 }
 
+// artifactTmp marks the temporary copy of an artifact file. The trial
+// folder has other writers (the syncer's storage.Dir.WriteAtomic writes
+// .<name>.tmp-<digits>), and CleanTemporary must remove only its own.
+const artifactTmp = ".artifact-"
+
 // temporaryFileName names the temporary copy of an artifact file beside
-// it: .<name>.tmp-<8 hex>.
-func temporaryFileName(name string) string { return "." + name + ".tmp-" + randomSuffix() }
+// it: .<name>.artifact-<8 hex>.
+func temporaryFileName(name string) string { return "." + name + artifactTmp + randomSuffix() }
 
 // isTemporaryFile reports whether a file in a trial folder is the
 // temporary copy of an artifact (temporaryFileName).
 func isTemporaryFile(name string) bool {
-	i := strings.LastIndex(name, ".tmp-")
+	i := strings.LastIndex(name, artifactTmp)
 	if !strings.HasPrefix(name, ".") || i < 2 {
 		return false
 	}
-	suffix := name[i+len(".tmp-"):]
+	suffix := name[i+len(artifactTmp):]
 	_, err := hex.DecodeString(suffix)
 	return len(suffix) == 8 && err == nil
 }

@@ -328,17 +328,21 @@ func TestDirectWriteFilesReplacesWholeFiles(t *testing.T) {
 
 // An artifact copy killed before its rename leaves a temporary file
 // beside its place, at any depth of the trial folder; CleanTemporary
-// removes those too, and nothing else.
+// removes those too, and nothing else: not the syncer's own temporary
+// files (storage.Dir.WriteAtomic's os.CreateTemp names, whose random part
+// is 8 decimal digits about one time in fifty), which it renames a moment
+// later.
 func TestDirectTemporaryArtifactFilesAreCleanedUp(t *testing.T) {
 	root := t.TempDir()
 	d := &ckpt.FileSystem{Root: root}
 	trial := filepath.Join(root, "trial")
 	write(t, trial, tree{
-		"plots/.loss.png.tmp-0a0b0c0d": []byte("half"),
-		".model.bin.tmp-1a2b3c4d":      []byte("half"),
-		"plots/loss.png":               []byte("whole"),
-		".hidden.tmp-notours":          []byte("a user's"),
-		"progress.csv":                 []byte("a,b\n"),
+		"plots/.loss.png.artifact-0a0b0c0d": []byte("half"),
+		".model.bin.artifact-1a2b3c4d":      []byte("half"),
+		"plots/loss.png":                    []byte("whole"),
+		".hidden.tmp-notours":               []byte("a user's"),
+		".params.json.tmp-12345678":         []byte("the syncer's, in flight"),
+		"progress.csv":                      []byte("a,b\n"),
 	})
 	if err := d.CleanTemporary(t.Context(), "trial"); err != nil {
 		t.Fatal(err)
@@ -355,7 +359,7 @@ func TestDirectTemporaryArtifactFilesAreCleanedUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	slices.Sort(left)
-	if want := []string{".hidden.tmp-notours", "plots/loss.png", "progress.csv"}; !slices.Equal(left, want) {
+	if want := []string{".hidden.tmp-notours", ".params.json.tmp-12345678", "plots/loss.png", "progress.csv"}; !slices.Equal(left, want) {
 		t.Errorf("after the clean-up the trial folder holds %v, want %v", left, want)
 	}
 }
