@@ -93,9 +93,14 @@ func TestDeploymentCommandsNeedNATS(t *testing.T) {
 // statusJSON is the output of `tunejet status --json`.
 type statusJSON struct {
 	Experiments []struct {
-		Name    string         `json:"name"`
-		Status  string         `json:"status"`
-		Trials  map[string]int `json:"trials"`
+		Name     string         `json:"name"`
+		Status   string         `json:"status"`
+		Trials   map[string]int `json:"trials"`
+		Progress struct {
+			Ended int     `json:"ended"`
+			Total int     `json:"total"`
+			ETA   float64 `json:"eta_s"`
+		} `json:"progress"`
 		Pending []struct {
 			TrialID string `json:"trial_id"`
 			Reason  string `json:"reason"`
@@ -179,7 +184,7 @@ func TestOneMachineDeployment(t *testing.T) {
 		return len(s.Runners) == 1 && len(s.Experiments) == 1
 	})
 	e := s.Experiments[0]
-	if e.Name != "one_machine" || e.Status != "COMPLETED" || e.Trials["TERMINATED"] != 3 {
+	if e.Name != "one_machine" || e.Status != "COMPLETED" || e.Trials["TERMINATED"] != 3 || e.Progress.Ended != 3 || e.Progress.Total != 3 {
 		t.Errorf("status --json experiment: %+v", e)
 	}
 	if r := s.Runners[0]; r.Name != "box" || r.Capacity["cpu"] != 2 || r.PID == 0 {
