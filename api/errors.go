@@ -35,6 +35,10 @@ const (
 	// or end of its run, and a live controller leads it (renews its lease).
 	// Stop it, or let it end, then restore.
 	CodeRunning Code = "running"
+	// CodeOwned: another deployment owns the experiment's storage folder
+	// and still renews its claim (or ran in a process of this host that
+	// still runs); restore it there, or wait until the owner is stale.
+	CodeOwned Code = "owned"
 	// CodeInternal: the service failed (NATS, storage, a timeout); asking
 	// again may succeed.
 	CodeInternal Code = "internal"
@@ -51,6 +55,7 @@ var (
 	ErrStateInvalid      = errors.New("invalid stored state")
 	ErrCheckpointLost    = errors.New("latest checkpoint lost")
 	ErrRunning           = errors.New("the experiment is running")
+	ErrOwned             = errors.New("the storage folder is owned by another deployment")
 	ErrInternal          = errors.New("internal error")
 )
 
@@ -67,6 +72,7 @@ var codes = []struct {
 	{CodeStateInvalid, ErrStateInvalid},
 	{CodeCheckpointLost, ErrCheckpointLost},
 	{CodeRunning, ErrRunning},
+	{CodeOwned, ErrOwned},
 	{CodeInternal, ErrInternal},
 }
 

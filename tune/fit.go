@@ -142,6 +142,9 @@ func (t *Tuner) submitAndWatch(ctx context.Context, b *bus.Bus, s Spec) (*state.
 	} else if last != 0 {
 		return nil, fmt.Errorf("%w: the event log already holds an experiment named %q: resume it with `tunejet run --resume auto FILE` or `tunejet restore %s`, or choose another name", ErrExists, s.Name, storage.Join(s.RunConfig.StoragePath, s.Name))
 	}
+	if err := claimFolder(ctx, b, s); err != nil {
+		return nil, err
+	}
 	if err := checkShared(ctx, b, s); err != nil {
 		return nil, err
 	}
@@ -154,6 +157,24 @@ func (t *Tuner) submitAndWatch(ctx context.Context, b *bus.Bus, s Spec) (*state.
 		return nil, err
 	}
 	return t.watchFrom(ctx, b, s.Name, 0)
+}
+
+// claimFolder makes this deployment the owner of the experiment's folder
+// in storage before anything is submitted, or refuses, naming the
+// deployment that owns it (storage.ClaimOwner): two deployments must
+// never write one folder. Without a storage path the deployment's
+// syncer claims the folder it chooses when it first syncs.
+func claimFolder(ctx context.Context, b *bus.Bus, s Spec) error {
+	if s.RunConfig.StoragePath == "" {
+		return nil
+	}
+	d, err := b.Deployment(ctx)
+	if err != nil {
+		return err
+	}
+	me := storage.NewOwner(d.ID, d.Store, b.EmbeddedStore != "", events.Seconds(s.RunConfig.SyncConfig.SyncPeriodS))
+	_, err = storage.ClaimOwner(ctx, s.RunConfig.StoragePath, s.Name, me, storage.ClaimRun)
+	return err
 }
 
 // sharedCheckWait bounds how long a client waits for a syncer to answer its

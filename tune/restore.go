@@ -64,6 +64,10 @@ var (
 	// holds no interruption or end of its run): stop it, or let it end,
 	// then restore.
 	ErrRunning = api.ErrRunning
+	// ErrOwned: another deployment owns the experiment's storage folder
+	// and is not gone (see docs/architecture.md, Storage ownership):
+	// restore it from that deployment.
+	ErrOwned = api.ErrOwned
 )
 
 // TrainableSpec names a trainable as an experiment file does: a command
@@ -412,10 +416,30 @@ func (t *Tuner) restoreAndWatch(ctx context.Context, b *bus.Bus, stack *Stack) (
 	if !rep.OK {
 		return nil, replyError(t.restore.path, rep)
 	}
+	t.tellRestored(rep)
 	if stack != nil {
 		stack.StartWorkers()
 	}
 	return t.watchFrom(ctx, b, rep.Experiment, rep.Seq)
+}
+
+// tellRestored warns, in the log and on the WithProgress writer, about
+// what the restore did that the user should know: state files it skipped
+// as unreadable, and a storage folder it took over from another
+// deployment.
+func (t *Tuner) tellRestored(rep api.RestoreReply) {
+	for _, why := range rep.Skipped {
+		t.log.Warn().Str("path", t.restore.path).Str("skipped", why).Str("snapshot", rep.Snapshot).Msg("skipped an unreadable state file; restoring from an older one")
+		if t.progress != nil {
+			fmt.Fprintf(t.progress, "Skipped %s\nRestoring from the newest readable state file, %s.\n", why, rep.Snapshot)
+		}
+	}
+	if rep.TookOver != "" {
+		t.log.Warn().Str("path", t.restore.path).Str("old_owner", rep.TookOver).Msg("took the storage folder over from a deployment that is gone")
+		if t.progress != nil {
+			fmt.Fprintf(t.progress, "Took %s over from its previous owner, %s, which is gone.\n", t.restore.path, rep.TookOver)
+		}
+	}
 }
 
 // trustedStored, for WithTrustStoredTrainable, asks the restorer which

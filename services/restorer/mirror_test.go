@@ -60,6 +60,7 @@ func TestTheMirrorIsTheCallers(t *testing.T) {
 		{name: "a syncer without upload_dir", mirror: &events.Mirror{Syncer: callers.Syncer}, want: events.Mirror{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			ownerGone(t, storagePath)
 			srv := bustest.Start(t) // no log: the state file is all there is
 			s := New(srv.Bus("restorer"), Config{})
 			rep := s.Handle(t.Context(), api.RestoreRequest{Path: expPath, Resume: resume, Trainable: &genuine, Mirror: tc.mirror}, false)

@@ -136,6 +136,9 @@ func (s *Service) handle(ctx context.Context, r api.RestoreRequest, dry bool) (a
 	if err := s.reachCheckpoints(ctx, restored, r.Path); err != nil {
 		return rep, err
 	}
+	if err := s.claimFolder(ctx, storagePath, st, &rep); err != nil {
+		return rep, err
+	}
 	staging := time.Now()
 	object, digest, err := restore.Stage(ctx, s.bus, restored, st.Run+1)
 	if err != nil {
@@ -191,6 +194,32 @@ func (s *Service) notLed(ctx context.Context, exp string) error {
 				exp, h, exp))
 		}
 	}
+}
+
+// claimFolder makes this deployment the owner of the experiment's folder
+// in storage (storage.ClaimOwner, ClaimRestore): it is already, or nobody
+// is, or the owner is gone and this restore takes the folder over, which
+// it logs and says in rep; otherwise the restore is refused, naming the
+// owner.
+func (s *Service) claimFolder(ctx context.Context, storagePath string, st *state.Experiment, rep *api.RestoreReply) error {
+	d, err := s.bus.Deployment(ctx)
+	if err != nil {
+		return err
+	}
+	me := storage.NewOwner(d.ID, d.Store, s.bus.EmbeddedStore != "", events.Seconds(st.Spec.RunConfig.SyncConfig.SyncPeriodS))
+	took, err := storage.ClaimOwner(ctx, storagePath, st.Name, me, storage.ClaimRestore)
+	if errors.Is(err, storage.ErrOwned) {
+		return api.WithCode(api.CodeOwned, err)
+	}
+	if err != nil {
+		return err
+	}
+	if took != nil {
+		rep.TookOver = took.Describe()
+		s.log.Warn().Str("experiment", st.Name).Str("storage_path", storagePath).Str("old_owner", rep.TookOver).
+			Msg("took the experiment's storage folder over from a deployment that is gone")
+	}
+	return nil
 }
 
 // leasePoll is how often notLed reads the lease.

@@ -106,6 +106,10 @@ func (w *writer) run(ctx context.Context) error {
 			flushArmed = false
 			w.flushWritten()
 		case <-tick.C:
+			if err := w.claim(ctx); err != nil {
+				w.tell.failure(ctx, "claim the experiment's folder", err, 1)
+				continue // another deployment owns it: write nothing there
+			}
 			if upToDate { // only then does the fold know what is persisted
 				w.store.resubmit(ctx, w.st)
 			}
