@@ -253,7 +253,9 @@ func loadStored(ctx context.Context, path string) (*state.Experiment, string, er
 		return nil, "", err
 	}
 	defer b.Close()
-	st, key, err := storage.LoadNewestState(ctx, b)
+	// A damaged newer file skipped is the restorer's to report: it reads
+	// the same one, and Fit prints what its reply says.
+	st, key, _, err := storage.LoadNewestState(ctx, b)
 	if errors.Is(err, state.ErrCorrupt) {
 		return nil, key, api.WithCode(api.CodeStateInvalid, fmt.Errorf("%s: %w", storage.Join(path, key), err))
 	}
@@ -290,6 +292,9 @@ type Restorable struct {
 	OK bool
 	// Source is "log" or "snapshot"; Snapshot names the state file.
 	Source, Snapshot string
+	// Skipped names the newer state files passed over as damaged, each
+	// with why: the state comes from an older one, Snapshot.
+	Skipped []string
 	// Counts are the trials by status.
 	Counts map[string]int
 	// Trainable is the trainable the state names, and TrainableFrom where
@@ -325,7 +330,7 @@ func CanRestore(ctx context.Context, path string, opts ...Option) (Restorable, e
 	if err != nil {
 		return Restorable{}, err
 	}
-	r := Restorable{OK: rep.OK, Source: rep.Source, Snapshot: rep.Snapshot, Counts: rep.Counts,
+	r := Restorable{OK: rep.OK, Source: rep.Source, Snapshot: rep.Snapshot, Skipped: rep.Skipped, Counts: rep.Counts,
 		Trainable: rep.Trainable, TrainableFrom: rep.TrainableFrom, Reason: rep.Error}
 	if !rep.OK {
 		r.Err = replyError(p, rep)

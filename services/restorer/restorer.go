@@ -269,7 +269,7 @@ func (s *Service) read(ctx context.Context, expPath, name string) (*state.Experi
 		st, err = s.fromLog(ctx, expPath, name, last, &rep)
 	} else {
 		rep.Source, rep.Read, rep.TrainableFrom = api.SourceSnapshot, api.ReadSnapshot, api.TrainableFromStorage
-		st, rep.Snapshot, err = s.snapshot(ctx, expPath)
+		st, rep.Snapshot, rep.Skipped, err = s.snapshot(ctx, expPath)
 		if errors.Is(err, fs.ErrNotExist) {
 			err = api.WithCode(api.CodeNoState, fmt.Errorf("no experiment to restore at %s: the event log does not hold it and there is no experiment_state-*.json (this is expected if you are launching a new experiment)", expPath))
 		}
@@ -427,7 +427,7 @@ func (s *Service) snapshotOfLog(ctx context.Context, expPath, name string, last 
 	// The log alone is enough: storage that hangs only costs the shortcut.
 	sctx, cancel := context.WithTimeout(ctx, snapshotLookup)
 	defer cancel()
-	st, key, err := s.snapshot(sctx, expPath)
+	st, key, _, err := s.snapshot(sctx, expPath) // a skipped file is logged; the log is the state
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, "", "no experiment_state-*.json in storage"
 	}
@@ -444,19 +444,26 @@ func (s *Service) snapshotOfLog(ctx context.Context, expPath, name string, last 
 	return st, key, ""
 }
 
-// snapshot loads the newest experiment_state-*.json of an experiment dir;
-// the error wraps fs.ErrNotExist when there is none.
-func (s *Service) snapshot(ctx context.Context, expPath string) (*state.Experiment, string, error) {
+// snapshot loads the newest readable experiment_state-*.json of an
+// experiment dir (storage.LoadNewestState) and says which newer ones it
+// skipped as damaged, and why, in the log and in skipped; the error wraps
+// fs.ErrNotExist when there is none.
+func (s *Service) snapshot(ctx context.Context, expPath string) (st *state.Experiment, key string, skipped []string, err error) {
 	b, err := storage.OpenBucket(ctx, expPath)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	defer b.Close()
-	st, key, err := storage.LoadNewestState(ctx, b)
-	if errors.Is(err, state.ErrCorrupt) {
-		return nil, key, api.WithCode(api.CodeStateInvalid, fmt.Errorf("%s: %w", storage.Join(expPath, key), err))
+	st, key, skips, err := storage.LoadNewestState(ctx, b)
+	for _, sk := range skips {
+		s.log.Warn().Str("path", expPath).Str("skipped", sk.Key).Str("reason", sk.Err.Error()).Str("snapshot", key).
+			Msg("skipped a damaged state file; reading an older one")
+		skipped = append(skipped, sk.String())
 	}
-	return st, key, err
+	if errors.Is(err, state.ErrCorrupt) {
+		return nil, key, nil, api.WithCode(api.CodeStateInvalid, fmt.Errorf("%s: %w", storage.Join(expPath, key), err))
+	}
+	return st, key, skipped, err
 }
 
 // validate checks the request against the state and decides what the

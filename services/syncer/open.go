@@ -108,7 +108,11 @@ func (w *writer) readStart(ctx context.Context) error {
 // loadSnapshot resumes from the newest snapshot in storage, unless it is
 // ahead of the log (the log was lost and the experiment submitted anew).
 func (w *writer) loadSnapshot(ctx context.Context) error {
-	st, key, err := storage.LoadNewestState(ctx, w.bucket)
+	st, key, skipped, err := storage.LoadNewestState(ctx, w.bucket)
+	for _, sk := range skipped {
+		w.log.Warn().Str("skipped", sk.Key).Str("reason", sk.Err.Error()).Str("snapshot", key).
+			Msg("skipped a damaged state file; resuming from an older one, whose events are written again once")
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
