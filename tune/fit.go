@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -159,27 +160,71 @@ func (t *Tuner) submitAndWatch(ctx context.Context, b *bus.Bus, s Spec) (*state.
 	return t.watchFrom(ctx, b, s.Name, 0)
 }
 
-// claimFolder makes this deployment the owner of the experiment's folder
-// in storage before anything is submitted, or refuses, naming the
-// deployment that owns it (storage.ClaimOwner): two deployments must
-// never write one folder. Without a storage path the deployment's
-// syncer claims the folder it chooses when it first syncs.
+// claimFolder has the deployment's syncer make this deployment the
+// owner of the experiment's folder in storage before anything is
+// submitted, or refuse, naming the deployment that owns it
+// (storage.ClaimOwner): two deployments must never write one folder. The
+// syncer does it because a client may hold no storage credentials. With
+// no syncer answering, or storage failing, the experiment is submitted
+// and the syncer claims the folder when it first opens it; without a
+// storage path, the deployment chooses the folder and its syncer claims
+// it the same way.
 func claimFolder(ctx context.Context, b *bus.Bus, s Spec) error {
 	if s.RunConfig.StoragePath == "" {
 		return nil
 	}
-	d, err := b.Deployment(ctx)
-	if err != nil {
+	me := storage.NewOwner("", "", b.EmbeddedStore != "", events.Seconds(s.RunConfig.SyncConfig.SyncPeriodS))
+	req := storage.ClaimRequest{StoragePath: s.RunConfig.StoragePath, Experiment: s.Name, Host: me.Host, PID: me.PID, Embedded: me.Embedded, RenewEveryS: me.RenewEveryS}
+	var r storage.ClaimReply
+	if answered, err := askSyncer(ctx, b, storage.ClaimSubject, req, &r); err != nil || !answered {
 		return err
 	}
-	me := storage.NewOwner(d.ID, d.Store, b.EmbeddedStore != "", events.Seconds(s.RunConfig.SyncConfig.SyncPeriodS))
-	_, err = storage.ClaimOwner(ctx, s.RunConfig.StoragePath, s.Name, me, storage.ClaimRun)
-	return err
+	if r.Owned {
+		return fmt.Errorf("%w: %s", storage.ErrOwned, strings.TrimPrefix(r.Error, storage.ErrOwned.Error()+": "))
+	}
+	if r.Error != "" {
+		// Storage failing, not owned by another: the experiment never
+		// waits for storage, and the syncer claims the folder when it
+		// first opens it (and writes nothing there if another owns it).
+		b.Log.Warn().Str("storage_path", s.RunConfig.StoragePath).Str("error", r.Error).
+			Msg("the syncer could not claim the experiment's folder yet; submitting, and it claims it when it opens storage")
+	}
+	return nil
 }
 
-// sharedCheckWait bounds how long a client waits for a syncer to answer its
-// storage check before it submits without one.
+// sharedCheckWait bounds how long a client waits for a syncer to answer
+// (its storage check or claim) before it submits without one.
 const sharedCheckWait = 10 * time.Second
+
+// askSyncer asks a syncer on subject, again while none answers, for up to
+// sharedCheckWait; answered is false when none did (logged).
+func askSyncer(ctx context.Context, b *bus.Bus, subject string, req, reply any) (answered bool, err error) {
+	for giveUp := time.Now().Add(sharedCheckWait); ; {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := b.Request(rctx, subject, req, reply)
+		cancel()
+		if errors.Is(err, bus.ErrBadReply) {
+			return false, fmt.Errorf("the syncer's answer: %w", err)
+		}
+		if err == nil {
+			return true, nil
+		}
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		if time.Now().After(giveUp) {
+			b.Log.Warn().Err(err).Str("subject", subject).Msg("no syncer answered; submitting, and the first sync checks the storage")
+			return false, nil
+		}
+		t := time.NewTimer(200 * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return false, ctx.Err()
+		}
+	}
+}
 
 // checkShared refuses, before anything is submitted, a storage path on a
 // file system that the syncer does not see (Ray's "Unable to set up
@@ -197,38 +242,17 @@ func checkShared(ctx context.Context, b *bus.Bus, s Spec) error {
 		return err
 	}
 	req := storage.SharedCheck{StoragePath: path, Experiment: s.Name, Token: token}
-	for giveUp := time.Now().Add(sharedCheckWait); ; {
-		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		var r storage.SharedCheckReply
-		err := b.Request(rctx, storage.SharedCheckSubject, req, &r)
-		cancel()
-		if errors.Is(err, bus.ErrBadReply) {
-			return fmt.Errorf("the syncer's storage check answer: %w", err)
-		}
-		if err == nil {
-			if r.NotShared {
-				return fmt.Errorf("%w: %s", storage.ErrNotShared, r.Error)
-			}
-			if r.Error != "" {
-				return fmt.Errorf("storage check: %s", r.Error)
-			}
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if time.Now().After(giveUp) {
-			b.Log.Warn().Err(err).Str("storage_path", path).Msg("no syncer answered the storage check; submitting, and the first sync checks the storage")
-			return nil
-		}
-		t := time.NewTimer(200 * time.Millisecond)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		}
+	var r storage.SharedCheckReply
+	if answered, err := askSyncer(ctx, b, storage.SharedCheckSubject, req, &r); err != nil || !answered {
+		return err
 	}
+	if r.NotShared {
+		return fmt.Errorf("%w: %s", storage.ErrNotShared, r.Error)
+	}
+	if r.Error != "" {
+		return fmt.Errorf("storage check: %s", r.Error)
+	}
+	return nil
 }
 
 // ErrNoExperiment is returned by Watch when the event log holds no

@@ -25,6 +25,31 @@ import (
 	"gocloud.dev/gcerrors"
 )
 
+// ClaimSubject is where a syncer claims an experiment's folder for its
+// deployment (ClaimRun) on behalf of a client about to submit, which may
+// hold no storage credentials.
+const ClaimSubject = "tunejet.api.storage_claim"
+
+// ClaimRequest asks a syncer to claim <StoragePath>/<Experiment> for its
+// deployment, recording the client's process (Owner's Host, PID,
+// Embedded) and how often the experiment syncs.
+type ClaimRequest struct {
+	StoragePath string  `json:"storage_path"`
+	Experiment  string  `json:"experiment"`
+	Host        string  `json:"host"`
+	PID         int     `json:"pid"`
+	Embedded    bool    `json:"embedded,omitempty"`
+	RenewEveryS float64 `json:"renew_every_s,omitempty"`
+}
+
+// ClaimReply is a syncer's answer: Owned with the owner named in Error
+// when another deployment owns the folder, Error alone for a claim that
+// failed otherwise.
+type ClaimReply struct {
+	Owned bool   `json:"owned,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
 // OwnerFile is the object, in the experiment's folder, that names the
 // deployment writing it.
 const OwnerFile = ".tunejet_owner.json"

@@ -13,6 +13,7 @@ import (
 	"github.com/tunejet/tunejet/internal/bus/bustest"
 	"github.com/tunejet/tunejet/internal/restore"
 	"github.com/tunejet/tunejet/internal/storage"
+	"github.com/tunejet/tunejet/internal/storage/storagetest"
 )
 
 // TestARestoreTakesOverOnlyAFolderWhoseOwnerIsGone: a restore from
@@ -47,7 +48,7 @@ func TestARestoreTakesOverOnlyAFolderWhoseOwnerIsGone(t *testing.T) {
 		t.Fatalf("a refused restore published up to %d (%v); want nothing", last, err)
 	}
 
-	ownerGone(t, storagePath)
+	storagetest.OwnerGone(t, storagePath, exp)
 	rep = s.Handle(t.Context(), req, false)
 	if !rep.OK || !strings.Contains(rep.TookOver, owner.Deployment) {
 		t.Fatalf("restore once the owner is stale: %+v; want OK, saying it took the folder over from %s", rep, owner.Deployment)

@@ -2,10 +2,7 @@ package restorer
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -129,33 +126,6 @@ func store(t *testing.T, storagePath string, st *state.Experiment, key string) {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, key), encode(t, st), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// ownerGone makes the claim on the experiment's folder stale, if there is
-// one: the deployment that made it (an earlier subtest's server, shut
-// down) is gone for good, and the next restore, from another, takes the
-// folder over.
-func ownerGone(t *testing.T, storagePath string) {
-	t.Helper()
-	p := filepath.Join(storagePath, exp, storage.OwnerFile)
-	data, err := os.ReadFile(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	var o storage.Owner
-	if err := json.Unmarshal(data, &o); err != nil {
-		t.Fatal(err)
-	}
-	o.Renewed = time.Now().Add(-24 * time.Hour)
-	if data, err = json.Marshal(o); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
