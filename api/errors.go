@@ -36,8 +36,9 @@ const (
 	// Stop it, or let it end, then restore.
 	CodeRunning Code = "running"
 	// CodeOwned: another deployment owns the experiment's storage folder
-	// and still renews its claim (or ran in a process of this host that
-	// still runs); restore it there, or wait until the owner is stale.
+	// and is not gone: it renews its claim, or is an embedded store on this
+	// host that a server still runs. Restore it there, or wait until the
+	// owner is stale.
 	CodeOwned Code = "owned"
 	// CodeInternal: the service failed (NATS, storage, a timeout); asking
 	// again may succeed.

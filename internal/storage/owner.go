@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"syscall"
 	"time"
 
 	"gocloud.dev/blob"
@@ -68,8 +67,10 @@ type Owner struct {
 	// that submitted the experiment, or the restorer that restored it.
 	Host string `json:"host"`
 	PID  int    `json:"pid"`
-	// Embedded says the deployment runs inside that process (an embedded
-	// tunejet run or restore): when it is gone, so is the deployment.
+	// Embedded says the deployment is an embedded store (Store
+	// "embedded store DIR") served inside that process (an embedded
+	// tunejet run or restore): when no server runs on DIR, the
+	// deployment is gone.
 	Embedded bool `json:"embedded,omitempty"`
 	// Since is when the deployment claimed the folder; Renewed when it
 	// last said it still writes there, which it does every RenewEveryS
@@ -109,8 +110,8 @@ const (
 	// this deployment's.
 	ClaimRun Claim = iota
 	// ClaimRestore: an explicit restore. It also takes the folder over
-	// from an owner that is gone: stale, or embedded in a process of this
-	// host that no longer runs.
+	// from an owner that is gone: stale, or an embedded store on this host
+	// that no server runs any more.
 	ClaimRestore
 	// ClaimRenew: the syncer, on each sync. It renews this deployment's
 	// claim, and claims a folder nobody owns.
@@ -158,13 +159,17 @@ func trimStore(store string) string {
 }
 
 // ClaimOwner claims <storagePath>/<name> for me, as decideClaim rules,
-// for every kind of storage path. A folder nobody owns is claimed with a
+// for every kind of storage path. gone says whether an embedded owner on
+// this host no longer runs (nil: never), for ClaimRestore. A folder nobody owns is claimed with a
 // create-if-absent write (atomic on S3, GCS and Azure; on a file system
 // fileblob checks then renames, so two claims in the same instant may
 // both pass), and claimed again if another claim won. It returns the
 // owner it took the folder over from, if it did (ClaimRestore), for the
 // caller to warn about.
-func ClaimOwner(ctx context.Context, storagePath, name string, me Owner, how Claim) (*Owner, error) {
+func ClaimOwner(ctx context.Context, storagePath, name string, me Owner, how Claim, gone func(Owner) bool) (*Owner, error) {
+	if gone == nil {
+		gone = func(Owner) bool { return false }
+	}
 	root, err := OpenBucket(ctx, storagePath)
 	if err != nil {
 		return nil, err
@@ -178,7 +183,7 @@ func ClaimOwner(ctx context.Context, storagePath, name string, me Owner, how Cla
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", Join(dir, OwnerFile), err)
 		}
-		next, took, err := decideClaim(cur, me, how, time.Now(), processGone)
+		next, took, err := decideClaim(cur, me, how, time.Now(), gone)
 		if err != nil {
 			return nil, &OwnedError{Dir: dir, Owner: *cur, Claim: how}
 		}
@@ -227,8 +232,10 @@ var errOwned = errors.New("owned")
 //   - This deployment: the claim passes; a run or restore records its
 //     process, a renewal only the time; Since stays.
 //   - Another deployment: refused, except that a restore takes over an
-//     owner that is gone — stale (now past StaleAt), or embedded in a
-//     process of this host that no longer runs (gone reports it).
+//     owner that is gone — stale (now past StaleAt), or an embedded store
+//     on this host that no server runs any more (gone reports it: the
+//     tunejet run or restore that ran it ended, however it ended, or the
+//     store was deleted).
 //
 // A new run is refused even by a stale owner: the folder holds another
 // experiment's results; restore it, or choose another name.
@@ -251,14 +258,12 @@ func decideClaim(cur *Owner, me Owner, how Claim, now time.Time, gone func(Owner
 	}
 }
 
-// processGone reports whether the owner's process no longer runs on this
-// host (signal 0 finds no such process).
-func processGone(o Owner) bool {
-	if o.PID <= 0 {
-		return false
+// EmbeddedDir is the store dir of an embedded owner ("" for another).
+func (o Owner) EmbeddedDir() string {
+	if !o.Embedded || trimStore(o.Store) == o.Store {
+		return ""
 	}
-	err := syscall.Kill(o.PID, 0)
-	return errors.Is(err, syscall.ESRCH)
+	return trimStore(o.Store)
 }
 
 // NewOwner is this process's claim for a deployment (its id and store

@@ -46,8 +46,8 @@ func TestDecideClaim(t *testing.T) {
 		{"a renewal of another deployment is refused", stale("B"), storage.ClaimRenew, dead, "refused"},
 		{"a restore is refused by a live owner", fresh("B", false), storage.ClaimRestore, alive, "refused"},
 		{"a restore takes over a stale owner", stale("B"), storage.ClaimRestore, alive, "write A pid 10 since now, took B"},
-		{"a restore takes over an embedded owner whose process is gone", fresh("B", true), storage.ClaimRestore, dead, "write A pid 10 since now, took B"},
-		{"not a process gone that was a client of a deployment", fresh("B", false), storage.ClaimRestore, dead, "refused"},
+		{"a restore takes over an embedded store on this host no server runs", fresh("B", true), storage.ClaimRestore, dead, "write A pid 10 since now, took B"},
+		{"not an owner that is not an embedded store", fresh("B", false), storage.ClaimRestore, dead, "refused"},
 		{"not a process on another host", otherHost, storage.ClaimRestore, dead, "refused"},
 	}
 	for _, tt := range tests {
@@ -95,33 +95,33 @@ func TestClaimOwnerOnEveryStorage(t *testing.T) {
 			sp := k.path(t)
 			a := storage.Owner{Deployment: "dep-a", Store: "embedded store /stores/a", Host: "h", PID: 1, Embedded: true, RenewEveryS: 60}
 			b := storage.Owner{Deployment: "dep-b", Store: "embedded store /stores/b", Host: "h", PID: 2, Embedded: true, RenewEveryS: 60}
-			if _, err := storage.ClaimOwner(ctx, sp, "exp", a, storage.ClaimRun); err != nil {
+			if _, err := storage.ClaimOwner(ctx, sp, "exp", a, storage.ClaimRun, nil); err != nil {
 				t.Fatalf("first claim: %v", err)
 			}
-			_, err := storage.ClaimOwner(ctx, sp, "exp", b, storage.ClaimRun)
+			_, err := storage.ClaimOwner(ctx, sp, "exp", b, storage.ClaimRun, nil)
 			var owned *storage.OwnedError
 			if !errors.As(err, &owned) || !errors.Is(err, storage.ErrOwned) || owned.Owner.Deployment != "dep-a" ||
 				!strings.Contains(err.Error(), "/stores/a") || !strings.Contains(err.Error(), "tunejet restore") {
 				t.Fatalf("second deployment's run: %v; want refused naming dep-a and its store", err)
 			}
-			if _, err := storage.ClaimOwner(ctx, sp, "exp", a, storage.ClaimRenew); err != nil {
+			if _, err := storage.ClaimOwner(ctx, sp, "exp", a, storage.ClaimRenew, nil); err != nil {
 				t.Fatalf("owner's renewal: %v", err)
 			}
-			if _, err := storage.ClaimOwner(ctx, sp, "exp", b, storage.ClaimRestore); !errors.Is(err, storage.ErrOwned) {
+			if _, err := storage.ClaimOwner(ctx, sp, "exp", b, storage.ClaimRestore, nil); !errors.Is(err, storage.ErrOwned) {
 				t.Fatalf("restore from another deployment while the owner renews: %v; want refused", err)
 			}
 			// The owner stops renewing: its last renewal is long past.
 			cur := readOwner(t, sp)
 			cur.Renewed = time.Now().Add(-time.Hour)
 			writeOwner(t, sp, cur)
-			took, err := storage.ClaimOwner(ctx, sp, "exp", b, storage.ClaimRestore)
+			took, err := storage.ClaimOwner(ctx, sp, "exp", b, storage.ClaimRestore, nil)
 			if err != nil || took == nil || took.Deployment != "dep-a" {
 				t.Fatalf("restore over a stale owner: took %+v, %v; want it taken over from dep-a", took, err)
 			}
 			if got := readOwner(t, sp); got.Deployment != "dep-b" || got.PID != 2 {
 				t.Fatalf("owner after the takeover: %+v", got)
 			}
-			if _, err := storage.ClaimOwner(ctx, sp, "exp", a, storage.ClaimRenew); !errors.Is(err, storage.ErrOwned) {
+			if _, err := storage.ClaimOwner(ctx, sp, "exp", a, storage.ClaimRenew, nil); !errors.Is(err, storage.ErrOwned) {
 				t.Fatalf("the old owner's renewal after the takeover: %v; want refused", err)
 			}
 		})
@@ -163,7 +163,7 @@ func TestClaimOwnerRefusesAnUnreadableOwner(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(sp, "exp", storage.OwnerFile), []byte("{"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := storage.ClaimOwner(t.Context(), sp, "exp", storage.Owner{Deployment: "a"}, storage.ClaimRun)
+	_, err := storage.ClaimOwner(t.Context(), sp, "exp", storage.Owner{Deployment: "a"}, storage.ClaimRun, nil)
 	if err == nil || !strings.Contains(err.Error(), storage.OwnerFile) {
 		t.Fatalf("claim over an unreadable owner file: %v; want an error naming it", err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tunejet/tunejet/api"
 	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/bus/bustest"
 	"github.com/tunejet/tunejet/internal/restore"
 	"github.com/tunejet/tunejet/internal/storage"
@@ -60,5 +61,43 @@ func TestARestoreTakesOverOnlyAFolderWhoseOwnerIsGone(t *testing.T) {
 	var now storage.Owner
 	if err := json.Unmarshal(b, &now); err != nil || now.Deployment == owner.Deployment || now.PID != os.Getpid() {
 		t.Fatalf("owner after the takeover: %+v (%v); want this deployment", now, err)
+	}
+}
+
+// TestARestoreTakesOverTheFolderOfAnEmbeddedStoreNoServerRuns: the owner
+// is an embedded store on this host, its claim fresh. While a server runs
+// on it, a restore from another deployment is refused; once none does
+// (the tunejet run that served it ended, however it ended), the restore
+// takes the folder over at once.
+func TestARestoreTakesOverTheFolderOfAnEmbeddedStoreNoServerRuns(t *testing.T) {
+	storagePath := t.TempDir()
+	lost := bustest.Start(t)
+	h := &history{t: t, b: lost.Bus("history"), storage: storagePath, now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), reports: 2}
+	h.run1()
+	store(t, storagePath, foldLog(t, h.b, 0), storage.StateFileName(session1))
+	storeDir := t.TempDir()
+	emb, err := bus.StartEmbedded(bus.EmbedOptions{StoreDir: storeDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	owner := storage.Owner{Deployment: "fedcba9876543210", Store: "embedded store " + storeDir, Host: host, PID: os.Getpid(), Embedded: true,
+		Since: time.Now(), Renewed: time.Now(), RenewEveryS: 300}
+	data, err := json.Marshal(owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(storagePath, exp, storage.OwnerFile), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	s := New(bustest.Start(t).Bus("restorer"), Config{})
+	req := api.RestoreRequest{Path: storage.Join(storagePath, exp), Resume: restore.FromFlags(true, false, false), Trainable: &genuine}
+	if rep := s.Handle(t.Context(), req, false); rep.OK || rep.Code != api.CodeOwned || !strings.Contains(rep.Error, "--store-dir "+storeDir) {
+		t.Fatalf("restore while a server runs the owner's store: %+v; want refused, naming the store", rep)
+	}
+	emb.Shutdown()
+	if rep := s.Handle(t.Context(), req, false); !rep.OK || !strings.Contains(rep.TookOver, owner.Deployment) {
+		t.Fatalf("restore once no server runs the owner's store: %+v; want OK, taken over from %s", rep, owner.Deployment)
 	}
 }

@@ -207,7 +207,7 @@ func (s *Service) claimFolder(ctx context.Context, storagePath string, st *state
 		return err
 	}
 	me := storage.NewOwner(d.ID, d.Store, s.bus.EmbeddedStore != "", events.Seconds(st.Spec.RunConfig.SyncConfig.SyncPeriodS))
-	took, err := storage.ClaimOwner(ctx, storagePath, st.Name, me, storage.ClaimRestore)
+	took, err := storage.ClaimOwner(ctx, storagePath, st.Name, me, storage.ClaimRestore, embeddedGone)
 	if errors.Is(err, storage.ErrOwned) {
 		return api.WithCode(api.CodeOwned, err)
 	}
@@ -220,6 +220,13 @@ func (s *Service) claimFolder(ctx context.Context, storagePath string, st *state
 			Msg("took the experiment's storage folder over from a deployment that is gone")
 	}
 	return nil
+}
+
+// embeddedGone reports whether no server runs the embedded store an
+// owner names (decideClaim has checked it is one, on this host).
+func embeddedGone(o storage.Owner) bool {
+	dir := o.EmbeddedDir()
+	return dir != "" && !bus.StoreInUse(dir)
 }
 
 // leasePoll is how often notLed reads the lease.

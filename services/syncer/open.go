@@ -149,7 +149,7 @@ func (w *writer) claim(ctx context.Context) error {
 		return err
 	}
 	me := storage.NewOwner(d.ID, d.Store, w.s.bus.EmbeddedStore != "", cfg.SyncPeriod)
-	if _, err := storage.ClaimOwner(cctx, w.storagePath, w.exp, me, storage.ClaimRenew); err != nil {
+	if _, err := storage.ClaimOwner(cctx, w.storagePath, w.exp, me, storage.ClaimRenew, nil); err != nil {
 		return fmt.Errorf("syncer: claim the experiment's folder: %w", err)
 	}
 	return nil

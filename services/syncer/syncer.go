@@ -163,7 +163,7 @@ func (s *Service) answerClaim(ctx context.Context, data []byte) any {
 	if s.cfg.Period > 0 {
 		me.RenewEveryS = s.cfg.Period.Seconds()
 	}
-	if _, err := storage.ClaimOwner(ctx, req.StoragePath, req.Experiment, me, storage.ClaimRun); err != nil {
+	if _, err := storage.ClaimOwner(ctx, req.StoragePath, req.Experiment, me, storage.ClaimRun, nil); err != nil {
 		reply.Owned, reply.Error = errors.Is(err, storage.ErrOwned), err.Error()
 		s.log.Warn().Err(err).Str("experiment", req.Experiment).Msg("refused a client's claim on an experiment's folder; it will not submit")
 	}
