@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"gocloud.dev/blob"
@@ -130,8 +131,8 @@ func (e *OwnedError) Error() string {
 	msg := fmt.Sprintf("%v: %s belongs to %s. Two deployments writing one folder mix their trials, and the results would show one run and hide the other. ",
 		ErrOwned, e.Dir, e.Owner.Describe())
 	restoreThere := "tunejet restore " + e.Dir
-	if e.Owner.Embedded {
-		restoreThere += " --store-dir " + trimStore(e.Owner.Store)
+	if dir := e.Owner.EmbeddedDir(); dir != "" {
+		restoreThere += " --store-dir " + dir
 	} else {
 		restoreThere += " --nats " + e.Owner.Store
 	}
@@ -139,7 +140,7 @@ func (e *OwnedError) Error() string {
 	case ClaimRun:
 		msg += fmt.Sprintf("If that experiment still runs, let it finish there; to continue it once interrupted, restore it from its own deployment (%s). To start a new experiment, choose another name (--name) or storage path (--storage-path).", restoreThere)
 	case ClaimRestore:
-		msg += fmt.Sprintf("Restore it there (%s). If that deployment is gone for good (its store deleted), a restore from another takes the folder over once the owner is stale, at %s (not renewed for %d sync periods).",
+		msg += fmt.Sprintf("Restore it there (%s). If that deployment is gone for good (its store deleted), a restore from another takes the folder over once the owner is stale, at %s (not renewed for %d sync periods), or, for an embedded store on this host, once no tunejet process serves it.",
 			restoreThere, e.Owner.StaleAt().UTC().Format(time.RFC3339), StaleRenewals)
 	default:
 		msg += "This deployment does not write there; the owner's restore or run does."
@@ -149,19 +150,14 @@ func (e *OwnedError) Error() string {
 
 func (e *OwnedError) Unwrap() error { return ErrOwned }
 
-// trimStore is the store dir of an embedded store's name.
-func trimStore(store string) string {
-	const p = "embedded store "
-	if len(store) > len(p) && store[:len(p)] == p {
-		return store[len(p):]
-	}
-	return store
-}
+// embeddedStore prefixes the Store of an embedded deployment, as
+// bus.StoreName writes it.
+const embeddedStore = "embedded store "
 
 // ClaimOwner claims <storagePath>/<name> for me, as decideClaim rules,
-// for every kind of storage path. gone says whether an embedded owner on
-// this host no longer runs (nil: never), for ClaimRestore. A folder nobody owns is claimed with a
-// create-if-absent write (atomic on S3, GCS and Azure; on a file system
+// for every kind of storage path; for ClaimRestore, gone says whether an
+// embedded owner on this host is gone (nil: never). A folder nobody owns
+// is claimed with a create-if-absent write (atomic on S3, GCS and Azure; on a file system
 // fileblob checks then renames, so two claims in the same instant may
 // both pass), and claimed again if another claim won. It returns the
 // owner it took the folder over from, if it did (ClaimRestore), for the
@@ -260,10 +256,11 @@ func decideClaim(cur *Owner, me Owner, how Claim, now time.Time, gone func(Owner
 
 // EmbeddedDir is the store dir of an embedded owner ("" for another).
 func (o Owner) EmbeddedDir() string {
-	if !o.Embedded || trimStore(o.Store) == o.Store {
+	dir, ok := strings.CutPrefix(o.Store, embeddedStore)
+	if !o.Embedded || !ok {
 		return ""
 	}
-	return trimStore(o.Store)
+	return dir
 }
 
 // NewOwner is this process's claim for a deployment (its id and store
