@@ -143,11 +143,14 @@ func (t *Tuner) submitAndWatch(ctx context.Context, b *bus.Bus, s Spec) (*state.
 	} else if last != 0 {
 		return nil, fmt.Errorf("%w: the event log already holds an experiment named %q: resume it with `tunejet run --resume auto FILE` or `tunejet restore %s`, or choose another name", ErrExists, s.Name, storage.Join(s.RunConfig.StoragePath, s.Name))
 	}
-	if err := claimFolder(ctx, b, s); err != nil {
+	answered, err := claimFolder(ctx, b, s)
+	if err != nil {
 		return nil, err
 	}
-	if err := checkShared(ctx, b, s); err != nil {
-		return nil, err
+	if answered { // else no syncer answers the check either: the first sync checks
+		if err := checkShared(ctx, b, s); err != nil {
+			return nil, err
+		}
 	}
 	if err := uploadObjects(ctx, b, s.Name, s.ParamSpace, t.objects); err != nil {
 		return nil, err
@@ -168,19 +171,19 @@ func (t *Tuner) submitAndWatch(ctx context.Context, b *bus.Bus, s Spec) (*state.
 // no syncer answering, or storage failing, the experiment is submitted
 // and the syncer claims the folder when it first opens it; without a
 // storage path, the deployment chooses the folder and its syncer claims
-// it the same way.
-func claimFolder(ctx context.Context, b *bus.Bus, s Spec) error {
+// it the same way. answered says whether a syncer answered.
+func claimFolder(ctx context.Context, b *bus.Bus, s Spec) (answered bool, err error) {
 	if s.RunConfig.StoragePath == "" {
-		return nil
+		return true, nil // nothing to ask; checkShared has nothing to check either
 	}
 	me := storage.NewOwner("", "", b.EmbeddedStore != "", events.Seconds(s.RunConfig.SyncConfig.SyncPeriodS))
 	req := storage.ClaimRequest{StoragePath: s.RunConfig.StoragePath, Experiment: s.Name, Host: me.Host, PID: me.PID, Embedded: me.Embedded, RenewEveryS: me.RenewEveryS}
 	var r storage.ClaimReply
 	if answered, err := askSyncer(ctx, b, storage.ClaimSubject, req, &r); err != nil || !answered {
-		return err
+		return answered, err
 	}
 	if r.Owned {
-		return fmt.Errorf("%w: %s", storage.ErrOwned, strings.TrimPrefix(r.Error, storage.ErrOwned.Error()+": "))
+		return true, fmt.Errorf("%w: %s", storage.ErrOwned, strings.TrimPrefix(r.Error, storage.ErrOwned.Error()+": "))
 	}
 	if r.Error != "" {
 		// Storage failing, not owned by another: the experiment never
@@ -189,7 +192,7 @@ func claimFolder(ctx context.Context, b *bus.Bus, s Spec) error {
 		b.Log.Warn().Str("storage_path", s.RunConfig.StoragePath).Str("error", r.Error).
 			Msg("the syncer could not claim the experiment's folder yet; submitting, and it claims it when it opens storage")
 	}
-	return nil
+	return true, nil
 }
 
 // sharedCheckWait bounds how long a client waits for a syncer to answer
