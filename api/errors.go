@@ -35,6 +35,11 @@ const (
 	// or end of its run, and a live controller leads it (renews its lease).
 	// Stop it, or let it end, then restore.
 	CodeRunning Code = "running"
+	// CodeOwned: another deployment owns the experiment's storage folder
+	// and is not gone: it renews its claim, or is an embedded store on this
+	// host that a server still runs. Restore it there, or wait until the
+	// owner is stale.
+	CodeOwned Code = "owned"
 	// CodeInternal: the service failed (NATS, storage, a timeout); asking
 	// again may succeed.
 	CodeInternal Code = "internal"
@@ -51,6 +56,7 @@ var (
 	ErrStateInvalid      = errors.New("invalid stored state")
 	ErrCheckpointLost    = errors.New("latest checkpoint lost")
 	ErrRunning           = errors.New("the experiment is running")
+	ErrOwned             = errors.New("the storage folder is owned by another deployment")
 	ErrInternal          = errors.New("internal error")
 )
 
@@ -67,6 +73,7 @@ var codes = []struct {
 	{CodeStateInvalid, ErrStateInvalid},
 	{CodeCheckpointLost, ErrCheckpointLost},
 	{CodeRunning, ErrRunning},
+	{CodeOwned, ErrOwned},
 	{CodeInternal, ErrInternal},
 }
 

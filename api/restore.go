@@ -70,6 +70,13 @@ type RestoreReply struct {
 	TrainableFrom string            `json:"trainable_from,omitempty"`
 	// Seq is the log sequence of experiment.restored.
 	Seq uint64 `json:"seq,omitempty"`
+	// Skipped names the newer state files that could not be read, each
+	// with why ("experiment_state-X.json: corrupt experiment state: ..."):
+	// the state came from an older one, Snapshot.
+	Skipped []string `json:"skipped,omitempty"`
+	// TookOver names the owner of the storage folder this restore took it
+	// over from (another deployment, gone: see docs/architecture.md).
+	TookOver string `json:"took_over,omitempty"`
 }
 
 // Err is the reply's refusal as an error — the service's message, matching

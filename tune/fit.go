@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -159,8 +160,14 @@ func (t *Tuner) submitAndWatch(ctx context.Context, b *bus.Bus, s Spec) (*state.
 	} else if last != 0 {
 		return nil, fmt.Errorf("%w: the event log already holds an experiment named %q: resume it with `tunejet run --resume auto FILE` or `tunejet restore %s`, or choose another name", ErrExists, s.Name, storage.Join(s.RunConfig.StoragePath, s.Name))
 	}
-	if err := checkShared(ctx, b, s); err != nil {
+	answered, err := claimFolder(ctx, b, s)
+	if err != nil {
 		return nil, err
+	}
+	if answered { // else no syncer answers the check either: the first sync checks
+		if err := checkShared(ctx, b, s); err != nil {
+			return nil, err
+		}
 	}
 	if err := uploadObjects(ctx, b, s.Name, s.ParamSpace, t.objects); err != nil {
 		return nil, err
@@ -173,9 +180,74 @@ func (t *Tuner) submitAndWatch(ctx context.Context, b *bus.Bus, s Spec) (*state.
 	return t.watchFrom(ctx, b, s.Name, 0)
 }
 
-// sharedCheckWait bounds how long a client waits for a syncer to answer its
-// storage check before it submits without one.
+// claimFolder has the deployment's syncer make this deployment the
+// owner of the experiment's folder in storage before anything is
+// submitted, or refuse, naming the deployment that owns it
+// (storage.ClaimOwner): two deployments must never write one folder. The
+// syncer does it because a client may hold no storage credentials. With
+// no syncer answering, or storage failing, the experiment is submitted
+// and the syncer claims the folder when it first opens it; without a
+// storage path, the deployment chooses the folder and its syncer claims
+// it the same way. answered says whether a syncer answered.
+func claimFolder(ctx context.Context, b *bus.Bus, s Spec) (answered bool, err error) {
+	if s.RunConfig.StoragePath == "" {
+		return true, nil // nothing to ask; checkShared has nothing to check either
+	}
+	me := storage.NewOwner("", "", b.EmbeddedStore != "", events.Seconds(s.RunConfig.SyncConfig.SyncPeriodS))
+	req := storage.ClaimRequest{StoragePath: s.RunConfig.StoragePath, Experiment: s.Name, Host: me.Host, PID: me.PID, Embedded: me.Embedded, RenewEveryS: me.RenewEveryS}
+	var r storage.ClaimReply
+	if answered, err := askSyncer(ctx, b, storage.ClaimSubject, req, &r, 5*time.Second); err != nil || !answered {
+		return answered, err
+	}
+	if r.Owned {
+		return true, fmt.Errorf("%w: %s", storage.ErrOwned, strings.TrimPrefix(r.Error, storage.ErrOwned.Error()+": "))
+	}
+	if r.Error != "" {
+		// Storage failing, not owned by another: the experiment never
+		// waits for storage, and the syncer claims the folder when it
+		// first opens it (and writes nothing there if another owns it).
+		// Not a warning: the storage check that follows names a failure
+		// that will not pass, and the syncer one that may.
+		b.Log.Debug().Str("storage_path", s.RunConfig.StoragePath).Str("error", r.Error).
+			Msg("the syncer could not claim the experiment's folder yet; submitting, and it claims it when it opens storage")
+	}
+	return true, nil
+}
+
+// sharedCheckWait bounds how long a client waits for a syncer to answer
+// (its storage check or claim) before it submits without one.
 const sharedCheckWait = 10 * time.Second
+
+// askSyncer asks a syncer on subject, each try bounded by wait, again
+// while none answers, for up to sharedCheckWait; answered is false when
+// none did (logged).
+func askSyncer(ctx context.Context, b *bus.Bus, subject string, req, reply any, wait time.Duration) (answered bool, err error) {
+	for giveUp := time.Now().Add(sharedCheckWait); ; {
+		rctx, cancel := context.WithTimeout(ctx, wait)
+		err := b.Request(rctx, subject, req, reply)
+		cancel()
+		if errors.Is(err, bus.ErrBadReply) {
+			return false, fmt.Errorf("the syncer's answer: %w", err)
+		}
+		if err == nil {
+			return true, nil
+		}
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		if time.Now().After(giveUp) {
+			b.Log.Warn().Err(err).Str("subject", subject).Msg("no syncer answered; submitting, and the first sync checks the storage")
+			return false, nil
+		}
+		t := time.NewTimer(200 * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return false, ctx.Err()
+		}
+	}
+}
 
 // checkShared refuses, before anything is submitted, storage the syncer
 // cannot write to. For a path on a file system it is one the syncer does
@@ -195,45 +267,23 @@ func checkShared(ctx context.Context, b *bus.Bus, s Spec) error {
 	if err != nil {
 		return err
 	}
-	return askSyncer(ctx, b, storage.SharedCheck{StoragePath: path, Experiment: s.Name, Token: token})
+	return checkStorage(ctx, b, storage.SharedCheck{StoragePath: path, Experiment: s.Name, Token: token})
 }
 
-// askSyncer asks a syncer the storage check req and returns its refusal,
-// nil when it sees the storage, or when none answers within
+// checkStorage asks a syncer the storage check req and returns its
+// refusal; nil when it sees the storage, or when none answers within
 // sharedCheckWait.
-func askSyncer(ctx context.Context, b *bus.Bus, req storage.SharedCheck) error {
-	path := req.StoragePath
+func checkStorage(ctx context.Context, b *bus.Bus, req storage.SharedCheck) error {
 	// A probe of a bucket takes up to storage.ReachTimeout.
 	wait := 2 * time.Second
 	if req.Token == "" {
 		wait += storage.ReachTimeout
 	}
-	for giveUp := time.Now().Add(sharedCheckWait); ; {
-		rctx, cancel := context.WithTimeout(ctx, wait)
-		var r storage.SharedCheckReply
-		err := b.Request(rctx, storage.SharedCheckSubject, req, &r)
-		cancel()
-		if errors.Is(err, bus.ErrBadReply) {
-			return fmt.Errorf("the syncer's storage check answer: %w", err)
-		}
-		if err == nil {
-			return unlessPassing(b.Log, r.Err(path))
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if time.Now().After(giveUp) {
-			b.Log.Warn().Err(err).Str("storage_path", path).Msg("no syncer answered the storage check; submitting, and the first sync checks the storage")
-			return nil
-		}
-		t := time.NewTimer(200 * time.Millisecond)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		}
+	var r storage.SharedCheckReply
+	if answered, err := askSyncer(ctx, b, storage.SharedCheckSubject, req, &r, wait); err != nil || !answered {
+		return err
 	}
+	return unlessPassing(b.Log, r.Err(req.StoragePath))
 }
 
 // unlessPassing is err, but nil for a bucket that failed the probe for

@@ -64,6 +64,10 @@ var (
 	// holds no interruption or end of its run): stop it, or let it end,
 	// then restore.
 	ErrRunning = api.ErrRunning
+	// ErrOwned: another deployment owns the experiment's storage folder
+	// and is not gone (see docs/architecture.md, Storage ownership):
+	// restore it from that deployment.
+	ErrOwned = api.ErrOwned
 )
 
 // TrainableSpec names a trainable as an experiment file does: a command
@@ -271,7 +275,9 @@ func loadStored(ctx context.Context, path string) (*state.Experiment, string, er
 		return nil, "", err
 	}
 	defer b.Close()
-	st, key, err := storage.LoadNewestState(ctx, b)
+	// A damaged newer file skipped is the restorer's to report: it reads
+	// the same one, and Fit prints what its reply says.
+	st, key, _, err := storage.LoadNewestState(ctx, b)
 	if errors.Is(err, state.ErrCorrupt) {
 		return nil, key, api.WithCode(api.CodeStateInvalid, fmt.Errorf("%s: %w", storage.Join(path, key), err))
 	}
@@ -308,6 +314,9 @@ type Restorable struct {
 	OK bool
 	// Source is "log" or "snapshot"; Snapshot names the state file.
 	Source, Snapshot string
+	// Skipped names the newer state files passed over as damaged, each
+	// with why: the state comes from an older one, Snapshot.
+	Skipped []string
 	// Counts are the trials by status.
 	Counts map[string]int
 	// Trainable is the trainable the state names, and TrainableFrom where
@@ -343,7 +352,7 @@ func CanRestore(ctx context.Context, path string, opts ...Option) (Restorable, e
 	if err != nil {
 		return Restorable{}, err
 	}
-	r := Restorable{OK: rep.OK, Source: rep.Source, Snapshot: rep.Snapshot, Counts: rep.Counts,
+	r := Restorable{OK: rep.OK, Source: rep.Source, Snapshot: rep.Snapshot, Skipped: rep.Skipped, Counts: rep.Counts,
 		Trainable: rep.Trainable, TrainableFrom: rep.TrainableFrom, Reason: rep.Error}
 	if !rep.OK {
 		r.Err = replyError(p, rep)
@@ -423,7 +432,7 @@ func (t *Tuner) restoreAndWatch(ctx context.Context, b *bus.Bus, stack *Stack) (
 		if err != nil {
 			return nil, refusal(t.restore.path, api.WithCode(api.CodeBadRequest, err), "", nil)
 		}
-		if err := askSyncer(ctx, b, storage.SharedCheck{StoragePath: storagePath, Experiment: name}); err != nil {
+		if err := checkStorage(ctx, b, storage.SharedCheck{StoragePath: storagePath, Experiment: name}); err != nil {
 			return nil, err
 		}
 	}
@@ -443,10 +452,30 @@ func (t *Tuner) restoreAndWatch(ctx context.Context, b *bus.Bus, stack *Stack) (
 	if !rep.OK {
 		return nil, replyError(t.restore.path, rep)
 	}
+	t.tellRestored(rep)
 	if stack != nil {
 		stack.StartWorkers()
 	}
 	return t.watchFrom(ctx, b, rep.Experiment, rep.Seq)
+}
+
+// tellRestored warns, in the log and on the WithProgress writer, about
+// what the restore did that the user should know: state files it skipped
+// as unreadable, and a storage folder it took over from another
+// deployment.
+func (t *Tuner) tellRestored(rep api.RestoreReply) {
+	for _, why := range rep.Skipped {
+		t.log.Warn().Str("path", t.restore.path).Str("skipped", why).Str("snapshot", rep.Snapshot).Msg("skipped an unreadable state file; restoring from an older one")
+		if t.progress != nil {
+			fmt.Fprintf(t.progress, "Skipped %s\nRestoring from the newest readable state file, %s.\n", why, rep.Snapshot)
+		}
+	}
+	if rep.TookOver != "" {
+		t.log.Warn().Str("path", t.restore.path).Str("old_owner", rep.TookOver).Msg("took the storage folder over from a deployment that is gone")
+		if t.progress != nil {
+			fmt.Fprintf(t.progress, "Took %s over from its previous owner, %s, which is gone.\n", t.restore.path, rep.TookOver)
+		}
+	}
 }
 
 // trustedStored, for WithTrustStoredTrainable, asks the restorer which

@@ -16,6 +16,7 @@ import (
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus/bustest"
 	"github.com/tunejet/tunejet/internal/state"
+	"github.com/tunejet/tunejet/internal/storage/storagetest"
 	"github.com/tunejet/tunejet/tune"
 )
 
@@ -269,6 +270,7 @@ func TestRestoreNeverRunsACommandFromAStateFile(t *testing.T) {
 	ran := func() bool { _, err := os.Stat(marker); return err == nil }
 
 	fresh := startDeployment(t, 2, map[string]tune.Trainable{"twoSteps": fn}) // no log
+	storagetest.OwnerGone(t, rc.StoragePath, "tampered")                      // nor the deployment that wrote it
 	_, err = tune.Restore(t.Context(), path, fn, tune.WithTrainableName("twoSteps"), fresh.nats())
 	var te *tune.TrainableError
 	if !errors.Is(err, tune.ErrTrainableDiffers) || !errors.As(err, &te) || !reflect.DeepEqual(te.Stored.Command, command) ||

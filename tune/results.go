@@ -63,9 +63,14 @@ type Result struct {
 type ResultGrid struct {
 	// ExperimentPath is the experiment directory in storage.
 	ExperimentPath string
-	storagePath    string
-	results        []Result
-	metric, mode   string
+	// Snapshot is the state file LoadResults read, and Skipped the newer
+	// ones it passed over as damaged, each with why ("FILE: corrupt
+	// experiment state: ..."); both empty for the results of a Fit.
+	Snapshot     string
+	Skipped      []string
+	storagePath  string
+	results      []Result
+	metric, mode string
 }
 
 // newResultGrid builds the results of a folded experiment whose storage is
@@ -120,7 +125,7 @@ func LoadResults(ctx context.Context, path string) (*ResultGrid, error) {
 		return nil, err
 	}
 	defer b.Close()
-	st, key, err := storage.LoadNewestState(ctx, b)
+	st, key, skipped, err := storage.LoadNewestState(ctx, b)
 	if errors.Is(err, state.ErrCorrupt) {
 		return nil, fmt.Errorf("%s: %w", storage.Join(p, key), err)
 	}
@@ -130,7 +135,12 @@ func LoadResults(ctx context.Context, path string) (*ResultGrid, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p, err)
 	}
-	return newResultGrid(st, parentOf(p)), nil
+	g := newResultGrid(st, parentOf(p))
+	g.Snapshot = key
+	for _, sk := range skipped {
+		g.Skipped = append(g.Skipped, sk.String())
+	}
+	return g, nil
 }
 
 // parentOf is the storage path that holds the experiment directory p.

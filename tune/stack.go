@@ -88,6 +88,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		_ = s.Close() // the error that stopped the start is the one to return
 		return nil, err
 	}
+	s.bus.EmbeddedStore = emb.StoreDir
 	if err := s.bus.Provision(ctx); err != nil {
 		_ = s.Close() // the error that stopped the start is the one to return
 		return nil, err
@@ -136,7 +137,7 @@ func (s *Stack) service(name string) (*bus.Bus, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.Replicas = s.bus.Replicas
+	b.Replicas, b.EmbeddedStore = s.bus.Replicas, s.bus.EmbeddedStore
 	return b, nil
 }
 

@@ -241,7 +241,10 @@ func explainFromSnapshot(ctx context.Context, p, trial string) (*explanation, er
 		return nil, err
 	}
 	defer bkt.Close()
-	st, key, err := storage.LoadNewestState(ctx, bkt)
+	st, key, skipped, err := storage.LoadNewestState(ctx, bkt)
+	for _, sk := range skipped {
+		fmt.Fprintf(os.Stderr, "Skipped %s\n", sk)
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("the event log does not hold the experiment at %s and it has no experiment_state-*.json: check that the path is the combination of storage_path and name of your run: %w", p, err)

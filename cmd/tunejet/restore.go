@@ -214,6 +214,9 @@ func newCanRestoreCmd() *cobra.Command {
 				from = r.Snapshot
 			}
 			fmt.Printf("can restore %s: %s, from %s\n", args[0], tune.TrialCounts(r.Counts), from)
+			for _, why := range r.Skipped {
+				fmt.Fprintf(os.Stderr, "Skipped %s\n", why)
+			}
 			if r.TrainableFrom == api.TrainableFromStorage && r.Trainable != nil {
 				fmt.Fprintf(os.Stderr, "The state file names this trainable, which a restore runs only if trusted (--trust-stored-trainable):\n  %s\nRestore with the experiment's file instead: tunejet restore %s EXPERIMENT_FILE\n",
 					restore.Describe(*r.Trainable), args[0])

@@ -496,6 +496,42 @@ func TestRestoreValidationFromTheCLI(t *testing.T) {
 	}
 }
 
+// TestRestoreFallsBackFromATruncatedNewestStateFile: with no log, the
+// newest state file cut short and an older intact one beside it,
+// can-restore and restore read the older one and say which they skipped
+// and why.
+func TestRestoreFallsBackFromATruncatedNewestStateFile(t *testing.T) {
+	t.Parallel()
+	file := writeFile(t, t.TempDir(), "exp.yaml", quickExperiment)
+	storagePath := t.TempDir()
+	env := embeddedEnv(t)
+	if r := tunejet(t, "", env, "run", file, "--store-dir", t.TempDir(), "--storage-path", storagePath); r.code != 0 {
+		t.Fatalf("tunejet run:\n%s", r)
+	}
+	expDir := filepath.Join(storagePath, "quick")
+	newest, err := (&storage.Dir{Root: expDir}).NewestState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(filepath.Join(expDir, newest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	older := storage.StateFileName("2000-01-01_00-00-00")
+	writeFile(t, expDir, older, string(good))
+	truncated := writeFile(t, expDir, newest, string(good[:len(good)/2]))
+
+	fresh := t.TempDir() // no log: the state files are all there is
+	can := tunejet(t, "", env, "can-restore", expDir, "--store-dir", fresh)
+	if can.code != 0 || !strings.Contains(can.stdout, "from "+older) || !strings.Contains(can.stderr, "Skipped "+newest) || !strings.Contains(can.stderr, "not valid JSON") {
+		t.Errorf("can-restore: want exit 0 from %s, saying it skipped %s as not valid JSON:\n%s", older, newest, can)
+	}
+	r := tunejet(t, "", env, "restore", expDir, file, "--store-dir", fresh)
+	if r.code != 0 || !strings.Contains(r.stdout, "Skipped "+newest) || !strings.Contains(r.stdout, "not valid JSON") || !strings.Contains(r.stdout, older) {
+		t.Errorf("restore: want exit 0 from %s, saying it skipped %s as not valid JSON:\n%s", older, truncated, r)
+	}
+}
+
 const interruptedMessage = "Experiment has been interrupted, but the most recent state was saved."
 
 // interrupt sends SIGINT to p and checks Ray's message with the exact

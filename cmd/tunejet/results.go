@@ -25,6 +25,9 @@ func newResultsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			for _, why := range g.Skipped {
+				fmt.Fprintf(os.Stderr, "Skipped %s\nResults from the newest readable state file, %s.\n", why, g.Snapshot)
+			}
 			if downloadBest != "" {
 				return downloadBestCheckpoint(cmd.Context(), g, metric, mode, scope, downloadBest)
 			}

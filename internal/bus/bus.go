@@ -45,6 +45,9 @@ type Bus struct {
 	// Replicas is the replica count of the streams and buckets this bus
 	// creates: 1 on a single server, 3 on a cluster. Default 1.
 	Replicas int
+	// EmbeddedStore is the store dir of the embedded server this bus is
+	// connected to in-process, "" on a deployment's server.
+	EmbeddedStore string
 
 	log *streamCache // shared by copies of the Bus
 }

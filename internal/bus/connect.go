@@ -254,7 +254,9 @@ func DefaultStoreDir() string {
 // Embedded is a running in-process nats-server.
 type Embedded struct {
 	Server *server.Server
-	lock   *storeLock
+	// StoreDir is the JetStream store it serves.
+	StoreDir string
+	lock     *storeLock
 }
 
 // StartEmbedded starts a nats-server with JetStream in this process. It
@@ -265,6 +267,9 @@ type Embedded struct {
 func StartEmbedded(o EmbedOptions) (*Embedded, error) {
 	if o.StoreDir == "" {
 		o.StoreDir = DefaultStoreDir()
+	}
+	if abs, err := filepath.Abs(o.StoreDir); err == nil {
+		o.StoreDir = abs // named to users as the deployment's store
 	}
 	if err := os.MkdirAll(o.StoreDir, 0o755); err != nil {
 		return nil, fmt.Errorf("embedded NATS: store dir: %w", err)
@@ -298,7 +303,7 @@ func StartEmbedded(o EmbedOptions) (*Embedded, error) {
 		lock.release()
 		return nil, fmt.Errorf("embedded NATS: not ready after 30s (store %s)", o.StoreDir)
 	}
-	return &Embedded{Server: s, lock: lock}, nil
+	return &Embedded{Server: s, StoreDir: o.StoreDir, lock: lock}, nil
 }
 
 // Connect opens an in-process client connection.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -79,4 +80,26 @@ func (l *storeLock) release() {
 		return
 	}
 	l.once.Do(func() { _ = l.f.Close() })
+}
+
+// StoreInUse reports whether an embedded server, in this process or
+// another, runs on the store dir: whether it holds the dir's lock. A dir
+// with no lock file, or none at all (deleted), is not in use; one whose
+// lock file cannot be opened (another user's) is taken to be. It takes a
+// shared lock for an instant when the lock is free, during which another
+// server could not start on the dir.
+func StoreInUse(dir string) bool {
+	f, err := os.Open(filepath.Join(dir, storeLockFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	if err != nil {
+		return true
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		return true
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
 }

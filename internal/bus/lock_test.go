@@ -35,12 +35,21 @@ func TestStoreLockedWhileServing(t *testing.T) {
 		t.Fatal("a second server started on a store dir in use")
 	}
 	checkInUse(t, err, dir, os.Getpid())
+	if !bus.StoreInUse(dir) {
+		t.Error("StoreInUse: false while a server runs on the dir")
+	}
 	first.Shutdown()
+	if bus.StoreInUse(dir) {
+		t.Error("StoreInUse: true after Shutdown")
+	}
 	again, err := bus.StartEmbedded(bus.EmbedOptions{StoreDir: dir})
 	if err != nil {
-		t.Fatalf("store dir still locked after Shutdown: %v", err)
+		t.Fatalf("store dir still locked after Shutdown (or by StoreInUse): %v", err)
 	}
 	again.Shutdown()
+	if bus.StoreInUse(dir + "/deleted") {
+		t.Error("StoreInUse: true for a dir that does not exist")
+	}
 }
 
 // TestStoreUnlockedWhenHolderKilled: a process killed with SIGKILL while
@@ -78,11 +87,17 @@ func TestStoreUnlockedWhenHolderKilled(t *testing.T) {
 
 	_, err = bus.StartEmbedded(bus.EmbedOptions{StoreDir: dir})
 	checkInUse(t, err, dir, child.Process.Pid)
+	if !bus.StoreInUse(dir) {
+		t.Error("StoreInUse: false while another process serves the dir")
+	}
 
 	if err := child.Process.Signal(os.Kill); err != nil {
 		t.Fatal(err)
 	}
 	_ = child.Wait() // it was killed, as its error says
+	if bus.StoreInUse(dir) {
+		t.Error("StoreInUse: true after the process that served the dir was killed")
+	}
 	e, err := bus.StartEmbedded(bus.EmbedOptions{StoreDir: dir})
 	if err != nil {
 		t.Fatalf("store dir still locked after its holder was killed: %v", err)

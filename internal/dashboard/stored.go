@@ -36,7 +36,11 @@ func NewStorage(ctx context.Context, path string, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	defer b.Close()
-	st, key, err := storage.LoadNewestState(ctx, b)
+	st, key, skipped, err := storage.LoadNewestState(ctx, b)
+	for _, sk := range skipped {
+		cfg.Log.Warn().Str("path", p).Str("skipped", sk.Key).Str("reason", sk.Err.Error()).Str("snapshot", key).
+			Msg("skipped a damaged state file; showing an older one")
+	}
 	switch {
 	case errors.Is(err, state.ErrCorrupt):
 		return nil, fmt.Errorf("%s: %w", storage.Join(p, key), err)

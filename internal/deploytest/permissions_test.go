@@ -643,6 +643,16 @@ func TestServicesCanDoTheirWork(t *testing.T) {
 		if err := obs.Delete(ctx, objectName); err != nil {
 			t.Fatalf("remove the staged copy: %v", err)
 		}
+		// The deployment's identity, created by the first to ask, and the
+		// claims clients ask it to make.
+		if _, err := b.Deployment(ctx); err != nil {
+			t.Fatalf("the deployment's identity: %v", err)
+		}
+		stopClaims, err := b.Serve(ctx, "tunejet.api.storage_claim", "syncer", func(context.Context, []byte) any { return map[string]any{} })
+		if err != nil {
+			t.Fatal(err)
+		}
+		stopClaims()
 		failed := b.Event(exp, events.WriterSyncer, &events.SyncFailed{Operation: "upload", Error: "test", Attempt: 1})
 		if _, err := b.Publish(ctx, failed); err != nil {
 			t.Fatal(err)
@@ -696,6 +706,10 @@ func TestServicesCanDoTheirWork(t *testing.T) {
 		if holder, _, err := leases.Holder(ctx, exp); err != nil || holder == "" {
 			t.Fatalf("read the experiment's lease: holder %q, %v", holder, err)
 		}
+		// The deployment's identity, to claim the experiment's folder with.
+		if _, err := b.Deployment(ctx); err != nil {
+			t.Fatalf("the deployment's identity: %v", err)
+		}
 		// nats micro discovery reaches it.
 		if _, err := admin.Request("$SRV.PING.tunejet-restorer", nil, wait); err != nil {
 			t.Fatalf("micro ping: %v", err)
@@ -716,6 +730,10 @@ func TestServicesCanDoTheirWork(t *testing.T) {
 		}
 		if err := b.Replay(ctx, events.ExperimentSubjects(exp), func(*events.Event) {}); err != nil {
 			t.Fatalf("watch: %v", err)
+		}
+		// Ask a syncer to claim the experiment's folder (none serves it here).
+		if _, err := c.Request("tunejet.api.storage_claim", []byte(`{}`), wait); !errors.Is(err, nats.ErrNoResponders) {
+			t.Fatalf("storage claim: %v; want no responders", err)
 		}
 		// Ask the restorer.
 		rep, err := c.Request("tunejet.api.can_restore", []byte(`{"path":"s3://bucket/e1"}`), wait)

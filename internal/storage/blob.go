@@ -257,24 +257,48 @@ func NewestStateKey(ctx context.Context, b *blob.Bucket) (string, error) {
 	return keys[len(keys)-1], nil
 }
 
+// Skipped is a state file LoadNewestState passed over as unreadable, and
+// why (the error wraps state.ErrCorrupt).
+type Skipped struct {
+	Key string
+	Err error
+}
+
+func (s Skipped) String() string { return s.Key + ": " + s.Err.Error() }
+
 // LoadNewestState reads the newest experiment_state-*.json under the
-// bucket's root (NewestStateKey) and returns it with its key. With none the
-// error wraps fs.ErrNotExist; a damaged one's wraps state.ErrCorrupt (the
+// bucket's root that loads and verifies (state.Load: whole JSON, its
+// checksum, its format) and returns it with its key, and the newer ones
+// it skipped as damaged, newest first: a snapshot cut short or edited
+// must not hide an intact older one. A file that cannot be read at all
+// (storage failing, not the file) is not skipped: the error is returned.
+// With no state file the error wraps fs.ErrNotExist; when none loads, it
+// is the newest's, wrapping state.ErrCorrupt, with the newest's key (the
 // caller names the file: Join(dir, key)).
-func LoadNewestState(ctx context.Context, b *blob.Bucket) (*state.Experiment, string, error) {
-	key, err := NewestStateKey(ctx, b)
+func LoadNewestState(ctx context.Context, b *blob.Bucket) (*state.Experiment, string, []Skipped, error) {
+	keys, err := stateKeys(ctx, b)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
-	data, err := ReadAll(ctx, b, key)
-	if err != nil {
-		return nil, key, err
+	if len(keys) == 0 {
+		return nil, "", nil, fmt.Errorf("storage: no experiment_state-*.json in the experiment: %w", fs.ErrNotExist)
 	}
-	st, err := state.Load(data)
-	if err != nil {
-		return nil, key, err
+	var skipped []Skipped
+	for i := len(keys) - 1; i >= 0; i-- {
+		data, err := ReadAll(ctx, b, keys[i])
+		if err != nil {
+			return nil, keys[i], skipped, err
+		}
+		st, err := state.Load(data)
+		if err == nil {
+			return st, keys[i], skipped, nil
+		}
+		if !errors.Is(err, state.ErrCorrupt) {
+			return nil, keys[i], skipped, err
+		}
+		skipped = append(skipped, Skipped{Key: keys[i], Err: err})
 	}
-	return st, key, nil
+	return nil, skipped[0].Key, nil, skipped[0].Err
 }
 
 // stateKeys lists the experiment_state-*.json keys at the root, sorted.

@@ -6,6 +6,7 @@
 //
 //	<storage_path>/<name>/
 //	    .validate_storage_marker
+//	    .tunejet_owner.json                           the deployment that writes it (owner.go)
 //	    experiment_state-<YYYY-MM-DD_HH-MM-SS>.json   one per controller run
 //	    <trial_dir>/params.json, result.json, progress.csv, error.txt
 //

@@ -11,6 +11,7 @@ import (
 	"github.com/tunejet/tunejet/internal/bus/bustest"
 	"github.com/tunejet/tunejet/internal/restore"
 	"github.com/tunejet/tunejet/internal/storage"
+	"github.com/tunejet/tunejet/internal/storage/storagetest"
 )
 
 // restoredEvent is the experiment.restored at seq.
@@ -60,6 +61,7 @@ func TestTheMirrorIsTheCallers(t *testing.T) {
 		{name: "a syncer without upload_dir", mirror: &events.Mirror{Syncer: callers.Syncer}, want: events.Mirror{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			storagetest.OwnerGone(t, storagePath, exp)
 			srv := bustest.Start(t) // no log: the state file is all there is
 			s := New(srv.Bus("restorer"), Config{})
 			rep := s.Handle(t.Context(), api.RestoreRequest{Path: expPath, Resume: resume, Trainable: &genuine, Mirror: tc.mirror}, false)

@@ -136,6 +136,9 @@ func (s *Service) handle(ctx context.Context, r api.RestoreRequest, dry bool) (a
 	if err := s.reachCheckpoints(ctx, restored, r.Path); err != nil {
 		return rep, err
 	}
+	if err := s.claimFolder(ctx, storagePath, st, &rep); err != nil {
+		return rep, err
+	}
 	staging := time.Now()
 	object, digest, err := restore.Stage(ctx, s.bus, restored, st.Run+1)
 	if err != nil {
@@ -193,6 +196,39 @@ func (s *Service) notLed(ctx context.Context, exp string) error {
 	}
 }
 
+// claimFolder makes this deployment the owner of the experiment's folder
+// in storage (storage.ClaimOwner, ClaimRestore): it is already, or nobody
+// is, or the owner is gone and this restore takes the folder over, which
+// it logs and says in rep; otherwise the restore is refused, naming the
+// owner.
+func (s *Service) claimFolder(ctx context.Context, storagePath string, st *state.Experiment, rep *api.RestoreReply) error {
+	d, err := s.bus.Deployment(ctx)
+	if err != nil {
+		return err
+	}
+	me := storage.NewOwner(d.ID, d.Store, s.bus.EmbeddedStore != "", events.Seconds(st.Spec.RunConfig.SyncConfig.SyncPeriodS))
+	took, err := storage.ClaimOwner(ctx, storagePath, st.Name, me, storage.ClaimRestore, embeddedGone)
+	if errors.Is(err, storage.ErrOwned) {
+		return api.WithCode(api.CodeOwned, err)
+	}
+	if err != nil {
+		return err
+	}
+	if took != nil {
+		rep.TookOver = took.Describe()
+		s.log.Warn().Str("experiment", st.Name).Str("storage_path", storagePath).Str("old_owner", rep.TookOver).
+			Msg("took the experiment's storage folder over from a deployment that is gone")
+	}
+	return nil
+}
+
+// embeddedGone reports whether no server runs the embedded store an
+// owner names (decideClaim has checked it is one, on this host).
+func embeddedGone(o storage.Owner) bool {
+	dir := o.EmbeddedDir()
+	return dir != "" && !bus.StoreInUse(dir)
+}
+
 // leasePoll is how often notLed reads the lease.
 const leasePoll = 100 * time.Millisecond
 
@@ -240,7 +276,7 @@ func (s *Service) read(ctx context.Context, expPath, name string) (*state.Experi
 		st, err = s.fromLog(ctx, expPath, name, last, &rep)
 	} else {
 		rep.Source, rep.Read, rep.TrainableFrom = api.SourceSnapshot, api.ReadSnapshot, api.TrainableFromStorage
-		st, rep.Snapshot, err = s.snapshot(ctx, expPath)
+		st, rep.Snapshot, rep.Skipped, err = s.snapshot(ctx, expPath)
 		if errors.Is(err, fs.ErrNotExist) {
 			err = api.WithCode(api.CodeNoState, fmt.Errorf("no experiment to restore at %s: the event log does not hold it and there is no experiment_state-*.json (this is expected if you are launching a new experiment)", expPath))
 		}
@@ -398,7 +434,7 @@ func (s *Service) snapshotOfLog(ctx context.Context, expPath, name string, last 
 	// The log alone is enough: storage that hangs only costs the shortcut.
 	sctx, cancel := context.WithTimeout(ctx, snapshotLookup)
 	defer cancel()
-	st, key, err := s.snapshot(sctx, expPath)
+	st, key, _, err := s.snapshot(sctx, expPath) // a skipped file is logged; the log is the state
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, "", "no experiment_state-*.json in storage"
 	}
@@ -415,19 +451,26 @@ func (s *Service) snapshotOfLog(ctx context.Context, expPath, name string, last 
 	return st, key, ""
 }
 
-// snapshot loads the newest experiment_state-*.json of an experiment dir;
-// the error wraps fs.ErrNotExist when there is none.
-func (s *Service) snapshot(ctx context.Context, expPath string) (*state.Experiment, string, error) {
+// snapshot loads the newest readable experiment_state-*.json of an
+// experiment dir (storage.LoadNewestState) and says which newer ones it
+// skipped as damaged, and why, in the log and in skipped; the error wraps
+// fs.ErrNotExist when there is none.
+func (s *Service) snapshot(ctx context.Context, expPath string) (st *state.Experiment, key string, skipped []string, err error) {
 	b, err := storage.OpenBucket(ctx, expPath)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	defer b.Close()
-	st, key, err := storage.LoadNewestState(ctx, b)
-	if errors.Is(err, state.ErrCorrupt) {
-		return nil, key, api.WithCode(api.CodeStateInvalid, fmt.Errorf("%s: %w", storage.Join(expPath, key), err))
+	st, key, skips, err := storage.LoadNewestState(ctx, b)
+	for _, sk := range skips {
+		s.log.Warn().Str("path", expPath).Str("skipped", sk.Key).Str("reason", sk.Err.Error()).Str("snapshot", key).
+			Msg("skipped a damaged state file; reading an older one")
+		skipped = append(skipped, sk.String())
 	}
-	return st, key, err
+	if errors.Is(err, state.ErrCorrupt) {
+		return nil, key, nil, api.WithCode(api.CodeStateInvalid, fmt.Errorf("%s: %w", storage.Join(expPath, key), err))
+	}
+	return st, key, skipped, err
 }
 
 // validate checks the request against the state and decides what the

@@ -14,6 +14,7 @@ import (
 	"github.com/tunejet/tunejet/internal/restore"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
+	"github.com/tunejet/tunejet/internal/storage/storagetest"
 )
 
 // tampered is the trainable someone who can write the storage folder put
@@ -89,6 +90,7 @@ func TestATrainableIsNeverTakenFromAStateFile(t *testing.T) {
 		{name: "trusted", req: api.RestoreRequest{TrustStoredTrainable: true}, trainable: tampered, from: api.TrainableFromStorage},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			storagetest.OwnerGone(t, storagePath, exp)
 			srv := bustest.Start(t) // no log: the state file is all there is
 			s := New(srv.Bus("restorer"), Config{})
 			tc.req.Path, tc.req.Resume = expPath, resume
@@ -120,6 +122,7 @@ func TestATrainableIsNeverTakenFromAStateFile(t *testing.T) {
 	}
 
 	t.Run("a caller's trainable of another Dir, same command", func(t *testing.T) {
+		storagetest.OwnerGone(t, storagePath, exp)
 		srv := bustest.Start(t)
 		s := New(srv.Bus("restorer"), Config{})
 		tr := events.Trainable{Name: "fn", Command: tampered.Command, Dir: withDir.Dir}
@@ -133,6 +136,7 @@ func TestATrainableIsNeverTakenFromAStateFile(t *testing.T) {
 	})
 
 	t.Run("from the log, a tampered snapshot of this log is not trusted", func(t *testing.T) {
+		storagetest.OwnerGone(t, storagePath, exp)
 		srv := bustest.Start(t)
 		h := &history{t: t, b: srv.Bus("history"), storage: storagePath, now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), reports: 2}
 		h.run1()

@@ -8,6 +8,10 @@
 // Tune's layout under <storage_path>/<name>/:
 //
 //   - .validate_storage_marker when the experiment starts;
+//   - .tunejet_owner.json, this deployment's claim on the folder
+//     (storage.ClaimOwner), made when it opens the experiment's storage (or
+//     for a client about to submit, on tunejet.api.storage_claim) and renewed
+//     every sync period; a folder another deployment owns gets nothing;
 //   - params.json when a trial is created, by the controller or by a
 //     restore (restart_errored);
 //   - result.json lines, progress.csv rows and error.txt entries: on a

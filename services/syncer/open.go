@@ -73,6 +73,9 @@ func (w *writer) open(ctx context.Context) error {
 		return err
 	}
 	w.bucket = storage.ExperimentBucket(w.root, w.exp)
+	if err := w.claim(ctx); err != nil {
+		return err
+	}
 	if err := w.loadSnapshot(ctx); err != nil {
 		return err
 	}
@@ -128,7 +131,11 @@ func (w *writer) readStart(ctx context.Context) error {
 // loadSnapshot resumes from the newest snapshot in storage, unless it is
 // ahead of the log (the log was lost and the experiment submitted anew).
 func (w *writer) loadSnapshot(ctx context.Context) error {
-	st, key, err := storage.LoadNewestState(ctx, w.bucket)
+	st, key, skipped, err := storage.LoadNewestState(ctx, w.bucket)
+	for _, sk := range skipped {
+		w.log.Warn().Str("skipped", sk.Key).Str("reason", sk.Err.Error()).Str("snapshot", key).
+			Msg("skipped a damaged state file; resuming from an older one, whose events are written again once")
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -152,5 +159,24 @@ func (w *writer) loadSnapshot(ctx context.Context) error {
 	}
 	w.st = st
 	w.log.Info().Str("snapshot", key).Uint64("seq", st.LastSeq).Msg("resuming from the stored snapshot")
+	return nil
+}
+
+// claim renews this deployment's claim on the experiment's folder, or
+// makes it if nobody owns it (storage.ClaimRenew), in one attempt bounded
+// by sync_timeout. It fails, naming the owner, when another deployment
+// owns the folder: this syncer then writes nothing there.
+func (w *writer) claim(ctx context.Context) error {
+	cfg := w.s.syncConfig(w.syncSpec())
+	cctx, cancel := context.WithTimeout(ctx, cfg.SyncTimeout)
+	defer cancel()
+	d, err := w.s.bus.Deployment(cctx)
+	if err != nil {
+		return err
+	}
+	me := storage.NewOwner(d.ID, d.Store, w.s.bus.EmbeddedStore != "", cfg.SyncPeriod)
+	if _, err := storage.ClaimOwner(cctx, w.storagePath, w.exp, me, storage.ClaimRenew, nil); err != nil {
+		return fmt.Errorf("syncer: claim the experiment's folder: %w", err)
+	}
 	return nil
 }

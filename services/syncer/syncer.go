@@ -82,6 +82,12 @@ func (s *Service) Run(ctx context.Context) error {
 		return fmt.Errorf("syncer: answer storage checks: %w", err)
 	}
 	defer stop()
+	// ... and to claim the experiment's folder for this deployment.
+	stopClaims, err := s.bus.Serve(ctx, storage.ClaimSubject, "syncer", s.answerClaim)
+	if err != nil {
+		return fmt.Errorf("syncer: answer storage claims: %w", err)
+	}
+	defer stopClaims()
 	filter := events.TypeSubjects("*", events.WriterController, events.TypeExperimentStarted)
 	err = s.bus.Watch(ctx, filter, 0, bus.Handler{Event: func(ev *events.Event) { s.follow(ctx, ev.Experiment) }})
 	s.loops.Wait()
@@ -132,6 +138,45 @@ func (s *Service) answerSharedCheck(ctx context.Context, data []byte) any {
 			reply.Error = strings.TrimPrefix(err.Error(), storage.ErrNotShared.Error()+": ")
 			s.log.Warn().Err(err).Str("experiment", req.Experiment).Msg("a client's storage is not visible here; it will not submit")
 		}
+	}
+	return reply
+}
+
+// claimTimeout bounds a claim made for a client: storage that hangs must
+// not hold up the claims of the clients after it.
+const claimTimeout = 10 * time.Second
+
+// answerClaim claims an experiment's folder for this deployment, for a
+// client about to submit it (storage.ClaimRun), recording the client's
+// process; the reply names the owner when another deployment owns it.
+func (s *Service) answerClaim(ctx context.Context, data []byte) any {
+	var req storage.ClaimRequest
+	var reply storage.ClaimReply
+	err := json.Unmarshal(data, &req)
+	if err == nil && req.StoragePath == "" {
+		err = errors.New("no storage_path")
+	}
+	if err == nil {
+		err = events.ValidateID("experiment name", req.Experiment)
+	}
+	if err != nil {
+		reply.Error = fmt.Sprintf("malformed storage claim: want {storage_path, experiment, host, pid}: %v", err)
+		return reply
+	}
+	ctx, cancel := context.WithTimeout(ctx, claimTimeout)
+	defer cancel()
+	d, err := s.bus.Deployment(ctx)
+	if err != nil {
+		reply.Error = err.Error()
+		return reply
+	}
+	me := storage.Owner{Deployment: d.ID, Store: d.Store, Host: req.Host, PID: req.PID, Embedded: req.Embedded, RenewEveryS: req.RenewEveryS}
+	if s.cfg.Period > 0 {
+		me.RenewEveryS = s.cfg.Period.Seconds()
+	}
+	if _, err := storage.ClaimOwner(ctx, req.StoragePath, req.Experiment, me, storage.ClaimRun, nil); err != nil {
+		reply.Owned, reply.Error = errors.Is(err, storage.ErrOwned), err.Error()
+		s.log.Warn().Err(err).Str("experiment", req.Experiment).Msg("refused a client's claim on an experiment's folder; it will not submit")
 	}
 	return reply
 }

@@ -111,6 +111,13 @@ func (w *writer) run(ctx context.Context) error {
 			flushArmed = false
 			w.flushWritten()
 		case <-tick.C:
+			if err := w.claim(ctx); errors.Is(err, storage.ErrOwned) {
+				w.tell.failure(ctx, "claim the experiment's folder", err, 1)
+				continue // another deployment owns it: write nothing there
+			} else if err != nil {
+				// Storage failing: the sync below meets it too, and says so.
+				w.log.Warn().Err(err).Msg("could not renew the claim on the experiment's folder")
+			}
 			if upToDate { // only then does the fold know what is persisted
 				w.store.resubmit(ctx, w.st)
 			}

@@ -1,0 +1,4 @@
+package storage
+
+// DecideClaim is decideClaim, for the table test.
+var DecideClaim = decideClaim
