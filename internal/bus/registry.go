@@ -104,7 +104,7 @@ func (b *Bus) ProvisionBuckets(ctx context.Context) error {
 	if _, err := b.Runners(ctx); err != nil {
 		return err
 	}
-	_, err := b.Leases(ctx)
+	_, err := b.leases(ctx)
 	return err
 }
 
