@@ -455,10 +455,7 @@ func tailSplit(b *testing.B, evs []*events.Event, rec *spans, fitEnd time.Time) 
 func consumersLeft(b *testing.B, d *deployment) {
 	b.Helper()
 	ctx := context.Background()
-	s, err := d.bus(ctx, "consumers").Stream(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := d.log(ctx, "consumers")
 	n := 0
 	for range s.ConsumerNames(ctx).Name() {
 		n++

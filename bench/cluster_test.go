@@ -83,10 +83,7 @@ func servicesOn(b *testing.B, emb *bus.Embedded, c *bustest.Cluster, slots int, 
 	// over, and none of them races Fit's (see replicaGuard).
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s, err := d.bus(ctx, "watching").Stream(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := d.log(ctx, "watching")
 	if !waitWatching(ctx, s, 2*time.Minute, filters...) {
 		d.close()
 		b.Fatal("the services do not watch the log after 2 minutes")
@@ -149,11 +146,11 @@ func replicaGuard(ctx context.Context, b *testing.B, js jetstream.JetStream, wan
 
 // checkReplicas fails the benchmark unless the log has want replicas, all
 // of them current: the cluster numbers must come from a replicated log.
-func checkReplicas(b *testing.B, bs *bus.Bus, want int) {
+func checkReplicas(b *testing.B, s jetstream.Stream, want int) {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if !waitUntil(ctx, time.Minute, func() bool { return replicasCurrent(ctx, bs, want) }) {
+	if !waitUntil(ctx, time.Minute, func() bool { return replicasCurrent(ctx, s, want) }) {
 		b.Fatalf("the event log does not have %d current replicas", want)
 	}
 }
@@ -175,6 +172,10 @@ func clusterFit(b *testing.B, d *deployment, exp string, fit func() time.Duratio
 	if err != nil {
 		b.Fatal(err)
 	}
+	guardLog, err := guardJS.Stream(ctx, bus.StreamName)
+	if err != nil {
+		b.Fatal(err)
+	}
 	restored := replicaGuard(ctx, b, guardJS, d.replicas)
 	started := make(chan time.Time, 1)
 	go func() {
@@ -186,7 +187,7 @@ func clusterFit(b *testing.B, d *deployment, exp string, fit func() time.Duratio
 			if last, err := guardBus.LastSeq(ctx, sub); err != nil || last == 0 {
 				return false
 			}
-			return replicasCurrent(ctx, guardBus, d.replicas)
+			return replicasCurrent(ctx, guardLog, d.replicas)
 		})
 		if ok {
 			d.start("controller", 0, nil)
@@ -207,16 +208,12 @@ func clusterFit(b *testing.B, d *deployment, exp string, fit func() time.Duratio
 	} else {
 		b.Logf("cluster: the streams kept %d replicas through Fit; the controller started %v after Fit", d.replicas, at.Sub(start).Round(time.Millisecond))
 	}
-	checkReplicas(b, guardBus, d.replicas)
+	checkReplicas(b, guardLog, d.replicas)
 	return end.Sub(at)
 }
 
 // replicasCurrent reports whether the log has want replicas, all current.
-func replicasCurrent(ctx context.Context, bs *bus.Bus, want int) bool {
-	s, err := bs.Stream(ctx)
-	if err != nil {
-		return false
-	}
+func replicasCurrent(ctx context.Context, s jetstream.Stream, want int) bool {
 	info, err := s.Info(ctx)
 	if err != nil || info.Config.Replicas != want || info.Cluster == nil || info.Cluster.Leader == "" || len(info.Cluster.Replicas) != want-1 {
 		return false

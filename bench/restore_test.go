@@ -221,6 +221,10 @@ func restoreRun(b *testing.B, n int, source string) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	log, err := js.Stream(ctx, bus.StreamName) // read raw, behind the services
+	if err != nil {
+		b.Fatal(err)
+	}
 	h.stageCheckpoints(b, js)
 
 	// The history: published to the log (log, snapshot+tail) and folded
@@ -311,7 +315,7 @@ func restoreRun(b *testing.B, n int, source string) {
 	d.start("controller", 0, nil)
 	d.start("runner", 16, map[string]tune.Trainable{"restoree": trainable})
 	d.start("restorer", 0, nil)
-	idleAt, ok := caughtUp(ctx, bs, time.Duration(total/1000+60)*time.Second)
+	idleAt, ok := caughtUp(ctx, log, time.Duration(total/1000+60)*time.Second)
 	if !ok {
 		b.Fatalf("the services did not catch up with the log")
 	}
@@ -375,7 +379,7 @@ func restoreRun(b *testing.B, n int, source string) {
 
 	// A controller started now (a standby, or the one `tunejet restore`
 	// starts) folds from the restore on, not the whole history.
-	coldAfter, ok := newControllerCatchUp(ctx, b, bs, d, exp, time.Duration(total/1000+60)*time.Second)
+	coldAfter, ok := newControllerCatchUp(ctx, b, log, d, exp, time.Duration(total/1000+60)*time.Second)
 	if !ok {
 		b.Fatal("a controller started after the restore did not catch up with the log")
 	}
@@ -424,12 +428,8 @@ func restoreRun(b *testing.B, n int, source string) {
 // newControllerCatchUp starts another controller and returns how long it
 // took until every consumer it made on the event log, the experiment's
 // watch among them, had delivered all its messages.
-func newControllerCatchUp(ctx context.Context, b *testing.B, bs *bus.Bus, d *deployment, exp string, within time.Duration) (time.Duration, bool) {
+func newControllerCatchUp(ctx context.Context, b *testing.B, s jetstream.Stream, d *deployment, exp string, within time.Duration) (time.Duration, bool) {
 	b.Helper()
-	s, err := bs.Stream(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
 	old := map[string]bool{}
 	for name := range s.ConsumerNames(ctx).Name() {
 		old[name] = true
@@ -497,11 +497,7 @@ func indexOf(id string) int {
 // caughtUp waits until every consumer on the event log has delivered all
 // its messages, and stays so for a moment (the services fold what they
 // received). It returns when that first happened.
-func caughtUp(ctx context.Context, bs *bus.Bus, within time.Duration) (time.Time, bool) {
-	s, err := bs.Stream(ctx)
-	if err != nil {
-		return time.Time{}, false
-	}
+func caughtUp(ctx context.Context, s jetstream.Stream, within time.Duration) (time.Time, bool) {
 	idle := func() bool {
 		lister := s.ListConsumers(ctx)
 		n := 0

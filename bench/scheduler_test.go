@@ -231,10 +231,7 @@ func (d *deployment) decisionLags(b *testing.B, exp string, calls *rungCalls, ru
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	evs := d.events(ctx, exp)
-	s, err := d.bus(ctx, "lags").Stream(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := d.log(ctx, "lags")
 	stored := func(seq uint64) time.Time {
 		m, err := s.GetMsg(ctx, seq)
 		if err != nil {

@@ -178,6 +178,22 @@ func (d *deployment) bus(ctx context.Context, source string) *bus.Bus {
 	return bs
 }
 
+// log is the event log, provisioned as by a service, for reading raw on a
+// connection of its own: the bus keeps its JetStream handle to itself.
+func (d *deployment) log(ctx context.Context, source string) jetstream.Stream {
+	d.b.Helper()
+	d.bus(ctx, source)
+	js, err := jetstream.New(d.conn("bench-" + source + "-raw"))
+	if err != nil {
+		d.b.Fatal(err)
+	}
+	s, err := js.Stream(ctx, bus.StreamName)
+	if err != nil {
+		d.b.Fatal(err)
+	}
+	return s
+}
+
 // close stops the services, then the server, and fails the benchmark if a
 // service failed. Only the first call does anything.
 func (d *deployment) close() {
@@ -290,10 +306,7 @@ func (d *deployment) diagnose(exp string) {
 // when the stream cannot take another consumer.
 func (d *deployment) events(ctx context.Context, exp string) []*events.Event {
 	d.b.Helper()
-	s, err := d.bus(ctx, "reader").Stream(ctx)
-	if err != nil {
-		d.b.Fatal(err)
-	}
+	s := d.log(ctx, "reader")
 	var out []*events.Event
 	for seq := uint64(1); ; seq++ {
 		m, err := s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(events.ExperimentSubjects(exp)))
@@ -318,12 +331,8 @@ func (d *deployment) events(ctx context.Context, exp string) []*events.Event {
 // message matching filter, and the last message itself.
 func (d *deployment) storedSpan(ctx context.Context, filter string) (first, last time.Time, lastMsg *jetstream.RawStreamMsg) {
 	d.b.Helper()
-	bs := d.bus(ctx, "span")
-	s, err := bs.Stream(ctx)
-	if err != nil {
-		d.b.Fatal(err)
-	}
-	lastMsg, err = s.GetLastMsgForSubject(ctx, filter)
+	s := d.log(ctx, "span")
+	lastMsg, err := s.GetLastMsgForSubject(ctx, filter)
 	if err != nil {
 		d.b.Fatalf("last message on %s: %v", filter, err)
 	}
@@ -337,10 +346,7 @@ func (d *deployment) storedSpan(ctx context.Context, filter string) (first, last
 // countStored is the number of messages the log holds on filter.
 func (d *deployment) countStored(ctx context.Context, filter string) uint64 {
 	d.b.Helper()
-	s, err := d.bus(ctx, "count").Stream(ctx)
-	if err != nil {
-		d.b.Fatal(err)
-	}
+	s := d.log(ctx, "count")
 	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
 	if err != nil {
 		d.b.Fatalf("stream info on %s: %v", filter, err)

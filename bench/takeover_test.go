@@ -107,7 +107,8 @@ func controllerTakeover(b *testing.B, rounds int) takeovers {
 	if err := bs.ProvisionBuckets(ctx); err != nil {
 		b.Fatal(err)
 	}
-	s, err := bs.Stream(ctx)
+	js := c.JetStream() // the log and the leases, read raw
+	s, err := js.Stream(ctx, bus.StreamName)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -193,7 +194,7 @@ func controllerTakeover(b *testing.B, rounds int) takeovers {
 	defer cc.Stop()
 
 	// Every write of the lease, with the server's timestamp.
-	kv, err := bs.Leases(ctx)
+	kv, err := js.KeyValue(ctx, bus.LeaseBucket)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -220,7 +221,7 @@ func controllerTakeover(b *testing.B, rounds int) takeovers {
 		fail("no controller event within 2 minutes of Fit")
 	}
 	// Fit's client provisions too; it must leave the log replicated.
-	checkReplicas(b, bs, c.Replicas())
+	checkReplicas(b, s, c.Replicas())
 
 	// The standby starts once the experiment runs, as the next ones do
 	// after each kill.

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
 	"github.com/tunejet/tunejet/internal/bus"
@@ -50,14 +49,13 @@ type StackConfig struct {
 
 // Stack is a running embedded stack.
 type Stack struct {
-	emb  *bus.Embedded
-	conn *nats.Conn // the client's (Fit's)
-	bus  *bus.Bus
-	// conns are the services' own connections: one each, as in a
-	// deployment, so no connection's read loop carries everyone's
+	emb *bus.Embedded
+	bus *bus.Bus // the client's (Fit's)
+	// services are the services' buses, each on its own connection, as
+	// in a deployment, so no connection's read loop carries everyone's
 	// deliveries.
-	conns []*nats.Conn
-	log   zerolog.Logger
+	services []*bus.Bus
+	log      zerolog.Logger
 
 	stopFront context.CancelFunc // controller and runner
 	frontCtx  context.Context
@@ -80,11 +78,13 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		return nil, err
 	}
 	s := &Stack{emb: emb, log: cfg.Log}
-	if s.conn, err = emb.Connect("tunejet-embedded"); err != nil {
+	nc, err := emb.Connect("tunejet-embedded")
+	if err != nil {
 		emb.Shutdown()
 		return nil, err
 	}
-	if s.bus, err = bus.New(s.conn, "tunejet/embedded", cfg.Log); err != nil {
+	if s.bus, err = bus.New(nc, "tunejet/embedded", cfg.Log); err != nil {
+		nc.Close()
 		_ = s.Close() // the error that stopped the start is the one to return
 		return nil, err
 	}
@@ -132,11 +132,12 @@ func (s *Stack) service(name string) (*bus.Bus, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.conns = append(s.conns, nc)
 	b, err := bus.New(nc, "tunejet/embedded/"+name, s.log)
 	if err != nil {
+		nc.Close()
 		return nil, err
 	}
+	s.services = append(s.services, b)
 	b.Replicas, b.EmbeddedStore = s.bus.Replicas, s.bus.EmbeddedStore
 	return b, nil
 }
@@ -162,11 +163,11 @@ func (s *Stack) NATSOptions() NATSOptions {
 	return NATSOptions{URL: s.emb.URL()}
 }
 
-// Close stops the services — the controller and runner first, then the
-// syncer once it has written what they published — and the server.
 // drainWait bounds the drain of each connection when a stack closes.
 const drainWait = 5 * time.Second
 
+// Close stops the services — the controller and runner first, then the
+// syncer once it has written what they published — and the server.
 func (s *Stack) Close() error {
 	if s.stopFront != nil {
 		s.stopFront()
@@ -174,11 +175,11 @@ func (s *Stack) Close() error {
 		s.stopSync()
 		s.back.Wait()
 	}
-	for _, nc := range s.conns {
-		_ = bus.Drain(nc, drainWait)
+	for _, b := range s.services {
+		_ = b.Drain(drainWait)
 	}
-	if s.conn != nil {
-		_ = bus.Drain(s.conn, drainWait)
+	if s.bus != nil {
+		_ = s.bus.Drain(drainWait)
 	}
 	s.emb.Shutdown()
 	s.errMu.Lock()

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
@@ -152,15 +151,22 @@ func explainBus(ctx context.Context, conn connFlags, storeDir string) (*bus.Bus,
 // process serves it.
 func readBus(ctx context.Context, conn connFlags, storeDir, name string, log zerolog.Logger) (*bus.Bus, func(), error) {
 	var (
-		nc       *nats.Conn
-		shutdown = func() {}
+		b       *bus.Bus
+		closeFn func()
 	)
 	if conn.o.URL != "" {
 		opts, err := conn.options(log)
 		if err != nil {
 			return nil, nil, err
 		}
-		if nc, err = bus.Connect(ctx, opts); err != nil {
+		nc, err := bus.Connect(ctx, opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		closeFn = nc.Close
+		b, err = bus.New(nc, "tunejet/"+name, log)
+		if err != nil {
+			closeFn()
 			return nil, nil, err
 		}
 	} else {
@@ -171,18 +177,19 @@ func readBus(ctx context.Context, conn connFlags, storeDir, name string, log zer
 		if err != nil {
 			return nil, nil, err
 		}
-		if nc, err = emb.Connect("tunejet-" + name); err != nil {
+		nc, err := emb.Connect("tunejet-" + name)
+		if err != nil {
 			emb.Shutdown()
 			return nil, nil, err
 		}
-		shutdown = emb.Shutdown
+		closeFn = func() { nc.Close(); emb.Shutdown() }
+		b, err = bus.New(nc, "tunejet/"+name, log)
+		if err != nil {
+			closeFn()
+			return nil, nil, err
+		}
 	}
-	closeFn := func() { nc.Close(); shutdown() }
-	b, err := bus.New(nc, "tunejet/"+name, log)
-	if err == nil {
-		err = b.Provision(ctx)
-	}
-	if err != nil {
+	if err := b.Provision(ctx); err != nil {
 		closeFn()
 		return nil, nil, err
 	}

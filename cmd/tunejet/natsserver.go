@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/spf13/cobra"
 
 	"github.com/tunejet/tunejet/internal/bus"
@@ -54,7 +53,7 @@ nats-server for a cluster (docs/operations.md).`,
 			}
 			defer emb.Shutdown()
 			fmt.Fprintf(cmd.ErrOrStderr(), "nats-server %s listening on %s (store %s); Ctrl-C stops it.\nexport NATS_URL=%s\n",
-				server.VERSION, emb.URL(), storeDir, emb.URL())
+				bus.ServerVersion, emb.URL(), storeDir, emb.URL())
 			<-cmd.Context().Done()
 			return nil
 		},

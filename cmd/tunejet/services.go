@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"sync/atomic"
 
-	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/tunejet/tunejet/internal/bus"
@@ -77,10 +76,10 @@ func serviceCmd(name, short string, run func(context.Context, *bus.Bus) error) *
 				return err
 			}
 			// /healthz says 503 while NATS is not connected, from the start.
-			var connected atomic.Pointer[nats.Conn]
+			var connected atomic.Pointer[bus.Bus]
 			if metricsAddr != "" {
 				go func() {
-					healthy := func() bool { nc := connected.Load(); return nc != nil && nc.IsConnected() }
+					healthy := func() bool { b := connected.Load(); return b != nil && b.Connected() }
 					if err := metrics.Serve(ctx, metricsAddr, healthy); err != nil {
 						log.Error().Err(err).Str("addr", metricsAddr).Msg("metrics server")
 					}
@@ -95,12 +94,12 @@ func serviceCmd(name, short string, run func(context.Context, *bus.Bus) error) *
 				return err
 			}
 			defer func() { _ = nc.Drain() }() // flushes what is pending; the process ends either way
-			connected.Store(nc)
 			host, _ := os.Hostname()
 			b, err := bus.New(nc, fmt.Sprintf("tunejet/%s/%s-%d", name, host, os.Getpid()), log)
 			if err != nil {
 				return err
 			}
+			connected.Store(b)
 			b.Replicas = replicas
 			log.Info().Str("service", name).Str("nats", nc.ConnectedUrlRedacted()).Str("metrics", metricsAddr).Msg("starting")
 			return run(ctx, b)

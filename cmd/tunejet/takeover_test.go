@@ -22,15 +22,10 @@ func TestStandbyControllerTakesOver(t *testing.T) {
 	f.waitFor(t, "two trials running", func(evs []*events.Event) bool { return startedOn(evs, "rA") >= 2 })
 
 	b := f.srv.Bus("test")
-	kv, err := b.Leases(t.Context())
+	holder, err := b.LeaseHolder(t.Context(), f.exp) // tunejet/controller/<host>-<pid>
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := kv.Get(t.Context(), f.exp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	holder := string(e.Value()) // tunejet/controller/<host>-<pid>
 	leader, other := f.controller, standby
 	if strings.HasSuffix(holder, "-"+strconv.Itoa(standby.cmd.Process.Pid)) {
 		leader, other = standby, f.controller

@@ -5,8 +5,9 @@ import (
 	"runtime"
 	"runtime/debug"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/spf13/cobra"
+
+	"github.com/tunejet/tunejet/internal/bus"
 )
 
 // versionText is what tunejet version and tunejet --version print: the
@@ -31,7 +32,7 @@ func versionText() string {
 			commit += " (modified)"
 		}
 	}
-	return fmt.Sprintf("tunejet %s\ncommit:      %s\ngo:          %s\nnats-server: %s\n", version, commit, runtime.Version(), server.VERSION)
+	return fmt.Sprintf("tunejet %s\ncommit:      %s\ngo:          %s\nnats-server: %s\n", version, commit, runtime.Version(), bus.ServerVersion)
 }
 
 func newVersionCmd() *cobra.Command {

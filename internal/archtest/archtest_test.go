@@ -1,7 +1,10 @@
-// Package archtest checks the import direction of design.md:
-// cmd → tune → services → internal → events, a service never imports
-// another service, events imports only the standard library and the
-// CloudEvents SDK, and examples use only the public API.
+// Package archtest checks the package boundaries of docs/architecture.md
+// ("Packages"): the import direction cmd → tune → services → internal →
+// events, a service never imports another service, events imports only
+// the standard library and the CloudEvents SDK, and examples use only the
+// public API; the pure packages do no I/O (pure_test.go); only the bus
+// speaks NATS (bus_test.go); the public API hides internal types
+// (public_test.go).
 package archtest
 
 import (

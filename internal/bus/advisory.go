@@ -68,7 +68,7 @@ var ErrNoEvent = jetstream.ErrMsgNotFound
 // RawEvent reads one message of the log by sequence; a message that is not
 // there fails with ErrNoEvent.
 func (b *Bus) RawEvent(ctx context.Context, seq uint64) (*Raw, error) {
-	s, err := b.Stream(ctx)
+	s, err := b.stream(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func (b *Bus) RawEvent(ctx context.Context, seq uint64) (*Raw, error) {
 
 // DeleteEvent removes one message from the log (dead-lettered work).
 func (b *Bus) DeleteEvent(ctx context.Context, seq uint64) error {
-	s, err := b.Stream(ctx)
+	s, err := b.stream(ctx)
 	if err != nil {
 		return err
 	}

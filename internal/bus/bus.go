@@ -232,8 +232,8 @@ func (b *Bus) replicas() int {
 	return b.Replicas
 }
 
-// Stream returns the event log.
-func (b *Bus) Stream(ctx context.Context) (jetstream.Stream, error) {
+// stream returns the event log.
+func (b *Bus) stream(ctx context.Context) (jetstream.Stream, error) {
 	if b.log != nil {
 		b.log.mu.Lock()
 		defer b.log.mu.Unlock()
@@ -322,7 +322,7 @@ func (b *Bus) DeadLetter(ctx context.Context, subject string, seq uint64, hdr na
 		b.Log.Error().Err(err).Uint64("seq", seq).Msg("dead letter: publish failed; the message stays in the log")
 		return
 	}
-	s, err := b.Stream(ctx)
+	s, err := b.stream(ctx)
 	if err == nil {
 		err = s.DeleteMsg(ctx, seq)
 	}

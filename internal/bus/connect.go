@@ -251,6 +251,9 @@ func DefaultStoreDir() string {
 	return filepath.Join(home, ".tunejet", "jetstream")
 }
 
+// ServerVersion is the version of the nats-server StartEmbedded runs.
+const ServerVersion = server.VERSION
+
 // Embedded is a running in-process nats-server.
 type Embedded struct {
 	Server *server.Server
@@ -340,6 +343,9 @@ func Drain(nc *nats.Conn, timeout time.Duration) error {
 		return fmt.Errorf("drain: not done within %v", timeout)
 	}
 }
+
+// Drain is Drain of the bus's connection, which its copies share.
+func (b *Bus) Drain(timeout time.Duration) error { return Drain(b.nc, timeout) }
 
 // URL is the client URL when the server listens on TCP.
 func (e *Embedded) URL() string { return e.Server.ClientURL() }

@@ -20,7 +20,7 @@ var ErrLeaseHeld = errors.New("a controller holds the experiment's lease")
 // LoggedExperiments lists the experiments whose events the log holds,
 // sorted by name.
 func (b *Bus) LoggedExperiments(ctx context.Context) ([]string, error) {
-	s, err := b.Stream(ctx)
+	s, err := b.stream(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +63,7 @@ func (b *Bus) Forget(ctx context.Context, exp string) (Forgotten, error) {
 	if err := b.notLeased(ctx, exp); err != nil {
 		return f, err
 	}
-	s, err := b.Stream(ctx)
+	s, err := b.stream(ctx)
 	if err != nil {
 		return f, err
 	}

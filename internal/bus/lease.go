@@ -17,8 +17,8 @@ const LeaseBucket = "tunejet_leases"
 // longest a standby controller waits to take over from a dead one.
 const LeaseTTL = 3 * time.Second
 
-// Leases opens (creating if needed) the lease bucket.
-func (b *Bus) Leases(ctx context.Context) (jetstream.KeyValue, error) {
+// leases opens (creating if needed) the lease bucket.
+func (b *Bus) leases(ctx context.Context) (jetstream.KeyValue, error) {
 	kv, err := b.bucket(ctx, jetstream.KeyValueConfig{
 		Bucket: LeaseBucket, Description: "tunejet controller leases, one per experiment", TTL: LeaseTTL, History: 1,
 		Replicas: b.replicas(),
@@ -76,15 +76,15 @@ func (r *LeaseReader) Holder(ctx context.Context, key string) (string, uint64, e
 	return string(e.Value()), e.Revision(), nil
 }
 
-// leaseBucket is Leases, opened once per bus and its copies.
+// leaseBucket is leases, opened once per bus and its copies.
 func (b *Bus) leaseBucket(ctx context.Context) (jetstream.KeyValue, error) {
 	if b.log == nil {
-		return b.Leases(ctx)
+		return b.leases(ctx)
 	}
 	b.log.mu.Lock()
 	defer b.log.mu.Unlock()
 	if b.log.leases == nil {
-		kv, err := b.Leases(ctx)
+		kv, err := b.leases(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -121,6 +121,16 @@ type Lease struct {
 	// seenAt when it first read it (this process's clock only).
 	seenRev uint64
 	seenAt  time.Time
+}
+
+// Lease returns holder's (not yet acquired) lease on key, opening (creating
+// if needed) the lease bucket.
+func (b *Bus) Lease(ctx context.Context, key, holder string) (*Lease, error) {
+	kv, err := b.leases(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return NewLease(kv, key, holder), nil
 }
 
 // NewLease returns holder id's (not yet acquired) lease on key.

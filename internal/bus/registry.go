@@ -104,7 +104,7 @@ func (b *Bus) ProvisionBuckets(ctx context.Context) error {
 	if _, err := b.Runners(ctx); err != nil {
 		return err
 	}
-	_, err := b.Leases(ctx)
+	_, err := b.leases(ctx)
 	return err
 }
 
@@ -204,8 +204,14 @@ func ListRunners(ctx context.Context, kv jetstream.KeyValue) ([]RunnerInfo, erro
 // entries the registry held when the watch began have all been sent.
 type RunnerUpdate struct {
 	Name string
-	// Info is the runner's entry, nil when the entry went.
+	// Info is the runner's entry, nil when the entry went (or, from
+	// WatchExistingRunners, does not decode).
 	Info *RunnerInfo
+	// Entry is the entry as the runner wrote it, for readers that keep
+	// fields RunnerInfo does not know, and Written when it was written;
+	// Entry is nil when the entry went.
+	Entry   []byte
+	Written time.Time
 	// Current marks the end of the entries the registry held when the
 	// watch began (Name and Info are empty): the watcher now knows every
 	// runner registered, none if there was no entry before it.
@@ -221,6 +227,25 @@ func (b *Bus) WatchRunners(ctx context.Context) (<-chan RunnerUpdate, error) {
 	if err != nil {
 		return nil, err
 	}
+	return watchRunners(ctx, kv, true)
+}
+
+// WatchExistingRunners is WatchRunners on the registry if some runner
+// created it (ok is false when none has yet; it creates nothing, so a
+// reader without the right to create buckets can follow it), and it also
+// sends the entries that do not decode as a RunnerInfo.
+func (b *Bus) WatchExistingRunners(ctx context.Context) (updates <-chan RunnerUpdate, ok bool, err error) {
+	kv, ok, err := b.ExistingRunners(ctx)
+	if err != nil || !ok {
+		return nil, ok, err
+	}
+	updates, err = watchRunners(ctx, kv, false)
+	return updates, err == nil, err
+}
+
+// watchRunners follows the registry kv, skipping the entries that do not
+// decode when skipInvalid.
+func watchRunners(ctx context.Context, kv jetstream.KeyValue, skipInvalid bool) (<-chan RunnerUpdate, error) {
 	watch, err := kv.WatchAll(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("watch the runner registry: %w", err)
@@ -242,14 +267,19 @@ func (b *Bus) WatchRunners(ctx context.Context) (<-chan RunnerUpdate, error) {
 			}
 			u := RunnerUpdate{Current: e == nil} // nil: the initial values are in
 			if e != nil {
-				u.Name = e.Key()
+				u.Name, u.Written = e.Key(), e.Created()
 			}
 			if e != nil && e.Operation() == jetstream.KeyValuePut {
+				u.Entry = e.Value()
+				if u.Entry == nil {
+					u.Entry = []byte{}
+				}
 				var info RunnerInfo
-				if err := json.Unmarshal(e.Value(), &info); err != nil {
+				if err := json.Unmarshal(e.Value(), &info); err == nil {
+					u.Info = &info
+				} else if skipInvalid {
 					continue
 				}
-				u.Info = &info
 			}
 			select {
 			case out <- u:

@@ -35,7 +35,7 @@ func (b *Bus) EventIs(ctx context.Context, exp string, seq uint64, id string) (b
 	if seq == 0 || id == "" {
 		return false, nil
 	}
-	s, err := b.Stream(ctx)
+	s, err := b.stream(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -54,7 +54,7 @@ func (b *Bus) EventIs(ctx context.Context, exp string, seq uint64, id string) (b
 // allowed) and its log sequence. seq is 0 when there is none; ev is nil,
 // with seq set, when the newest message there does not decode.
 func (b *Bus) LastEvent(ctx context.Context, subject string) (ev *events.Event, seq uint64, err error) {
-	s, err := b.Stream(ctx)
+	s, err := b.stream(ctx)
 	if err != nil {
 		return nil, 0, err
 	}

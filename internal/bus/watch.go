@@ -46,7 +46,7 @@ func (b *Bus) WatchSubjects(ctx context.Context, filters []string, from uint64, 
 	// caught up.
 	var target uint64
 	err := w.retry(ctx, func(ctx context.Context) error {
-		s, err := b.Stream(ctx)
+		s, err := b.stream(ctx)
 		if err != nil {
 			return err
 		}
@@ -128,7 +128,7 @@ func (w *watch) catchUp(seq uint64, pending uint64) {
 // goes with it: deleted when the watch ends, and dropped by the server
 // soon after if this process dies first.
 func (w *watch) consumer(ctx context.Context) (jetstream.Consumer, error) {
-	s, err := w.b.Stream(ctx)
+	s, err := w.b.stream(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +234,7 @@ func (b *Bus) deleteOrdered(ctx context.Context, s jetstream.Stream, cons jetstr
 
 // LastSeq is the sequence of the newest event matching filter, 0 if none.
 func (b *Bus) LastSeq(ctx context.Context, filter string) (uint64, error) {
-	s, err := b.Stream(ctx)
+	s, err := b.stream(ctx)
 	if err != nil {
 		return 0, err
 	}

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/tunejet/tunejet/internal/bus"
 )
 
@@ -196,7 +194,7 @@ func (s *Server) streamRunners(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	kv, ok, err := s.b.ExistingRunners(r.Context())
+	updates, ok, err := s.b.WatchExistingRunners(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -216,22 +214,16 @@ func (s *Server) streamRunners(w http.ResponseWriter, r *http.Request) {
 			if !pause(r.Context(), s.ctx, registryRetry) {
 				return
 			}
-			if kv, ok, err = s.b.ExistingRunners(r.Context()); err != nil {
+			if updates, ok, err = s.b.WatchExistingRunners(r.Context()); err != nil {
 				s.cfg.Log.Error().Err(err).Msg("dashboard: the runner registry")
 				return
 			}
 		}
 	}
-	watcher, err := kv.WatchAll(r.Context())
-	if err != nil {
-		s.cfg.Log.Error().Err(err).Msg("dashboard: watch the runner registry")
-		return
-	}
-	defer func() { _ = watcher.Stop() }()
-	s.followRunners(r.Context(), w, flusher, watcher)
+	s.followRunners(r.Context(), w, flusher, updates)
 }
 
-func (s *Server) followRunners(ctx context.Context, w http.ResponseWriter, flusher http.Flusher, watcher jetstream.KeyWatcher) {
+func (s *Server) followRunners(ctx context.Context, w http.ResponseWriter, flusher http.Flusher, updates <-chan bus.RunnerUpdate) {
 	type seen struct {
 		info map[string]any
 		at   time.Time
@@ -264,26 +256,25 @@ func (s *Server) followRunners(ctx context.Context, w http.ResponseWriter, flush
 			return
 		case <-s.ctx.Done():
 			return
-		case e, ok := <-watcher.Updates():
+		case u, ok := <-updates:
 			if !ok {
 				return
 			}
-			if e == nil { // the entries there were: send them
+			if u.Current { // the entries there were: send them
 				initial = false
 				if !publish() {
 					return
 				}
 				continue
 			}
-			switch e.Operation() {
-			case jetstream.KeyValuePut:
-				info, err := runnerEntry(e.Value())
+			if u.Entry != nil {
+				info, err := runnerEntry(u.Entry)
 				if err != nil {
 					continue
 				}
-				runners[e.Key()] = seen{info: info, at: e.Created()}
-			default:
-				delete(runners, e.Key())
+				runners[u.Name] = seen{info: info, at: u.Written}
+			} else {
+				delete(runners, u.Name)
 			}
 			if !initial && !publish() {
 				return

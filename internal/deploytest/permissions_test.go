@@ -539,12 +539,8 @@ func TestServicesCanDoTheirWork(t *testing.T) {
 		}
 
 		// Point reads and a trial's replay over several filters.
-		st, err := b.Stream(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := st.GetLastMsgForSubject(ctx, events.TrialSubjects(exp, events.WriterController, trial)); err != nil {
-			t.Fatalf("last controller event of the trial: %v", err)
+		if _, seq, err := b.LastEvent(ctx, events.TrialSubjects(exp, events.WriterController, trial)); err != nil || seq == 0 {
+			t.Fatalf("last controller event of the trial: seq %d, %v", seq, err)
 		}
 		rctx, rcancel := context.WithCancel(ctx)
 		err = b.WatchSubjects(rctx, []string{

@@ -99,7 +99,7 @@ func newLivenessFixture(t *testing.T, answer bool) *livenessFixture {
 // lead gives the experiment's lease to holder.
 func (f *livenessFixture) lead(holder string) {
 	f.t.Helper()
-	kv, err := f.ctl.Leases(f.t.Context())
+	kv, err := f.srv.JetStream().KeyValue(f.t.Context(), bus.LeaseBucket)
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -59,11 +59,11 @@ func (r *reconciler) run(ctx context.Context) error {
 	if r.completedBefore(ctx) {
 		return nil
 	}
-	kv, err := r.s.bus.Leases(ctx)
+	lease, err := r.s.bus.Lease(ctx, r.exp, r.s.bus.Source)
 	if err != nil {
 		return err
 	}
-	r.lease = bus.NewLease(kv, r.exp, r.s.bus.Source)
+	r.lease = lease
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		r.lease.Release(rctx)
@@ -123,7 +123,7 @@ func (r *reconciler) run(ctx context.Context) error {
 }
 
 // startSeq is where the fold starts: at the newest experiment.restored,
-// whose staged state replaces everything folded before it (restore.Fold),
+// whose staged state replaces everything folded before it (state.Fold),
 // so a controller started after a restore does not replay the history
 // before it; else at the beginning. The fence then starts from the newest
 // controller event in the log: the fold meets every later one, and any

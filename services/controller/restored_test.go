@@ -31,8 +31,9 @@ func TestControllerStartedAfterARestoreFoldsFromIt(t *testing.T) {
 
 	startController(t, srv, "controller-b")
 	// Its watch of the experiment starts at the restore, not at 1.
+	js := srv.JetStream()
 	bustest.Eventually(t, wait, "controller-b's watch of the experiment", func() bool {
-		return watchStartsAt(t, client, events.ExperimentSubjects("again"), restoredSeq)
+		return watchStartsAt(t, js, events.ExperimentSubjects("again"), restoredSeq)
 	})
 	// and it replaces the work consumer with one that starts after the
 	// restore (work scheduled before it is stale).
@@ -96,9 +97,9 @@ func restoreFromLog(t *testing.T, b *bus.Bus, exp string) uint64 {
 
 // watchStartsAt reports whether an ordered consumer filtering on filter
 // delivers from stream sequence seq.
-func watchStartsAt(t *testing.T, b *bus.Bus, filter string, seq uint64) bool {
+func watchStartsAt(t *testing.T, js jetstream.JetStream, filter string, seq uint64) bool {
 	t.Helper()
-	s, err := b.Stream(t.Context())
+	s, err := js.Stream(t.Context(), bus.StreamName)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,11 +30,10 @@ func TestRunningExperimentIsRestoredOnlyOnceItsControllerIsGone(t *testing.T) {
 	ask := serve(t, srv, Config{})
 	req := request(t, api.RestoreRequest{Path: storage.Join(h.storage, exp), Resume: restore.FromFlags(true, false, false)})
 
-	kv, err := srv.Bus("controller").Leases(t.Context())
+	lease, err := srv.Bus("controller").Lease(t.Context(), exp, "controller-7")
 	if err != nil {
 		t.Fatal(err)
 	}
-	lease := bus.NewLease(kv, exp, "controller-7")
 	if !lease.Acquire(t.Context()) {
 		t.Fatal("acquire the lease")
 	}

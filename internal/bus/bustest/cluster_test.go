@@ -19,7 +19,11 @@ func TestClusterReplicatesAndSurvivesANode(t *testing.T) {
 		t.Fatalf("%d client URLs, want 3", got)
 	}
 	b := c.Bus("test")
-	info := logInfo(t, b)
+	log, err := c.JetStream().Stream(t.Context(), bus.StreamName) // read behind the bus
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := logInfo(t, log)
 	if info.Config.Replicas != 3 || info.Cluster == nil || len(info.Cluster.Replicas) != 2 {
 		t.Fatalf("the log has %d replicas configured and cluster info %+v; want 3, a leader and 2 followers", info.Config.Replicas, info.Cluster)
 	}
@@ -60,7 +64,7 @@ func TestClusterReplicatesAndSurvivesANode(t *testing.T) {
 		if s == nil || !s.JetStreamIsStreamCurrent("$G", bus.StreamName) {
 			return false
 		}
-		info := logInfo(t, b)
+		info := logInfo(t, log)
 		if info.State.Msgs != 2 || info.Cluster == nil {
 			return false
 		}
@@ -73,12 +77,8 @@ func TestClusterReplicatesAndSurvivesANode(t *testing.T) {
 	})
 }
 
-func logInfo(t *testing.T, b *bus.Bus) *jetstream.StreamInfo {
+func logInfo(t *testing.T, s jetstream.Stream) *jetstream.StreamInfo {
 	t.Helper()
-	s, err := b.Stream(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
 	info, err := s.Info(t.Context())
 	if err != nil {
 		t.Fatal(err)
