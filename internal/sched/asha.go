@@ -263,14 +263,10 @@ func (a *ASHA) reason(in *RungInputs, act Action) string {
 	if in.Cutoff == nil {
 		return fmt.Sprintf("first at %s: %s recorded", at, num(float64(in.Reward)))
 	}
-	values := make([]float64, len(in.Values))
-	for i, v := range in.Values {
-		values[i] = float64(v)
-	}
 	of := fmt.Sprintf("cutoff %s, the %s percentile of %s rewards",
 		num(float64(*in.Cutoff)), ordinal(in.Percentile), othersOf(in.Count))
 	if in.Values != nil {
-		of += " " + list(values)
+		of += " " + list(in.Values)
 	}
 	r := num(float64(in.Reward))
 	switch act {
