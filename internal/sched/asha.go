@@ -196,7 +196,7 @@ func (a *ASHA) Result(res Result, _ Context) []Decision {
 		return []Decision{{Trial: res.Trial, Action: Continue}}
 	case a.cfg.StopLastTrials && t >= a.cfg.MaxT:
 		return []Decision{{Trial: res.Trial, Action: Stop,
-			Reason: fmt.Sprintf("reached max_t: %s %s >= %s", a.cfg.TimeAttr, num(t), num(a.cfg.MaxT))}}
+			Reason: fmt.Sprintf(reachedMaxT+"%s %s >= %s", a.cfg.TimeAttr, num(t), num(a.cfg.MaxT))}}
 	}
 	return []Decision{a.onResult(b, res.Trial, t, reward, Continue)}
 }

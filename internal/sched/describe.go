@@ -107,6 +107,20 @@ func (in *BracketInputs) describe() string {
 	return s
 }
 
+// The openings of the reasons of a stop that ends a trial trained to its
+// end, which Optuna counts complete rather than pruned.
+const (
+	reachedMaxT     = "reached max_t: "
+	bracketFinished = "bracket finished: "
+)
+
+// TrainedOut reports whether a scheduler's stop reason says the trial
+// trained to its end (ASHA at max_t, a HyperBand bracket at its last
+// milestone) rather than was cut short.
+func TrainedOut(reason string) bool {
+	return strings.HasPrefix(reason, reachedMaxT) || strings.HasPrefix(reason, bracketFinished)
+}
+
 // ranked lists trials with their scores, worst first: "[a:0.1 b:0.3]".
 func ranked(rs []Ranked) string {
 	parts := make([]string, len(rs))
