@@ -427,6 +427,10 @@ type TrialDecided struct {
 	ResultSeq uint64 `json:"result_seq,omitempty"`
 }
 
+// Quoted is how a stop or pause the decision makes is told on, in the
+// trial's stop request and end_reason: "scheduler: stopped at rung 4 …".
+func (p *TrialDecided) Quoted() string { return p.By + ": " + p.Reason }
+
 // The makers of a decision.
 const (
 	DecidedByScheduler = "scheduler"

@@ -847,6 +847,18 @@ func waitFit(t *testing.T, done <-chan error) {
 	}
 }
 
+// waitMarker polls storage until the experiment exp has its marker.
+func waitMarker(t *testing.T, base *blob.Bucket, exp string) {
+	t.Helper()
+	bustest.CheckFor(t, storageWait, func() error {
+		ok, err := base.Exists(t.Context(), exp+"/"+store.MarkerFile)
+		if err == nil && !ok {
+			err = fmt.Errorf("no %s in %s yet", store.MarkerFile, exp)
+		}
+		return err
+	})
+}
+
 // waitLog polls the log until cond holds.
 func waitLog(t *testing.T, d *deployment, exp, what string, cond func(*trialsLog) bool) *trialsLog {
 	t.Helper()
@@ -945,10 +957,7 @@ func TestHungStorageDoesNotStopTheExperiment(t *testing.T) {
 		tune.WithRunConfig(tune.RunConfig{StoragePath: sp, SyncConfig: tune.SyncConfig{SyncPeriodS: 0.2, SyncTimeoutS: 0.2},
 			CheckpointConfig: tune.CheckpointConfig{Route: events.RouteObjectStore}}))
 
-	storagetest.Eventually(t, "the storage marker", func() bool {
-		ok, _ := base.Exists(t.Context(), exp+"/"+store.MarkerFile)
-		return ok
-	})
+	waitMarker(t, base, exp)
 	faults.HangWrites(true)
 	const timeoutText = "did not finish running within the timeout of"
 	waitLog(t, d, exp, "syncs of the state and of checkpoints to time out", func(lg *trialsLog) bool {
@@ -1012,10 +1021,7 @@ func TestFailingStorageLosesNothing(t *testing.T) {
 		// Once the marker is written, writes fail until both a state sync
 		// and a checkpoint have failed after all their retries.
 		failingStorage(t, "failmid", nil, func(faults *storagetest.Faults, base *blob.Bucket, d *deployment) {
-			storagetest.Eventually(t, "the storage marker", func() bool {
-				ok, _ := base.Exists(t.Context(), "failmid/"+store.MarkerFile)
-				return ok
-			})
+			waitMarker(t, base, "failmid")
 			faults.FailWrites(math.MaxInt32, unavailable)
 			waitLog(t, d, "failmid", "a state sync and a checkpoint to fail after their retries", func(lg *trialsLog) bool {
 				return lg.failedOps("sync up experiment", unavailable.Error()) > 0 && lg.failedOps("persist", unavailable.Error()) > 0

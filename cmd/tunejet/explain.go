@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -360,7 +359,7 @@ func (x *explanation) print(w io.Writer) error {
 	end := x.EndReason
 	for _, d := range x.Decisions {
 		fmt.Fprintf(tw, "#%d %s\t%s\t%s\n", d.Ordinal, d.By, d.Action, x.inputs(d))
-		if end == d.By+": "+d.Reason {
+		if end == d.Quoted() {
 			end = fmt.Sprintf("stopped by #%d", d.Ordinal)
 		}
 	}
@@ -377,154 +376,10 @@ func (x *explanation) print(w io.Writer) error {
 // inputs says what a decision came from: its inputs when the detail holds
 // them, else its reason.
 func (x *explanation) inputs(d events.TrialDecided) string {
-	var sd sched.Decision
-	if len(d.Detail) > 0 {
-		b, err := json.Marshal(d.Detail)
-		if err == nil {
-			err = json.Unmarshal(b, &sd)
-		}
-		if err != nil {
-			return d.Reason
-		}
+	sd, err := sched.DecisionOf(d.Detail)
+	if err != nil {
+		return d.Reason
 	}
-	switch {
-	case sd.Rung != nil:
-		return x.rung(d.Action, sd.Rung)
-	case sd.Median != nil:
-		return x.median(d.Action, sd.Median)
-	case sd.Exploit != nil:
-		return exploit(sd.Exploit, d.Reason)
-	case sd.Halving != nil:
-		return halving(sd.Halving, d.Reason)
-	case sd.Bracket != nil:
-		return bracket(sd.Bracket)
-	}
-	return d.Reason
-}
-
-// rung says an ASHA judgement at a rung: "at training_iteration 4: rung 4
-// of bracket 0; reward -0.41 < cutoff -0.35, the 75th percentile of 12
-// other trials' rewards between -0.36 and -0.34 [...]".
-func (x *explanation) rung(action string, in *sched.RungInputs) string {
-	s := fmt.Sprintf("at %s %s: rung %s of bracket %d; reward %s", x.timeAttr, num(in.Time), num(in.Milestone), in.Bracket, num(float64(in.Reward)))
-	if in.Cutoff == nil {
-		return s + " recorded, the first at the rung"
-	}
-	switch action {
-	case string(sched.Stop):
-		s += " < "
-	case string(sched.Record):
-		s += " recorded on completion; "
-	default:
-		s += " >= "
-	}
-	s += fmt.Sprintf("cutoff %s, the %s percentile of %s rewards", num(float64(*in.Cutoff)), ordinal(in.Percentile), otherTrials(in.Count))
-	if len(in.Between) == 2 {
-		s += fmt.Sprintf(" between %s and %s", num(float64(in.Between[0])), num(float64(in.Between[1])))
-	}
-	if in.Values != nil {
-		s += " " + list(in.Values)
-	}
-	return s
-}
-
-// median says a median stopping rule judgement.
-func (x *explanation) median(action string, in *sched.MedianInputs) string {
-	s := fmt.Sprintf("at %s %s: best %s", x.timeAttr, num(in.Time), num(float64(in.Best)))
-	if in.Median == nil {
-		return s + fmt.Sprintf("; %s reached it, %d needed to judge", otherTrials(in.Samples), in.Required)
-	}
-	verdict := "is not worse than"
-	if action == string(sched.Stop) || action == string(sched.Pause) {
-		verdict = "is worse than"
-	}
-	return s + fmt.Sprintf(" %s the median %s of %s running means %s", verdict, num(float64(*in.Median)), otherTrials(in.Samples), list(in.Means))
-}
-
-// exploit says a PBT perturbation: the reason, the quantiles, and the
-// donor's new config.
-func exploit(in *sched.ExploitInputs, reason string) string {
-	s := reason + "; lower quantile " + ranked(in.Lower) + ", upper " + ranked(in.Upper)
-	if in.Source != "" {
-		s += "; new config " + show.JSON(in.NewConfig)
-		if len(in.Operations) > 0 {
-			s += " " + show.JSON(in.Operations)
-		}
-	}
-	return s
-}
-
-// halving says a HyperBand bracket reaching its milestone: the reason,
-// which ranks the trial, and the ranking.
-func halving(in *sched.HalvingInputs, reason string) string {
-	return reason + "; ranked worst first " + ranked(in.Ranked)
-}
-
-// bracket says the bracket a trial was added to.
-func bracket(in *sched.BracketInputs) string {
-	s := fmt.Sprintf("added to bracket %d", in.Bracket)
-	if in.Band > 0 {
-		s += fmt.Sprintf(" of band %d", in.Band)
-	}
-	if len(in.Probabilities) > 0 {
-		ps := make([]sched.Float, len(in.Probabilities))
-		for i, p := range in.Probabilities {
-			ps[i] = sched.Float(p)
-		}
-		s += ", drawn with probabilities " + list(ps)
-	}
-	return s
-}
-
-// ranked lists trials with their scores, worst first: "[a:0.1 b:0.3]".
-func ranked(rs []sched.Ranked) string {
-	parts := make([]string, len(rs))
-	for i, r := range rs {
-		parts[i] = r.Trial + ":" + num(float64(r.Reward))
-	}
-	return "[" + strings.Join(parts, " ") + "]"
-}
-
-// maxListed bounds the values a line lists; --json has them all.
-const maxListed = 16
-
-// list formats values, eliding the middle of a long list.
-func list(xs []sched.Float) string {
-	parts := make([]string, 0, maxListed+1)
-	for i, v := range xs {
-		switch {
-		case len(xs) <= maxListed || i < maxListed/2 || i >= len(xs)-maxListed/2:
-			parts = append(parts, num(float64(v)))
-		case i == maxListed/2:
-			parts = append(parts, "...")
-		}
-	}
-	return "[" + strings.Join(parts, " ") + "]"
-}
-
-// num formats a value as the schedulers' reasons do.
-func num(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
-
-// otherTrials is "1 other trial's" or "12 other trials'".
-func otherTrials(n int) string {
-	if n == 1 {
-		return "1 other trial's"
-	}
-	return strconv.Itoa(n) + " other trials'"
-}
-
-// ordinal is "75th", "50th", "66.6667th" for a percentile.
-func ordinal(p float64) string {
-	s, suffix := num(p), "th"
-	if !strings.Contains(s, ".") && !strings.HasSuffix(s, "11") && !strings.HasSuffix(s, "12") && !strings.HasSuffix(s, "13") {
-		switch s[len(s)-1] {
-		case '1':
-			suffix = "st"
-		case '2':
-			suffix = "nd"
-		case '3':
-			suffix = "rd"
-		}
-	}
-	return s + suffix
+	sd.Action, sd.Reason = sched.Action(d.Action), d.Reason
+	return sd.Describe(x.timeAttr, show.JSON)
 }

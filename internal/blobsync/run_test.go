@@ -16,6 +16,7 @@ import (
 	"gocloud.dev/blob/memblob"
 
 	"github.com/tunejet/tunejet/internal/blobsync"
+	"github.com/tunejet/tunejet/internal/bus/bustest"
 	"github.com/tunejet/tunejet/internal/storage/storagetest"
 )
 
@@ -81,7 +82,7 @@ func TestRunTimesOutAndCancelsTheHungWrite(t *testing.T) {
 	if !strings.Contains(err.Error(), "Failed sync even after 1 retries. The latest sync failed with the following error: "+want) {
 		t.Fatalf("SyncUp = %q", err)
 	}
-	storagetest.Eventually(t, "both hung writes see their context end", func() bool {
+	bustest.Eventually(t, 10*time.Second, "both hung writes see their context end", func() bool {
 		return len(faults.Released()) == 2 && faults.Hanging() == 0
 	})
 	for i, cause := range faults.Released() {

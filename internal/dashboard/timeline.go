@@ -131,11 +131,7 @@ func (l *live) record(ev *events.Event, result map[string]any) {
 			e.Text += fmt.Sprintf("; its stop was requested, so it ends %s here", t.Status)
 		}
 	case *events.TrialDecided:
-		e.Text = fmt.Sprintf("%s decided %s", p.By, p.Action)
-		if p.Reason != "" {
-			e.Text += ": " + p.Reason
-		}
-		e.Detail = p.Detail
+		e.Text, e.Detail = decided(p.By, p.Action, p.Reason), p.Detail
 	case *events.TrialCompleted:
 		e.Attempt = p.Attempt
 		e.Text = fmt.Sprintf("completed %s: %s", p.Status, p.Reason)
@@ -256,11 +252,7 @@ func (l *live) trialTimeline(t *state.Trial) []Entry {
 func fileTimeline(t *state.Trial) []Entry {
 	out := []Entry{{Time: t.StartTime, Kind: "trial.created", Text: "created as " + t.Name + " with config " + show.JSON(t.Config)}}
 	for _, d := range t.Decisions {
-		e := Entry{Kind: "trial.decided", Text: fmt.Sprintf("%s decided %s", d.By, d.Action)}
-		if d.Reason != "" {
-			e.Text += ": " + d.Reason
-		}
-		out = append(out, e)
+		out = append(out, Entry{Kind: "trial.decided", Text: decided(d.By, d.Action, d.Reason)})
 	}
 	if t.NumResults > 0 {
 		out = append(out, Entry{Kind: "trial.reported", Time: t.LastResultTime, Reports: t.NumResults, ToIter: t.Iteration,
@@ -310,4 +302,14 @@ func bytesText(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// decided is a decision's entry, from the log or a state file: "scheduler
+// decided stop: stopped at rung 4 …".
+func decided(by, action, reason string) string {
+	s := by + " decided " + action
+	if reason != "" {
+		s += ": " + reason
+	}
+	return s
 }

@@ -196,7 +196,7 @@ func (a *ASHA) Result(res Result, _ Context) []Decision {
 		return []Decision{{Trial: res.Trial, Action: Continue}}
 	case a.cfg.StopLastTrials && t >= a.cfg.MaxT:
 		return []Decision{{Trial: res.Trial, Action: Stop,
-			Reason: fmt.Sprintf("reached max_t: %s %s >= %s", a.cfg.TimeAttr, num(t), num(a.cfg.MaxT))}}
+			Reason: fmt.Sprintf(reachedMaxT+"%s %s >= %s", a.cfg.TimeAttr, num(t), num(a.cfg.MaxT))}}
 	}
 	return []Decision{a.onResult(b, res.Trial, t, reward, Continue)}
 }
@@ -263,14 +263,10 @@ func (a *ASHA) reason(in *RungInputs, act Action) string {
 	if in.Cutoff == nil {
 		return fmt.Sprintf("first at %s: %s recorded", at, num(float64(in.Reward)))
 	}
-	values := make([]float64, len(in.Values))
-	for i, v := range in.Values {
-		values[i] = float64(v)
-	}
 	of := fmt.Sprintf("cutoff %s, the %s percentile of %s rewards",
 		num(float64(*in.Cutoff)), ordinal(in.Percentile), othersOf(in.Count))
 	if in.Values != nil {
-		of += " " + list(values)
+		of += " " + list(in.Values)
 	}
 	r := num(float64(in.Reward))
 	switch act {

@@ -216,7 +216,7 @@ func (h *HyperBand) process(ref hbRef, reporting string) (Action, string, *Halvi
 			num(b.Milestone), h.cfg.TimeAttr, plural(waiting, "trial"), ref.Band, ref.Bracket), nil, nil
 	}
 	if h.finished(b) {
-		reason := fmt.Sprintf("bracket finished: every live trial of band %d bracket %d reached its last milestone %s",
+		reason := fmt.Sprintf(bracketFinished+"every live trial of band %d bracket %d reached its last milestone %s",
 			ref.Band, ref.Bracket, num(b.Milestone))
 		var ds []Decision
 		for _, t := range slices.Clone(b.Live) {

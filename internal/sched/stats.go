@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 )
 
 // Float is a float64 that survives JSON even when it is NaN or infinite:
@@ -116,57 +115,4 @@ func floats(xs []float64) []Float {
 		out[i] = Float(x)
 	}
 	return out
-}
-
-// num formats a number for a reason: shortest form, at most 6 significant
-// digits.
-func num(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
-
-// list formats up to 8 values for a reason, eliding the middle of longer
-// lists.
-func list(xs []float64) string {
-	const most = 8
-	parts := make([]string, 0, most+1)
-	for i, x := range xs {
-		switch {
-		case len(xs) <= most || i < most/2 || i >= len(xs)-most/2:
-			parts = append(parts, num(x))
-		case i == most/2:
-			parts = append(parts, "…")
-		}
-	}
-	return "[" + strings.Join(parts, " ") + "]"
-}
-
-// ordinal is 75 -> "75th", 66.6667 -> "66.6667th".
-func ordinal(p float64) string {
-	s := num(p)
-	suffix := "th"
-	if !strings.Contains(s, ".") && !strings.HasSuffix(s, "11") && !strings.HasSuffix(s, "12") && !strings.HasSuffix(s, "13") {
-		switch s[len(s)-1] {
-		case '1':
-			suffix = "st"
-		case '2':
-			suffix = "nd"
-		case '3':
-			suffix = "rd"
-		}
-	}
-	return s + suffix
-}
-
-// plural is "1 trial", "3 trials".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return strconv.Itoa(n) + " " + noun + "s"
-}
-
-// othersOf is "1 other trial's", "3 other trials'".
-func othersOf(n int) string {
-	if n == 1 {
-		return "1 other trial's"
-	}
-	return strconv.Itoa(n) + " other trials'"
 }

@@ -261,7 +261,7 @@ func (e *Experiment) decided(t *Trial, by string, d sched.Decision, resultSeq ui
 	switch d.Action {
 	case sched.Stop:
 		if t.StopDecision == "" {
-			t.StopDecision = by + ": " + d.Reason
+			t.StopDecision = ev.Quoted()
 			t.TunerDone = true
 			tn.Stopping = append(tn.Stopping, t.ID)
 		}
@@ -269,7 +269,7 @@ func (e *Experiment) decided(t *Trial, by string, d sched.Decision, resultSeq ui
 		if t.StopDecision != "" || t.PauseDecision != "" || t.Status != events.StatusRunning {
 			return
 		}
-		t.PauseDecision, t.PauseOrdinal = by+": "+d.Reason, ev.Ordinal
+		t.PauseDecision, t.PauseOrdinal = ev.Quoted(), ev.Ordinal
 		h, ok := tn.sched.(interface{ HoldsPaused() bool })
 		t.Held = ok && h.HoldsPaused() && d.Action == sched.Pause
 		if d.Action == sched.Exploit {

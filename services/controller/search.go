@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/sched"
 	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/tpe"
@@ -117,7 +118,7 @@ func tpeHistory(st *state.Experiment) []tpe.Trial {
 // Optuna counts complete.
 func pruned(stopDecision string) bool {
 	why, ok := strings.CutPrefix(stopDecision, events.DecidedByScheduler+": ")
-	return ok && !strings.HasPrefix(why, "reached max_t") && !strings.HasPrefix(why, "bracket finished")
+	return ok && !sched.TrainedOut(why)
 }
 
 // metricValue reads a result's metric ("a/b" nests), a finite number.

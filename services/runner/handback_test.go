@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -64,13 +66,16 @@ func TestWorkARunnerCannotHoldIsHandedBackFree(t *testing.T) {
 		go func() { defer wg.Done(); _ = run(ctx) }()
 	}
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	bustest.Eventually(t, handBackWait, "both runners in the registry", func() bool {
+	bustest.CheckFor(t, handBackWait, func() error {
 		kv, ok, err := client.ExistingRunners(t.Context())
 		if err != nil || !ok {
-			return false
+			return fmt.Errorf("no runner registry (%v)", err)
 		}
 		runners, err := bus.ListRunners(t.Context(), kv)
-		return err == nil && len(runners) == 2
+		if err == nil && len(runners) != 2 {
+			err = fmt.Errorf("%d runners in the registry, want both", len(runners))
+		}
+		return err
 	})
 
 	sp := events.ExperimentSpec{
@@ -80,9 +85,12 @@ func TestWorkARunnerCannotHoldIsHandedBackFree(t *testing.T) {
 	if _, err := client.Publish(t.Context(), client.Event(exp, events.WriterClient, &events.ExperimentSubmitted{Spec: sp})); err != nil {
 		t.Fatal(err)
 	}
-	bustest.Eventually(t, handBackWait, "the GPU trial's work in the log", func() bool {
+	bustest.CheckFor(t, handBackWait, func() error {
 		seq, err := client.LastSeq(t.Context(), events.TypeSubjects(exp, events.WriterController, events.TypeTrialScheduled))
-		return err == nil && seq > 0
+		if err == nil && seq == 0 {
+			err = errors.New("the GPU trial's work is not in the log yet")
+		}
+		return err
 	})
 	close(release)
 

@@ -385,13 +385,16 @@ func TestSyncerFollowsAgainWhenItsConsumerIsLost(t *testing.T) {
 	runSyncer(t, srv)
 	s.report(1, 1, 2, 3)
 	js := srv.JetStream() // an operator's, behind the syncer's back
-	bustest.Eventually(t, wait, "the syncer's consumer to have read the reports", func() bool {
+	bustest.CheckFor(t, wait, func() error {
 		c, err := js.Consumer(t.Context(), bus.StreamName, "sync_"+exp)
 		if err != nil {
-			return false
+			return err
 		}
 		info, err := c.Info(t.Context())
-		return err == nil && info.Delivered.Stream >= s.last
+		if err == nil && info.Delivered.Stream < s.last {
+			err = fmt.Errorf("the syncer's consumer read up to %d, want the reports up to %d", info.Delivered.Stream, s.last)
+		}
+		return err
 	})
 	if err := js.DeleteConsumer(t.Context(), bus.StreamName, "sync_"+exp); err != nil {
 		t.Fatal(err)

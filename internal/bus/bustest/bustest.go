@@ -84,13 +84,41 @@ func (s *Server) Bus(source string) *bus.Bus {
 	return b
 }
 
-// Eventually polls cond every 10 ms until it is true or the deadline passes.
+// Eventually polls cond every 10 ms until it is true, failing the test
+// when it is not within the given time. Use it instead of sleeping; when
+// cond depends on a call that can fail, CheckFor says how.
 func Eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
+	if poll(within, func() error {
+		if cond() {
+			return nil
+		}
+		return errNotYet
+	}) != nil {
+		t.Fatalf("timed out after %v waiting for %s", within, what)
+	}
+}
+
+// CheckFor polls check every 10 ms until it returns nil, failing the test
+// with the last error check returned when it does not within the given
+// time (nats-server's checkFor): the failure says what was still wrong.
+func CheckFor(t testing.TB, within time.Duration, check func() error) {
+	t.Helper()
+	if err := poll(within, check); err != nil {
+		t.Fatalf("timed out after %v: %v", within, err)
+	}
+}
+
+var errNotYet = errors.New("not yet")
+
+// poll calls check every 10 ms until it returns nil or within has passed
+// since the first call, and returns its last error.
+func poll(within time.Duration, check func() error) error {
 	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
+	for {
+		err := check()
+		if err == nil || time.Now().After(deadline) {
+			return err
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

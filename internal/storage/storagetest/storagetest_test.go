@@ -8,10 +8,12 @@ import (
 	"net/url"
 	"os"
 	"testing"
+	"time"
 
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/memblob"
 
+	"github.com/tunejet/tunejet/internal/bus/bustest"
 	"github.com/tunejet/tunejet/internal/storage"
 	"github.com/tunejet/tunejet/internal/storage/storagetest"
 )
@@ -148,7 +150,7 @@ func TestFaultyHangsUntilContextEnds(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- b.WriteAll(ctx, "k", []byte("v"), nil) }()
-	storagetest.Eventually(t, "the write hangs", func() bool { return f.Hanging() == 1 })
+	bustest.Eventually(t, 10*time.Second, "the write hangs", func() bool { return f.Hanging() == 1 })
 	cancel(why)
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("hung write returned %v, want context.Canceled", err)
