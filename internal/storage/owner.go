@@ -213,7 +213,7 @@ func ReadOwner(ctx context.Context, b *blob.Bucket) (*Owner, error) {
 	}
 	var o Owner
 	if err := json.Unmarshal(data, &o); err != nil || o.Deployment == "" {
-		return nil, fmt.Errorf("not an owner record (%v): remove it only if no other tunejet deployment writes this folder", err)
+		return nil, fmt.Errorf("not an owner record (%w): remove it only if no other tunejet deployment writes this folder", err)
 	}
 	return &o, nil
 }

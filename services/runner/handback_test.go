@@ -69,7 +69,7 @@ func TestWorkARunnerCannotHoldIsHandedBackFree(t *testing.T) {
 	bustest.CheckFor(t, handBackWait, func() error {
 		kv, ok, err := client.ExistingRunners(t.Context())
 		if err != nil || !ok {
-			return fmt.Errorf("no runner registry (%v)", err)
+			return fmt.Errorf("no runner registry (%w)", err)
 		}
 		runners, err := bus.ListRunners(t.Context(), kv)
 		if err == nil && len(runners) != 2 {
