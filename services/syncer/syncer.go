@@ -176,7 +176,13 @@ func (s *Service) answerClaim(ctx context.Context, data []byte) any {
 	}
 	if _, err := storage.ClaimOwner(ctx, req.StoragePath, req.Experiment, me, storage.ClaimRun, nil); err != nil {
 		reply.Owned, reply.Error = errors.Is(err, storage.ErrOwned), err.Error()
-		s.log.Warn().Err(err).Str("experiment", req.Experiment).Msg("refused a client's claim on an experiment's folder; it will not submit")
+		if reply.Owned {
+			s.log.Warn().Err(err).Str("experiment", req.Experiment).Msg("refused a client's claim on an experiment's folder; it will not submit")
+		} else {
+			// Storage failing, not a refusal: the client's storage check
+			// that follows names why to the user, once.
+			s.log.Info().Err(err).Str("experiment", req.Experiment).Msg("could not claim a client's experiment folder yet; it is claimed again when the storage opens")
+		}
 	}
 	return reply
 }
