@@ -31,7 +31,7 @@ const mb = 1 << 20
 // 1 MB, 100 MB and 1 GB, capped by TUNEJET_BENCH_CKPT_MAX_MB (default
 // def).
 func checkpointSizes(b *testing.B, def int) []int {
-	maxMB := envInt(b, "TUNEJET_BENCH_CKPT_MAX_MB", def)
+	maxMB := envInt(b, "TUNEJET_BENCH_CKPT_MAX_MB", def, 1)
 	var out []int
 	for _, n := range []int{1, 100, 1024} {
 		if n <= maxMB {
@@ -51,8 +51,8 @@ func sizeName(n int) string {
 // reps is how many times a size is measured: more for small checkpoints,
 // whose times are short and noisy.
 func reps(b *testing.B, size int) int {
-	if v := os.Getenv("TUNEJET_BENCH_CKPT_REPS"); v != "" {
-		return envInt(b, "TUNEJET_BENCH_CKPT_REPS", 1)
+	if v := os.Getenv("TUNEJET_BENCH_CKPT_REPS"); v != "" || smoke() {
+		return envInt(b, "TUNEJET_BENCH_CKPT_REPS", 1, 1)
 	}
 	switch {
 	case size <= mb:

@@ -56,7 +56,7 @@ done
 //     Target < heartbeat timeout + 1 s. The frozen process is killed once
 //     the trial runs elsewhere, which must not disturb the new attempt.
 func BenchmarkFailureRecovery(b *testing.B) {
-	kills := envInt(b, "TUNEJET_BENCH_KILLS", 20)
+	kills := envInt(b, "TUNEJET_BENCH_KILLS", 20, 1)
 	for _, v := range []struct {
 		name string
 		sig  syscall.Signal
@@ -295,8 +295,12 @@ func failureRecovery(b *testing.B, kills int, sig syscall.Signal) recovery {
 	killedRunners := map[string]bool{} // SIGKILLed while running the trial
 	for k := 0; k < kills; k++ {
 		// Kill at a random point of the heartbeat cycle, once the attempt
-		// has been running for a while.
-		up := time.Second + rand.N(time.Second)
+		// has been running for a while (1–2 s; 0.2–0.4 s in a smoke run).
+		first := time.Second
+		if smoke() {
+			first = 200 * time.Millisecond
+		}
+		up := first + rand.N(first)
 		time.Sleep(time.Until(cur.at.Add(up)))
 		r.minUp, r.maxUp = min(r.minUp, up), max(r.maxUp, up)
 		// A spare runner must be asking for work: a pull request since

@@ -51,8 +51,8 @@ func BenchmarkReportThroughput(b *testing.B) {
 }
 
 func reportThroughput(b *testing.B, embedded bool) {
-	trials := envInt(b, "TUNEJET_BENCH_REPORT_TRIALS", 8)
-	per := envInt(b, "TUNEJET_BENCH_REPORTS", 25000)
+	trials := envInt(b, "TUNEJET_BENCH_REPORT_TRIALS", 8, 2)
+	per := envInt(b, "TUNEJET_BENCH_REPORTS", 25000, 200)
 	total := trials * per
 	var m throughput
 	for i := 0; i < b.N; i++ {
