@@ -24,10 +24,11 @@ SLOW_PACKAGES := ./tune ./services/controller ./services/syncer ./internal/state
 # cmd/'s tests start real processes with heartbeat timeouts of 1-3 s and a
 # chaos soak; they run on their own, not beside the other packages' tests on
 # the same two cores. They mostly wait on those processes (about half a core
-# each), so four run at once.
+# each), so four run at once. Then every benchmark once at its smallest scale (-short; no timing).
 test: ## run every test with the race detector
 	$(GO) test -race -count=1 -parallel 4 -timeout 10m ./cmd/...
 	$(GO) test -race -count=1 -timeout 10m $(SLOW_PACKAGES) $$($(GO) list ./... | grep -v /cmd/)
+	$(GO) test -short -count=1 -run '^$$' -bench . -benchtime 1x -timeout 5m $$(grep -rl --include='*_test.go' '^func Benchmark' . | xargs -n1 dirname | sort -u)
 	$(GO) build -o $(BIN) ./cmd/tunejet
 	TUNEJET_BIN=$(CURDIR)/$(BIN) python3 -m unittest discover -s sdk/python/tests -t sdk/python
 

@@ -123,9 +123,12 @@ func BenchmarkBookkeeping(b *testing.B) {
 // TUNEJET_BENCH_WORK (500ms).
 func bookkeepingScale(b *testing.B) (counts []int, work time.Duration) {
 	b.Helper()
-	work = envDuration(b, "TUNEJET_BENCH_WORK", 500*time.Millisecond)
+	work = envDuration(b, "TUNEJET_BENCH_WORK", 500*time.Millisecond, 50*time.Millisecond)
 	v := os.Getenv("TUNEJET_BENCH_TRIALS")
 	if v == "" {
+		if smoke() { // two waves: the second has hand-offs to measure
+			return []int{2 * bookkeepingSlots}, work
+		}
 		return []int{1000}, work
 	}
 	for _, s := range strings.Split(v, ",") {

@@ -31,7 +31,7 @@ const mb = 1 << 20
 // 1 MB, 100 MB and 1 GB, capped by TUNEJET_BENCH_CKPT_MAX_MB (default
 // def).
 func checkpointSizes(b *testing.B, def int) []int {
-	maxMB := envInt(b, "TUNEJET_BENCH_CKPT_MAX_MB", def)
+	maxMB := envInt(b, "TUNEJET_BENCH_CKPT_MAX_MB", def, 1)
 	var out []int
 	for _, n := range []int{1, 100, 1024} {
 		if n <= maxMB {
@@ -48,19 +48,71 @@ func sizeName(n int) string {
 	return fmt.Sprintf("%dMB", n/mb)
 }
 
-// reps is how many times a size is measured: more for small checkpoints,
-// whose times are short and noisy.
+// reps is how many times each side of a ratio is measured at a size
+// (TUNEJET_BENCH_CKPT_REPS): 20 for 1 MB, whose times are short and noisy,
+// else 5, so that each median is of at least five; 1 under -short.
 func reps(b *testing.B, size int) int {
-	if v := os.Getenv("TUNEJET_BENCH_CKPT_REPS"); v != "" {
-		return envInt(b, "TUNEJET_BENCH_CKPT_REPS", 1)
+	def := 5
+	if size <= mb {
+		def = 20
 	}
-	switch {
-	case size <= mb:
-		return 20
-	case size <= 100*mb:
-		return 3
+	return envInt(b, "TUNEJET_BENCH_CKPT_REPS", def, 1)
+}
+
+// interleave measures the two sides of a ratio n times each. A first
+// round of each is a warm-up whose figures are dropped (keep false): after
+// it both sides read the same source from the page cache, and first-use
+// costs (a bucket, an Object Store, a code path's first run) fall
+// outside. The n rounds that count alternate the order: the system first
+// in even rounds, the baseline first in odd ones, so that neither side
+// always runs right after the other's writes, and a load that rises or
+// falls during the run favours neither. round is 0 for the warm-up, then
+// 1…n.
+func interleave(n int, system, baseline func(round int, keep bool)) {
+	for round := 0; round <= n; round++ {
+		keep := round > 0
+		if round%2 == 0 {
+			system(round, keep)
+			baseline(round, keep)
+		} else {
+			baseline(round, keep)
+			system(round, keep)
+		}
 	}
-	return 2
+}
+
+// spread is the range of a set of durations, "min–max", for a log line
+// next to its median.
+func spread(ds []time.Duration) string {
+	d := newDistribution(ds)
+	return fmt.Sprintf("%v–%v", short(d.min()), short(d.max()))
+}
+
+// ratioRange is the smallest and largest of the rounds' ratios
+// baseline/system: how far one round's ratio may fall from the ratio of
+// the medians.
+func ratioRange(baseline, system []time.Duration) (lo, hi float64) {
+	for i := range min(len(baseline), len(system)) {
+		r := baseline[i].Seconds() / system[i].Seconds()
+		if i == 0 || r < lo {
+			lo = r
+		}
+		if i == 0 || r > hi {
+			hi = r
+		}
+	}
+	return lo, hi
+}
+
+// reportRatio records a ratio of medians, baseline/system, under unit, and
+// the range of the rounds' ratios under unit+"_min" and unit+"_max".
+func reportRatio(b *testing.B, unit string, baseline, system []time.Duration) (ratio, lo, hi float64) {
+	ratio = median(baseline).Seconds() / median(system).Seconds()
+	lo, hi = ratioRange(baseline, system)
+	b.ReportMetric(ratio, unit)
+	b.ReportMetric(lo, unit+"_min")
+	b.ReportMetric(hi, unit+"_max")
+	return ratio, lo, hi
 }
 
 // checkpointDir writes a checkpoint directory holding one file of size
@@ -130,9 +182,11 @@ func median(ds []time.Duration) time.Duration { return newDistribution(ds).media
 // travels through the experiment's JetStream Object Store — ckpt.Stage (a
 // runner's tune.Report with a checkpoint) then ckpt.Fetch (the next
 // attempt's copy) — against a plain file copy (io.Copy to a new file) of
-// the same bytes, measured alternately in the same run. Sizes: 1 MB,
-// 100 MB and 1 GB (TUNEJET_BENCH_CKPT_MAX_MB caps them), medians of
-// TUNEJET_BENCH_CKPT_REPS repetitions (20, 3, 2). It runs over TCP
+// the same bytes, measured in the same run after a warm-up of each, in
+// alternating order (see interleave). Sizes: 1 MB, 100 MB and 1 GB
+// (TUNEJET_BENCH_CKPT_MAX_MB caps them), medians of
+// TUNEJET_BENCH_CKPT_REPS repetitions of each side (20, 5, 5), with the
+// range of the rounds' ratios beside the ratio of medians. It runs over TCP
 // (a deployment's runner) and in process (the embedded default). Target:
 // ≥ 0.5 of the copy's throughput.
 func BenchmarkCheckpointStaging(b *testing.B) {
@@ -179,7 +233,7 @@ func staging(b *testing.B, size int, inProcess bool) {
 	for i := 0; i < b.N; i++ {
 		copies, synced, raws, stages, fetches, rounds = nil, nil, nil, nil, nil, nil
 		copyCPU, rawCPU, roundCPU = nil, nil, nil
-		for r := 0; r < n; r++ {
+		baseline := func(r int, keep bool) {
 			// The baseline (and, for reference, the same copy made durable
 			// with fsync, and the bare Object Store).
 			dst := filepath.Join(work, fmt.Sprintf("copy-%d", r), "model.bin")
@@ -189,8 +243,7 @@ func staging(b *testing.B, size int, inProcess bool) {
 			if err := copyFile(file, dst); err != nil {
 				b.Fatal(err)
 			}
-			copies = append(copies, time.Since(start))
-			copyCPU = append(copyCPU, cpuTime()-cpu)
+			took, tookCPU := time.Since(start), cpuTime()-cpu
 			if err := os.RemoveAll(filepath.Dir(dst)); err != nil {
 				b.Fatal(err)
 			}
@@ -199,7 +252,7 @@ func staging(b *testing.B, size int, inProcess bool) {
 			if err := copyFileSync(file, dst); err != nil {
 				b.Fatal(err)
 			}
-			synced = append(synced, time.Since(start))
+			tookSync := time.Since(start)
 			if err := os.RemoveAll(filepath.Dir(dst)); err != nil {
 				b.Fatal(err)
 			}
@@ -208,24 +261,29 @@ func staging(b *testing.B, size int, inProcess bool) {
 			if err != nil {
 				b.Fatalf("bare Object Store round trip: %v", err)
 			}
-			raws, rawCPU = append(raws, raw), append(rawCPU, rcpu)
 			if err := os.RemoveAll(filepath.Dir(dst)); err != nil {
 				b.Fatal(err)
 			}
-
+			if keep {
+				copies, copyCPU = append(copies, took), append(copyCPU, tookCPU)
+				synced = append(synced, tookSync)
+				raws, rawCPU = append(raws, raw), append(rawCPU, rcpu)
+			}
+		}
+		system := func(r int, keep bool) {
 			name := fmt.Sprintf("t_%d/checkpoint_%06d", i, r)
 			fetched := filepath.Join(work, fmt.Sprintf("fetch-%d", r))
 			settle()
 			b.StartTimer()
-			cpu = cpuTime()
-			start = time.Now()
+			cpu := cpuTime()
+			start := time.Now()
 			staged, err := ckpt.Stage(ctx, obs, name, src)
 			mid := time.Now()
 			if err == nil {
 				err = ckpt.Fetch(ctx, obs, name, staged.Digest, fetched)
 			}
 			end := time.Now()
-			roundCPU = append(roundCPU, cpuTime()-cpu)
+			tookCPU := cpuTime() - cpu
 			b.StopTimer()
 			if err != nil {
 				b.Fatalf("Stage + Fetch: %v", err)
@@ -234,7 +292,10 @@ func staging(b *testing.B, size int, inProcess bool) {
 			if fi, err := os.Stat(filepath.Join(fetched, "model.bin")); err != nil || fi.Size() != int64(size) || staged.Size != int64(size) {
 				b.Fatalf("fetched %v (%v), staged %d bytes; want %d", fi, err, staged.Size, size)
 			}
-			stages, fetches, rounds = append(stages, mid.Sub(start)), append(fetches, end.Sub(mid)), append(rounds, end.Sub(start))
+			if keep {
+				stages, fetches, rounds = append(stages, mid.Sub(start)), append(fetches, end.Sub(mid)), append(rounds, end.Sub(start))
+				roundCPU = append(roundCPU, tookCPU)
+			}
 			if err := os.RemoveAll(fetched); err != nil {
 				b.Fatal(err)
 			}
@@ -242,6 +303,7 @@ func staging(b *testing.B, size int, inProcess bool) {
 				b.Fatal(err)
 			}
 		}
+		interleave(n, system, baseline)
 	}
 	cp, cs, rw, st, fe, rt := median(copies), median(synced), median(raws), median(stages), median(fetches), median(rounds)
 	b.SetBytes(int64(size))
@@ -251,11 +313,11 @@ func staging(b *testing.B, size int, inProcess bool) {
 	b.ReportMetric(mbps(size, fe), "fetch_MB/s")
 	b.ReportMetric(cp.Seconds()/st.Seconds(), "stage/copy")
 	b.ReportMetric(cp.Seconds()/fe.Seconds(), "fetch/copy")
-	b.ReportMetric(cp.Seconds()/rt.Seconds(), "roundtrip/copy")
+	_, lo, hi := reportRatio(b, "roundtrip/copy", copies, rounds)
 	b.ReportMetric(cp.Seconds()/rw.Seconds(), "raw_obs_roundtrip/copy")
-	b.Logf("%s checkpoint, medians of %d: plain copy %v (%.0f MB/s); Stage %v (%.0f MB/s, %.2f of copy); Fetch %v (%.0f MB/s, %.2f of copy); Stage+Fetch %v (%.2f of one copy; target ≥ 0.5)",
-		sizeName(size), n, cp.Round(time.Microsecond), mbps(size, cp), st.Round(time.Microsecond), mbps(size, st), cp.Seconds()/st.Seconds(),
-		fe.Round(time.Microsecond), mbps(size, fe), cp.Seconds()/fe.Seconds(), rt.Round(time.Microsecond), cp.Seconds()/rt.Seconds())
+	b.Logf("%s checkpoint, medians of %d after a warm-up of each, in alternating order: plain copy %v (%.0f MB/s; range %s); Stage %v (%.0f MB/s, %.2f of copy); Fetch %v (%.0f MB/s, %.2f of copy); Stage+Fetch %v (range %s; %.2f of one copy, rounds %.2f–%.2f; target ≥ 0.5)",
+		sizeName(size), n, cp.Round(time.Microsecond), mbps(size, cp), spread(copies), st.Round(time.Microsecond), mbps(size, st), cp.Seconds()/st.Seconds(),
+		fe.Round(time.Microsecond), mbps(size, fe), cp.Seconds()/fe.Seconds(), rt.Round(time.Microsecond), spread(rounds), cp.Seconds()/rt.Seconds(), lo, hi)
 	b.Logf("references: the copy with fsync %v (%.0f MB/s, Stage+Fetch %.2f of it); a bare Object Store Put+Get of the file %v (%.2f of the copy)",
 		cs.Round(time.Microsecond), mbps(size, cs), cs.Seconds()/rt.Seconds(), rw.Round(time.Microsecond), cp.Seconds()/rw.Seconds())
 	cc, rc, sc := median(copyCPU), median(rawCPU), median(roundCPU)
@@ -343,12 +405,15 @@ func rawObjectRoundTrip(ctx context.Context, obs jetstream.ObjectStore, name, sr
 // stored before Report returns) and "object_store" (staged in the Object
 // Store, durable at the syncer's checkpoint.persisted event), for
 // 1 MB and 100 MB (1 GB with TUNEJET_BENCH_CKPT_MAX_MB=1024; medians of
-// TUNEJET_BENCH_CKPT_REPS repetitions), on a file:// temp dir and on S3
-// (gofakes3 on loopback in its own process, bench/fakes3, through the AWS
-// SDK). The baseline, measured alternately in the same run, is a plain copy of
-// the same bytes to the same place: io.Copy to a new file in the same
-// directory tree, or one blob.Bucket.Upload to the same bucket. Target:
-// ≥ 0.5 of the baseline's throughput.
+// TUNEJET_BENCH_CKPT_REPS repetitions of each side, 20 and 5), on a
+// file:// temp dir and on S3 (gofakes3 on loopback in its own process,
+// bench/fakes3, through the AWS SDK). The baseline is a plain copy of the
+// same bytes to the same place: io.Copy to a new file in the same
+// directory tree, or one blob.Bucket.Upload to the same bucket, measured
+// in the same run after a warm-up checkpoint and a warm-up copy, in
+// alternating order (see interleave). persist/baseline is the ratio of the
+// medians; persist/baseline_min and _max the range of the rounds' ratios.
+// Target: ≥ 0.5 of the baseline's throughput.
 func BenchmarkCheckpointPersistence(b *testing.B) {
 	for _, size := range checkpointSizes(b, 100) {
 		for _, route := range []string{"direct", events.RouteObjectStore} {
@@ -392,8 +457,9 @@ func persistence(b *testing.B, size int, backend, route string) {
 	n := reps(b, size)
 	settle()
 
-	// The trainable reports n checkpoints, one at a time: it waits for the
-	// benchmark to see each one persisted and to run the baseline copy.
+	// The trainable reports n checkpoints and a warm-up one first, each
+	// when the benchmark says so (it alternates them with the baseline
+	// copies, see interleave) and the one before is persisted.
 	type call struct {
 		start, end time.Time
 		startCPU   time.Duration
@@ -402,17 +468,17 @@ func persistence(b *testing.B, size int, backend, route string) {
 	calls := make(chan call, 1)
 	next := make(chan struct{})
 	fn := func(ctx context.Context, config map[string]any) error {
-		for r := 0; r < n; r++ {
+		for r := 0; r <= n; r++ {
+			select {
+			case <-next:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 			startCPU, start := cpuTime(), time.Now()
 			err := tune.Report(ctx, map[string]any{"rep": r}, tune.WithCheckpoint(src))
 			calls <- call{start, time.Now(), startCPU, err}
 			if err != nil {
 				return err
-			}
-			select {
-			case <-next:
-			case <-ctx.Done():
-				return ctx.Err()
 			}
 		}
 		return nil
@@ -477,7 +543,17 @@ func persistence(b *testing.B, size int, backend, route string) {
 	}()
 
 	var totals, stagesD, persistsD, baselines, syncedBaselines, cpus, baselineCPUs []time.Duration
-	for r := 0; r < n; r++ {
+	system := func(r int, keep bool) {
+		settle()
+		select {
+		case next <- struct{}{}:
+		case res := <-fitDone: // the trial ended before its next checkpoint
+			errs := ""
+			if res.g != nil && res.g.Len() > 0 {
+				errs = fmt.Sprint(res.g.Errors())
+			}
+			b.Fatalf("before checkpoint %d: Fit returned (%v) with the trial's error %q", r, res.err, errs)
+		}
 		var c call
 		select {
 		case c = <-calls:
@@ -498,6 +574,9 @@ func persistence(b *testing.B, size int, backend, route string) {
 		case <-time.After(10 * time.Minute):
 			b.Fatalf("%s: no checkpoint.persisted within 10 minutes", name)
 		}
+		if !keep {
+			return
+		}
 		mu.Lock()
 		pc := *seen[name]
 		mu.Unlock()
@@ -505,18 +584,21 @@ func persistence(b *testing.B, size int, backend, route string) {
 		stagesD = append(stagesD, c.end.Sub(c.start))
 		persistsD = append(persistsD, pc.persisted.Sub(c.end))
 		cpus = append(cpus, pc.persistedCPU-c.startCPU)
-
-		// The baseline: the same bytes to the same place, one plain copy.
+	}
+	baseline := func(r int, keep bool) {
+		// The same bytes to the same place, one plain copy.
 		key := fmt.Sprintf("baseline/copy_%06d/model.bin", r)
 		settle()
 		cpu, start := cpuTime(), time.Now()
 		if err := baselineCopy(ctx, bkt, storagePath, file, key); err != nil {
 			b.Fatal(err)
 		}
-		baselines = append(baselines, time.Since(start))
-		baselineCPUs = append(baselineCPUs, cpuTime()-cpu)
+		took, tookCPU := time.Since(start), cpuTime()-cpu
 		if err := bkt.Delete(ctx, key); err != nil {
 			b.Fatal(err)
+		}
+		if keep {
+			baselines, baselineCPUs = append(baselines, took), append(baselineCPUs, tookCPU)
 		}
 		if dir, err := storage.LocalPath(storagePath); err == nil && dir != "" {
 			// For reference: the same copy made durable (fsync), what a
@@ -526,22 +608,15 @@ func persistence(b *testing.B, size int, backend, route string) {
 			if err := copyFileSync(file, filepath.Join(dir, filepath.FromSlash(key))); err != nil {
 				b.Fatal(err)
 			}
-			syncedBaselines = append(syncedBaselines, time.Since(start))
+			if keep {
+				syncedBaselines = append(syncedBaselines, time.Since(start))
+			}
 			if err := bkt.Delete(ctx, key); err != nil {
 				b.Fatal(err)
 			}
 		}
-		settle()
-		select {
-		case next <- struct{}{}:
-		case res := <-fitDone: // the trial ended before its next checkpoint
-			errs := ""
-			if res.g != nil && res.g.Len() > 0 {
-				errs = fmt.Sprint(res.g.Errors())
-			}
-			b.Fatalf("after %s: Fit returned (%v) with the trial's error %q", name, res.err, errs)
-		}
 	}
+	interleave(n, system, baseline)
 	var res fitResult
 	select {
 	case res = <-fitDone:
@@ -556,7 +631,7 @@ func persistence(b *testing.B, size int, backend, route string) {
 	}
 	// Correctness: every checkpoint is in storage, whole.
 	rel := lastElem(res.g.Get(0).Path)
-	for r := 0; r < n; r++ {
+	for r := 0; r <= n; r++ {
 		key := exp + "/" + rel + "/" + ckpt.Name(r) + "/model.bin"
 		attrs, err := bkt.Attributes(ctx, key)
 		if err != nil || attrs.Size != int64(size) {
@@ -564,7 +639,7 @@ func persistence(b *testing.B, size int, backend, route string) {
 		}
 	}
 	if size <= 100*mb {
-		key := exp + "/" + rel + "/" + ckpt.Name(n-1) + "/model.bin"
+		key := exp + "/" + rel + "/" + ckpt.Name(n) + "/model.bin"
 		data, err := bkt.ReadAll(ctx, key)
 		want, _ := os.ReadFile(file)
 		if err != nil || !bytes.Equal(data, want) {
@@ -575,11 +650,11 @@ func persistence(b *testing.B, size int, backend, route string) {
 	b.SetBytes(int64(size))
 	b.ReportMetric(mbps(size, bl), "baseline_MB/s")
 	b.ReportMetric(mbps(size, tot), "persisted_MB/s")
-	b.ReportMetric(bl.Seconds()/tot.Seconds(), "persist/baseline")
+	_, lo, hi := reportRatio(b, "persist/baseline", baselines, totals)
 	b.ReportMetric(tot.Seconds(), "report_to_persisted_s")
 	b.ReportMetric(st.Seconds()/bl.Seconds(), "report_blocks/baseline")
-	b.Logf("%s checkpoint to %s, route %s, medians of %d: Report → durable in storage %v (%.0f MB/s) = Report blocking %v (%.2f× the plain copy) + the syncer persisting it after %v; plain copy to the same place %v (%.0f MB/s); ratio %.2f",
-		sizeName(size), backend, route, n, short(tot), mbps(size, tot), short(st), st.Seconds()/bl.Seconds(), short(pe), short(bl), mbps(size, bl), bl.Seconds()/tot.Seconds())
+	b.Logf("%s checkpoint to %s, route %s, medians of %d after a warm-up of each, in alternating order: Report → durable in storage %v (%.0f MB/s; range %s) = Report blocking %v (%.2f× the plain copy) + the syncer persisting it after %v; plain copy to the same place %v (%.0f MB/s; range %s); ratio %.2f, rounds %.2f–%.2f",
+		sizeName(size), backend, route, n, short(tot), mbps(size, tot), spread(totals), short(st), st.Seconds()/bl.Seconds(), short(pe), short(bl), mbps(size, bl), spread(baselines), bl.Seconds()/tot.Seconds(), lo, hi)
 	if len(syncedBaselines) > 0 {
 		bs := median(syncedBaselines)
 		b.ReportMetric(bs.Seconds()/tot.Seconds(), "persist/baseline_fsync")
@@ -643,20 +718,20 @@ func directFile(b *testing.B, size int) {
 	n := reps(b, size)
 	var plain, plainSync, readBack, onCopy, resume, resumeOnCopy, plainResume []time.Duration
 	for i := 0; i < b.N; i++ {
-		for r := 0; r < n; r++ {
+		baseline := func(r int, keep bool) {
 			dst := filepath.Join(root, fmt.Sprintf("plain-%d", r), "model.bin")
 			settle()
 			start := time.Now()
 			if err := copyFile(file, dst); err != nil {
 				b.Fatal(err)
 			}
-			plain = append(plain, time.Since(start))
+			took := time.Since(start)
 			settle()
 			start = time.Now()
 			if err := copyFile(dst, filepath.Join(local, "plain-restore", "model.bin")); err != nil {
 				b.Fatal(err)
 			}
-			plainResume = append(plainResume, time.Since(start))
+			back := time.Since(start)
 			for _, p := range []string{filepath.Dir(dst), filepath.Join(local, "plain-restore")} {
 				if err := os.RemoveAll(p); err != nil {
 					b.Fatal(err)
@@ -667,16 +742,21 @@ func directFile(b *testing.B, size int) {
 			if err := copyFileSync(file, dst); err != nil {
 				b.Fatal(err)
 			}
-			plainSync = append(plainSync, time.Since(start))
+			tookSync := time.Since(start)
 			if err := os.RemoveAll(filepath.Dir(dst)); err != nil {
 				b.Fatal(err)
 			}
+			if keep {
+				plain, plainResume, plainSync = append(plain, took), append(plainResume, back), append(plainSync, tookSync)
+			}
+		}
+		system := func(r int, keep bool) {
 			for _, whileCopying := range []bool{false, true} {
 				d := &ckpt.FileSystem{Root: root, ChecksumWhileCopying: whileCopying}
 				rel := fmt.Sprintf("trial/checkpoint_%06d", r)
 				settle()
 				b.StartTimer()
-				start = time.Now()
+				start := time.Now()
 				m, err := d.Write(ctx, src, rel, 1)
 				took := time.Since(start)
 				b.StopTimer()
@@ -691,9 +771,11 @@ func directFile(b *testing.B, size int) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if whileCopying {
+				switch {
+				case !keep:
+				case whileCopying:
 					onCopy, resumeOnCopy = append(onCopy, took), append(resumeOnCopy, back)
-				} else {
+				default:
 					readBack, resume = append(readBack, took), append(resume, back)
 				}
 				for _, p := range []string{d.Where(rel), restored} {
@@ -703,17 +785,18 @@ func directFile(b *testing.B, size int) {
 				}
 			}
 		}
+		interleave(n, system, baseline)
 	}
 	pl, ps, rb, oc, rs, rsc, pr := median(plain), median(plainSync), median(readBack), median(onCopy), median(resume), median(resumeOnCopy), median(plainResume)
 	b.SetBytes(int64(size))
-	b.ReportMetric(pl.Seconds()/rb.Seconds(), "write/copy")
+	_, wlo, whi := reportRatio(b, "write/copy", plain, readBack)
 	b.ReportMetric(ps.Seconds()/rb.Seconds(), "write/copy_fsync")
 	b.ReportMetric(pl.Seconds()/oc.Seconds(), "write_crc_on_copy/copy")
-	b.ReportMetric(pr.Seconds()/rs.Seconds(), "resume/copy")
-	b.Logf("%s checkpoint to a folder, medians of %d: plain copy %v (%.0f MB/s), with fsync %v; direct write, CRC read back after a kernel copy %v (%.2f of the copy, %.2f of the copy with fsync), CRC while copying %v (%.2f of the copy)",
-		sizeName(size), len(plain), short(pl), mbps(size, pl), short(ps), short(rb), pl.Seconds()/rb.Seconds(), ps.Seconds()/rb.Seconds(), short(oc), pl.Seconds()/oc.Seconds())
-	b.Logf("resume: plain copy from storage %v (%.0f MB/s); direct read, checked, kernel copy + CRC read back %v (%.2f of the copy), CRC while copying %v (%.2f of the copy)",
-		short(pr), mbps(size, pr), short(rs), pr.Seconds()/rs.Seconds(), short(rsc), pr.Seconds()/rsc.Seconds())
+	_, rlo, rhi := reportRatio(b, "resume/copy", plainResume, resume)
+	b.Logf("%s checkpoint to a folder, medians of %d after a warm-up of each, in alternating order: plain copy %v (%.0f MB/s; range %s), with fsync %v; direct write, CRC read back after a kernel copy %v (range %s; %.2f of the copy, rounds %.2f–%.2f; %.2f of the copy with fsync), CRC while copying %v (%.2f of the copy)",
+		sizeName(size), len(plain), short(pl), mbps(size, pl), spread(plain), short(ps), short(rb), spread(readBack), pl.Seconds()/rb.Seconds(), wlo, whi, ps.Seconds()/rb.Seconds(), short(oc), pl.Seconds()/oc.Seconds())
+	b.Logf("resume: plain copy from storage %v (%.0f MB/s; range %s); direct read, checked, kernel copy + CRC read back %v (range %s; %.2f of the copy, rounds %.2f–%.2f), CRC while copying %v (%.2f of the copy)",
+		short(pr), mbps(size, pr), spread(plainResume), short(rs), spread(resume), pr.Seconds()/rs.Seconds(), rlo, rhi, short(rsc), pr.Seconds()/rsc.Seconds())
 }
 
 func directS3(b *testing.B, size int) {
@@ -731,13 +814,13 @@ func directS3(b *testing.B, size int) {
 	n := reps(b, size)
 	var uploads, writes, downloads, reads []time.Duration
 	for i := 0; i < b.N; i++ {
-		for r := 0; r < n; r++ {
+		baseline := func(r int, keep bool) {
 			key := fmt.Sprintf("baseline/%d/model.bin", r)
 			start := time.Now()
 			if err := baselineCopy(ctx, bkt, url, file, key); err != nil {
 				b.Fatal(err)
 			}
-			uploads = append(uploads, time.Since(start))
+			up := time.Since(start)
 			dst := filepath.Join(local, "plain", "model.bin")
 			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 				b.Fatal(err)
@@ -750,15 +833,26 @@ func directS3(b *testing.B, size int) {
 					err = cerr
 				}
 			}
-			downloads = append(downloads, time.Since(start))
+			down := time.Since(start)
 			if err != nil {
 				b.Fatal(err)
 			}
+			if err := os.RemoveAll(filepath.Dir(dst)); err != nil {
+				b.Fatal(err)
+			}
+			if err := bkt.Delete(ctx, key); err != nil {
+				b.Fatal(err)
+			}
+			if keep {
+				uploads, downloads = append(uploads, up), append(downloads, down)
+			}
+		}
+		system := func(r int, keep bool) {
 			rel := fmt.Sprintf("trial/checkpoint_%06d", r)
 			b.StartTimer()
-			start = time.Now()
+			start := time.Now()
 			m, err := d.Write(ctx, src, rel, 1)
-			writes = append(writes, time.Since(start))
+			wrote := time.Since(start)
 			b.StopTimer()
 			if err != nil {
 				b.Fatal(err)
@@ -768,21 +862,21 @@ func directS3(b *testing.B, size int) {
 			if err := d.Read(ctx, rel, m.Digest(), restored); err != nil {
 				b.Fatal(err)
 			}
-			reads = append(reads, time.Since(start))
-			for _, p := range []string{filepath.Dir(dst), restored} {
-				if err := os.RemoveAll(p); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if err := bkt.Delete(ctx, key); err != nil {
+			read := time.Since(start)
+			if err := os.RemoveAll(restored); err != nil {
 				b.Fatal(err)
 			}
+			if keep {
+				writes, reads = append(writes, wrote), append(reads, read)
+			}
 		}
+		interleave(n, system, baseline)
 	}
 	up, wr, dl, rd := median(uploads), median(writes), median(downloads), median(reads)
 	b.SetBytes(int64(size))
-	b.ReportMetric(up.Seconds()/wr.Seconds(), "write/upload")
-	b.ReportMetric(dl.Seconds()/rd.Seconds(), "resume/download")
-	b.Logf("%s checkpoint to S3 (fake S3 in its own process), medians of %d: plain Upload %v (%.0f MB/s), direct write (files, then the manifest) %v (%.2f of the upload); plain Download %v, direct read, checked %v (%.2f of the download)",
-		sizeName(size), len(uploads), short(up), mbps(size, up), short(wr), up.Seconds()/wr.Seconds(), short(dl), short(rd), dl.Seconds()/rd.Seconds())
+	_, wlo, whi := reportRatio(b, "write/upload", uploads, writes)
+	_, rlo, rhi := reportRatio(b, "resume/download", downloads, reads)
+	b.Logf("%s checkpoint to S3 (fake S3 in its own process), medians of %d after a warm-up of each, in alternating order: plain Upload %v (%.0f MB/s; range %s), direct write (files, then the manifest) %v (range %s; %.2f of the upload, rounds %.2f–%.2f); plain Download %v (range %s), direct read, checked %v (range %s; %.2f of the download, rounds %.2f–%.2f)",
+		sizeName(size), len(uploads), short(up), mbps(size, up), spread(uploads), short(wr), spread(writes), up.Seconds()/wr.Seconds(), wlo, whi,
+		short(dl), spread(downloads), short(rd), spread(reads), dl.Seconds()/rd.Seconds(), rlo, rhi)
 }

@@ -41,7 +41,7 @@ func (d *deployment) natsURL() string {
 
 func needCluster(b *testing.B) {
 	b.Helper()
-	if os.Getenv("TUNEJET_BENCH_CLUSTER") != "1" {
+	if os.Getenv("TUNEJET_BENCH_CLUSTER") != "1" && !smoke() {
 		b.Skip("set TUNEJET_BENCH_CLUSTER=1 to run the cluster benchmarks")
 	}
 }
@@ -270,7 +270,7 @@ func BenchmarkBookkeepingCluster(b *testing.B) {
 // falls during the run (other work on the machine) favours neither side.
 func alternate[T any](b *testing.B, run func(onCluster bool) T) (single, cluster []T) {
 	b.Helper()
-	pairs := envInt(b, "TUNEJET_BENCH_CLUSTER_PAIRS", 1)
+	pairs := envInt(b, "TUNEJET_BENCH_CLUSTER_PAIRS", 1, 1)
 	for p := 0; p < pairs; p++ {
 		for _, onCluster := range []bool{p%2 == 1, p%2 == 0} {
 			b.Logf("pair %d, %s: load average %s before", p+1, sideName(onCluster), loadAvg())
@@ -386,8 +386,8 @@ func bookkeepingOn(b *testing.B, onCluster bool, trials int, work, limit time.Du
 // server, 3 on the cluster) on the same servers, with the services stopped.
 func BenchmarkReportThroughputCluster(b *testing.B) {
 	needCluster(b)
-	trials := envInt(b, "TUNEJET_BENCH_REPORT_TRIALS", 8)
-	per := envInt(b, "TUNEJET_BENCH_REPORTS", 25000)
+	trials := envInt(b, "TUNEJET_BENCH_REPORT_TRIALS", 8, 2)
+	per := envInt(b, "TUNEJET_BENCH_REPORTS", 25000, 200)
 	total := trials * per
 	var single, cluster throughput
 	for i := 0; i < b.N; i++ {

@@ -13,6 +13,9 @@
 //	make bench
 //	go test -run='^$' -bench=. -benchtime=1x -timeout=60m ./bench/
 //
+// With -short each runs at its smallest scale, to check that it completes
+// (make test does so); its figures then mean nothing.
+//
 // Each benchmark measures its baseline in the same run and reports the
 // ratio with b.ReportMetric; none asserts a timing threshold, only
 // correctness. Environment variables (TUNEJET_BENCH_*) scale them; each

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -16,26 +17,54 @@ import (
 	"github.com/tunejet/tunejet/internal/storage/storagetest"
 )
 
-// buildTunejet builds the tunejet binary (go build ./cmd/tunejet) into the
-// benchmark's temp dir and returns its path. The go build cache makes the
-// second and later builds a link step.
+// buildTunejet builds the tunejet binary (go build ./cmd/tunejet) once per
+// run of the benchmarks and returns its path.
 func buildTunejet(b *testing.B) string { return buildCommand(b, "./cmd/tunejet") }
 
-// buildCommand builds the module's main package pkg into the benchmark's
-// temp dir and returns the binary's path.
+// builds holds the binaries built by buildCommand, in one folder that
+// TestMain removes: a link of tunejet takes seconds, and every process
+// benchmark needs it.
+var builds struct {
+	sync.Mutex
+	dir  string
+	bins map[string]string
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builds.dir != "" {
+		_ = os.RemoveAll(builds.dir)
+	}
+	os.Exit(code)
+}
+
+// buildCommand builds the module's main package pkg, once per run of the
+// benchmarks, and returns the binary's path.
 func buildCommand(b *testing.B, pkg string) string {
 	b.Helper()
+	builds.Lock()
+	defer builds.Unlock()
+	if bin, ok := builds.bins[pkg]; ok {
+		return bin
+	}
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	mod := strings.TrimSpace(string(out))
 	if err != nil || mod == "" || mod == os.DevNull {
 		b.Fatalf("cannot find the module root (go env GOMOD: %q): %v", mod, err)
 	}
-	bin := filepath.Join(b.TempDir(), filepath.Base(pkg))
+	if builds.dir == "" {
+		if builds.dir, err = os.MkdirTemp("", "tunejet-bench-bin-"); err != nil {
+			b.Fatal(err)
+		}
+		builds.bins = map[string]string{}
+	}
+	bin := filepath.Join(builds.dir, filepath.Base(pkg))
 	build := exec.Command("go", "build", "-o", bin, pkg)
 	build.Dir = filepath.Dir(mod)
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("go build %s: %v\n%s", pkg, err, out)
 	}
+	builds.bins[pkg] = bin
 	return bin
 }
 

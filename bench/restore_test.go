@@ -52,7 +52,7 @@ const (
 // Target: ≤ 2 s for 10,000 trials /
 // 1,000,000 events restored from a snapshot plus the log tail.
 func BenchmarkRestore(b *testing.B) {
-	maxTrials := envInt(b, "TUNEJET_BENCH_RESTORE_MAX_TRIALS", 1000)
+	maxTrials := envInt(b, "TUNEJET_BENCH_RESTORE_MAX_TRIALS", 1000, 100)
 	for _, n := range []int{100, 1000, 10000} {
 		if n > maxTrials {
 			continue
@@ -186,8 +186,8 @@ func (h *history) generate(emit func(*events.Event)) {
 func restoreRun(b *testing.B, n int, source string) {
 	b.StopTimer()
 	ctx := context.Background()
-	reports := envInt(b, "TUNEJET_BENCH_RESTORE_REPORTS", 100)
-	tail := envInt(b, "TUNEJET_BENCH_RESTORE_TAIL", 1000)
+	reports := envInt(b, "TUNEJET_BENCH_RESTORE_REPORTS", 100, 5)
+	tail := envInt(b, "TUNEJET_BENCH_RESTORE_TAIL", 1000, 50)
 	exp := "restore"
 	storagePath := b.TempDir()
 	tuner, err := tune.NewTuner("restoree", tune.WithName(exp),

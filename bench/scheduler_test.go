@@ -125,9 +125,9 @@ type schedRun struct {
 //
 //	go test -run='^$' -bench=BenchmarkSchedulerThroughput -benchtime=1x -timeout=30m ./bench/
 func BenchmarkSchedulerThroughput(b *testing.B) {
-	trials := envInt(b, "TUNEJET_BENCH_REPORT_TRIALS", 8)
-	per := envInt(b, "TUNEJET_BENCH_REPORTS", 25000)
-	rounds := envInt(b, "TUNEJET_BENCH_SCHED_ROUNDS", 1)
+	trials := envInt(b, "TUNEJET_BENCH_REPORT_TRIALS", 8, 2)
+	per := envInt(b, "TUNEJET_BENCH_REPORTS", 25000, 200)
+	rounds := envInt(b, "TUNEJET_BENCH_SCHED_ROUNDS", 1, 1)
 	variants := schedVariants(per)
 	runs := map[string][]schedRun{}
 	for i := 0; i < b.N; i++ {

@@ -27,11 +27,20 @@ import (
 	"github.com/tunejet/tunejet/tune"
 )
 
-// envInt reads a positive integer from the environment, or returns def.
-func envInt(b *testing.B, name string, def int) int {
+// smoke reports whether the benchmarks run at their smallest scale
+// (`go test -short -bench`): once each, to check that they complete and
+// print their figures, which then mean nothing. make test runs them so.
+func smoke() bool { return testing.Short() }
+
+// envInt reads a positive integer from the environment; unset, it is def,
+// or smallest under -short (smoke).
+func envInt(b *testing.B, name string, def, smallest int) int {
 	b.Helper()
 	v := os.Getenv(name)
 	if v == "" {
+		if smoke() {
+			return smallest
+		}
 		return def
 	}
 	n, err := strconv.Atoi(v)
@@ -42,11 +51,14 @@ func envInt(b *testing.B, name string, def int) int {
 }
 
 // envDuration reads a positive Go duration ("1s", "200ms") from the
-// environment, or returns def.
-func envDuration(b *testing.B, name string, def time.Duration) time.Duration {
+// environment; unset, it is def, or smallest under -short (smoke).
+func envDuration(b *testing.B, name string, def, smallest time.Duration) time.Duration {
 	b.Helper()
 	v := os.Getenv(name)
 	if v == "" {
+		if smoke() {
+			return smallest
+		}
 		return def
 	}
 	d, err := time.ParseDuration(v)

@@ -2,10 +2,12 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -39,7 +41,11 @@ func reporter(n int, rec *spans) tune.Trainable {
 // tune.Report in the runner, the event log, the controller, the syncer and
 // Fit's watcher each folding it, a line in result.json, Fit returning —
 // against a plain JetStream PublishAsync of as many messages of the same
-// size, on a fresh server of the same kind, in the same run. It runs on a
+// size, on a fresh server of the same kind, in the same run: a warm-up of
+// each, then TUNEJET_BENCH_REPORT_ROUNDS (5) rounds of each in alternating
+// order (see interleave); %_of_raw is of the medians, %_of_raw_min and
+// _max the range of the rounds', and the other figures are the median
+// round's. It runs on a
 // deployment (services on their own TCP connections, as
 // tune/harness_test.go does) and on the embedded stack tune.Fit starts by
 // default (one in-process connection). Scale: TUNEJET_BENCH_REPORT_TRIALS
@@ -51,18 +57,50 @@ func BenchmarkReportThroughput(b *testing.B) {
 }
 
 func reportThroughput(b *testing.B, embedded bool) {
-	trials := envInt(b, "TUNEJET_BENCH_REPORT_TRIALS", 8)
-	per := envInt(b, "TUNEJET_BENCH_REPORTS", 25000)
+	trials := envInt(b, "TUNEJET_BENCH_REPORT_TRIALS", 8, 2)
+	per := envInt(b, "TUNEJET_BENCH_REPORTS", 25000, 200)
+	rounds := envInt(b, "TUNEJET_BENCH_REPORT_ROUNDS", 5, 1)
 	total := trials * per
 	var m throughput
+	var fits, raws, rawCPUs []time.Duration
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		m = runThroughput(b, embedded, trials, per)
+		var runs []throughput
+		var msg reportMessage
+		fits, raws, rawCPUs = nil, nil, nil
+		system := func(r int, keep bool) {
+			run, rm := runThroughput(b, embedded, trials, per)
+			if r == 0 {
+				msg = rm // the warm-up's report, the baseline's message from then on
+			}
+			if keep {
+				runs, fits = append(runs, run), append(fits, run.fit)
+			}
+		}
+		baseline := func(r int, keep bool) {
+			cpu0 := processCPU(b)
+			took := rawPublish(b, embedded, msg.subjects, msg.hdr, msg.data, total)
+			if keep {
+				raws, rawCPUs = append(raws, took), append(rawCPUs, processCPU(b)-cpu0)
+			}
+		}
+		interleave(rounds, system, baseline)
+		// The other figures are the median round's (by Fit's time).
+		slices.SortFunc(runs, func(x, y throughput) int { return cmp.Compare(x.fit, y.fit) })
+		m = runs[(len(runs)-1)/2]
+		m.msgBytes, m.hdrBytes = len(msg.data), headerBytes(msg.hdr)
+		m.rawTook, m.rawCPU = median(raws), median(rawCPUs)
+		m.raw = perSecond(total, m.rawTook)
 		b.StartTimer()
 	}
+	lo, hi := ratioRange(raws, fits)
 	b.ReportMetric(m.e2e, "reports/s")
 	b.ReportMetric(m.raw, "raw_msgs/s")
 	b.ReportMetric(100*m.e2e/m.raw, "%_of_raw")
+	b.ReportMetric(100*lo, "%_of_raw_min")
+	b.ReportMetric(100*hi, "%_of_raw_max")
+	b.Logf("medians of %d rounds after a warm-up of each, in alternating order: Fit %v (range %s), raw %v (range %s); %% of raw %.1f, rounds %.1f–%.1f",
+		len(fits), short(median(fits)), spread(fits), short(m.rawTook), spread(raws), 100*m.e2e/m.raw, 100*lo, 100*hi)
 	b.ReportMetric(m.emitted, "emitted/s")
 	b.ReportMetric(m.written, "written/s")
 	b.ReportMetric(m.writeLag.Seconds(), "write_lag_s")
@@ -110,7 +148,17 @@ func processCPU(b *testing.B) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func runThroughput(b *testing.B, embedded bool, trials, per int) throughput {
+// reportMessage is the baseline's message: a trial.reported event of one
+// report as the runner encodes it, and the trials' subjects.
+type reportMessage struct {
+	subjects []string
+	hdr      nats.Header
+	data     []byte
+}
+
+// runThroughput runs the experiment once and returns its figures (all but
+// the baseline's) and the baseline's message.
+func runThroughput(b *testing.B, embedded bool, trials, per int) (throughput, reportMessage) {
 	b.Helper()
 	total := trials * per
 	var m throughput
@@ -151,25 +199,19 @@ func runThroughput(b *testing.B, embedded bool, trials, per int) throughput {
 	// event of a single result, encoded as the runner does, on the trials'
 	// subjects. (The runner sends the results that queue while a publish
 	// is answered in one event; the baseline does not batch.)
-	var subjects []string
+	var msg reportMessage
 	for _, r := range g.Results() {
-		subjects = append(subjects, events.Subject("throughput", events.WriterRunner, events.TypeTrialReported, r.TrialID))
+		msg.subjects = append(msg.subjects, events.Subject("throughput", events.WriterRunner, events.TypeTrialReported, r.TrialID))
 	}
-	hdr, data := rebuildReport(b, g.Get(0))
+	msg.hdr, msg.data = rebuildReport(b, g.Get(0))
 	if !embedded {
 		filter := events.TypeSubjects("throughput", events.WriterRunner, events.TypeTrialReported)
 		first, last, _ := d.storedSpan(context.Background(), filter)
 		m.storeSpan = last.Sub(first)
 		m.stored = perSecond(total, m.storeSpan)
 		m.events = d.countStored(context.Background(), filter)
-		d.close() // the baseline runs alone
 	}
-	m.msgBytes, m.hdrBytes = len(data), headerBytes(hdr)
-	cpu0 = processCPU(b)
-	m.rawTook = rawPublish(b, embedded, subjects, hdr, data, total)
-	m.rawCPU = processCPU(b) - cpu0
-	m.raw = perSecond(total, m.rawTook)
-	return m
+	return m, msg
 }
 
 // rebuildReport encodes the trial.reported event of a trial's last result

@@ -31,21 +31,27 @@ import (
 // The experiment is published directly to the log: TUNEJET_BENCH_DASH_TRIALS
 // (10,000) trials of TUNEJET_BENCH_DASH_REPORTS (5) reports each, with two
 // config keys; the last 16 are still running, and each of
-// TUNEJET_BENCH_DASH_UPDATES (30) updates is one more report of one of them.
+// TUNEJET_BENCH_DASH_UPDATES (30) updates is one more report of one of them;
+// with -short (make test's smoke run) 100 trials of 2 reports and 3 updates.
 //
 //	go test -run '^$' -bench BenchmarkDashboard10kTrials -benchtime 1x ./internal/dashboard/
 func BenchmarkDashboard10kTrials(b *testing.B) {
-	n := benchEnv(b, "TUNEJET_BENCH_DASH_TRIALS", 10000)
-	reports := benchEnv(b, "TUNEJET_BENCH_DASH_REPORTS", 5)
-	updates := benchEnv(b, "TUNEJET_BENCH_DASH_UPDATES", 30)
+	n := benchEnv(b, "TUNEJET_BENCH_DASH_TRIALS", 10000, 100)
+	reports := benchEnv(b, "TUNEJET_BENCH_DASH_REPORTS", 5, 2)
+	updates := benchEnv(b, "TUNEJET_BENCH_DASH_UPDATES", 30, 3)
 	for i := 0; i < b.N; i++ {
 		benchDashboard(b, n, reports, updates)
 	}
 }
 
-func benchEnv(b *testing.B, name string, def int) int {
+// benchEnv reads an integer from the environment; unset, it is def, or
+// smallest under -short (make test's smoke run of every benchmark).
+func benchEnv(b *testing.B, name string, def, smallest int) int {
 	v := os.Getenv(name)
 	if v == "" {
+		if testing.Short() {
+			return smallest
+		}
 		return def
 	}
 	n, err := strconv.Atoi(v)
