@@ -1,4 +1,6 @@
-// Package syncer is the only service that writes an experiment's storage.
+// Package syncer writes an experiment's storage: everything but the
+// checkpoints and artifacts that runners reaching the storage write
+// themselves.
 //
 // # Overview
 //
