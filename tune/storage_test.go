@@ -658,8 +658,10 @@ func TestNumToKeepOverUnscoredCheckpoints(t *testing.T) {
 
 // --- 3. batching ---
 
-// chatty reports every 10 ms for about 3 s, with a checkpoint every 50th
-// report; "i" numbers the reports.
+// chattyReports is how many results chatty reports, every 10 ms, with a
+// checkpoint every 50th.
+const chattyReports = 300
+
 func chatty(ctx context.Context, config map[string]any) error {
 	info, err := tune.GetTrialInfo(ctx)
 	if err != nil {
@@ -667,8 +669,7 @@ func chatty(ctx context.Context, config map[string]any) error {
 	}
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	end := time.Now().Add(3 * time.Second)
-	for i := 1; time.Now().Before(end); i++ {
+	for i := 1; i <= chattyReports; i++ {
 		var opts []tune.ReportOption
 		dir := ""
 		if i%50 == 0 {
@@ -705,23 +706,22 @@ func registerMem(t *testing.T, b *blob.Bucket) string {
 	return u
 }
 
-// TestSyncBatchesWrites: a trial reporting every 10 ms with sync_period
-// 0.25 s: no file in storage is written more often than once per sync
-// period (plus once per checkpoint and a few for the start and the final
-// sync), and result.json still holds every report exactly once.
+// TestSyncBatchesWrites: a trial reporting 300 times, every 10 ms, with a
+// sync_period far longer than the run: no file in storage is written more
+// often than once per checkpoint plus a few times for the start and the
+// final sync — a count that does not depend on how fast the machine is —
+// and result.json still holds every report exactly once.
 func TestSyncBatchesWrites(t *testing.T) {
-	const period = 0.25
+	const period = 3600 // seconds: no sync comes from the period during the run
 	base := memblob.OpenBucket(nil)
 	t.Cleanup(func() { base.Close() })
 	counted, counter := storagetest.Counting(base)
 	sp := registerMem(t, counted)
 
 	d := startDeployment(t, 1, map[string]tune.Trainable{"chatty": chatty})
-	start := time.Now()
 	d.fit(t, "chatty", tune.WithName("batching"), tune.WithParamSpace(tune.ParamSpace{"x": 1}),
 		tune.WithRunConfig(tune.RunConfig{StoragePath: sp, SyncConfig: tune.SyncConfig{SyncPeriodS: period}}))
 	writes := counter.All()
-	elapsed := time.Since(start)
 
 	lg := readTrialsLog(d.events(t, "batching"))
 	if len(lg.reports) != 1 {
@@ -732,22 +732,21 @@ func TestSyncBatchesWrites(t *testing.T) {
 		id = k
 	}
 	reports, checkpoints := len(lg.reports[id]), len(lg.checkpoints[id])
-	periods := int(math.Ceil(elapsed.Seconds() / period))
-	const extra = 3 // the marker's write, the final sync, an interrupt's
-	bound := periods + checkpoints + extra
-	t.Logf("%d reports, %d checkpoints in %v: at most %d writes per file; result.json written %d times, the state file %d",
-		reports, checkpoints, elapsed, bound, writes["batching/"+lg.dirs[id]+"/result.json"], writes["batching/"+storageStateKey(writes)])
-	if reports < 2*bound {
-		t.Fatalf("only %d reports for a bound of %d writes per file: the test cannot tell batching from writing on every report", reports, bound)
+	if reports != chattyReports || checkpoints != chattyReports/50 {
+		t.Fatalf("the log has %d reports and %d checkpoints, want %d and %d", reports, checkpoints, chattyReports, chattyReports/50)
 	}
+	const extra = 4 // the first sync, the marker's write, the final sync, an interrupt's
+	bound := checkpoints + extra
+	t.Logf("%d reports, %d checkpoints: at most %d writes per file; result.json written %d times, the state file %d",
+		reports, checkpoints, bound, writes["batching/"+lg.dirs[id]+"/result.json"], writes["batching/"+storageStateKey(writes)])
 	resultKey := "batching/" + lg.dirs[id] + "/result.json"
 	if writes[resultKey] == 0 {
 		t.Errorf("no write of %s counted: %v", resultKey, writes)
 	}
 	for key, n := range writes {
 		if n > bound {
-			t.Errorf("%s was written %d times in %v, more than %d (%d sync periods of %vs + %d checkpoints + %d)",
-				key, n, elapsed, bound, periods, period, checkpoints, extra)
+			t.Errorf("%s was written %d times for %d reports, more than %d (%d checkpoints + %d)",
+				key, n, reports, bound, checkpoints, extra)
 		}
 	}
 	rows := resultRows(t, readKey(t, base, resultKey))
