@@ -32,10 +32,6 @@ test: ## run every test with the race detector
 	$(GO) build -o $(BIN) ./cmd/tunejet
 	TUNEJET_BIN=$(CURDIR)/$(BIN) python3 -m unittest discover -s sdk/python/tests -t sdk/python
 
-.PHONY: test-long
-test-long: ## the tests too long for make test: killing the embedded process at random decisions, the PBT example, the cluster on the Object Store route
-	TUNEJET_LONG_TESTS=1 $(GO) test -race -count=1 -timeout 30m -run 'TestDecisionsSurviveKillingTheProcess|TestPBTExample|TestClusterSurvivesLossesObjectStore' -v ./cmd/tunejet/
-
 .PHONY: test-short
 test-short: ## run the fast tests only
 	$(GO) test -short -count=1 ./...

@@ -161,6 +161,26 @@ func TestChaosShort(t *testing.T) {
 	})
 }
 
+// TestChaosClusterShort is TestChaosShort on a 3-node NATS cluster, with
+// three of its faults the SIGKILL of a NATS node: the stream's leader or a
+// follower, restarted one to four seconds later.
+func TestChaosClusterShort(t *testing.T) {
+	t.Parallel()
+	if os.Getenv("TUNEJET_SOAK") != "" {
+		t.Skip("TUNEJET_SOAK is set: TestChaosSoak runs instead")
+	}
+	if testing.Short() {
+		t.Skip("about a minute of faults: skipped with -short")
+	}
+	plan := []string{killNATS, killRunner, killController, killNATS, killSyncer, stopRunner,
+		killRestorer, killNATS, killRunner, killController}
+	runChaos(t, 0, chaosScale{
+		nodes: 3, runners: 2, slots: 2, controllers: 2,
+		trials: 8, steps: 20, stepSleep: "0.2", heartbeat: 3,
+		minGap: time.Second, maxGap: 2 * time.Second, plan: plan,
+	})
+}
+
 // TestChaosSoak runs both scenarios for $TUNEJET_SOAK on a 3-node cluster:
 // experiments of 40 trials × 30 reports back to back, a fault every
 // TUNEJET_CHAOS_INTERVAL (0.3–1.1 s by default, enough for 100 kills of

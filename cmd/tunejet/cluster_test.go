@@ -101,7 +101,6 @@ func TestClusterSurvivesLosses(t *testing.T) { clusterSurvivesLosses(t, events.R
 // Object Store (R3) and persisted by the syncer while the losses happen.
 func TestClusterSurvivesLossesObjectStore(t *testing.T) {
 	t.Parallel()
-	longTest(t, "the cluster scenario again, on the Object Store route")
 	clusterSurvivesLosses(t, events.RouteObjectStore)
 }
 

@@ -42,7 +42,6 @@ import (
 // minute (more on a loaded machine); -short skips it.
 func TestDecisionsSurviveKillingTheProcess(t *testing.T) {
 	t.Parallel()
-	longTest(t, "runs tunejet ten times, about a minute")
 	script := filepath.Join(moduleRoot, "cmd", "tunejet", "testdata", "exactness", "train.sh")
 	for _, c := range exactCases {
 		t.Run(c.name, func(t *testing.T) {

@@ -266,12 +266,3 @@ func resultLines(t *testing.T, path string) []map[string]any {
 	}
 	return rows
 }
-
-// longTest skips a test of a minute or more unless TUNEJET_LONG_TESTS=1
-// (`make test-long`): `make test` stays within its time.
-func longTest(t *testing.T, why string) {
-	t.Helper()
-	if os.Getenv("TUNEJET_LONG_TESTS") != "1" {
-		t.Skip("a long test (" + why + "): run it with make test-long")
-	}
-}

@@ -73,7 +73,6 @@ func restartsElsewhere(t *testing.T, path string) int {
 // and end as it would alone.
 func TestPBTExample(t *testing.T) {
 	t.Parallel()
-	longTest(t, "about two minutes with -race: every perturbation pauses and restarts trials")
 	storagePath, store := t.TempDir(), t.TempDir()
 	r := tunejet(t, moduleRoot, embeddedEnv(t, "ITERATION_SECONDS=0.01"), "run", "examples/pbt/experiment.yaml",
 		"--storage-path", storagePath, "--store-dir", store, "--name", "pbt_example")
