@@ -37,8 +37,13 @@ func main() {
 	}
 	code := 1
 	var ee *exitError
-	if errors.As(err, &ee) {
+	switch {
+	case errors.As(err, &ee):
 		code = ee.code
+	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		// Interrupted before the command's own answer to it (such as
+		// while tunejet run still waits to submit): 130, as documented.
+		code, err = 130, errors.New("interrupted")
 	}
 	if code != 0 {
 		fmt.Fprintln(os.Stderr, "tunejet:", err)
