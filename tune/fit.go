@@ -13,6 +13,7 @@ import (
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/internal/clock"
 	"github.com/tunejet/tunejet/internal/restore"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
@@ -239,11 +240,7 @@ func askSyncer(ctx context.Context, b *bus.Bus, subject string, req, reply any, 
 			b.Log.Warn().Err(err).Str("subject", subject).Msg("no syncer answered; submitting, and the first sync checks the storage")
 			return false, nil
 		}
-		t := time.NewTimer(200 * time.Millisecond)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
+		if clock.Sleep(ctx, 200*time.Millisecond) != nil {
 			return false, ctx.Err()
 		}
 	}

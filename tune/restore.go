@@ -10,6 +10,7 @@ import (
 	"github.com/tunejet/tunejet/api"
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/internal/clock"
 	"github.com/tunejet/tunejet/internal/restore"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
@@ -373,12 +374,7 @@ func request(ctx context.Context, b *bus.Bus, subject string, r api.RestoreReque
 	var rep api.RestoreReply
 	err := b.Request(rctx, subject, r, &rep)
 	for errors.Is(err, bus.ErrNoResponders) && time.Now().Before(deadline) {
-		t := time.NewTimer(100 * time.Millisecond)
-		select {
-		case <-t.C:
-		case <-rctx.Done():
-		}
-		t.Stop()
+		_ = clock.Sleep(rctx, 100*time.Millisecond) // an ended rctx fails the next Request
 		err = b.Request(rctx, subject, r, &rep)
 	}
 	if errors.Is(err, bus.ErrNoResponders) {

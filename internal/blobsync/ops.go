@@ -17,6 +17,8 @@ import (
 
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
+
+	"github.com/tunejet/tunejet/internal/storage"
 )
 
 // ErrUnsafeKey is wrapped by SyncDown when an object's key would land
@@ -155,12 +157,7 @@ func SyncDown(ctx context.Context, src *blob.Bucket, prefix, localDir string, ex
 // that every one stays inside the local directory.
 func remoteKeys(ctx context.Context, src *blob.Bucket, prefix string, ex excluder) ([]string, error) {
 	var keys []string
-	it := src.List(&blob.ListOptions{Prefix: prefix})
-	for {
-		obj, err := it.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			return keys, nil
-		}
+	for obj, err := range storage.Objects(ctx, src, &blob.ListOptions{Prefix: prefix}) {
 		if err != nil {
 			return nil, fmt.Errorf("list: %w", err)
 		}
@@ -175,6 +172,7 @@ func remoteKeys(ctx context.Context, src *blob.Bucket, prefix string, ex exclude
 			keys = append(keys, rel)
 		}
 	}
+	return keys, nil
 }
 
 // excludedPath reports whether a relative key, or one of the directories
@@ -245,12 +243,7 @@ func Delete(ctx context.Context, b *blob.Bucket, prefix string) error {
 	}
 	prefix = dirPrefix(prefix)
 	var keys []string
-	it := b.List(&blob.ListOptions{Prefix: prefix})
-	for {
-		obj, err := it.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
+	for obj, err := range storage.Objects(ctx, b, &blob.ListOptions{Prefix: prefix}) {
 		if err != nil {
 			return fmt.Errorf("delete %q: list: %w", prefix, err)
 		}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/tunejet/tunejet/internal/clock"
 )
 
 // TimeoutError is an attempt that did not finish within SyncTimeout. It
@@ -80,7 +82,7 @@ func (s *Syncer) Run(ctx context.Context, operation string, fn func(context.Cont
 			return &RetryError{Operation: operation, Retries: s.cfg.MaxRetries, Err: err}
 		}
 		s.logRetry(operation, err, left)
-		if err := sleep(ctx, s.cfg.RetryBackoff); err != nil {
+		if err := clock.Sleep(ctx, s.cfg.RetryBackoff); err != nil {
 			return fmt.Errorf("%s: waiting to retry: %w", operation, err)
 		}
 	}
@@ -131,18 +133,6 @@ func protect(ctx context.Context, fn func(context.Context) error) (err error) {
 		}
 	}()
 	return fn(ctx)
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
 }
 
 // SyncUp is c.SyncUp run bounded and retried, as operation "sync_up".

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/clock"
 )
 
 // Names of the streams and consumers tunejet provisions.
@@ -163,10 +164,8 @@ func (b *Bus) retryRequest(ctx context.Context, what string, f func(ctx context.
 			return err
 		}
 		b.Log.Warn().Err(err).Str("what", what).Msg("no answer in time; asking again")
-		select {
-		case <-ctx.Done():
+		if clock.Sleep(ctx, 200*time.Millisecond) != nil {
 			return err
-		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }

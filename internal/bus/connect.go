@@ -18,6 +18,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
+
+	"github.com/tunejet/tunejet/internal/clock"
 )
 
 // ConnectForever, as ConnectOptions.ConnectTimeout, keeps trying until
@@ -124,14 +126,10 @@ func Connect(ctx context.Context, o ConnectOptions) (*nats.Conn, error) {
 		if !giveUp.IsZero() {
 			wait = min(wait, giveUp.Sub(now))
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if clock.Sleep(ctx, wait) != nil {
 			//nolint:errorlint // the cause is the caller's context; the last attempt's error is only told
 			return nil, fmt.Errorf("connect to NATS at %s: gave up waiting after %d attempts in %s (last error: %v): %w",
 				o.URL, attempt, time.Since(start).Round(time.Millisecond), err, ctx.Err())
-		case <-t.C:
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/clock"
 )
 
 // Consumer is a durable consumer of the log: a position the server keeps,
@@ -138,7 +139,7 @@ func (b *Bus) Consume(ctx context.Context, c Consumer, h func(ctx context.Contex
 					return fmt.Errorf("consume %s: %w", c.Name, err)
 				}
 				b.Log.Debug().Err(err).Str("consumer", c.Name).Msg("consume: the consumer is not there yet")
-				sleep(ctx, time.Second)
+				_ = clock.Sleep(ctx, time.Second) // an ended ctx ends the loop on its next pass
 				continue
 			}
 		}
@@ -170,7 +171,7 @@ func (b *Bus) Consume(ctx context.Context, c Consumer, h func(ctx context.Contex
 				}
 				b.Log.Warn().Err(err).Str("consumer", c.Name).Msg("consume: fetch")
 				cons = nil
-				sleep(ctx, time.Second)
+				_ = clock.Sleep(ctx, time.Second) // an ended ctx ends the loop on its next pass
 			}
 			continue
 		}
@@ -321,15 +322,6 @@ func (b *Bus) Settle(ctx context.Context, d *Delivery, err error) {
 	}
 }
 
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
-}
-
 // errPanicked is the error of a handler that panicked.
 var errPanicked = errors.New("the handler panicked")
 
@@ -377,11 +369,7 @@ func (b *Bus) Follow(ctx context.Context, c Consumer) <-chan *Delivery {
 			}
 			b.Log.Warn().Err(err).Str("consumer", c.Name).Uint64("from", c.StartSeq).Msg("follow: following the log again")
 			if failed++; failed > 1 || sent == 0 {
-				t := time.NewTimer(min(time.Second<<min(failed-1, 10), 5*time.Second))
-				select {
-				case <-t.C:
-				case <-ctx.Done():
-					t.Stop()
+				if clock.Sleep(ctx, min(time.Second<<min(failed-1, 10), 5*time.Second)) != nil {
 					return
 				}
 			}

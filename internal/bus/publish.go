@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/clock"
 )
 
 // Publish retries: a stream's Raft group takes 4-9 s (nats-server's
@@ -56,10 +57,8 @@ func (b *Bus) PublishMsg(ctx context.Context, msg *nats.Msg, opts ...jetstream.P
 			return nil, err
 		}
 		b.Log.Debug().Err(err).Str("subject", msg.Subject).Int("try", try).Msg("publish: the stream did not answer; retrying")
-		select {
-		case <-ctx.Done():
+		if clock.Sleep(ctx, publishRetryWait) != nil {
 			return nil, err
-		case <-time.After(publishRetryWait):
 		}
 	}
 }

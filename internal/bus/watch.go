@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/clock"
 )
 
 // Handler receives a replay of the log.
@@ -199,10 +200,8 @@ func (w *watch) retry(ctx context.Context, f func(ctx context.Context) error) er
 			return err
 		}
 		w.b.Log.Debug().Err(err).Str("filter", w.filter).Msg("watch: the log did not answer; trying again")
-		select {
-		case <-ctx.Done():
+		if clock.Sleep(ctx, wait) != nil {
 			return ctx.Err()
-		case <-time.After(wait):
 		}
 		wait = min(2*wait, time.Second)
 	}

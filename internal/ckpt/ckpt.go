@@ -33,6 +33,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/clock"
 )
 
 // ErrDigestMismatch is wrapped when a fetched checkpoint is not the one
@@ -179,9 +180,7 @@ func lookAgain[T any](ctx context.Context, obs jetstream.ObjectStore, name strin
 		if !time.Now().Before(giveUp) {
 			break
 		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
+		if clock.Sleep(ctx, wait) != nil {
 			return v, err
 		}
 		v, err = get()

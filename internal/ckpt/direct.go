@@ -60,6 +60,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/storage"
 )
 
 // ManifestFile is the manifest's name in a direct checkpoint's folder.
@@ -676,12 +677,7 @@ func (d *BlobStore) WriteFiles(ctx context.Context, src string, files []string, 
 // request when there are none (the usual case).
 func (d *BlobStore) remove(ctx context.Context, prefix string) error {
 	var keys []string
-	it := d.B.List(&blob.ListOptions{Prefix: prefix})
-	for {
-		obj, err := it.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
+	for obj, err := range storage.Objects(ctx, d.B, &blob.ListOptions{Prefix: prefix}) {
 		if err != nil {
 			return fmt.Errorf("remove the earlier %s: %w", prefix, err)
 		}

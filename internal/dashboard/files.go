@@ -285,12 +285,7 @@ func tarLocal(w http.ResponseWriter, file, expDir, rel string) error {
 
 func tarBucket(ctx context.Context, w http.ResponseWriter, file string, b *blob.Bucket, prefix string) error {
 	var keys []*blob.ListObject
-	it := b.List(&blob.ListOptions{Prefix: prefix})
-	for {
-		obj, err := it.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
+	for obj, err := range storage.Objects(ctx, b, &blob.ListOptions{Prefix: prefix}) {
 		if err != nil {
 			return fmt.Errorf("list %s: %w", prefix, err)
 		}

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
 	"net/url"
 	"path"
 	"path/filepath"
@@ -301,15 +302,32 @@ func LoadNewestState(ctx context.Context, b *blob.Bucket) (*state.Experiment, st
 	return nil, skipped[0].Key, nil, skipped[0].Err
 }
 
+// Objects lists b as opts asks (nil: every object), in the bucket's
+// order: each object with a nil error, or once the listing's error
+// (unwrapped, for the caller to wrap), which ends it.
+func Objects(ctx context.Context, b *blob.Bucket, opts *blob.ListOptions) iter.Seq2[*blob.ListObject, error] {
+	return func(yield func(*blob.ListObject, error) bool) {
+		it := b.List(opts)
+		for {
+			obj, err := it.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !yield(obj, nil) {
+				return
+			}
+		}
+	}
+}
+
 // stateKeys lists the experiment_state-*.json keys at the root, sorted.
 func stateKeys(ctx context.Context, b *blob.Bucket) ([]string, error) {
-	it := b.List(&blob.ListOptions{Prefix: "experiment_state-", Delimiter: "/"})
 	var keys []string
-	for {
-		obj, err := it.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
+	for obj, err := range Objects(ctx, b, &blob.ListOptions{Prefix: "experiment_state-", Delimiter: "/"}) {
 		if err != nil {
 			return nil, fmt.Errorf("storage: list experiment_state-*.json: %w", err)
 		}

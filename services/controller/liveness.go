@@ -10,6 +10,7 @@ import (
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/internal/clock"
 )
 
 // The liveness watch notices a runner process that died well before the
@@ -82,9 +83,7 @@ func (w *livenessWatcher) run(ctx context.Context) error {
 			return err
 		}
 		w.log.Warn().Msg("runner registry watch ended; watching again")
-		select {
-		case <-time.After(time.Second):
-		case <-ctx.Done():
+		if clock.Sleep(ctx, time.Second) != nil {
 			return ctx.Err()
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/ckpt"
+	"github.com/tunejet/tunejet/internal/clock"
 	"github.com/tunejet/tunejet/internal/restore"
 	"github.com/tunejet/tunejet/internal/state"
 )
@@ -238,7 +239,7 @@ func (a *attempt) restaged(ctx context.Context, obs ckpt.Objects, object string)
 	info, err := ckpt.Info(ctx, obs, object)
 	for wait, giveUp := 100*time.Millisecond, time.Now().Add(restageWait); errors.Is(err, ckpt.ErrRemoved) && time.Now().Before(giveUp); wait = min(2*wait, 2*time.Second) {
 		a.log.Info().Str("object", object).Msg("the checkpoint's staged copy was removed; waiting for the syncer to stage it again")
-		if !sleep(ctx, wait) {
+		if clock.Sleep(ctx, wait) != nil {
 			return nil, ctx.Err()
 		}
 		info, err = ckpt.Info(ctx, obs, object)
@@ -298,7 +299,7 @@ func (a *attempt) awaitStaged(ctx context.Context, obs ckpt.Objects, object stri
 	_, err := ckpt.Info(ctx, obs, object)
 	for wait, giveUp := 100*time.Millisecond, time.Now().Add(stagedCopyWait); errors.Is(err, ckpt.ErrObjectNotFound) && time.Now().Before(giveUp); wait = min(2*wait, 2*time.Second) {
 		a.log.Debug().Str("object", object).Msg("waiting for the syncer to stage the checkpoint from storage")
-		if !sleep(ctx, wait) {
+		if clock.Sleep(ctx, wait) != nil {
 			return ctx.Err()
 		}
 		_, err = ckpt.Info(ctx, obs, object)
@@ -395,7 +396,7 @@ func (st *stager) stageObject(ctx context.Context, dir, name string) (events.Che
 		if err == nil {
 			break
 		}
-		if !bus.Retryable(err) || time.Now().After(giveUp) || !sleep(ctx, 200*time.Millisecond) {
+		if !bus.Retryable(err) || time.Now().After(giveUp) || clock.Sleep(ctx, 200*time.Millisecond) != nil {
 			return events.CheckpointRef{}, err
 		}
 		st.log.Info().Err(err).Str("checkpoint", name).Msg("the checkpoint bucket did not answer; staging again")

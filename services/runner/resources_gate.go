@@ -8,6 +8,7 @@ import (
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/internal/clock"
 )
 
 // gate decides when the runner may take an experiment's next work
@@ -179,7 +180,7 @@ func (s *Service) admit(g *gate) func(ctx context.Context) (bus.Hold, error) {
 					return nil, ctx.Err()
 				}
 				s.log.Warn().Err(err).Str("experiment", g.exp).Msg("reading the experiment's trial work")
-				if !sleep(ctx, time.Second) {
+				if clock.Sleep(ctx, time.Second) != nil {
 					return nil, ctx.Err()
 				}
 				continue

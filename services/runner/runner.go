@@ -222,14 +222,3 @@ func (s *Service) pull(ctx context.Context, exp string) {
 		s.log.Error().Err(err).Str("experiment", exp).Msg("taking trial work stopped")
 	}
 }
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/blobsync"
+	"github.com/tunejet/tunejet/internal/clock"
 	"github.com/tunejet/tunejet/internal/restore"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
@@ -40,11 +41,7 @@ func (w *writer) openRetrying(ctx context.Context) error {
 		w.log.Warn().Err(storage.Explain(w.storagePath, err)).Int("attempt", attempt).Dur("next_try_in", next).
 			Msg("cannot open the experiment's storage; trying again (`tunejet forget " + w.exp + "` removes the experiment from the event log)")
 		w.tell.announceFailure(ctx, "open storage", err, attempt)
-		t := time.NewTimer(next)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
+		if clock.Sleep(ctx, next) != nil {
 			return ctx.Err()
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/blobsync"
 	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/internal/clock"
 	"github.com/tunejet/tunejet/internal/restore"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
@@ -258,12 +259,7 @@ func (w *writer) final(ctx context.Context, msgs <-chan *bus.Delivery) {
 		if (err == nil && w.store.complete(w.st)) || ctx.Err() != nil {
 			break
 		}
-		t := time.NewTimer(w.sync.Config().SyncPeriod)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-		}
-		t.Stop()
+		_ = clock.Sleep(ctx, w.sync.Config().SyncPeriod) // an ended ctx ends the loop on its next pass
 	}
 	if err := w.mirror.finish(ctx); err != nil {
 		w.log.Error().Err(err).Msg("mirror to upload_dir")
