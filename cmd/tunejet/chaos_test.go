@@ -146,12 +146,7 @@ const (
 // timeout, and one embedded run killed and restored.
 func TestChaosShort(t *testing.T) {
 	t.Parallel()
-	if os.Getenv("TUNEJET_SOAK") != "" {
-		t.Skip("TUNEJET_SOAK is set: TestChaosSoak runs instead")
-	}
-	if testing.Short() {
-		t.Skip("about a minute of faults: skipped with -short")
-	}
+	skipShortChaos(t)
 	plan := []string{killRunner, killController, killSyncer, killRestorer, killNATS, stopRunner,
 		killRunner, killController, killSyncer, killRestorer}
 	runChaos(t, 0, chaosScale{
@@ -166,12 +161,7 @@ func TestChaosShort(t *testing.T) {
 // follower, restarted one to four seconds later.
 func TestChaosClusterShort(t *testing.T) {
 	t.Parallel()
-	if os.Getenv("TUNEJET_SOAK") != "" {
-		t.Skip("TUNEJET_SOAK is set: TestChaosSoak runs instead")
-	}
-	if testing.Short() {
-		t.Skip("about a minute of faults: skipped with -short")
-	}
+	skipShortChaos(t)
 	plan := []string{killNATS, killRunner, killController, killNATS, killSyncer, stopRunner,
 		killRestorer, killNATS, killRunner, killController}
 	runChaos(t, 0, chaosScale{
@@ -179,6 +169,18 @@ func TestChaosClusterShort(t *testing.T) {
 		trials: 8, steps: 20, stepSleep: "0.2", heartbeat: 3,
 		minGap: time.Second, maxGap: 2 * time.Second, plan: plan,
 	})
+}
+
+// skipShortChaos skips a short chaos run under -short, or when
+// TUNEJET_SOAK runs the long one instead.
+func skipShortChaos(t *testing.T) {
+	t.Helper()
+	if os.Getenv("TUNEJET_SOAK") != "" {
+		t.Skip("TUNEJET_SOAK is set: TestChaosSoak runs instead")
+	}
+	if testing.Short() {
+		t.Skip("about half a minute of faults: skipped with -short")
+	}
 }
 
 // TestChaosSoak runs both scenarios for $TUNEJET_SOAK on a 3-node cluster:

@@ -502,21 +502,8 @@ func TestRestoreValidationFromTheCLI(t *testing.T) {
 // and why.
 func TestRestoreFallsBackFromATruncatedNewestStateFile(t *testing.T) {
 	t.Parallel()
-	file := writeFile(t, t.TempDir(), "exp.yaml", quickExperiment)
-	storagePath := t.TempDir()
-	env := embeddedEnv(t)
-	if r := tunejet(t, "", env, "run", file, "--store-dir", t.TempDir(), "--storage-path", storagePath); r.code != 0 {
-		t.Fatalf("tunejet run:\n%s", r)
-	}
-	expDir := filepath.Join(storagePath, "quick")
-	newest, err := (&storage.Dir{Root: expDir}).NewestState()
-	if err != nil {
-		t.Fatal(err)
-	}
-	good, err := os.ReadFile(filepath.Join(expDir, newest))
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := runQuick(t)
+	file, env, expDir, newest, good := q.file, q.env, q.dir, q.state, q.data
 	older := storage.StateFileName("2000-01-01_00-00-00")
 	writeFile(t, expDir, older, string(good))
 	truncated := writeFile(t, expDir, newest, string(good[:len(good)/2]))
@@ -665,21 +652,8 @@ func tamperState(t *testing.T, path, marker string) []string {
 // restores with its experiment file.
 func TestRestoreNeverRunsACommandFromAStateFile(t *testing.T) {
 	t.Parallel()
-	file := writeFile(t, t.TempDir(), "exp.yaml", quickExperiment)
-	storagePath := t.TempDir()
-	env := embeddedEnv(t)
-	if r := tunejet(t, "", env, "run", file, "--store-dir", t.TempDir(), "--storage-path", storagePath); r.code != 0 {
-		t.Fatalf("tunejet run:\n%s", r)
-	}
-	genuineDir := filepath.Join(storagePath, "quick")
-	stateFile, err := (&storage.Dir{Root: genuineDir}).NewestState()
-	if err != nil {
-		t.Fatal(err)
-	}
-	good, err := os.ReadFile(filepath.Join(genuineDir, stateFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := runQuick(t)
+	file, env, genuineDir, stateFile, good := q.file, q.env, q.dir, q.state, q.data
 	tamperedRoot := t.TempDir()
 	dir := filepath.Join(tamperedRoot, "quick")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -738,4 +712,34 @@ func TestRestoreNeverRunsACommandFromAStateFile(t *testing.T) {
 			t.Errorf("tunejet restore --trust-stored-trainable ran the stored command without printing it:\n%s", r)
 		}
 	})
+}
+
+// quickRun is a completed run of quickExperiment: its file, the
+// environment it ran with, its folder, and its newest state file's name
+// and content.
+type quickRun struct {
+	file  string
+	env   []string
+	dir   string
+	state string
+	data  []byte
+}
+
+// runQuick runs quickExperiment to its end on an embedded stack of its own.
+func runQuick(t *testing.T) quickRun {
+	t.Helper()
+	q := quickRun{file: writeFile(t, t.TempDir(), "exp.yaml", quickExperiment), env: embeddedEnv(t)}
+	storagePath := t.TempDir()
+	if r := tunejet(t, "", q.env, "run", q.file, "--store-dir", t.TempDir(), "--storage-path", storagePath); r.code != 0 {
+		t.Fatalf("tunejet run:\n%s", r)
+	}
+	q.dir = filepath.Join(storagePath, "quick")
+	var err error
+	if q.state, err = (&storage.Dir{Root: q.dir}).NewestState(); err != nil {
+		t.Fatal(err)
+	}
+	if q.data, err = os.ReadFile(filepath.Join(q.dir, q.state)); err != nil {
+		t.Fatal(err)
+	}
+	return q
 }
