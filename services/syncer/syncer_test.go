@@ -119,7 +119,13 @@ func runSyncer(t testing.TB, srv *bustest.Server) (stop func()) {
 
 func runSyncerWith(t testing.TB, srv *bustest.Server, cfg syncer.Config) (stop func()) {
 	t.Helper()
-	b := srv.Bus("syncer")
+	return runSyncerOn(t, srv.Bus("syncer"), cfg)
+}
+
+// runSyncerOn runs a syncer on b (its bus, with its logger) until the
+// returned stop, or the test's end.
+func runSyncerOn(t testing.TB, b *bus.Bus, cfg syncer.Config) (stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- syncer.New(b, cfg).Run(ctx) }()

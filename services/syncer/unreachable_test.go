@@ -2,7 +2,6 @@ package syncer_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -55,9 +54,7 @@ func TestUnreachableStorageIsLoggedOncePerBackoffStep(t *testing.T) {
 	logs := &lockedLog{}
 	b := srv.Bus("syncer")
 	b.Log = zerolog.New(logs)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- syncer.New(b, syncer.Config{}).Run(ctx) }()
+	stop := runSyncerOn(t, b, syncer.Config{})
 	failed := func() int {
 		n := 0
 		for _, ev := range bustest.Log(t, s.b, exp) {
@@ -68,10 +65,7 @@ func TestUnreachableStorageIsLoggedOncePerBackoffStep(t *testing.T) {
 		return n
 	}
 	bustest.Eventually(t, wait, "two failed attempts to open the storage", func() bool { return failed() >= 2 })
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("syncer: %v", err)
-	}
+	stop()
 
 	var warned []map[string]any
 	for _, m := range logs.lines(t) {
@@ -104,15 +98,7 @@ func TestForgottenExperimentIsNoLongerTried(t *testing.T) {
 	logs := &lockedLog{}
 	b := srv.Bus("syncer")
 	b.Log = zerolog.New(logs)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- syncer.New(b, syncer.Config{}).Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("syncer: %v", err)
-		}
-	})
+	runSyncerOn(t, b, syncer.Config{})
 	bustest.Eventually(t, wait, "a failed attempt to open the storage", func() bool {
 		return slices.ContainsFunc(bustest.Log(t, s.b, exp), syncFailedFor("open storage", "NoSuchBucket"))
 	})
