@@ -278,26 +278,18 @@ func newExplanation(st *state.Experiment, t *state.Trial, source string) *explan
 		if a := st.Spec.TuneConfig.SearchAlg; a != "" {
 			x.SearchAlg = a
 		}
-		x.timeAttr = timeAttr(st.Spec)
+		x.timeAttr = timeAttr(st)
 	}
 	return x
 }
 
 // timeAttr is the time_attr of the experiment's scheduler: its setting,
-// else the scheduler's default.
-func timeAttr(spec *events.ExperimentSpec) string {
-	if a, ok := spec.TuneConfig.SchedulerConfig["time_attr"].(string); ok && a != "" {
-		return a
-	}
-	switch spec.TuneConfig.Scheduler {
-	case tuner.SchedulerASHA, tuner.SchedulerAsyncHyperBand:
-		return sched.DefaultASHAConfig().TimeAttr
-	case tuner.SchedulerHyperBand:
-		return sched.DefaultHyperBandConfig().TimeAttr
-	case tuner.SchedulerMedian:
-		return sched.DefaultMedianConfig().TimeAttr
-	case tuner.SchedulerPBT:
-		return sched.DefaultPBTConfig().TimeAttr
+// else the scheduler's default; "time" without one.
+func timeAttr(st *state.Experiment) string {
+	if set, err := st.Settings(); err == nil {
+		if k := sched.TimeKey(set.Scheduler); k != "" {
+			return k
+		}
 	}
 	return "time"
 }

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/tunejet/tunejet/internal/settings"
 )
 
 // ASHAConfig is Ray's AsyncHyperBandScheduler (ASHAScheduler), the stopping
@@ -31,6 +33,16 @@ type ASHAConfig struct {
 	StopLastTrials bool `json:"stop_last_trials"`
 }
 
+func init() {
+	register(func() Config { c := DefaultASHAConfig(); return &c }, "asha", "async_hyperband")
+}
+
+// TimeKey returns time_attr, the result key that measures progress.
+func (c *ASHAConfig) TimeKey() string { return c.TimeAttr }
+
+// New builds the scheduler the config describes.
+func (c *ASHAConfig) New() (Scheduler, error) { return built(NewASHA(*c)) }
+
 // DefaultASHAConfig returns Ray's defaults; Metric and Mode are left empty.
 func DefaultASHAConfig() ASHAConfig {
 	return ASHAConfig{
@@ -39,17 +51,17 @@ func DefaultASHAConfig() ASHAConfig {
 	}
 }
 
-// Validate reports every broken rule, e.g. "asha: reduction_factor must be
-// > 1, got 1", joined with errors.Join; each is a *ConfigError.
+// Validate reports every broken rule, e.g. "reduction_factor: must be
+// > 1, got 1", joined with errors.Join; each is a *settings.Error.
 func (c ASHAConfig) Validate() error {
-	p := problems{name: "asha"}
-	p.objective(c.Objective, c.TimeAttr)
-	p.check(c.MaxT > 0, "max_t", "must be > 0, got %v", c.MaxT)
-	p.check(c.GracePeriod > 0, "grace_period", "must be > 0, got %v", c.GracePeriod)
-	p.check(c.GracePeriod <= c.MaxT, "grace_period", "must be <= max_t (%v), got %v", c.MaxT, c.GracePeriod)
-	p.check(c.ReductionFactor > 1, "reduction_factor", "must be > 1, got %v", c.ReductionFactor)
-	p.check(c.Brackets >= 1, "brackets", "must be >= 1, got %d", c.Brackets)
-	return p.err()
+	p := &settings.Problems{}
+	checkObjective(p, c.Objective, c.TimeAttr)
+	p.Check(c.MaxT > 0, "max_t", "must be > 0, got %v", c.MaxT)
+	p.Check(c.GracePeriod > 0, "grace_period", "must be > 0, got %v", c.GracePeriod)
+	p.Check(c.GracePeriod <= c.MaxT, "grace_period", "must be <= max_t (%v), got %v", c.MaxT, c.GracePeriod)
+	p.Check(c.ReductionFactor > 1, "reduction_factor", "must be > 1, got %v", c.ReductionFactor)
+	p.Check(c.Brackets >= 1, "brackets", "must be >= 1, got %d", c.Brackets)
+	return p.Err()
 }
 
 // ASHA is the asynchronous successive halving rule, Ray's _Bracket: a trial

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/tunejet/tunejet/internal/settings"
 )
 
 const tol = 1e-9
@@ -269,10 +271,10 @@ func TestConfigValidate(t *testing.T) {
 	cfg.ReductionFactor = 1
 	cfg.Brackets = 0
 	err := cfg.Validate()
-	if !errors.Is(err, ErrInvalidConfig) {
-		t.Fatalf("err = %v, want ErrInvalidConfig", err)
+	if !errors.Is(err, settings.ErrInvalid) {
+		t.Fatalf("err = %v, want settings.ErrInvalid", err)
 	}
-	for _, want := range []string{"asha: reduction_factor must be > 1, got 1", "asha: brackets must be >= 1, got 0"} {
+	for _, want := range []string{"reduction_factor: must be > 1, got 1", "brackets: must be >= 1, got 0"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("err %q lacks %q", err, want)
 		}
@@ -284,9 +286,9 @@ func TestConfigValidate(t *testing.T) {
 			PerturbationFactors: []float64{1}, HyperparamMutations: map[string]Mutation{"lr": {}}}.Validate(),
 	}
 	wants := []string{
-		`hyperband: mode must be "max" or "min", got "up"`,
-		"median_stopping_rule: metric must be set\nmedian_stopping_rule: grace_period must be >= 0, got -1",
-		"pbt: hyperparam_mutations.lr must be a list, a distribution or a mapping\npbt: quantile_fraction must be in [0, 0.5], got 0.6",
+		`mode: must be "max" or "min", got "up"`,
+		"metric: must be set\ngrace_period: must be >= 0, got -1",
+		"hyperparam_mutations.lr: must be a list, a distribution or a mapping\nquantile_fraction: must be in [0, 0.5], got 0.6",
 	}
 	for i, err := range bad {
 		if err == nil || err.Error() != wants[i] {
@@ -294,7 +296,7 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 	for _, ok := range []error{DefaultHyperBandConfig().Validate(), DefaultMedianConfig().Validate()} {
-		if ok == nil || !strings.Contains(ok.Error(), "metric must be set") {
+		if ok == nil || !strings.Contains(ok.Error(), "metric: must be set") {
 			t.Errorf("defaults without a metric: %v", ok)
 		}
 	}

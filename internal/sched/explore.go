@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/tunejet/tunejet/internal/search"
+	"github.com/tunejet/tunejet/internal/settings"
 )
 
 // Mutation is how PBT explores one hyperparameter: one of Ray's
@@ -41,11 +41,11 @@ func (m Mutation) kinds() int {
 
 // validateMutations checks that every mutation is exactly one kind and that
 // lists are not empty.
-func validateMutations(p *problems, prefix string, ms map[string]Mutation) {
+func validateMutations(p *settings.Problems, prefix string, ms map[string]Mutation) {
 	for _, k := range slices.Sorted(maps.Keys(ms)) {
 		m, key := ms[k], prefix+k
-		p.check(m.kinds() == 1, "hyperparam_mutations."+key, "must be a list, a distribution or a mapping")
-		p.check(m.Choices == nil || len(m.Choices) > 0, "hyperparam_mutations."+key, "must not be an empty list")
+		p.Check(m.kinds() == 1, "hyperparam_mutations."+key, "must be a list, a distribution or a mapping")
+		p.Check(m.Choices == nil || len(m.Choices) > 0, "hyperparam_mutations."+key, "must not be an empty list")
 		if m.Nested != nil {
 			validateMutations(p, key+".", m.Nested)
 		}
@@ -112,7 +112,7 @@ func (e explorer) shift(old any, choices []any, r *rand.Rand) (any, string) {
 }
 
 func (e explorer) perturb(old any, m Mutation, r *rand.Rand) (any, string) {
-	x, isInt, isNum := search.Number(old)
+	x, isInt, isNum := settings.Number(old)
 	isInt = isInt || (m.Int && isNum && x == math.Trunc(x))
 	var v any
 	var op string
@@ -123,7 +123,7 @@ func (e explorer) perturb(old any, m Mutation, r *rand.Rand) (any, string) {
 		v, op = x*f, "* "+strconv.FormatFloat(f, 'g', -1, 64)
 	}
 	if isInt {
-		if y, _, ok := search.Number(v); ok {
+		if y, _, ok := settings.Number(v); ok {
 			v = int(y)
 		}
 	}
@@ -133,8 +133,8 @@ func (e explorer) perturb(old any, m Mutation, r *rand.Rand) (any, string) {
 // sameValue is Python's == for config values: numbers compare by value
 // (1 == 1.0), anything else by its formatting.
 func sameValue(a, b any) bool {
-	x, _, okA := search.Number(a)
-	y, _, okB := search.Number(b)
+	x, _, okA := settings.Number(a)
+	y, _, okB := settings.Number(b)
 	if okA || okB {
 		return okA && okB && x == y
 	}

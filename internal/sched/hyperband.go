@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/tunejet/tunejet/internal/settings"
 )
 
 // HyperBandConfig is Ray's synchronous HyperBandScheduler:
@@ -24,6 +26,16 @@ type HyperBandConfig struct {
 	StopLastTrials bool `json:"stop_last_trials"`
 }
 
+func init() {
+	register(func() Config { c := DefaultHyperBandConfig(); return &c }, "hyperband")
+}
+
+// TimeKey returns time_attr, the result key that measures progress.
+func (c *HyperBandConfig) TimeKey() string { return c.TimeAttr }
+
+// New builds the scheduler the config describes.
+func (c *HyperBandConfig) New() (Scheduler, error) { return built(NewHyperBand(*c)) }
+
 // DefaultHyperBandConfig returns Ray's defaults; Metric and Mode are left
 // empty.
 func DefaultHyperBandConfig() HyperBandConfig {
@@ -31,14 +43,14 @@ func DefaultHyperBandConfig() HyperBandConfig {
 }
 
 // Validate reports every broken rule joined with errors.Join; each is a
-// *ConfigError. max_t must be >= 1 (Ray asks > 0, but with max_t < 1 no
+// *settings.Error. max_t must be >= 1 (Ray asks > 0, but with max_t < 1 no
 // bracket has a first milestone and Ray's on_trial_add never returns).
 func (c HyperBandConfig) Validate() error {
-	p := problems{name: "hyperband"}
-	p.objective(c.Objective, c.TimeAttr)
-	p.check(c.MaxT >= 1, "max_t", "must be >= 1, got %v", c.MaxT)
-	p.check(c.ReductionFactor > 1, "reduction_factor", "must be > 1, got %v", c.ReductionFactor)
-	return p.err()
+	p := &settings.Problems{}
+	checkObjective(p, c.Objective, c.TimeAttr)
+	p.Check(c.MaxT >= 1, "max_t", "must be >= 1, got %v", c.MaxT)
+	p.Check(c.ReductionFactor > 1, "reduction_factor", "must be > 1, got %v", c.ReductionFactor)
+	return p.Err()
 }
 
 // HyperBand is Ray's HyperBandScheduler. Trials fill brackets in turn: a

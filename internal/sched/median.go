@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/tunejet/tunejet/internal/settings"
 )
 
 // MedianConfig is Ray's MedianStoppingRule:
@@ -30,6 +32,16 @@ type MedianConfig struct {
 	HardStop bool `json:"hard_stop"`
 }
 
+func init() {
+	register(func() Config { c := DefaultMedianConfig(); return &c }, "median_stopping_rule")
+}
+
+// TimeKey returns time_attr, the result key that measures progress.
+func (c *MedianConfig) TimeKey() string { return c.TimeAttr }
+
+// New builds the scheduler the config describes.
+func (c *MedianConfig) New() (Scheduler, error) { return built(NewMedianStoppingRule(*c)) }
+
 // DefaultMedianConfig returns Ray's defaults; Metric and Mode are left
 // empty.
 func DefaultMedianConfig() MedianConfig {
@@ -37,14 +49,14 @@ func DefaultMedianConfig() MedianConfig {
 }
 
 // Validate reports every broken rule joined with errors.Join; each is a
-// *ConfigError.
+// *settings.Error.
 func (c MedianConfig) Validate() error {
-	p := problems{name: "median_stopping_rule"}
-	p.objective(c.Objective, c.TimeAttr)
-	p.check(c.GracePeriod >= 0, "grace_period", "must be >= 0, got %v", c.GracePeriod)
-	p.check(c.MinSamplesRequired >= 0, "min_samples_required", "must be >= 0, got %d", c.MinSamplesRequired)
-	p.check(c.MinTimeSlice >= 0, "min_time_slice", "must be >= 0, got %v", c.MinTimeSlice)
-	return p.err()
+	p := &settings.Problems{}
+	checkObjective(p, c.Objective, c.TimeAttr)
+	p.Check(c.GracePeriod >= 0, "grace_period", "must be >= 0, got %v", c.GracePeriod)
+	p.Check(c.MinSamplesRequired >= 0, "min_samples_required", "must be >= 0, got %d", c.MinSamplesRequired)
+	p.Check(c.MinTimeSlice >= 0, "min_time_slice", "must be >= 0, got %v", c.MinTimeSlice)
+	return p.Err()
 }
 
 // Median is the median stopping rule (Vizier's, as Ray implements it): a

@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+
+	"github.com/tunejet/tunejet/internal/settings"
 )
 
 // PBTConfig is Ray's asynchronous PopulationBasedTraining:
@@ -35,6 +37,16 @@ type PBTConfig struct {
 	PerturbationFactors []float64 `json:"perturbation_factors"`
 }
 
+func init() {
+	register(func() Config { c := DefaultPBTConfig(); return &c }, "pbt")
+}
+
+// TimeKey returns time_attr, the result key that measures progress.
+func (c *PBTConfig) TimeKey() string { return c.TimeAttr }
+
+// New builds the scheduler the config describes.
+func (c *PBTConfig) New() (Scheduler, error) { return built(NewPBT(*c)) }
+
 // DefaultPBTConfig returns Ray's defaults; Metric, Mode and
 // HyperparamMutations are left empty.
 func DefaultPBTConfig() PBTConfig {
@@ -45,18 +57,18 @@ func DefaultPBTConfig() PBTConfig {
 }
 
 // Validate reports every broken rule joined with errors.Join; each is a
-// *ConfigError.
+// *settings.Error.
 func (c PBTConfig) Validate() error {
-	p := problems{name: "pbt"}
-	p.objective(c.Objective, c.TimeAttr)
-	p.check(c.PerturbationInterval > 0, "perturbation_interval", "must be > 0, got %v", c.PerturbationInterval)
-	p.check(c.BurnInPeriod >= 0, "burn_in_period", "must be >= 0, got %v", c.BurnInPeriod)
-	p.check(len(c.HyperparamMutations) > 0, "hyperparam_mutations", "must name at least one key")
-	validateMutations(&p, "", c.HyperparamMutations)
-	p.check(c.QuantileFraction >= 0 && c.QuantileFraction <= 0.5, "quantile_fraction", "must be in [0, 0.5], got %v", c.QuantileFraction)
-	p.check(c.ResampleProbability >= 0 && c.ResampleProbability <= 1, "resample_probability", "must be in [0, 1], got %v", c.ResampleProbability)
-	p.check(len(c.PerturbationFactors) > 0, "perturbation_factors", "must not be empty")
-	return p.err()
+	p := &settings.Problems{}
+	checkObjective(p, c.Objective, c.TimeAttr)
+	p.Check(c.PerturbationInterval > 0, "perturbation_interval", "must be > 0, got %v", c.PerturbationInterval)
+	p.Check(c.BurnInPeriod >= 0, "burn_in_period", "must be >= 0, got %v", c.BurnInPeriod)
+	p.Check(len(c.HyperparamMutations) > 0, "hyperparam_mutations", "must name at least one key")
+	validateMutations(p, "", c.HyperparamMutations)
+	p.Check(c.QuantileFraction >= 0 && c.QuantileFraction <= 0.5, "quantile_fraction", "must be in [0, 0.5], got %v", c.QuantileFraction)
+	p.Check(c.ResampleProbability >= 0 && c.ResampleProbability <= 1, "resample_probability", "must be in [0, 1], got %v", c.ResampleProbability)
+	p.Check(len(c.PerturbationFactors) > 0, "perturbation_factors", "must not be empty")
+	return p.Err()
 }
 
 // PBT is asynchronous Population Based Training as Ray's

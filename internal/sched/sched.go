@@ -2,9 +2,10 @@ package sched
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
+
+	"github.com/tunejet/tunejet/internal/settings"
 )
 
 // Mode says whether the metric is maximised or minimised (Ray's mode).
@@ -168,45 +169,13 @@ func (d Decision) Quiet() bool {
 		d.Halving == nil && d.Median == nil && d.Exploit == nil
 }
 
-// ErrInvalidConfig is wrapped by every *ConfigError.
-var ErrInvalidConfig = errors.New("invalid scheduler config")
-
-// ConfigError is one broken rule of a scheduler's config. Validate returns
-// every one of them joined with errors.Join.
-type ConfigError struct {
-	// Scheduler is the scheduler's name, e.g. "asha".
-	Scheduler string
-	// Key is the config key, e.g. "reduction_factor".
-	Key string
-	// Msg says what is wrong, e.g. "must be > 1, got 1".
-	Msg string
+// checkObjective records what is wrong with a scheduler's objective and
+// time attribute.
+func checkObjective(p *settings.Problems, o Objective, timeAttr string) {
+	p.Check(o.Metric != "", "metric", "must be set")
+	p.Check(o.Mode == Max || o.Mode == Min, "mode", "must be \"max\" or \"min\", got %q", o.Mode)
+	p.Check(timeAttr != "", "time_attr", "must be set")
 }
-
-// Error returns "<scheduler>: <key> <msg>".
-func (e *ConfigError) Error() string { return e.Scheduler + ": " + e.Key + " " + e.Msg }
-
-// Is makes errors.Is(err, ErrInvalidConfig) true.
-func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
-
-// problems collects the ConfigErrors of one scheduler's config.
-type problems struct {
-	name string
-	errs []error
-}
-
-func (p *problems) check(ok bool, key, format string, args ...any) {
-	if !ok {
-		p.errs = append(p.errs, &ConfigError{Scheduler: p.name, Key: key, Msg: fmt.Sprintf(format, args...)})
-	}
-}
-
-func (p *problems) objective(o Objective, timeAttr string) {
-	p.check(o.Metric != "", "metric", "must be set")
-	p.check(o.Mode == Max || o.Mode == Min, "mode", "must be \"max\" or \"min\", got %q", o.Mode)
-	p.check(timeAttr != "", "time_attr", "must be set")
-}
-
-func (p *problems) err() error { return errors.Join(p.errs...) }
 
 // Objective is the metric a scheduler compares and its direction, Ray's
 // metric and mode (taken from tune_config when the scheduler has none).
@@ -216,6 +185,10 @@ type Objective struct {
 	// Mode is "max" or "min". Required.
 	Mode Mode `json:"mode"`
 }
+
+// Target returns the objective, so that a config that embeds one can have
+// it set from tune_config's metric and mode (Ray's rule).
+func (o *Objective) Target() *Objective { return o }
 
 // attrs are the keys a scheduler with objective o and timeAttr reads.
 func (o Objective) attrs(timeAttr string) []string { return []string{timeAttr, o.Metric} }

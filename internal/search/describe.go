@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Domain describes one domain of a Space, for a searcher that models the
@@ -40,6 +41,26 @@ func (s *Space) Domains() []Domain {
 		out[i] = p.describe()
 	}
 	return out
+}
+
+// DomainsByKey returns the space's domains by dotted key ("model.lr").
+func (s *Space) DomainsByKey() map[string]Domain {
+	out := make(map[string]Domain, len(s.params))
+	for _, d := range s.Domains() {
+		out[strings.Join(d.Path, ".")] = d
+	}
+	return out
+}
+
+// HasDomainUnder reports whether a domain of domains (by dotted key) lies
+// below the dotted key k.
+func HasDomainUnder(domains map[string]Domain, k string) bool {
+	for dk := range domains {
+		if strings.HasPrefix(dk, k+".") {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *param) describe() Domain {

@@ -89,8 +89,9 @@
 //
 // # Errors
 //
-// ParseSpace and OnlyGrid return *KeyError, whose Path names the key (list
-// indices in decimal) and whose message reads, for example,
+// ParseSpace and OnlyGrid return *settings.Error, whose Key names the key
+// below the space (list indices in decimal) and whose message reads, rooted
+// with settings.Prefix("param_space", err), for example
 //
 //	param_space.lr: uniform: low (0.5) must be <= high (0.1)
 //

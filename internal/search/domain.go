@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/tunejet/tunejet/internal/settings"
 )
 
 // Domain keywords. A mapping with exactly one of these keys is a domain.
@@ -112,7 +114,7 @@ func describeArg(raw any) string {
 	if l, ok := raw.([]any); ok && len(l) == 0 {
 		return "an empty list"
 	}
-	return describe(raw)
+	return settings.Describe(raw)
 }
 
 // parseArgs reads the arguments of a numeric domain from its list form
@@ -126,7 +128,7 @@ func parseArgs(kw string, raw any, args []arg) ([]any, error) {
 	case map[string]any:
 		return mapArgs(kw, x, args)
 	}
-	return nil, fmt.Errorf("%s: expects %s or %s, got %s", kw, listUsage(args), mapUsage(args), describe(raw))
+	return nil, fmt.Errorf("%s: expects %s or %s, got %s", kw, listUsage(args), mapUsage(args), settings.Describe(raw))
 }
 
 func listArgs(kw string, l []any, args []arg) ([]any, error) {
@@ -209,7 +211,7 @@ func mapUsage(args []arg) string {
 func number(kw, label string, v any) (float64, error) {
 	f, ok := toFloat(v)
 	if !ok {
-		return 0, fmt.Errorf("%s: %s must be a number, got %s", kw, label, describe(v))
+		return 0, fmt.Errorf("%s: %s must be a number, got %s", kw, label, settings.Describe(v))
 	}
 	return f, nil
 }
@@ -218,7 +220,7 @@ func number(kw, label string, v any) (float64, error) {
 func integer(kw, label string, v any) (int, error) {
 	i, ok := toInt(v)
 	if !ok {
-		return 0, fmt.Errorf("%s: %s must be an integer, got %s", kw, label, describe(v))
+		return 0, fmt.Errorf("%s: %s must be an integer, got %s", kw, label, settings.Describe(v))
 	}
 	return i, nil
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+
+	"github.com/tunejet/tunejet/internal/settings"
 )
 
 // kwLiteral marks a plain value: {literal: v} is v, taken as it is, even
@@ -35,7 +37,7 @@ var spellings = func() []string {
 // a Ray keyword that tunejet does not support, or a misspelled keyword. It
 // returns "" for any other k.
 func keyProblem(k string) string {
-	s := Suggest(k, spellings)
+	s := settings.Suggest(k, spellings)
 	var msg string
 	switch {
 	case s == "":
@@ -57,7 +59,7 @@ func (e nestedDomainError) Error() string { return "contains a domain (" + e.kw 
 
 // plainValue checks v, a grid_search or choice value at path, and returns a
 // copy of it with every {literal: x} replaced by x. A domain inside v is a
-// nestedDomainError; a mapping that keyProblem refuses is a *KeyError at
+// nestedDomainError; a mapping that keyProblem refuses is a *settings.Error at
 // its key.
 func plainValue(path []string, v any) (any, error) {
 	switch x := v.(type) {
@@ -95,7 +97,7 @@ func plainMap(path []string, m map[string]any) (any, error) {
 
 // unwrap looks at m, a mapping at path that is not a domain: for
 // {literal: v} it returns v and true; for a mapping that keyProblem
-// refuses, a *KeyError at its key; otherwise nothing.
+// refuses, a *settings.Error at its key; otherwise nothing.
 func unwrap(path []string, m map[string]any) (any, bool, error) {
 	k, v, ok := single(m)
 	switch {

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/tunejet/tunejet/internal/settings"
 )
 
 func TestParseSpaceRefusesMisspelledKeywords(t *testing.T) {
@@ -50,12 +52,12 @@ func TestParseSpaceRefusesMisspelledKeywords(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := ParseSpace(tt.space)
-			if err == nil || err.Error() != tt.want {
+			if err == nil || settings.Prefix("param_space", err).Error() != tt.want {
 				t.Errorf("error:\n got %v\nwant %s", err, tt.want)
 			}
-			var ke *KeyError
+			var ke *settings.Error
 			if !errors.As(err, &ke) {
-				t.Errorf("error %T is not a *KeyError", err)
+				t.Errorf("error %T is not a *settings.Error", err)
 			}
 		})
 	}

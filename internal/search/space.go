@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/tunejet/tunejet/internal/settings"
 )
 
 // Space is a validated param_space. It is immutable and safe for concurrent
@@ -34,7 +36,7 @@ type param struct {
 // valid: every trial gets an empty config. The space itself is the config's
 // mapping, never a domain: its keys are config keys, even one named like a
 // domain keyword ({choice: [1, 2]} is a config with a list under "choice").
-// Errors are *KeyError.
+// Errors are *settings.Error, keyed relative to the space.
 func ParseSpace(space map[string]any) (*Space, error) {
 	norm, err := normalizeMap(nil, space)
 	if err != nil {
@@ -106,7 +108,7 @@ func (s *Space) domain(path []string, kw string, raw any) (*param, error) {
 	default:
 		p.dist, err = parseNumeric(kw, raw)
 	}
-	var ke *KeyError
+	var ke *settings.Error
 	switch {
 	case errors.As(err, &ke):
 		return nil, ke
@@ -161,7 +163,7 @@ func (s *Space) NumTrials(numSamples int) int {
 	return s.gridSize * numSamples
 }
 
-// OnlyGrid returns a *KeyError naming the first random domain, by key path,
+// OnlyGrid returns a *settings.Error naming the first random domain, by key path,
 // or nil if the space holds only grid_search domains and plain values. It
 // checks a space for search_alg "grid".
 func (s *Space) OnlyGrid() error {

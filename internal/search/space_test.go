@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/tunejet/tunejet/internal/settings"
 )
 
 func TestParseSpaceDomains(t *testing.T) {
@@ -86,10 +88,10 @@ func TestParseSpaceErrors(t *testing.T) {
 	}{
 		{"uniform low > high", dom("uniform", []any{0.5, 0.1}), "param_space.m.lr: uniform: low (0.5) must be <= high (0.1)"},
 		{"uniform non-numeric", dom("uniform", []any{"a", 1}), `param_space.m.lr: uniform: low must be a number, got string "a"`},
-		{"uniform bool bound", dom("uniform", []any{0, true}), `param_space.m.lr: uniform: high must be a number, got bool true`},
+		{"uniform bool bound", dom("uniform", []any{0, true}), `param_space.m.lr: uniform: high must be a number, got boolean true`},
 		{"uniform too few", dom("uniform", []any{0}), "param_space.m.lr: uniform: expects [low, high], got 1 values"},
 		{"uniform too many", dom("uniform", []any{0, 1, 2}), "param_space.m.lr: uniform: expects [low, high], got 3 values"},
-		{"uniform scalar", dom("uniform", 3), "param_space.m.lr: uniform: expects [low, high] or {lower, upper}, got number 3"},
+		{"uniform scalar", dom("uniform", 3), "param_space.m.lr: uniform: expects [low, high] or {lower, upper}, got integer 3"},
 		{"uniform unknown argument", dom("uniform", map[string]any{"low": 0, "upper": 1}), `param_space.m.lr: uniform: unknown argument "low", expects {lower, upper}`},
 		{"uniform missing argument", dom("uniform", map[string]any{"lower": 0}), `param_space.m.lr: uniform: missing argument "upper", expects {lower, upper}`},
 		{"quniform q zero", dom("quniform", []any{0, 1, 0}), "param_space.m.lr: quniform: q (0) must be > 0"},
@@ -140,12 +142,12 @@ func TestParseSpaceErrors(t *testing.T) {
 			if err == nil {
 				t.Fatal("ParseSpace: no error")
 			}
-			if err.Error() != tt.want {
+			if err = settings.Prefix("param_space", err); err.Error() != tt.want {
 				t.Errorf("error:\n got %s\nwant %s", err, tt.want)
 			}
-			var ke *KeyError
+			var ke *settings.Error
 			if !errors.As(err, &ke) {
-				t.Errorf("error %T is not a *KeyError", err)
+				t.Errorf("error %T is not a *settings.Error", err)
 			}
 		})
 	}
@@ -153,12 +155,12 @@ func TestParseSpaceErrors(t *testing.T) {
 
 func TestKeyErrorPath(t *testing.T) {
 	_, err := ParseSpace(map[string]any{"model": map[string]any{"layers": []any{map[string]any{"randint": []any{2, 1}}}}})
-	var ke *KeyError
+	var ke *settings.Error
 	if !errors.As(err, &ke) {
-		t.Fatalf("error %v is not a *KeyError", err)
+		t.Fatalf("error %v is not a *settings.Error", err)
 	}
-	if diff := cmp.Diff([]string{"model", "layers", "0"}, ke.Path); diff != "" {
-		t.Errorf("Path (-want +got):\n%s", diff)
+	if ke.Key != "model.layers.0" {
+		t.Errorf("Key = %q, want model.layers.0", ke.Key)
 	}
 }
 
@@ -168,7 +170,7 @@ func TestOnlyGrid(t *testing.T) {
 		"m": map[string]any{"z": map[string]any{"randn": nil}, "b": map[string]any{"uniform": []any{0, 1}}},
 	})
 	want := `param_space.m.b: uniform is a random domain; search_alg "grid" allows only grid_search and plain values`
-	if err := s.OnlyGrid(); err == nil || err.Error() != want {
+	if err := settings.Prefix("param_space", s.OnlyGrid()); err == nil || err.Error() != want {
 		t.Errorf("OnlyGrid() = %v, want %s", err, want)
 	}
 	g := mustParse(t, map[string]any{"a": map[string]any{"grid_search": []any{1, 2}}, "b": 3})

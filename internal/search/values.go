@@ -6,6 +6,8 @@ import (
 	"math"
 	"reflect"
 	"strconv"
+
+	"github.com/tunejet/tunejet/internal/settings"
 )
 
 // maxDepth bounds the nesting of a space, which also stops a Go map that
@@ -150,42 +152,10 @@ func CopyValue(v any) any {
 	return v
 }
 
-// Number reads a decoded number as a float64: an int, int32, int64,
-// uint64, float32 or float64, or a json.Number (from a decoder with
-// UseNumber). isInt says whether it is of an integer kind or a json.Number
-// written as an int64 ("32", not "32.0" or "1e3"), so that a config keeps
-// its ints. ok is false for anything else: bools, strings, nil, other
-// kinds, and a json.Number that is not a float64 ("1e999"). NaN and
-// infinities are numbers here; a caller that needs finite values checks.
-func Number(v any) (f float64, isInt, ok bool) {
-	switch x := v.(type) {
-	case int:
-		return float64(x), true, true
-	case int32:
-		return float64(x), true, true
-	case int64:
-		return float64(x), true, true
-	case uint64:
-		return float64(x), true, true
-	case float32:
-		return float64(x), false, true
-	case float64:
-		return x, false, true
-	case json.Number:
-		if i, err := strconv.ParseInt(string(x), 10, 64); err == nil {
-			return float64(i), true, true
-		}
-		if f, err := x.Float64(); err == nil {
-			return f, false, true
-		}
-	}
-	return 0, false, false
-}
-
 // toFloat is Number without isInt, for the space's normalized values
 // (ints and float64s).
 func toFloat(v any) (float64, bool) {
-	f, _, ok := Number(v)
+	f, _, ok := settings.Number(v)
 	return f, ok
 }
 
@@ -200,23 +170,4 @@ func toInt(v any) (int, bool) {
 		}
 	}
 	return 0, false
-}
-
-// describe names a normalized value's type and value for error messages.
-func describe(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return fmt.Sprintf("string %q", x)
-	case bool:
-		return fmt.Sprintf("bool %t", x)
-	case int, float64:
-		return fmt.Sprintf("number %v", x)
-	case map[string]any:
-		return "mapping"
-	case []any:
-		return "list"
-	}
-	return fmt.Sprintf("%T", v)
 }

@@ -11,7 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/tunejet/tunejet/internal/search"
+	"github.com/tunejet/tunejet/internal/settings"
 )
 
 // decoder turns the YAML node tree into a spec, recording the line of every
@@ -20,7 +20,7 @@ type decoder struct {
 	file   string
 	lines  map[string]int  // dotted key path → line of the key
 	bad    map[string]bool // keys whose value could not be decoded
-	errs   []*Error
+	errs   []*settings.Error
 	active map[*yaml.Node]bool // the collections value is inside of
 	values int                 // how many nodes value has decoded
 }
@@ -46,7 +46,7 @@ func (d *decoder) fail(key, format string, args ...any) {
 // failAt records a problem with key's value at line.
 func (d *decoder) failAt(key string, line int, format string, args ...any) {
 	d.bad[key] = true
-	d.errs = append(d.errs, &Error{File: d.file, Line: line, Key: key, Msg: fmt.Sprintf(format, args...)})
+	d.errs = append(d.errs, &settings.Error{File: d.file, Line: line, Key: key, Msg: fmt.Sprintf(format, args...)})
 }
 
 // lineOf returns the line of key, or of its closest recorded parent.
@@ -135,7 +135,7 @@ func (d *decoder) unknown(path, name string, fs fields) {
 		known = append(known, k)
 	}
 	slices.Sort(known)
-	if s := search.Suggest(name, known); s != "" {
+	if s := settings.Suggest(name, known); s != "" {
 		d.fail(path, "unknown key, did you mean %q?", s)
 		return
 	}

@@ -7,13 +7,15 @@ import (
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/tuner"
+
+	"github.com/tunejet/tunejet/internal/sched"
 )
 
 // Defaults that ApplyDefaults fills in, as in Ray Tune.
 const (
 	DefaultNumSamples           = 1
 	DefaultSearchAlg            = tuner.SearchRandom
-	DefaultScheduler            = tuner.SchedulerFIFO
+	DefaultScheduler            = sched.FIFOName
 	DefaultHeartbeatTimeoutS    = events.DefaultHeartbeatTimeoutS
 	DefaultCheckpointScoreOrder = "max"
 	DefaultSyncPeriodS          = 300.0

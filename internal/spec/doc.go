@@ -123,7 +123,7 @@
 //
 // # Errors
 //
-// Every problem is an *Error (matching ErrInvalid with errors.Is) that reads
+// Every problem is an *settings.Error (matching settings.ErrInvalid with errors.Is) that reads
 //
 //	<file>:<line>: <dotted.key>: <message>
 //

@@ -18,12 +18,14 @@ import (
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/events/schema"
+
+	"github.com/tunejet/tunejet/internal/settings"
 )
 
 // FuzzParseYAML and FuzzParseJSON feed Parse any bytes, seeded from
 // testdata/fuzz/<name>/ (the test files' inputs and the examples). Parse
 // must return within parseDeadline, never panic, and either refuse the
-// input with *Error values or return a spec that is whole: it passes
+// input with *settings.Error values or return a spec that is whole: it passes
 // Validate and the event's own checks and schema, encodes as JSON, and
 // parses back, from JSON and from YAML, to the same spec. Input that is
 // valid JSON is never a syntax error, and its name and param_space must
@@ -55,7 +57,7 @@ func fuzzParse(f *testing.F, filename string) {
 }
 
 // parseWithin runs Parse on data, failing the test on a panic, an overrun
-// of parseDeadline, or an error that is not made of *Error values.
+// of parseDeadline, or an error that is not made of *settings.Error values.
 func parseWithin(t *testing.T, filename string, data []byte) (*events.ExperimentSpec, error) {
 	t.Helper()
 	type result struct {
@@ -92,13 +94,13 @@ func parseWithin(t *testing.T, filename string, data []byte) (*events.Experiment
 // did not call it a syntax error.
 func checkNoSyntaxError(t *testing.T, err error) {
 	t.Helper()
-	var se *Error
+	var se *settings.Error
 	if errors.As(err, &se) && strings.HasPrefix(se.Msg, "syntax error") {
 		t.Fatalf("Parse refused valid JSON: %v", err)
 	}
 }
 
-// checkErrors checks that err is one *Error or several joined, each naming
+// checkErrors checks that err is one *settings.Error or several joined, each naming
 // the file.
 func checkErrors(t *testing.T, filename string, err error) {
 	t.Helper()
@@ -107,9 +109,9 @@ func checkErrors(t *testing.T, filename string, err error) {
 		errs = j.Unwrap()
 	}
 	for _, e := range errs {
-		var se *Error
+		var se *settings.Error
 		if !errors.As(e, &se) || se.File != filename {
-			t.Fatalf("Parse error %q (%T) is not an *Error of %s", e, e, filename)
+			t.Fatalf("Parse error %q (%T) is not an *settings.Error of %s", e, e, filename)
 		}
 	}
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/search"
+
+	"github.com/tunejet/tunejet/internal/settings"
 )
 
 // head is the first two lines of most test files.
@@ -75,9 +77,9 @@ func TestParseErrors(t *testing.T) {
 		{"bad mode", head + "param_space: {}\ntune_config:\n  metric: loss\n  mode: avg\n",
 			`exp.yaml:6: tune_config.mode: must be "min" or "max", got "avg"`},
 		{"bad search_alg", head + "tune_config:\n  search_alg: bayes\n",
-			`exp.yaml:4: tune_config.search_alg: unknown search algorithm "bayes"; valid: random, grid, tpe, external`},
+			`exp.yaml:4: tune_config.search_alg: unknown search algorithm "bayes"; valid: external, grid, random, tpe`},
 		{"bad scheduler", head + "tune_config:\n  scheduler: hyperbnd\n",
-			`exp.yaml:4: tune_config.scheduler: unknown scheduler "hyperbnd" (did you mean "hyperband"?); valid: fifo, asha, async_hyperband, hyperband, median_stopping_rule, pbt`},
+			`exp.yaml:4: tune_config.scheduler: unknown scheduler "hyperbnd" (did you mean "hyperband"?); valid: asha, async_hyperband, fifo, hyperband, median_stopping_rule, pbt`},
 		{"pbt with nothing to mutate", head + "tune_config:\n  metric: loss\n  mode: min\n  scheduler: {type: pbt, perturbation_interval: 2}\n",
 			"exp.yaml:6: tune_config.scheduler.hyperparam_mutations: must name at least one key"},
 		{"uniform low > high", head + "param_space:\n  model:\n    depth: 3\n    lr:\n      uniform: [0.5, 0.1]\n",
@@ -161,8 +163,8 @@ func TestParseErrors(t *testing.T) {
 			if err.Error() != tt.want {
 				t.Errorf("error:\n got %s\nwant %s", err, tt.want)
 			}
-			if !errors.Is(err, ErrInvalid) {
-				t.Errorf("errors.Is(%v, ErrInvalid) = false", err)
+			if !errors.Is(err, settings.ErrInvalid) {
+				t.Errorf("errors.Is(%v, settings.ErrInvalid) = false", err)
 			}
 		})
 	}
@@ -240,7 +242,7 @@ func TestParseReportsEveryProblemByLine(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("error:\n got %v\nwant %s", err, want)
 	}
-	var e *Error
+	var e *settings.Error
 	if !errors.As(err, &e) || e.Line != 4 || e.Key != "tune_config.mode" {
 		t.Errorf("errors.As gave %+v", e)
 	}
@@ -619,7 +621,7 @@ func TestParseTunerErrors(t *testing.T) {
 		{"point with an unknown key", head + space + "tune_config:\n  search_alg:\n    type: random\n    points_to_evaluate:\n      - {lr: 0.01, LR: 2}\n",
 			`exp.yaml:9: tune_config.search_alg.points_to_evaluate.0.LR: not a key of param_space, did you mean "lr"?`},
 		{"points not mappings", head + "tune_config:\n  search_alg: {type: random, points_to_evaluate: [1]}\n",
-			"exp.yaml:4: tune_config.search_alg.points_to_evaluate.0: expected a mapping (a config), got number 1"},
+			"exp.yaml:4: tune_config.search_alg.points_to_evaluate.0: expected a mapping (a config), got integer 1"},
 		{"points with grid", head + "param_space: {a: {grid_search: [1, 2]}}\ntune_config:\n  search_alg: {type: grid, points_to_evaluate: [{a: 1}]}\n",
 			`exp.yaml:5: tune_config.search_alg.points_to_evaluate: search_alg "grid" runs the grid and nothing else; use search_alg "random" or "tpe" to evaluate points first`},
 		{"wire form settings at their keys", head + "tune_config:\n  metric: loss\n  mode: min\n  scheduler: asha\n  scheduler_config:\n    eta: 3\n",

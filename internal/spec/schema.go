@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -10,6 +9,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/tunejet/tunejet/events"
+
+	"github.com/tunejet/tunejet/internal/settings"
 )
 
 // Ray's message for a nested stop criterion.
@@ -153,7 +154,7 @@ func (d *decoder) typed(key string, n *yaml.Node, example string) (string, map[s
 	case m["type"] == nil:
 		d.fail(key, "the mapping form needs a type, e.g. %s", example)
 	case !ok:
-		d.fail(join(key, "type"), "expected a string, got %s", describeValue(m["type"]))
+		d.fail(join(key, "type"), "expected a string, got %s", settings.Describe(m["type"]))
 		d.bad[key] = true
 	}
 	delete(m, "type")
@@ -187,14 +188,14 @@ func (d *decoder) points(p *[]map[string]any) setter {
 func (d *decoder) pointList(key string, v any) []map[string]any {
 	l, ok := v.([]any)
 	if !ok {
-		d.fail(key, "expected a list of mappings (configs), got %s", describeValue(v))
+		d.fail(key, "expected a list of mappings (configs), got %s", settings.Describe(v))
 		return nil
 	}
 	out := make([]map[string]any, 0, len(l))
 	for i, e := range l {
 		m, ok := e.(map[string]any)
 		if !ok {
-			d.fail(join(key, strconv.Itoa(i)), "expected a mapping (a config), got %s", describeValue(e))
+			d.fail(join(key, strconv.Itoa(i)), "expected a mapping (a config), got %s", settings.Describe(e))
 			continue
 		}
 		out = append(out, m)
@@ -375,21 +376,4 @@ func (d *decoder) commandSyncer(p **events.CommandSyncer) setter {
 		})
 		*p = cs
 	}
-}
-
-// describeValue names a decoded value's type and value for messages.
-func describeValue(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case map[string]any:
-		return "a mapping"
-	case []any:
-		return "a list"
-	case string:
-		return fmt.Sprintf("string %q", x)
-	case bool:
-		return fmt.Sprintf("boolean %v", x)
-	}
-	return fmt.Sprintf("number %v", v)
 }

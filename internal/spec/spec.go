@@ -16,40 +16,9 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/tunejet/tunejet/events"
+
+	"github.com/tunejet/tunejet/internal/settings"
 )
-
-// ErrInvalid matches every *Error with errors.Is.
-var ErrInvalid = errors.New("invalid experiment spec")
-
-// Error is one problem with an experiment spec. Parse reports the file and
-// line; Validate reports neither.
-type Error struct {
-	File string // the file name given to Parse; empty from Validate
-	Line int    // 1-based; 0 when unknown
-	Key  string // dotted key path, e.g. "tune_config.mode"; empty for the whole file
-	Msg  string
-}
-
-// Error returns "<file>:<line>: <key>: <message>", leaving out what is
-// unknown.
-func (e *Error) Error() string {
-	var b strings.Builder
-	if e.File != "" {
-		b.WriteString(e.File)
-		if e.Line > 0 {
-			b.WriteString(":" + strconv.Itoa(e.Line))
-		}
-		b.WriteString(": ")
-	}
-	if e.Key != "" {
-		b.WriteString(e.Key + ": ")
-	}
-	b.WriteString(e.Msg)
-	return b.String()
-}
-
-// Is reports whether target is ErrInvalid.
-func (e *Error) Is(target error) bool { return target == ErrInvalid }
 
 // ParseFile reads and parses the experiment file at path, and sets the
 // trainable's Dir to the absolute path of the file's folder when the
@@ -77,7 +46,7 @@ func ParseFile(path string) (*events.ExperimentSpec, error) {
 // applies the defaults. filename is used in error messages only. Parse
 // leaves Trainable.Dir empty: set it to the folder relative commands should
 // run in (ParseFile does). Every problem found is reported, sorted by line:
-// a single *Error, or several joined with errors.Join.
+// a single *settings.Error, or several joined with errors.Join.
 func Parse(filename string, data []byte) (*events.ExperimentSpec, error) {
 	root, err := parseDocument(filename, data)
 	if err != nil {
@@ -101,7 +70,7 @@ func parseDocument(filename string, data []byte) (*yaml.Node, error) {
 	}
 	root, err := jsonNode(data)
 	if err != nil {
-		return nil, &Error{File: filename, Msg: "syntax error: " + err.Error()}
+		return nil, &settings.Error{File: filename, Msg: "syntax error: " + err.Error()}
 	}
 	return root, nil
 }
@@ -112,39 +81,39 @@ func parseYAML(filename string, data []byte) (*yaml.Node, error) {
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, &Error{File: filename, Line: 1, Msg: "empty experiment file"}
+			return nil, &settings.Error{File: filename, Line: 1, Msg: "empty experiment file"}
 		}
 		return nil, syntaxError(filename, err)
 	}
 	var extra yaml.Node
 	switch err := dec.Decode(&extra); {
 	case err == nil:
-		return nil, &Error{File: filename, Line: extra.Line, Msg: "more than one YAML document; an experiment file holds one"}
+		return nil, &settings.Error{File: filename, Line: extra.Line, Msg: "more than one YAML document; an experiment file holds one"}
 	case !errors.Is(err, io.EOF):
 		return nil, syntaxError(filename, err)
 	}
 	if len(doc.Content) == 0 {
-		return nil, &Error{File: filename, Line: 1, Msg: "empty experiment file"}
+		return nil, &settings.Error{File: filename, Line: 1, Msg: "empty experiment file"}
 	}
 	return doc.Content[0], nil
 }
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-// syntaxError turns a YAML parser error into an *Error with its line.
+// syntaxError turns a YAML parser error into an *settings.Error with its line.
 func syntaxError(filename string, err error) error {
 	msg := err.Error()
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
-		return &Error{File: filename, Line: line, Msg: "syntax error: " + m[2]}
+		return &settings.Error{File: filename, Line: line, Msg: "syntax error: " + m[2]}
 	}
-	return &Error{File: filename, Msg: "syntax error: " + strings.TrimPrefix(msg, "yaml: ")}
+	return &settings.Error{File: filename, Msg: "syntax error: " + strings.TrimPrefix(msg, "yaml: ")}
 }
 
 // joinErrors returns nil, the only error, or all of them joined, sorted by
 // line.
-func joinErrors(errs []*Error) error {
-	slices.SortStableFunc(errs, func(a, b *Error) int { return a.Line - b.Line })
+func joinErrors(errs []*settings.Error) error {
+	slices.SortStableFunc(errs, func(a, b *settings.Error) int { return a.Line - b.Line })
 	switch len(errs) {
 	case 0:
 		return nil

@@ -1,12 +1,10 @@
 package spec
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/tunejet/tunejet/events"
@@ -14,28 +12,25 @@ import (
 	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/storage"
 	"github.com/tunejet/tunejet/internal/tuner"
+
+	"github.com/tunejet/tunejet/internal/settings"
 )
 
 // Validate checks a spec built in Go code with the same rules Parse
 // applies, before or after ApplyDefaults: a zero value counts as unset. It
-// returns every problem joined with errors.Join, each an *Error naming the
+// returns every problem joined with errors.Join, each an *settings.Error naming the
 // dotted key, or nil.
 func Validate(s *events.ExperimentSpec) error {
-	probs := check(s, func(string) bool { return false })
-	errs := make([]error, len(probs))
-	for i, p := range probs {
-		errs[i] = &Error{Key: p.key, Msg: p.msg}
-	}
-	return errors.Join(errs...)
+	return check(s, func(string) bool { return false }).Err()
 }
 
 // validate runs the checks on a decoded spec and records their problems at
 // the lines of their keys, leaving out problems that follow from a decoding
 // error already reported.
 func (d *decoder) validate(s *events.ExperimentSpec) {
-	for _, p := range check(s, d.given) {
-		if key := d.fileKey(p.key); !d.spoiled(key) {
-			d.fail(key, "%s", p.msg)
+	for _, e := range check(s, d.given).List() {
+		if key := d.fileKey(e.Key); !d.spoiled(key) {
+			d.fail(key, "%s", e.Msg)
 		}
 	}
 }
@@ -78,19 +73,15 @@ func (d *decoder) spoiled(key string) bool {
 	return false
 }
 
-// problem is one broken rule, at a dotted key.
-type problem struct{ key, msg string }
-
-// checker collects problems. given reports whether a key was set explicitly,
-// so that an explicit zero is checked even where zero means unset.
+// checker collects problems, one per key. given reports whether a key was
+// set explicitly, so that an explicit zero is checked even where zero means
+// unset.
 type checker struct {
 	given func(key string) bool
-	probs []problem
+	p     settings.Problems
 }
 
-func (c *checker) add(key, format string, args ...any) {
-	c.probs = append(c.probs, problem{key: key, msg: fmt.Sprintf(format, args...)})
-}
+func (c *checker) add(key, format string, args ...any) { c.p.Add(key, format, args...) }
 
 // set reports whether a field is set: non-zero, or explicitly given.
 func (c *checker) set(key string, nonzero bool) bool { return nonzero || c.given(key) }
@@ -104,27 +95,13 @@ func (c *checker) positive(key string, v float64) {
 
 // oneOf checks that a set string is one of allowed.
 func (c *checker) oneOf(key, v string, allowed ...string) {
-	if !c.set(key, v != "") {
-		return
+	if c.set(key, v != "") {
+		c.p.OneOf(key, v, allowed...)
 	}
-	for _, a := range allowed {
-		if v == a {
-			return
-		}
-	}
-	c.add(key, "must be %s, got %q", quoteOr(allowed), v)
-}
-
-func quoteOr(allowed []string) string {
-	q := make([]string, len(allowed))
-	for i, a := range allowed {
-		q[i] = strconv.Quote(a)
-	}
-	return strings.Join(q, " or ")
 }
 
 // check returns every problem of s.
-func check(s *events.ExperimentSpec, given func(string) bool) []problem {
+func check(s *events.ExperimentSpec, given func(string) bool) *settings.Problems {
 	c := &checker{given: given}
 	c.name(s.Name)
 	c.trainable(&s.Trainable)
@@ -133,21 +110,15 @@ func check(s *events.ExperimentSpec, given func(string) bool) []problem {
 	c.tuneConfig(&s.TuneConfig)
 	c.runConfig(&s.RunConfig)
 	c.tuner(s)
-	return c.probs
+	return &c.p
 }
 
 // tuner adds the problems of the scheduler, the search algorithm, the
 // points to evaluate and the stoppers (internal/tuner's Check), but for
 // those at keys already found wrong.
 func (c *checker) tuner(s *events.ExperimentSpec) {
-	found := map[string]bool{}
-	for _, p := range c.probs {
-		found[p.key] = true
-	}
 	for _, e := range tuner.Check(s) {
-		if !found[e.Key] {
-			c.add(e.Key, "%s", e.Msg)
-		}
+		c.add(e.Key, "%s", e.Msg)
 	}
 }
 
@@ -176,15 +147,7 @@ func (c *checker) paramSpace(s *events.ExperimentSpec) {
 	if err == nil && s.TuneConfig.SearchAlg == tuner.SearchGrid {
 		err = space.OnlyGrid()
 	}
-	if err == nil {
-		return
-	}
-	var ke *search.KeyError
-	if errors.As(err, &ke) {
-		c.add(strings.Join(append([]string{"param_space"}, ke.Path...), "."), "%s", ke.Msg)
-		return
-	}
-	c.add("param_space", "%s", err.Error())
+	c.p.AddErr("param_space", err)
 }
 
 func (c *checker) tuneConfig(tc *events.TuneConfig) {

@@ -9,6 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tunejet/tunejet/events"
+
+	"github.com/tunejet/tunejet/internal/settings"
 )
 
 func TestValidateGoSpec(t *testing.T) {
@@ -52,7 +54,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 		"run_config.sync_config.sync_period: must be >= 0 seconds, got -1",
 		"run_config.sync_config.sync_timeout: must be > 0 seconds, got -2",
 		`tune_config.scheduler.grace_peroid: unknown key, did you mean "grace_period"?`,
-		`tune_config.search_alg: unknown search algorithm "bayes"; valid: random, grid, tpe, external`,
+		`tune_config.search_alg: unknown search algorithm "bayes"; valid: external, grid, random, tpe`,
 		"run_config.stoppers.0.max_iter: must be >= 1, got 0",
 	}
 	if err == nil {
@@ -61,8 +63,8 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	if diff := cmp.Diff(want, strings.Split(err.Error(), "\n")); diff != "" {
 		t.Errorf("Validate (-want +got):\n%s", diff)
 	}
-	if !errors.Is(err, ErrInvalid) {
-		t.Error("errors.Is(err, ErrInvalid) = false")
+	if !errors.Is(err, settings.ErrInvalid) {
+		t.Error("errors.Is(err, settings.ErrInvalid) = false")
 	}
 }
 

@@ -123,6 +123,7 @@ func (e *Experiment) submitted(p *events.ExperimentSubmitted) bool {
 	}
 	spec := p.Spec
 	e.Spec = &spec
+	e.settings, e.settingsErr = nil, nil
 	e.Status = ExperimentPending
 	if len(e.Order) > 0 { // max_failures, which says which trials are out of failures, was unknown
 		e.Recount()

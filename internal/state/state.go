@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/tunejet/tunejet/events"
+
+	"github.com/tunejet/tunejet/internal/tuner"
 )
 
 // Experiment statuses.
@@ -65,6 +67,9 @@ type Experiment struct {
 	Tuner *Tuner `json:"tuner,omitempty"`
 
 	tally tally // the trials counted, kept by the fold (tally.go)
+
+	settings    *tuner.Settings // the spec's, read on first use (Settings)
+	settingsErr error
 }
 
 // Trial is the folded state of one trial.

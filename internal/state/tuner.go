@@ -83,7 +83,7 @@ func (e *Experiment) tuner() *Tuner {
 	}
 	tn := e.Tuner
 	if tn.sched == nil && tn.err == nil {
-		tn.err = tn.build(e.Spec)
+		tn.err = tn.build(e.Settings())
 	}
 	if tn.err != nil {
 		return nil
@@ -91,10 +91,23 @@ func (e *Experiment) tuner() *Tuner {
 	return tn
 }
 
-// build makes the scheduler and stoppers from the spec, restoring the
+// Settings returns the experiment's scheduler, search algorithm and
+// stoppers as the spec sets them, read and checked on first use and kept:
+// the fold and the controller read them from here, not from the spec.
+func (e *Experiment) Settings() (*tuner.Settings, error) {
+	if e.settings == nil && e.settingsErr == nil && e.Spec != nil {
+		e.settings, e.settingsErr = tuner.Parse(e.Spec)
+	}
+	return e.settings, e.settingsErr
+}
+
+// build makes the scheduler and stoppers from the settings, restoring the
 // state they had when Scheduler or Stoppers hold one.
-func (tn *Tuner) build(spec *events.ExperimentSpec) error {
-	s, err := tuner.Scheduler(spec)
+func (tn *Tuner) build(set *tuner.Settings, err error) error {
+	if err != nil {
+		return err
+	}
+	s, err := set.Scheduler.New()
 	if err != nil {
 		return fmt.Errorf("scheduler: %w", err)
 	}
@@ -107,7 +120,7 @@ func (tn *Tuner) build(spec *events.ExperimentSpec) error {
 	if len(tn.Stoppers) > 0 {
 		st, err = stopper.Unmarshal(tn.Stoppers)
 	} else {
-		st, err = tuner.Stopper(spec)
+		st, err = set.NewStopper()
 	}
 	if err != nil {
 		return fmt.Errorf("stoppers: %w", err)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/tunejet/tunejet/internal/settings"
 )
 
 // yamlValue decodes YAML as the experiment file's parser does.
@@ -97,7 +99,7 @@ func TestParseErrors(t *testing.T) {
 		{"type is required", `[{metric: loss}]`,
 			[]string{"stoppers.0.type: required"}},
 		{"type must be a string", `{type: [trial_plateau]}`,
-			[]string{"stoppers.type: must be a string, got a list"}},
+			[]string{"stoppers.type: expected a string, got a list"}},
 		{"unknown type", `[{type: timeout, timeout: 1}, {type: trial_platau, metric: loss}]`,
 			[]string{`stoppers.1.type: unknown stopper type "trial_platau", did you mean "trial_plateau"?`}},
 		{"misspelt key", `{type: trial_plateau, metric: loss, num_result: 3}`,
@@ -113,18 +115,18 @@ func TestParseErrors(t *testing.T) {
 				"stoppers.3.metric: required", "stoppers.4.stoppers: required",
 			}},
 		{"integers", `{type: experiment_plateau, metric: loss, top: 2.5, patience: "1"}`,
-			[]string{"stoppers.top: must be an integer, got float64 2.5", `stoppers.patience: must be an integer, got string "1"`}},
+			[]string{`stoppers.patience: expected an integer, got string "1"`, "stoppers.top: expected an integer, got number 2.5"}},
 		{"numbers", `{type: timeout, timeout: 1h}`,
-			[]string{`stoppers.timeout: must be a number, got string "1h"`}},
+			[]string{`stoppers.timeout: expected a finite number, got string "1h"`}},
 		{"experiment plateau ranges", `{type: experiment_plateau, metric: loss, std: 0, top: 1, mode: mn, patience: -1}`,
 			[]string{
 				"stoppers.std: must be > 0, got 0", "stoppers.top: must be >= 2, got 1",
-				`stoppers.mode: must be one of min, max, got "mn"`, "stoppers.patience: must be >= 0, got -1",
+				`stoppers.mode: must be "min" or "max", got "mn"`, "stoppers.patience: must be >= 0, got -1",
 			}},
 		{"trial plateau ranges", `{type: trial_plateau, metric: "", num_results: 0, grace_period: -1, mode: up}`,
 			[]string{
 				"stoppers.metric: required", "stoppers.num_results: must be >= 1, got 0",
-				"stoppers.grace_period: must be >= 0, got -1", `stoppers.mode: must be one of min, max, got "up"`,
+				"stoppers.grace_period: must be >= 0, got -1", `stoppers.mode: must be "min" or "max", got "up"`,
 			}},
 		{"metric_threshold needs a mode", `{type: trial_plateau, metric: loss, metric_threshold: 0}`,
 			[]string{"stoppers.mode: must be min or max when metric_threshold is given"}},
@@ -143,12 +145,12 @@ func TestParseErrors(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			if !errors.Is(err, ErrInvalid) {
+			if !errors.Is(err, settings.ErrInvalid) {
 				t.Errorf("%v is not ErrInvalid", err)
 			}
-			var ke *KeyError
+			var ke *settings.Error
 			if !errors.As(err, &ke) || ke.Error() != tt.want[0] {
-				t.Errorf("first *KeyError = %v, want %q", ke, tt.want[0])
+				t.Errorf("first *settings.Error = %v, want %q", ke, tt.want[0])
 			}
 			if diff := cmp.Diff(tt.want, strings.Split(err.Error(), "\n")); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
@@ -167,7 +169,7 @@ func TestValidate(t *testing.T) {
 		{"keys are relative to the stopper", Combined(TrialPlateau(""), Combined(Timeout(0)), nil),
 			"0.metric: required\n1.0.timeout: must be > 0, got 0\n2: must not be nil"},
 		{"a stopper built without Ray's defaults", &ExperimentPlateauStopper{Metric: "loss"},
-			"std: must be > 0, got 0\ntop: must be >= 2, got 0\nmode: must be one of min, max, got \"\""},
+			"std: must be > 0, got 0\ntop: must be >= 2, got 0\nmode: must be \"min\" or \"max\", got \"\""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+
+	"github.com/tunejet/tunejet/internal/settings"
 )
 
 // Modes of the plateau stoppers.
@@ -18,7 +20,7 @@ const (
 // once its latest value is at or beyond the threshold.
 type TrialPlateauStopper struct {
 	// Metric is the result key to watch. Required.
-	Metric string `json:"metric"`
+	Metric string `json:"metric" settings:"required"`
 	// Std is the standard deviation below which the trial has plateaued.
 	// Default 0.01; must be > 0.
 	Std float64 `json:"std"`
@@ -36,7 +38,7 @@ type TrialPlateauStopper struct {
 	Mode string `json:"mode,omitempty"`
 
 	// Trials is each trial's recent history.
-	Trials map[string]TrialHistory `json:"trials,omitempty"`
+	Trials map[string]TrialHistory `json:"trials,omitempty" settings:"-"`
 }
 
 // TrialHistory is what a TrialPlateauStopper keeps of one trial.
@@ -46,6 +48,11 @@ type TrialHistory struct {
 	// Last holds the metric of the latest NumResults results, oldest
 	// first; nil where a result had no finite value of it.
 	Last []*float64 `json:"last"`
+}
+
+func init() {
+	register(typeTrialPlateau, func() Stopper { return TrialPlateau("") })
+	register(typeExperimentPlateau, func() Stopper { return ExperimentPlateau("") })
 }
 
 // TrialPlateau returns a TrialPlateauStopper on metric with Ray's
@@ -122,19 +129,19 @@ func (*TrialPlateauStopper) StopAll(float64) Decision { return Decision{} }
 
 func (*TrialPlateauStopper) kind() string { return typeTrialPlateau }
 
-func (s *TrialPlateauStopper) validate(c *checker) {
-	c.required("metric", s.Metric)
-	c.positive("std", s.Std)
-	c.atLeast("num_results", s.NumResults, 1)
-	c.atLeast("grace_period", s.GracePeriod, 0)
+func (s *TrialPlateauStopper) validate(p *settings.Problems) {
+	p.Required("metric", s.Metric)
+	p.Positive("std", s.Std)
+	p.AtLeast("num_results", s.NumResults, 1)
+	p.AtLeast("grace_period", s.GracePeriod, 0)
 	if s.MetricThreshold != nil {
-		c.finite("metric_threshold", *s.MetricThreshold)
+		p.Finite("metric_threshold", *s.MetricThreshold)
 		if s.Mode == "" {
-			c.add("mode", "must be min or max when metric_threshold is given")
+			p.Add("mode", "must be min or max when metric_threshold is given")
 		}
 	}
 	if s.Mode != "" {
-		c.oneOf("mode", s.Mode, ModeMin, ModeMax)
+		p.OneOf("mode", s.Mode, ModeMin, ModeMax)
 	}
 }
 
@@ -144,7 +151,7 @@ func (s *TrialPlateauStopper) validate(c *checker) {
 // row.
 type ExperimentPlateauStopper struct {
 	// Metric is the result key to watch. Required.
-	Metric string `json:"metric"`
+	Metric string `json:"metric" settings:"required"`
 	// Std is the standard deviation at or below which the top values have
 	// plateaued. Default 0.001; must be > 0.
 	Std float64 `json:"std"`
@@ -159,10 +166,10 @@ type ExperimentPlateauStopper struct {
 	Patience int `json:"patience"`
 
 	// TopValues holds the best values so far, ascending.
-	TopValues []float64 `json:"top_values,omitempty"`
+	TopValues []float64 `json:"top_values,omitempty" settings:"-"`
 	// Iterations counts the results in a row that found the top
 	// plateaued.
-	Iterations int `json:"iterations,omitempty"`
+	Iterations int `json:"iterations,omitempty" settings:"-"`
 }
 
 // ExperimentPlateau returns an ExperimentPlateauStopper on metric with
@@ -223,10 +230,10 @@ func (s *ExperimentPlateauStopper) StopAll(float64) Decision {
 
 func (*ExperimentPlateauStopper) kind() string { return typeExperimentPlateau }
 
-func (s *ExperimentPlateauStopper) validate(c *checker) {
-	c.required("metric", s.Metric)
-	c.positive("std", s.Std)
-	c.atLeast("top", s.Top, 2)
-	c.oneOf("mode", s.Mode, ModeMin, ModeMax)
-	c.atLeast("patience", s.Patience, 0)
+func (s *ExperimentPlateauStopper) validate(p *settings.Problems) {
+	p.Required("metric", s.Metric)
+	p.Positive("std", s.Std)
+	p.AtLeast("top", s.Top, 2)
+	p.OneOf("mode", s.Mode, ModeMin, ModeMax)
+	p.AtLeast("patience", s.Patience, 0)
 }

@@ -1,15 +1,22 @@
 package stopper
 
+import "github.com/tunejet/tunejet/internal/settings"
+
 // MaximumIterationStopper is Ray's MaximumIterationStopper: it stops a
 // trial after it has reported MaxIter results. It counts the results it
 // sees, not the training_iteration they report.
 type MaximumIterationStopper struct {
 	// MaxIter is the number of results after which a trial stops. No
 	// default; must be >= 1 (Ray stops at the first result when <= 1).
-	MaxIter int `json:"max_iter"`
+	MaxIter int `json:"max_iter" settings:"required"`
 
 	// Iterations counts each trial's results so far.
-	Iterations map[string]int `json:"iterations,omitempty"`
+	Iterations map[string]int `json:"iterations,omitempty" settings:"-"`
+}
+
+func init() {
+	register(typeMaximumIteration, func() Stopper { return &MaximumIterationStopper{} })
+	register(typeTimeout, func() Stopper { return &TimeoutStopper{} })
 }
 
 // MaximumIteration returns a MaximumIterationStopper for maxIter results.
@@ -34,10 +41,8 @@ func (*MaximumIterationStopper) StopAll(float64) Decision { return Decision{} }
 
 func (*MaximumIterationStopper) kind() string { return typeMaximumIteration }
 
-func (s *MaximumIterationStopper) validate(c *checker) {
-	if s.MaxIter < 1 {
-		c.add("max_iter", "must be >= 1, got %d", s.MaxIter)
-	}
+func (s *MaximumIterationStopper) validate(p *settings.Problems) {
+	p.AtLeast("max_iter", s.MaxIter, 1)
 }
 
 // TimeoutStopper is Ray's TimeoutStopper, which Ray also makes of
@@ -50,7 +55,7 @@ func (s *MaximumIterationStopper) validate(c *checker) {
 type TimeoutStopper struct {
 	// Timeout is the experiment's time budget in seconds. No default;
 	// must be > 0.
-	Timeout float64 `json:"timeout"`
+	Timeout float64 `json:"timeout" settings:"required"`
 }
 
 // Timeout returns a TimeoutStopper for seconds.
@@ -69,6 +74,6 @@ func (s *TimeoutStopper) StopAll(now float64) Decision {
 
 func (*TimeoutStopper) kind() string { return typeTimeout }
 
-func (s *TimeoutStopper) validate(c *checker) {
-	c.positive("timeout", s.Timeout)
+func (s *TimeoutStopper) validate(p *settings.Problems) {
+	p.Positive("timeout", s.Timeout)
 }

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tunejet/tunejet/internal/search"
+	"github.com/tunejet/tunejet/internal/settings"
 )
 
 // Stopper is one of Ray Tune's stoppers with its state. It asks Ray's two
@@ -28,7 +28,7 @@ type Stopper interface {
 	// kind is the stopper's type name in the experiment file and in JSON.
 	kind() string
 	// validate adds the stopper's configuration problems to c.
-	validate(c *checker)
+	validate(p *settings.Problems)
 }
 
 // Decision is a stopper's answer: stop or not, and why.
@@ -79,13 +79,13 @@ func (s *CombinedStopper) StopAll(now float64) Decision {
 
 func (*CombinedStopper) kind() string { return typeCombined }
 
-func (s *CombinedStopper) validate(c *checker) {
+func (s *CombinedStopper) validate(p *settings.Problems) {
 	for i, st := range s.Stoppers {
 		if st == nil {
-			c.add(strconv.Itoa(i), "must not be nil")
+			p.Add(strconv.Itoa(i), "must not be nil")
 			continue
 		}
-		st.validate(c.sub(strconv.Itoa(i)))
+		st.validate(p.Under(strconv.Itoa(i)))
 	}
 }
 
@@ -185,7 +185,7 @@ func nested(m map[string]any, path []string) (any, bool) {
 	return nested(sub, path[1:])
 }
 
-// toFloat reads a reported number (search.Number) or a bool, as 1 or 0:
+// toFloat reads a reported number (settings.Number) or a bool, as 1 or 0:
 // numpy compares a bool metric as a number. The config's numbers take no
 // bools (args.number).
 func toFloat(v any) (float64, bool) {
@@ -195,7 +195,7 @@ func toFloat(v any) (float64, bool) {
 		}
 		return 0, true
 	}
-	f, _, ok := search.Number(v)
+	f, _, ok := settings.Number(v)
 	return f, ok
 }
 

@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/tunejet/tunejet/internal/search"
+
+	"github.com/tunejet/tunejet/internal/settings"
 )
 
 // dim is one parameter as TPE models it. Its values live in a model space:
@@ -31,7 +34,7 @@ func newDim(index int, d search.Domain, est Estimator) (*dim, error) {
 	m := &dim{index: index, domain: d}
 	switch d.Kind {
 	case "grid_search", "randn", "qrandn":
-		return nil, &search.KeyError{Path: d.Path, Msg: fmt.Sprintf("%s is not supported by search_alg %q; "+
+		return nil, &settings.Error{Key: strings.Join(d.Path, "."), Msg: fmt.Sprintf("%s is not supported by search_alg %q; "+
 			"use a bounded domain (uniform, choice, ...) or search_alg random or grid", d.Kind, "tpe")}
 	case "choice":
 		m.cat, m.fixed = true, len(d.Choices) == 1

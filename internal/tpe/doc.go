@@ -55,7 +55,7 @@
 // space (nested keys, lists). qloguniform, which Optuna has no
 // distribution for, is modelled like a log integer with step q. randn and
 // qrandn (unbounded) and grid_search are refused by New with a
-// *search.KeyError naming the key, as Ray's OptunaSearch refuses them. A
+// *settings.Error naming the key, as Ray's OptunaSearch refuses them. A
 // domain with a single value (uniform [1, 1], a choice of one) always
 // gets that value. A trial whose config has no usable value for a
 // parameter (missing, not a choice, not positive for a log domain) is left

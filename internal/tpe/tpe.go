@@ -8,6 +8,8 @@ import (
 	"slices"
 
 	"github.com/tunejet/tunejet/internal/search"
+
+	"github.com/tunejet/tunejet/internal/settings"
 )
 
 // State is a trial's state as TPE counts it.
@@ -44,32 +46,32 @@ type Trial struct {
 type Options struct {
 	// NStartupTrials is how many trials are sampled at random before TPE
 	// starts; finished (Complete and Pruned) trials count.
-	NStartupTrials int
+	NStartupTrials int `json:"n_startup_trials"`
 	// NEICandidates is how many candidates are drawn from l(x).
-	NEICandidates int
+	NEICandidates int `json:"n_ei_candidates"`
 	// Gamma maps the number of finished trials to the size of "below".
-	Gamma func(n int) int
+	Gamma func(n int) int `json:"-"`
 	// Weights gives the weights of n trials' kernels, in trial-number
 	// order; it returns at least n non-negative values.
-	Weights func(n int) []float64
+	Weights func(n int) []float64 `json:"-"`
 	// PriorWeight is the weight of the prior kernel (>= 0).
-	PriorWeight float64
+	PriorWeight float64 `json:"prior_weight"`
 	// ConsiderMagicClip bounds the bandwidths from below by
 	// range/min(100, n+2).
-	ConsiderMagicClip bool
+	ConsiderMagicClip bool `json:"consider_magic_clip"`
 	// ConsiderEndpoints lets the domain's bounds count as neighbours of
 	// the smallest and the largest value.
-	ConsiderEndpoints bool
+	ConsiderEndpoints bool `json:"consider_endpoints"`
 	// Multivariate models all parameters jointly.
-	Multivariate bool
+	Multivariate bool `json:"multivariate"`
 	// ConstantLiar puts Running trials in "above", so that trials
 	// suggested while others run do not all land on the same spot.
-	ConstantLiar bool
+	ConstantLiar bool `json:"constant_liar"`
 	// Estimator picks the Parzen estimator's rules: Optuna 5's (the
 	// default) or Optuna 4.5's.
-	Estimator Estimator
+	Estimator Estimator `json:"-"`
 	// Maximize ranks larger values as better (mode "max").
-	Maximize bool
+	Maximize bool `json:"-"`
 }
 
 // Estimator names the rules of a Parzen estimator, after the Optuna
@@ -158,7 +160,7 @@ type Sampler struct {
 }
 
 // New returns a Sampler for space. It refuses a space with grid_search,
-// randn or qrandn domains with a *search.KeyError naming the key, and
+// randn or qrandn domains with a *settings.Error naming the key, and
 // options out of range.
 func New(space *search.Space, opts Options) (*Sampler, error) {
 	switch {
@@ -372,9 +374,9 @@ func prunedScore(t Trial, key func(Trial) float64) (int, float64) {
 	return -t.Step, key(t)
 }
 
-// number reads a config value as a float: search.Number, the numbers Go
+// number reads a config value as a float: settings.Number, the numbers Go
 // code and JSON decoding produce.
 func number(v any) (float64, bool) {
-	f, _, ok := search.Number(v)
+	f, _, ok := settings.Number(v)
 	return f, ok
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tunejet/tunejet/internal/search"
+
+	"github.com/tunejet/tunejet/internal/settings"
 )
 
 // mixedSpace has every domain TPE models, nested keys and a list.
@@ -210,8 +212,8 @@ func TestNewRefuses(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = New(s, Defaults())
-		var ke *search.KeyError
-		if !errors.As(err, &ke) || !slices.Equal(ke.Path, []string{"a", "b"}) {
+		var ke *settings.Error
+		if !errors.As(err, &ke) || ke.Key != "a.b" {
 			t.Errorf("%s: New error %v, want a KeyError at a.b", kw, err)
 		}
 	}

@@ -5,67 +5,27 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/search"
-	"github.com/tunejet/tunejet/internal/stopper"
-	"github.com/tunejet/tunejet/internal/tpe"
+
+	"github.com/tunejet/tunejet/internal/settings"
 )
-
-// Stopper builds run_config.stoppers with stopper.Parse: nil when the spec
-// has none. Every problem is a *stopper.KeyError (joined) under
-// "run_config.stoppers".
-func Stopper(spec *events.ExperimentSpec) (stopper.Stopper, error) {
-	if spec.RunConfig.Stoppers == nil {
-		return nil, nil
-	}
-	return stopper.Parse(keyStoppers, spec.RunConfig.Stoppers)
-}
-
-// Check returns every problem of the spec's scheduler, search algorithm,
-// points_to_evaluate and stoppers, each at its dotted key as the
-// experiment file spells it: tune_config.scheduler.<key>,
-// tune_config.search_alg.<key>,
-// tune_config.search_alg.points_to_evaluate.<i>.<key> and
-// run_config.stoppers.<i>.<key>, or tune_config.metric and
-// tune_config.mode when a scheduler or tpe needs them. The param_space's
-// own problems are left to its parser: with a broken space, the checks
-// that need it are skipped.
-func Check(spec *events.ExperimentSpec) []*KeyError {
-	p := &problems{}
-	schedulerConfig(spec, p)
-	space, spaceErr := search.ParseSpace(spec.ParamSpace)
-	if opts, isTPE := searchOptions(spec, p); isTPE && spaceErr == nil {
-		_, err := tpe.New(space, opts)
-		p.addErr("param_space", err)
-	}
-	if spaceErr == nil {
-		checkPoints(spec, space, p)
-	}
-	_, err := Stopper(spec)
-	p.addErr(keyStoppers, err)
-	return p.errs
-}
 
 // checkPoints checks that each point of points_to_evaluate names only keys
 // of the param_space (nested keys as nested mappings) and gives each
 // domain a value the domain can produce.
-func checkPoints(spec *events.ExperimentSpec, space *search.Space, p *problems) {
+func checkPoints(spec *events.ExperimentSpec, space *search.Space, p *settings.Problems) {
 	points := spec.TuneConfig.PointsToEvaluate
 	if len(points) == 0 {
 		return
 	}
 	if spec.TuneConfig.SearchAlg == SearchGrid {
-		p.add(keyPoints, "search_alg %q runs the grid and nothing else; use search_alg %q or %q to evaluate points first",
+		p.Add(keyPoints, "search_alg %q runs the grid and nothing else; use search_alg %q or %q to evaluate points first",
 			SearchGrid, SearchRandom, SearchTPE)
 		return
 	}
-	domains := map[string]search.Domain{}
-	for _, d := range space.Domains() {
-		domains[strings.Join(d.Path, ".")] = d
-	}
-	c := pointChecker{domains: domains, p: p}
+	c := pointChecker{domains: space.DomainsByKey(), p: p}
 	for i, point := range points {
 		c.mapping(keyPoints+"."+strconv.Itoa(i), "", spec.ParamSpace, point)
 	}
@@ -73,7 +33,7 @@ func checkPoints(spec *events.ExperimentSpec, space *search.Space, p *problems) 
 
 type pointChecker struct {
 	domains map[string]search.Domain
-	p       *problems
+	p       *settings.Problems
 }
 
 // mapping checks the point's mapping at key against the space's mapping
@@ -84,10 +44,10 @@ func (c pointChecker) mapping(key, path string, space, point map[string]any) {
 		sub := join(path, k)
 		if _, ok := space[k]; !ok {
 			msg := "not a key of param_space"
-			if s := search.Suggest(k, known); s != "" {
+			if s := settings.Suggest(k, known); s != "" {
 				msg += ", did you mean " + strconv.Quote(s) + "?"
 			}
-			c.p.add(key+"."+k, "%s", msg)
+			c.p.Add(key+"."+k, "%s", msg)
 			continue
 		}
 		c.value(key+"."+k, sub, space[k], point[k])
@@ -99,7 +59,7 @@ func (c pointChecker) mapping(key, path string, space, point map[string]any) {
 func (c pointChecker) value(key, path string, s, v any) {
 	if d, ok := c.domains[path]; ok {
 		if msg := produces(d, v); msg != "" {
-			c.p.add(key, "%s", msg)
+			c.p.Add(key, "%s", msg)
 		}
 		return
 	}
@@ -111,7 +71,7 @@ func (c pointChecker) value(key, path string, s, v any) {
 		m, ok := v.(map[string]any)
 		if !ok {
 			if c.hasDomainUnder(path) {
-				c.p.add(key, "expected a mapping, as in param_space, got %s", describe(v))
+				c.p.Add(key, "expected a mapping, as in param_space, got %s", settings.Describe(v))
 			}
 			return
 		}
@@ -120,7 +80,7 @@ func (c pointChecker) value(key, path string, s, v any) {
 		l, ok := v.([]any)
 		if !ok || len(l) != len(x) {
 			if c.hasDomainUnder(path) {
-				c.p.add(key, "expected a list of %d values, as in param_space, got %s", len(x), describe(v))
+				c.p.Add(key, "expected a list of %d values, as in param_space, got %s", len(x), settings.Describe(v))
 			}
 			return
 		}
@@ -130,7 +90,7 @@ func (c pointChecker) value(key, path string, s, v any) {
 	}
 }
 
-func (c pointChecker) hasDomainUnder(path string) bool { return hasDomainUnder(c.domains, path) }
+func (c pointChecker) hasDomainUnder(path string) bool { return search.HasDomainUnder(c.domains, path) }
 
 func join(path, k string) string {
 	if path == "" {
@@ -143,19 +103,19 @@ func join(path, k string) string {
 func produces(d search.Domain, v any) string {
 	if d.Choices != nil {
 		if d.Index(v) < 0 {
-			return "not one of the " + d.Kind + " values of param_space, got " + describe(v)
+			return "not one of the " + d.Kind + " values of param_space, got " + settings.Describe(v)
 		}
 		return ""
 	}
-	x, ok := toFloat(v)
+	x, ok := settings.Finite(v)
 	if !ok {
-		return "expected a number for the " + d.Kind + " domain, got " + describe(v)
+		return "expected a number for the " + d.Kind + " domain, got " + settings.Describe(v)
 	}
 	if d.Kind == "randn" || d.Kind == "qrandn" {
 		return onStep(d, x)
 	}
 	if d.Int && x != math.Trunc(x) {
-		return "expected an integer for the " + d.Kind + " domain, got " + describe(v)
+		return "expected an integer for the " + d.Kind + " domain, got " + settings.Describe(v)
 	}
 	if x < d.Low || x > d.High {
 		return "must be within the " + d.Kind + " domain's [" + num(d.Low) + ", " + num(d.High) + "], got " + num(x)

@@ -41,17 +41,17 @@ func TestCheckPoints(t *testing.T) {
 		}, errs: []string{
 			"tune_config.search_alg.points_to_evaluate.0.layers: must be within the randint domain's [1, 4], got 5",
 			"tune_config.search_alg.points_to_evaluate.0.lr: must be within the loguniform domain's [0.0001, 0.1], got 0.5",
-			`tune_config.search_alg.points_to_evaluate.0.noise: expected a number for the randn domain, got "x"`,
+			`tune_config.search_alg.points_to_evaluate.0.noise: expected a number for the randn domain, got string "x"`,
 			"tune_config.search_alg.points_to_evaluate.0.wd: must be a multiple of the quniform domain's step 0.25, got 0.3",
-			"tune_config.search_alg.points_to_evaluate.1.bs: not one of the grid_search values of param_space, got number 64",
+			"tune_config.search_alg.points_to_evaluate.1.bs: not one of the grid_search values of param_space, got integer 64",
 			"tune_config.search_alg.points_to_evaluate.1.dims.0: must be within the randint domain's [1, 3], got 0",
 			"tune_config.search_alg.points_to_evaluate.1.layers: expected an integer for the randint domain, got number 2.5",
-			`tune_config.search_alg.points_to_evaluate.1.opt.name: not one of the choice values of param_space, got "rmsprop"`,
+			`tune_config.search_alg.points_to_evaluate.1.opt.name: not one of the choice values of param_space, got string "rmsprop"`,
 		}},
 		{name: "keys not in the space", points: []map[string]any{
 			{"learning_rate": 0.1, "lr_": 0.1, "opt": map[string]any{"nesterow": true}, "dims": 3},
 		}, errs: []string{
-			"tune_config.search_alg.points_to_evaluate.0.dims: expected a list of 2 values, as in param_space, got number 3",
+			"tune_config.search_alg.points_to_evaluate.0.dims: expected a list of 2 values, as in param_space, got integer 3",
 			"tune_config.search_alg.points_to_evaluate.0.learning_rate: not a key of param_space",
 			`tune_config.search_alg.points_to_evaluate.0.lr_: not a key of param_space, did you mean "lr"?`,
 			`tune_config.search_alg.points_to_evaluate.0.opt.nesterow: not a key of param_space, did you mean "nesterov"?`,
@@ -101,18 +101,27 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// newStopper builds the spec's stoppers as the fold does.
+func newStopper(s *events.ExperimentSpec) (stopper.Stopper, error) {
+	st, err := Parse(s)
+	if err != nil {
+		return nil, err
+	}
+	return st.NewStopper()
+}
+
 func TestStopper(t *testing.T) {
 	s := spec(events.TuneConfig{})
-	if st, err := Stopper(s); st != nil || err != nil {
+	if st, err := newStopper(s); st != nil || err != nil {
 		t.Errorf("no stoppers: %v, %v", st, err)
 	}
 	s.RunConfig.Stoppers = []any{map[string]any{"type": "maximum_iteration", "max_iter": 10}, map[string]any{"type": "timeout", "timeout": 5}}
-	st, err := Stopper(s)
+	st, err := newStopper(s)
 	if _, ok := st.(*stopper.CombinedStopper); !ok || err != nil {
 		t.Errorf("list: %T, %v", st, err)
 	}
 	s.RunConfig.Stoppers = map[string]any{"type": "trial_plateau", "metric": "loss", "std": -1}
-	if _, err := Stopper(s); err == nil || err.Error() != "run_config.stoppers.std: must be > 0, got -1" {
+	if _, err := newStopper(s); err == nil || err.Error() != "run_config.stoppers.std: must be > 0, got -1" {
 		t.Errorf("bad std: %v", err)
 	}
 }

@@ -22,7 +22,12 @@ func ExampleCheck() {
 		fmt.Println(e)
 	}
 	delete(spec.TuneConfig.SchedulerConfig, "grace_peroid")
-	s, err := tuner.Scheduler(spec)
+	settings, err := tuner.Parse(spec)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	s, err := settings.Scheduler.New()
 	fmt.Printf("%T %v\n", s, err)
 	// Output:
 	// tune_config.scheduler.grace_peroid: unknown key, did you mean "grace_period"?

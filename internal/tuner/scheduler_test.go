@@ -10,6 +10,8 @@ import (
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/sched"
+
+	"github.com/tunejet/tunejet/internal/settings"
 )
 
 // spec is an experiment with tc as its tune_config.
@@ -23,7 +25,7 @@ func spec(tc events.TuneConfig) *events.ExperimentSpec {
 }
 
 // messages returns the problems' texts.
-func messages(errs []*KeyError) []string {
+func messages(errs []*settings.Error) []string {
 	out := make([]string, len(errs))
 	for i, e := range errs {
 		out[i] = e.Error()
@@ -32,6 +34,24 @@ func messages(errs []*KeyError) []string {
 }
 
 var lossMin = sched.Objective{Metric: "loss", Mode: sched.Min}
+
+// newScheduler builds the spec's scheduler as the fold does.
+func newScheduler(s *events.ExperimentSpec) (sched.Scheduler, error) {
+	st, err := Parse(s)
+	if err != nil {
+		return nil, err
+	}
+	return st.Scheduler.New()
+}
+
+// configValue is the config readScheduler returned, as a value; nil for
+// FIFO's.
+func configValue(cfg sched.Config) any {
+	if s, _ := cfg.New(); reflect.TypeOf(s) == reflect.TypeOf(&sched.FIFO{}) {
+		return nil
+	}
+	return reflect.ValueOf(cfg).Elem().Interface()
+}
 
 func TestSchedulerConfig(t *testing.T) {
 	asha := func(edit func(*sched.ASHAConfig)) sched.ASHAConfig {
@@ -94,9 +114,9 @@ func TestSchedulerConfig(t *testing.T) {
 			config: map[string]any{"brackets": 1.5, "max_t": "ten", "stop_last_trials": "yes", "time_attr": 1},
 			errs: []string{
 				"tune_config.scheduler.brackets: expected an integer, got number 1.5",
-				`tune_config.scheduler.max_t: expected a finite number, got "ten"`,
-				`tune_config.scheduler.stop_last_trials: expected a boolean, got "yes"`,
-				"tune_config.scheduler.time_attr: expected a string, got number 1",
+				`tune_config.scheduler.max_t: expected a finite number, got string "ten"`,
+				`tune_config.scheduler.stop_last_trials: expected a boolean, got string "yes"`,
+				"tune_config.scheduler.time_attr: expected a string, got integer 1",
 			}},
 		{name: "asha's rules", scheduler: "asha", metric: "loss", mode: "min",
 			config: map[string]any{"reduction_factor": 1, "grace_period": 0},
@@ -140,7 +160,7 @@ func TestSchedulerConfig(t *testing.T) {
 				"tune_config.scheduler.hyperparam_mutations.a: must be a list, a distribution or a mapping, got number 1",
 				"tune_config.scheduler.hyperparam_mutations.b: grid_search cannot be explored; use a list of values instead",
 				"tune_config.scheduler.hyperparam_mutations.c: must not be an empty list",
-				`tune_config.scheduler.hyperparam_mutations.d.e: must be a list, a distribution or a mapping, got "x"`,
+				`tune_config.scheduler.hyperparam_mutations.d.e: must be a list, a distribution or a mapping, got string "x"`,
 				"tune_config.scheduler.hyperparam_mutations.f: a list of mutations holds plain values; use a distribution for sampled values",
 			}},
 		{name: "pbt mutation with a broken domain", scheduler: "pbt", metric: "loss", mode: "min",
@@ -152,26 +172,26 @@ func TestSchedulerConfig(t *testing.T) {
 				"distributions or mappings, got a list"}},
 		{name: "unknown scheduler", scheduler: "ashaa",
 			errs: []string{`tune_config.scheduler: unknown scheduler "ashaa" (did you mean "asha"?); valid: ` +
-				"fifo, asha, async_hyperband, hyperband, median_stopping_rule, pbt"}},
+				"asha, async_hyperband, fifo, hyperband, median_stopping_rule, pbt"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := spec(events.TuneConfig{Metric: tt.metric, Mode: tt.mode, Scheduler: tt.scheduler, SchedulerConfig: tt.config})
-			p := &problems{}
-			got := schedulerConfig(s, p)
-			if msgs := messages(p.errs); !slices.Equal(msgs, tt.errs) {
+			p := &settings.Problems{}
+			cfg := readScheduler(s, p)
+			if msgs := messages(p.List()); !slices.Equal(msgs, tt.errs) {
 				t.Fatalf("problems:\n got %q\nwant %q", msgs, tt.errs)
 			}
 			if tt.errs != nil {
-				if _, err := Scheduler(s); err == nil || !strings.Contains(err.Error(), tt.errs[0]) {
+				if _, err := newScheduler(s); err == nil || !strings.Contains(err.Error(), tt.errs[0]) {
 					t.Errorf("Scheduler() error = %v, want %q", err, tt.errs[0])
 				}
 				return
 			}
-			if !reflect.DeepEqual(got, tt.want) {
+			if got := configValue(cfg); !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("config:\n got %#v\nwant %#v", got, tt.want)
 			}
-			if _, err := Scheduler(s); err != nil {
+			if _, err := newScheduler(s); err != nil {
 				t.Errorf("Scheduler() error = %v", err)
 			}
 		})
@@ -193,7 +213,7 @@ func TestSchedulerTypes(t *testing.T) {
 		if name == "pbt" {
 			tc.SchedulerConfig = map[string]any{"hyperparam_mutations": mutations}
 		}
-		got, err := Scheduler(spec(tc))
+		got, err := newScheduler(spec(tc))
 		if err != nil {
 			t.Fatalf("%q: %v", name, err)
 		}
@@ -215,10 +235,10 @@ func TestPBTMutations(t *testing.T) {
 			"act":    map[string]any{"choice": []any{"relu", "tanh"}},
 		},
 	}}
-	p := &problems{}
-	cfg, ok := schedulerConfig(spec(tc), p).(sched.PBTConfig)
-	if !ok || p.errs != nil {
-		t.Fatalf("config %T, problems %q", cfg, messages(p.errs))
+	p := &settings.Problems{}
+	cfg, ok := readScheduler(spec(tc), p).(*sched.PBTConfig)
+	if !ok || p.Len() > 0 {
+		t.Fatalf("config %T, problems %q", cfg, messages(p.List()))
 	}
 	if cfg.PerturbationInterval != 5 || !slices.Equal(cfg.PerturbationFactors, []float64{1.5, 0.5}) {
 		t.Errorf("interval %v, factors %v", cfg.PerturbationInterval, cfg.PerturbationFactors)
@@ -265,8 +285,8 @@ func TestSchedulerAfterJSON(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	p, q := &problems{}, &problems{}
-	if x, y := schedulerConfig(s, p), schedulerConfig(&back, q); !reflect.DeepEqual(x, y) || p.errs != nil || q.errs != nil {
-		t.Errorf("before JSON %#v (%q), after %#v (%q)", x, messages(p.errs), y, messages(q.errs))
+	p, q := &settings.Problems{}, &settings.Problems{}
+	if x, y := readScheduler(s, p), readScheduler(&back, q); !reflect.DeepEqual(x, y) || p.Len() > 0 || q.Len() > 0 {
+		t.Errorf("before JSON %#v (%q), after %#v (%q)", x, messages(p.List()), y, messages(q.List()))
 	}
 }

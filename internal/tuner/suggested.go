@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/tunejet/tunejet/internal/search"
+
+	"github.com/tunejet/tunejet/internal/settings"
 )
 
 // keySuggested is where the problems of a suggested config are reported.
@@ -16,21 +18,17 @@ const keySuggested = "config"
 // point it must give every domain a value. It returns the trial's config:
 // the space with each domain replaced by the suggested value as the
 // domain holds it (an int for an integer domain, the choice itself for a
-// choice); constants are the space's. Every problem is a *KeyError at
+// choice); constants are the space's. Every problem is a *settings.Error at
 // "config.<key>", joined.
 func SuggestedConfig(paramSpace map[string]any, space *search.Space, config map[string]any) (map[string]any, error) {
-	p := &problems{}
-	domains := map[string]search.Domain{}
-	for _, d := range space.Domains() {
-		domains[strings.Join(d.Path, ".")] = d
-	}
-	pointChecker{domains: domains, p: p}.mapping(keySuggested, "", paramSpace, config)
+	p := &settings.Problems{}
+	pointChecker{domains: space.DomainsByKey(), p: p}.mapping(keySuggested, "", paramSpace, config)
 	for _, d := range space.Domains() {
 		if _, ok := d.Lookup(config); !ok {
-			p.add(keySuggested+"."+strings.Join(d.Path, "."), "missing: a suggestion gives every domain of param_space a value")
+			p.Add(keySuggested+"."+strings.Join(d.Path, "."), "missing: a suggestion gives every domain of param_space a value")
 		}
 	}
-	if err := p.err(); err != nil {
+	if err := p.Err(); err != nil {
 		return nil, err
 	}
 	var values []any
@@ -46,7 +44,7 @@ func domainValue(d search.Domain, v any) any {
 	if d.Choices != nil {
 		return d.Choices[d.Index(v)]
 	}
-	x, _ := toFloat(v)
+	x, _ := settings.Finite(v)
 	if d.Kind == "randn" || d.Kind == "qrandn" {
 		return x // unbounded: Value would clamp it
 	}

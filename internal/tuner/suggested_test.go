@@ -42,7 +42,7 @@ func TestSuggestedConfig(t *testing.T) {
 			errs: []string{
 				"config.bs: must be a multiple of the quniform domain's step 8, got 12",
 				"config.lr: must be within the loguniform domain's [0.0001, 0.1], got 1",
-				`config.opt.act: not one of the choice values of param_space, got "gelu"`,
+				`config.opt.act: not one of the choice values of param_space, got string "gelu"`,
 				"config.opt.layers: must be within the randint domain's [1, 4], got 5",
 			}},
 	}

@@ -779,7 +779,11 @@ func TestTPESuggestsFromTheTrialsSoFar(t *testing.T) {
 		sp.TuneConfig.PointsToEvaluate = []map[string]any{{"x": 1.5}}
 	}
 	h := newHistory(t, spec)
-	sampler, err := tuner.Searcher(h.st.Spec, h.space)
+	set, err := tuner.Parse(h.st.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sampler, err := set.Sampler(h.space)
 	if err != nil || sampler == nil {
 		t.Fatalf("Searcher: %v, %v", sampler, err)
 	}

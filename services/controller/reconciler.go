@@ -17,6 +17,8 @@ import (
 	"github.com/tunejet/tunejet/internal/storage"
 	"github.com/tunejet/tunejet/internal/tpe"
 	"github.com/tunejet/tunejet/internal/tuner"
+
+	"github.com/tunejet/tunejet/internal/settings"
 )
 
 // reconciler runs one experiment: it folds the experiment's events and
@@ -202,20 +204,21 @@ func (r *reconciler) reconcile(ctx context.Context) {
 	if r.space == nil {
 		sp, err := search.ParseSpace(r.st.Spec.ParamSpace)
 		if err != nil {
+			err = settings.Prefix("param_space", err)
 			r.publish(ctx, Action{ID: r.exp + ".invalid", Payload: &events.ExperimentCompleted{Reason: "invalid", Error: err.Error()}})
 			return
 		}
-		searcher, err := tuner.Searcher(r.st.Spec, sp)
-		var ext *tuner.ExternalConfig
+		set, err := r.st.Settings()
+		var sampler *tpe.Sampler
 		if err == nil {
-			ext, err = tuner.External(r.st.Spec)
+			sampler, err = set.Sampler(sp)
 		}
 		if err != nil {
 			r.publish(ctx, Action{ID: r.exp + ".invalid", Payload: &events.ExperimentCompleted{Reason: "invalid", Error: err.Error()}})
 			return
 		}
-		r.space, r.searcher, r.external = sp, searcher, nil
-		if ext != nil {
+		r.space, r.searcher, r.external = sp, sampler, nil
+		if ext, ok := set.Search.(*tuner.ExternalConfig); ok {
 			r.external = newExternalSearcher(r.s.bus, *ext, r.st, sp, r.log)
 		}
 	}

@@ -101,7 +101,11 @@ func finishedTPEExperiment(b *testing.B, n int) (*state.Experiment, Inputs) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sampler, err := tuner.Searcher(&spec, space)
+	set, err := tuner.Parse(&spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sampler, err := set.Sampler(space)
 	if err != nil || sampler == nil {
 		b.Fatalf("Searcher: %v, %v", sampler, err)
 	}

@@ -10,6 +10,8 @@ import (
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/tpe"
+
+	"github.com/tunejet/tunejet/internal/settings"
 )
 
 func int64p(v int64) *int64 { return &v }
@@ -73,7 +75,7 @@ func TestSearchOptions(t *testing.T) {
 			config: map[string]any{"metric": "loss"},
 			errs:   []string{"tune_config.search_alg.metric: tpe takes tune_config's metric and mode: set tune_config.metric instead"}},
 		{name: "unknown search_alg", alg: "tpee",
-			errs: []string{`tune_config.search_alg: unknown search algorithm "tpee" (did you mean "tpe"?); valid: random, grid, tpe, external`}},
+			errs: []string{`tune_config.search_alg: unknown search algorithm "tpee" (did you mean "tpe"?); valid: external, grid, random, tpe`}},
 		{name: "external", alg: "external", metric: "loss", mode: "min",
 			config: map[string]any{"subject": "optuna.suggest", "timeout_s": 2.5}},
 		{name: "external needs a subject and an objective", alg: "external", config: map[string]any{"timeout_s": 0, "subjet": "x"},
@@ -91,9 +93,9 @@ func TestSearchOptions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := spec(events.TuneConfig{Metric: tt.metric, Mode: tt.mode, Seed: tt.seed, SearchAlg: tt.alg, SearchAlgConfig: tt.config})
-			p := &problems{}
-			got, isTPE := searchOptions(s, p)
-			if msgs := messages(p.errs); !slices.Equal(msgs, tt.errs) {
+			p := &settings.Problems{}
+			cfg, isTPE := readSearch(s, p).(*TPEConfig)
+			if msgs := messages(p.List()); !slices.Equal(msgs, tt.errs) {
 				t.Fatalf("problems:\n got %q\nwant %q", msgs, tt.errs)
 			}
 			if isTPE != tt.isTPE {
@@ -102,7 +104,7 @@ func TestSearchOptions(t *testing.T) {
 			if tt.want == nil {
 				return
 			}
-			want := tpe.Defaults()
+			got, want := cfg.Options, tpe.Defaults()
 			tt.want(&want)
 			for _, n := range []int{1, 10, 100, 1000} {
 				if g, w := got.Gamma(n), want.Gamma(n); g != w {
@@ -117,23 +119,47 @@ func TestSearchOptions(t *testing.T) {
 	}
 }
 
+// external reads the spec's external searcher's settings, nil for
+// another search algorithm.
+func external(s *events.ExperimentSpec) (*ExternalConfig, error) {
+	st, err := Parse(s)
+	if err != nil {
+		return nil, err
+	}
+	c, _ := st.Search.(*ExternalConfig)
+	return c, nil
+}
+
+// sampler builds the spec's TPE sampler of space, nil for another search
+// algorithm.
+func sampler(s *events.ExperimentSpec, space *search.Space) (*tpe.Sampler, error) {
+	st, err := Parse(s)
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := st.Search.(*TPEConfig); ok {
+		return c.New(space)
+	}
+	return nil, nil
+}
+
 func TestExternal(t *testing.T) {
-	got, err := External(spec(events.TuneConfig{SearchAlg: "external", Metric: "loss", Mode: "min",
+	got, err := external(spec(events.TuneConfig{SearchAlg: "external", Metric: "loss", Mode: "min",
 		SearchAlgConfig: map[string]any{"subject": "my.searcher"}}))
-	if err != nil || *got != (ExternalConfig{Subject: "my.searcher", Timeout: DefaultExternalTimeout}) {
+	if err != nil || *got != (ExternalConfig{Subject: "my.searcher", TimeoutS: 10, Timeout: DefaultExternalTimeout}) {
 		t.Errorf("external: %+v, %v", got, err)
 	}
-	got, err = External(spec(events.TuneConfig{SearchAlg: "external", Metric: "loss", Mode: "min",
+	got, err = external(spec(events.TuneConfig{SearchAlg: "external", Metric: "loss", Mode: "min",
 		SearchAlgConfig: map[string]any{"subject": "my.searcher", "timeout_s": 0.5}}))
 	if err != nil || got.Timeout != 500*time.Millisecond {
 		t.Errorf("timeout_s 0.5: %+v, %v", got, err)
 	}
-	if got, err := External(spec(events.TuneConfig{SearchAlg: "tpe"})); got != nil || err != nil {
+	if got, err := external(spec(events.TuneConfig{SearchAlg: "tpe", Metric: "loss", Mode: "min"})); got != nil || err != nil {
 		t.Errorf("tpe: %v, %v; want nil, nil", got, err)
 	}
-	_, err = External(spec(events.TuneConfig{SearchAlg: "external", Metric: "loss", Mode: "min"}))
-	var ke *KeyError
-	if !errors.As(err, &ke) || ke.Key != "tune_config.search_alg.subject" || !errors.Is(err, ErrInvalid) {
+	_, err = external(spec(events.TuneConfig{SearchAlg: "external", Metric: "loss", Mode: "min"}))
+	var ke *settings.Error
+	if !errors.As(err, &ke) || ke.Key != "tune_config.search_alg.subject" || !errors.Is(err, settings.ErrInvalid) {
 		t.Errorf("external without subject: %v", err)
 	}
 }
@@ -143,23 +169,23 @@ func TestSearcher(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s, err := Searcher(spec(events.TuneConfig{SearchAlg: "random"}), space); s != nil || err != nil {
+	if s, err := sampler(spec(events.TuneConfig{SearchAlg: "random"}), space); s != nil || err != nil {
 		t.Errorf("random: %v, %v; want nil, nil", s, err)
 	}
-	s, err := Searcher(spec(events.TuneConfig{SearchAlg: "tpe", Metric: "loss", Mode: "min"}), space)
+	s, err := sampler(spec(events.TuneConfig{SearchAlg: "tpe", Metric: "loss", Mode: "min"}), space)
 	if s == nil || err != nil {
 		t.Errorf("tpe: %v, %v", s, err)
 	}
-	_, err = Searcher(spec(events.TuneConfig{SearchAlg: "tpe"}), space)
-	var ke *KeyError
-	if !errors.As(err, &ke) || ke.Key != keyMetric || !errors.Is(err, ErrInvalid) {
+	_, err = sampler(spec(events.TuneConfig{SearchAlg: "tpe"}), space)
+	var ke *settings.Error
+	if !errors.As(err, &ke) || ke.Key != keyMetric || !errors.Is(err, settings.ErrInvalid) {
 		t.Errorf("tpe without metric: %v", err)
 	}
 	grid, err := search.ParseSpace(map[string]any{"opt": map[string]any{"bs": map[string]any{"grid_search": []any{1, 2}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Searcher(spec(events.TuneConfig{SearchAlg: "tpe", Metric: "loss", Mode: "min"}), grid)
+	_, err = sampler(spec(events.TuneConfig{SearchAlg: "tpe", Metric: "loss", Mode: "min"}), grid)
 	want := `param_space.opt.bs: grid_search is not supported by search_alg "tpe"; use a bounded domain (uniform, choice, ...) or search_alg random or grid`
 	if err == nil || err.Error() != want {
 		t.Errorf("tpe with grid_search: %v\nwant %s", err, want)

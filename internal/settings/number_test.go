@@ -1,4 +1,4 @@
-package search
+package settings
 
 import (
 	"encoding/json"

@@ -1,0 +1,104 @@
+package tuner
+
+import (
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/search"
+	"github.com/tunejet/tunejet/internal/settings"
+	"github.com/tunejet/tunejet/internal/tpe"
+)
+
+// SearchTPE is Optuna's TPE sampler, native (internal/tpe).
+const SearchTPE = "tpe"
+
+// The values of tpe's gamma setting.
+const (
+	gammaDefault  = "default"
+	gammaHyperopt = "hyperopt"
+)
+
+// TPEConfig is search_alg tpe's settings: tpe.Options by Optuna's names
+// (n_startup_trials, n_ei_candidates, gamma, prior_weight, consider_prior,
+// consider_magic_clip, consider_endpoints, multivariate, constant_liar,
+// seed) on top of tpe.Defaults. The mode is tune_config's.
+type TPEConfig struct {
+	tpe.Options
+	considerPrior bool
+	seed          *int64
+}
+
+func init() {
+	registerSearch(SearchTPE, func() searchConfig { return &TPEConfig{Options: tpe.Defaults(), considerPrior: true} })
+}
+
+// Settings reads the settings tpe.Options' fields cannot: gamma,
+// consider_prior and seed, and refuses metric and mode, which are
+// tune_config's.
+func (c *TPEConfig) Settings() settings.Fields {
+	tuneConfigs := func(p *settings.Problems, _ any) {
+		p.Add("", "tpe takes tune_config's metric and mode: set tune_config.%s instead", p.Key("")[len(keySearchAlg)+1:])
+	}
+	return settings.Fields{
+		"gamma": func(p *settings.Problems, v any) {
+			switch v {
+			case gammaDefault:
+				c.Gamma = tpe.DefaultGamma
+			case gammaHyperopt:
+				c.Gamma = tpe.HyperoptGamma
+			default:
+				p.Add("", "must be %q (min(ceil(0.1 n), 25)) or %q (min(ceil(0.25 sqrt(n)), 25)), got %s",
+					gammaDefault, gammaHyperopt, settings.Describe(v))
+			}
+		},
+		"consider_prior": func(p *settings.Problems, v any) {
+			b, ok := v.(bool)
+			if !ok {
+				p.Add("", "expected a boolean, got %s", settings.Describe(v))
+				return
+			}
+			c.considerPrior = b
+		},
+		"seed": func(p *settings.Problems, v any) {
+			n, ok := settings.Int(v)
+			if !ok {
+				p.Add("", "expected an integer, got %s", settings.Describe(v))
+				return
+			}
+			c.seed = new(int64(n))
+		},
+		"metric": tuneConfigs,
+		"mode":   tuneConfigs,
+	}
+}
+
+// New builds the TPE sampler of the space: every problem is a
+// *settings.Error at its param_space key.
+func (c *TPEConfig) New(space *search.Space) (*tpe.Sampler, error) {
+	s, err := tpe.New(space, c.Options)
+	if err != nil {
+		return nil, settings.Prefix("param_space", err)
+	}
+	return s, nil
+}
+
+// check applies TPE's ranges and the rules that involve tune_config.
+func (c *TPEConfig) check(p *settings.Problems, tc events.TuneConfig) {
+	at := p.Under(keySearchAlg)
+	at.AtLeast("n_startup_trials", c.NStartupTrials, 0)
+	at.AtLeast("n_ei_candidates", c.NEICandidates, 1)
+	at.Check(c.PriorWeight >= 0, "prior_weight", "must be >= 0, got %v", c.PriorWeight)
+	// Optuna 4 deprecated consider_prior=False and Optuna 5 removed it: the
+	// prior kernel is always there; prior_weight sets its weight.
+	at.Check(c.considerPrior, "consider_prior", "false is not supported (Optuna deprecated it); lower prior_weight instead")
+	// TPE draws from generators seeded from the experiment's seed, so a
+	// seed here must be that seed (the experiment file copies it to
+	// tune_config.seed when that is unset).
+	switch {
+	case c.seed == nil:
+	case tc.Seed == nil:
+		at.Add("seed", "tpe draws from the experiment's seed: set tune_config.seed to %d instead", *c.seed)
+	case *c.seed != *tc.Seed:
+		at.Add("seed", "must equal tune_config.seed (%d), which tpe draws from, got %d; set only one of them", *tc.Seed, *c.seed)
+	}
+	needObjective(tc, p)
+	c.Maximize = tc.Mode == "max"
+}

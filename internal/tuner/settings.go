@@ -1,0 +1,109 @@
+package tuner
+
+import (
+	"fmt"
+
+	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/sched"
+	"github.com/tunejet/tunejet/internal/search"
+	"github.com/tunejet/tunejet/internal/settings"
+	"github.com/tunejet/tunejet/internal/stopper"
+	"github.com/tunejet/tunejet/internal/tpe"
+)
+
+// Keys for the settings, as the experiment file spells them.
+const (
+	keySearchAlg = "tune_config.search_alg"
+	keyScheduler = "tune_config.scheduler"
+	keyPoints    = keySearchAlg + ".points_to_evaluate"
+	keyStoppers  = "run_config.stoppers"
+	keyMetric    = "tune_config.metric"
+	keyMode      = "tune_config.mode"
+)
+
+// Settings are an experiment's scheduler, search algorithm and stoppers,
+// read from its spec and checked once.
+type Settings struct {
+	// Scheduler is the scheduler's config: FIFO's when the spec names none.
+	Scheduler sched.Config
+	// Search is the search algorithm's config: a *TPEConfig or an
+	// *ExternalConfig, or nil for random and grid (the basic variant
+	// generator of internal/search).
+	Search any
+	// stopper is the stoppers as parsed, before any result; nil without.
+	stopper stopper.Stopper
+}
+
+// NewStopper returns a fresh copy of the spec's stoppers, with no state:
+// nil when the spec has none.
+func (s *Settings) NewStopper() (stopper.Stopper, error) {
+	if s.stopper == nil {
+		return nil, nil
+	}
+	b, err := stopper.Marshal(s.stopper)
+	if err != nil {
+		return nil, fmt.Errorf("stoppers: %w", err)
+	}
+	return stopper.Unmarshal(b)
+}
+
+// Sampler builds the TPE sampler of space for search_alg tpe; it is nil
+// for other search algorithms.
+func (s *Settings) Sampler(space *search.Space) (*tpe.Sampler, error) {
+	if t, ok := s.Search.(*TPEConfig); ok {
+		return t.New(space)
+	}
+	return nil, nil
+}
+
+// Parse reads and checks the spec's scheduler, search algorithm,
+// points_to_evaluate and stoppers. Every problem is a *settings.Error
+// (joined) at the dotted key the experiment file spells, e.g.
+// "tune_config.scheduler.grace_peroid: unknown key, did you mean
+// "grace_period"?"; with a problem the Settings are nil.
+func Parse(spec *events.ExperimentSpec) (*Settings, error) {
+	s, p := read(spec)
+	if err := p.Err(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Check returns every problem Parse finds, each at its dotted key as the
+// experiment file spells it: tune_config.scheduler.<key>,
+// tune_config.search_alg.<key>,
+// tune_config.search_alg.points_to_evaluate.<i>.<key> and
+// run_config.stoppers.<i>.<key>, or tune_config.metric and
+// tune_config.mode when a scheduler or a searcher needs them. The
+// param_space's own problems are left to its parser: with a broken space,
+// the checks that need it are skipped.
+func Check(spec *events.ExperimentSpec) []*settings.Error {
+	_, p := read(spec)
+	return p.List()
+}
+
+func read(spec *events.ExperimentSpec) (*Settings, *settings.Problems) {
+	p := &settings.Problems{}
+	s := &Settings{Scheduler: readScheduler(spec, p), Search: readSearch(spec, p)}
+	if space, err := search.ParseSpace(spec.ParamSpace); err == nil {
+		if t, ok := s.Search.(*TPEConfig); ok {
+			_, err := t.New(space)
+			p.AddErr("", err)
+		}
+		checkPoints(spec, space, p)
+	}
+	if spec.RunConfig.Stoppers != nil {
+		st, err := stopper.Parse(keyStoppers, spec.RunConfig.Stoppers)
+		p.AddErr("", err)
+		s.stopper = st
+	}
+	return s, p
+}
+
+// didYouMean is ` (did you mean "x"?)` for a close known name, or "".
+func didYouMean(name string, known []string) string {
+	if s := settings.Suggest(name, known); s != "" {
+		return ` (did you mean "` + s + `"?)`
+	}
+	return ""
+}
