@@ -39,7 +39,6 @@ func Number(v any) (f float64, isInt, ok bool) {
 	return 0, false, false
 }
 
-
 // Finite reads a finite number: Number, but NaN and infinities, which it
 // lets through, are refused, as a setting must be a number JSON can hold.
 func Finite(v any) (float64, bool) {
