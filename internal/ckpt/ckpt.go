@@ -46,9 +46,11 @@ var ErrUnsafeEntry = errors.New("checkpoint entry escapes its directory")
 // Bucket is the Object Store bucket of an experiment's staged checkpoints.
 func Bucket(exp string) string { return "ckpt_" + exp }
 
-// ObjectName is the object of one checkpoint of a trial in a state that
-// names no object (events.LegacyCheckpointObject).
-func ObjectName(trialID, checkpoint string) string {
+// LegacyObjectName is the legacy object of one checkpoint of a trial, one
+// per checkpoint name (events.LegacyCheckpointObject): read and restaged
+// only for a checkpoint reference that names no object. New checkpoints
+// are staged under AttemptObjectName.
+func LegacyObjectName(trialID, checkpoint string) string {
 	return events.LegacyCheckpointObject(trialID, checkpoint)
 }
 

@@ -585,7 +585,7 @@ func (s *Service) reachCheckpoints(ctx context.Context, st *state.Experiment, ex
 		}
 		object := c.Object
 		if object == "" {
-			object = ckpt.ObjectName(t.ID, c.Name)
+			object = ckpt.LegacyObjectName(t.ID, c.Name)
 		}
 		if _, err := obs.GetInfo(ctx, object); err == nil {
 			continue

@@ -255,7 +255,7 @@ func (a *attempt) objectOf(ref *events.CheckpointRef) string {
 	if ref.Object != "" {
 		return ref.Object
 	}
-	return ckpt.ObjectName(a.work.TrialID, ref.Name)
+	return ckpt.LegacyObjectName(a.work.TrialID, ref.Name)
 }
 
 // restore fetches the checkpoint to resume from into a local directory

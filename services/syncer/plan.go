@@ -225,7 +225,7 @@ func objectOf(t *state.Trial, c events.CheckpointRef) string {
 	if c.Object != "" {
 		return c.Object
 	}
-	return ckpt.ObjectName(t.ID, c.Name)
+	return ckpt.LegacyObjectName(t.ID, c.Name)
 }
 
 // persistKey names the persistence of one checkpoint's staged copy: two

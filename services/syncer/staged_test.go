@@ -79,7 +79,7 @@ func TestSyncerKeepsTheLatestStagedCopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj1, obj2 := ckpt.ObjectName(trial, ckpt.Name(1)), ckpt.ObjectName(trial, ckpt.Name(2))
+	obj1, obj2 := ckpt.LegacyObjectName(trial, ckpt.Name(1)), ckpt.LegacyObjectName(trial, ckpt.Name(2))
 	s.checkpointed(1, obj1, probe)
 	runSyncerWith(t, srv, syncer.Config{Period: 20 * time.Millisecond, RetryBackoff: time.Millisecond})
 	s.announced("a failed persistence of checkpoint 1", syncFailedFor(ckpt.Name(1), ""))
@@ -133,7 +133,7 @@ func TestSyncerDoesNotWaitForACheckpointItCannotPersist(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj := ckpt.ObjectName(trial, ckpt.Name(1))
+	obj := ckpt.LegacyObjectName(trial, ckpt.Name(1))
 	if _, err := ckpt.Stage(ctx, obs, obj, folder(t, "other bytes")); err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestSyncerMarksAGoneCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj := ckpt.ObjectName(trial, ckpt.Name(1))
+	obj := ckpt.LegacyObjectName(trial, ckpt.Name(1))
 	if _, err := ckpt.Stage(ctx, obs, obj, folder(t, "other bytes")); err != nil {
 		t.Fatal(err)
 	}
