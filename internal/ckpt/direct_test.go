@@ -16,6 +16,7 @@ import (
 	"gocloud.dev/blob/driver"
 
 	"github.com/tunejet/tunejet/internal/ckpt"
+	"github.com/tunejet/tunejet/internal/ckpt/ckpttest"
 	"github.com/tunejet/tunejet/internal/storage"
 	"github.com/tunejet/tunejet/internal/storage/storagetest"
 )
@@ -44,8 +45,8 @@ func TestDirectRoundTrip(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			d := open(t)
 			src := t.TempDir()
-			write(t, src, tree{"model.bin": random(t, 3<<20+17), "opt/state.pt": []byte("state"), "empty.txt": nil})
-			want := read(t, src)
+			ckpttest.Write(t, src, ckpttest.Tree{"model.bin": ckpttest.Random(t, 3<<20+17), "opt/state.pt": []byte("state"), "empty.txt": nil})
+			want := ckpttest.Read(t, src)
 			m, err := d.Write(t.Context(), src, "trial_dir/checkpoint_000002", 1)
 			if err != nil {
 				t.Fatal(err)
@@ -63,7 +64,7 @@ func TestDirectRoundTrip(t *testing.T) {
 			if err := d.Read(t.Context(), "trial_dir/checkpoint_000002", m.Digest(), dst); err != nil {
 				t.Fatal(err)
 			}
-			got := read(t, dst)
+			got := ckpttest.Read(t, dst)
 			delete(want, "opt/")
 			delete(got, "opt/")
 			if len(got) != len(want) {
@@ -97,7 +98,7 @@ func TestDirectReadCatchesADamagedFile(t *testing.T) {
 	root := t.TempDir()
 	d := &ckpt.FileSystem{Root: root}
 	src := t.TempDir()
-	write(t, src, tree{"a.bin": []byte("0123456789"), "b.bin": []byte("x")})
+	ckpttest.Write(t, src, ckpttest.Tree{"a.bin": []byte("0123456789"), "b.bin": []byte("x")})
 	m, err := d.Write(t.Context(), src, "trial/checkpoint_000000", 1)
 	if err != nil {
 		t.Fatal(err)
@@ -122,12 +123,12 @@ func TestDirectWriteReplacesAnEarlierFolder(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			d := open(t)
 			first := t.TempDir()
-			write(t, first, tree{"old.bin": []byte("old"), "model.bin": []byte("first")})
+			ckpttest.Write(t, first, ckpttest.Tree{"old.bin": []byte("old"), "model.bin": []byte("first")})
 			if _, err := d.Write(t.Context(), first, "trial/checkpoint_000001", 1); err != nil {
 				t.Fatal(err)
 			}
 			second := t.TempDir()
-			write(t, second, tree{"model.bin": []byte("second")})
+			ckpttest.Write(t, second, ckpttest.Tree{"model.bin": []byte("second")})
 			m, err := d.Write(t.Context(), second, "trial/checkpoint_000001", 2)
 			if err != nil {
 				t.Fatal(err)
@@ -136,7 +137,7 @@ func TestDirectWriteReplacesAnEarlierFolder(t *testing.T) {
 			if err := d.Read(t.Context(), "trial/checkpoint_000001", m.Digest(), dst); err != nil {
 				t.Fatal(err)
 			}
-			if got := keys(read(t, dst)); !slices.Equal(got, []string{"./", "model.bin"}) {
+			if got := keys(ckpttest.Read(t, dst)); !slices.Equal(got, []string{"./", "model.bin"}) {
 				t.Errorf("restored %v, want model.bin alone", got)
 			}
 			if fs, ok := d.(*ckpt.FileSystem); ok {
@@ -168,9 +169,9 @@ func TestDirectTemporaryFoldersAreCleanedUp(t *testing.T) {
 	d := &ckpt.FileSystem{Root: root}
 	trial := filepath.Join(root, "trial")
 	left := filepath.Join(trial, ".checkpoint_000004.tmp-3-0a0b0c0d")
-	write(t, left, tree{"model.bin": []byte("half")})
+	ckpttest.Write(t, left, ckpttest.Tree{"model.bin": []byte("half")})
 	src := t.TempDir()
-	write(t, src, tree{"model.bin": []byte("whole")})
+	ckpttest.Write(t, src, ckpttest.Tree{"model.bin": []byte("whole")})
 	m, err := d.Write(t.Context(), src, "trial/checkpoint_000003", 4)
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +205,7 @@ func TestDirectBucketWritesTheManifestLast(t *testing.T) {
 	b := blob.NewBucket(&orderDriver{Bucket: storage.DriverOf(counting), order: &order})
 	d := &ckpt.BlobStore{B: storage.ExperimentBucket(b, "exp"), URL: url}
 	src := t.TempDir()
-	write(t, src, tree{"a.bin": random(t, 1000), "b/c.bin": random(t, 2000)})
+	ckpttest.Write(t, src, ckpttest.Tree{"a.bin": ckpttest.Random(t, 1000), "b/c.bin": ckpttest.Random(t, 2000)})
 	m, err := d.Write(t.Context(), src, "trial/checkpoint_000000", 1)
 	if err != nil {
 		t.Fatal(err)
@@ -229,11 +230,11 @@ func TestDirectBucketWritesTheManifestLast(t *testing.T) {
 func TestLargeManifestIsNotInline(t *testing.T) {
 	d := &ckpt.FileSystem{Root: t.TempDir()}
 	src := t.TempDir()
-	tr := tree{}
+	tr := ckpttest.Tree{}
 	for i := range 1200 {
 		tr[filepath.ToSlash(filepath.Join("shards", strings.Repeat("x", 200)+"-"+strconv.Itoa(i)))] = []byte{byte(i)}
 	}
-	write(t, src, tr)
+	ckpttest.Write(t, src, tr)
 	m, err := d.Write(context.Background(), src, "trial/checkpoint_000000", 1)
 	if err != nil {
 		t.Fatal(err)
@@ -303,11 +304,11 @@ func TestDirectWriteFilesReplacesWholeFiles(t *testing.T) {
 				t.Fatalf("a Direct of type %T", d)
 				return ""
 			}
-			write(t, src, tree{"log.txt": []byte("one"), "plots/loss.svg": []byte("<svg/>")})
+			ckpttest.Write(t, src, ckpttest.Tree{"log.txt": []byte("one"), "plots/loss.svg": []byte("<svg/>")})
 			if err := d.WriteFiles(t.Context(), src, []string{"log.txt", "plots/loss.svg"}, "trial_dir"); err != nil {
 				t.Fatal(err)
 			}
-			write(t, src, tree{"log.txt": []byte("one, two")})
+			ckpttest.Write(t, src, ckpttest.Tree{"log.txt": []byte("one, two")})
 			if err := d.WriteFiles(t.Context(), src, []string{"log.txt"}, "trial_dir"); err != nil {
 				t.Fatal(err)
 			}
@@ -336,7 +337,7 @@ func TestDirectTemporaryArtifactFilesAreCleanedUp(t *testing.T) {
 	root := t.TempDir()
 	d := &ckpt.FileSystem{Root: root}
 	trial := filepath.Join(root, "trial")
-	write(t, trial, tree{
+	ckpttest.Write(t, trial, ckpttest.Tree{
 		"plots/.loss.png.artifact-0a0b0c0d": []byte("half"),
 		".model.bin.artifact-1a2b3c4d":      []byte("half"),
 		"plots/loss.png":                    []byte("whole"),
