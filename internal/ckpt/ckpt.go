@@ -547,7 +547,7 @@ func walk(r io.Reader, fn func(hdr *tar.Header, rel string, body io.Reader) erro
 		if err != nil {
 			return err
 		}
-		rel, err := safeRel(hdr.Name)
+		rel, err := RelPath(hdr.Name)
 		if err != nil {
 			return err
 		}
@@ -592,7 +592,7 @@ func extractEntry(body io.Reader, hdr *tar.Header, dir, target string) error {
 		if filepath.IsAbs(hdr.Linkname) {
 			return fmt.Errorf("%w: symlink to absolute path %q", ErrUnsafeEntry, hdr.Linkname)
 		}
-		if _, err := safeRel(path.Join(path.Dir(hdr.Name), hdr.Linkname)); err != nil {
+		if _, err := RelPath(path.Join(path.Dir(hdr.Name), hdr.Linkname)); err != nil {
 			return err
 		}
 		return os.Symlink(hdr.Linkname, target)
@@ -600,8 +600,10 @@ func extractEntry(body io.Reader, hdr *tar.Header, dir, target string) error {
 	return fmt.Errorf("unsupported entry type %q", hdr.Typeflag)
 }
 
-// safeRel cleans an archive path and refuses one that leaves its directory.
-func safeRel(name string) (string, error) {
+// RelPath cleans a checkpoint's path (an archive entry's, or a direct
+// checkpoint's manifest entry) and refuses, with ErrUnsafeEntry, one that
+// leaves its directory.
+func RelPath(name string) (string, error) {
 	clean := path.Clean(strings.TrimSuffix(filepath.ToSlash(name), "/"))
 	if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
 		return "", fmt.Errorf("%w: %q", ErrUnsafeEntry, name)

@@ -24,6 +24,7 @@ import (
 	"github.com/tunejet/tunejet/internal/blobsync"
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/ckpt"
+	"github.com/tunejet/tunejet/internal/ckpt/direct"
 	"github.com/tunejet/tunejet/internal/metrics"
 	"github.com/tunejet/tunejet/internal/restore"
 	"github.com/tunejet/tunejet/internal/search"
@@ -578,7 +579,7 @@ func (s *Service) reachCheckpoints(ctx context.Context, st *state.Experiment, ex
 		if err := checkNames(t, c); err != nil {
 			return api.WithCode(api.CodeStateInvalid, err)
 		}
-		if c == nil || ckpt.IsDirect(c) {
+		if c == nil || direct.Written(c) {
 			// One in storage: a runner that reads storage copies it from
 			// there, the syncer stages it for one that cannot.
 			continue
