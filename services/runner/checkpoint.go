@@ -15,7 +15,7 @@ import (
 	"github.com/tunejet/tunejet/internal/ckpt"
 	"github.com/tunejet/tunejet/internal/ckpt/direct"
 	"github.com/tunejet/tunejet/internal/clock"
-	"github.com/tunejet/tunejet/internal/restore"
+	"github.com/tunejet/tunejet/internal/restore/restorestate"
 	"github.com/tunejet/tunejet/internal/state"
 )
 
@@ -64,7 +64,7 @@ func (a *attempt) checkpoints(ctx context.Context) (refs []events.CheckpointRef,
 		return nil, "", 0, fmt.Errorf("read checkpoints of %s: %w", id, err)
 	}
 	filters = append(filters, restored)
-	st, load := state.New(a.exp), restore.Loader(a.s.bus, a.exp)
+	st, load := state.New(a.exp), restorestate.Loader(a.s.bus, a.exp)
 	var ferr error
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()

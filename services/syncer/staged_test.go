@@ -17,6 +17,7 @@ import (
 	"github.com/tunejet/tunejet/internal/bus/bustest"
 	"github.com/tunejet/tunejet/internal/ckpt"
 	"github.com/tunejet/tunejet/internal/restore"
+	"github.com/tunejet/tunejet/internal/restore/restorestate"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/services/syncer"
 )
@@ -181,7 +182,7 @@ func TestSyncerWritesParamsOfTrialsARestoreCreated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	object, digest, err := restore.Stage(t.Context(), s.b, restored, 2)
+	object, digest, err := restorestate.Stage(t.Context(), s.b, restored, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
