@@ -1,5 +1,6 @@
 // Package ckpt moves checkpoint directories through the experiment's
-// JetStream Object Store.
+// JetStream Object Store. A runner that reaches the experiment's storage
+// writes its checkpoints there instead, with internal/ckpt/direct.
 //
 // # Format
 //
