@@ -21,6 +21,7 @@ import (
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/ckpt"
+	"github.com/tunejet/tunejet/internal/ckpt/direct"
 	"github.com/tunejet/tunejet/internal/storage"
 	"github.com/tunejet/tunejet/tune"
 )
@@ -692,15 +693,15 @@ func lastElem(p string) string {
 // own, against the plain ones in the same run, for 1 MB, 100 MB and 1 GB
 // (TUNEJET_BENCH_CKPT_MAX_MB caps them; medians of TUNEJET_BENCH_CKPT_REPS):
 //
-//   - write, file: ckpt.FileSystem.Write (temporary folder, manifest,
+//   - write, file: direct.FileSystem.Write (temporary folder, manifest,
 //     rename; no fsync) with the CRC-32C read back after a kernel copy and with the
 //     CRC-32C computed while copying through user space, against io.Copy to
 //     a new file, with and without fsync;
-//   - resume, file: ckpt.FileSystem.Read (what a runner that reaches the
+//   - resume, file: direct.FileSystem.Read (what a runner that reaches the
 //     storage does before the trainable starts: the latest checkpoint on
 //     its disk, every file checked) against io.Copy from storage;
 //   - write and resume, S3 (bench/fakes3 in its own process):
-//     ckpt.BlobStore.Write and ckpt.ReadBucket against one Upload and one
+//     direct.BlobStore.Write and direct.ReadBucket against one Upload and one
 //     Download of the same file with the same SDK.
 func BenchmarkCheckpointDirect(b *testing.B) {
 	for _, size := range checkpointSizes(b, 100) {
@@ -752,7 +753,7 @@ func directFile(b *testing.B, size int) {
 		}
 		system := func(r int, keep bool) {
 			for _, whileCopying := range []bool{false, true} {
-				d := &ckpt.FileSystem{Root: root, ChecksumWhileCopying: whileCopying}
+				d := &direct.FileSystem{Root: root, ChecksumWhileCopying: whileCopying}
 				rel := fmt.Sprintf("trial/checkpoint_%06d", r)
 				settle()
 				b.StartTimer()
@@ -808,7 +809,7 @@ func directS3(b *testing.B, size int) {
 		b.Fatal(err)
 	}
 	defer bkt.Close()
-	d := &ckpt.BlobStore{B: storage.ExperimentBucket(bkt, "exp"), URL: url}
+	d := &direct.BlobStore{B: storage.ExperimentBucket(bkt, "exp"), URL: url}
 	src, file := checkpointDir(b, size)
 	local := b.TempDir()
 	n := reps(b, size)

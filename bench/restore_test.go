@@ -117,7 +117,7 @@ func (h *history) stageCheckpoints(b *testing.B, js jetstream.JetStream) {
 		if err := os.WriteFile(filepath.Join(dir, "step"), []byte(strconv.Itoa(h.reports)), 0o644); err != nil {
 			b.Fatal(err)
 		}
-		object := ckpt.ObjectName(id, name)
+		object := ckpt.LegacyObjectName(id, name)
 		staged, err := ckpt.Stage(ctx, obs, object, dir)
 		if err != nil {
 			b.Fatal(err)

@@ -23,6 +23,7 @@ import (
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus/bustest"
 	"github.com/tunejet/tunejet/internal/ckpt"
+	"github.com/tunejet/tunejet/internal/ckpt/direct"
 	"github.com/tunejet/tunejet/internal/session"
 	store "github.com/tunejet/tunejet/internal/storage"
 	"github.com/tunejet/tunejet/internal/storage/storagetest"
@@ -165,7 +166,7 @@ func resumer(ctx context.Context, config map[string]any) error {
 		if sp, _ := config["storage"].(string); sp != "" && config["direct"] == true {
 			// Report returned: the folder is complete in storage.
 			folder := filepath.Join(sp, "route", filepath.Base(info.TrialDir), events.CheckpointName(i-1))
-			if _, err := os.Stat(filepath.Join(folder, ckpt.ManifestFile)); err != nil {
+			if _, err := os.Stat(filepath.Join(folder, direct.ManifestFile)); err != nil {
 				return fmt.Errorf("Report returned before its checkpoint was complete in storage: %w", err)
 			}
 			if config["damage"] == true && info.Attempt == 1 && i == 2 {

@@ -14,7 +14,7 @@ import (
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/clock"
-	"github.com/tunejet/tunejet/internal/restore"
+	"github.com/tunejet/tunejet/internal/restore/restorestate"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
 )
@@ -376,7 +376,7 @@ func (t *Tuner) watchFrom(ctx context.Context, b *bus.Bus, name string, from uin
 	err := b.Watch(wctx, events.ExperimentSubjects(name), from, bus.Handler{Event: func(ev *events.Event) {
 		mu.Lock()
 		defer mu.Unlock()
-		next, _, ferr := state.Fold(wctx, st, ev, restore.Loader(b, st.Name))
+		next, _, ferr := state.Fold(wctx, st, ev, restorestate.Loader(b, st.Name))
 		if ferr != nil {
 			foldErr = ferr
 			cancel()

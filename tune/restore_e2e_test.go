@@ -24,7 +24,7 @@ import (
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus/bustest"
-	"github.com/tunejet/tunejet/internal/restore"
+	"github.com/tunejet/tunejet/internal/restore/restorestate"
 	"github.com/tunejet/tunejet/internal/session"
 	"github.com/tunejet/tunejet/internal/state"
 	store "github.com/tunejet/tunejet/internal/storage"
@@ -140,7 +140,7 @@ func foldLog(t *testing.T, d *deployment, evs []*events.Event, exp string) *stat
 	t.Helper()
 	st := state.New(exp)
 	for _, ev := range evs {
-		next, _, err := state.Fold(t.Context(), st, ev, restore.Loader(d.bus, st.Name))
+		next, _, err := state.Fold(t.Context(), st, ev, restorestate.Loader(d.bus, st.Name))
 		if err != nil {
 			t.Fatalf("fold event %d (%s): %v", ev.Seq, ev.Type(), err)
 		}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/blobsync"
-	"github.com/tunejet/tunejet/internal/ckpt"
+	"github.com/tunejet/tunejet/internal/ckpt/direct"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
 )
@@ -166,7 +166,7 @@ func (c *Checkpoint) Download(ctx context.Context, dir string) error {
 	defer b.Close()
 	// A checkpoint a runner wrote straight to storage holds its manifest,
 	// which is not the trainable's.
-	if err := blobsync.SyncDown(ctx, b, c.key, dir, []string{ckpt.ManifestFile}); err != nil {
+	if err := blobsync.SyncDown(ctx, b, c.key, dir, []string{direct.ManifestFile}); err != nil {
 		return fmt.Errorf("download %s: %w", c.Path, err)
 	}
 	return os.MkdirAll(dir, 0o755) // an empty checkpoint stores no files

@@ -26,6 +26,7 @@ import (
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/bus/bustest"
 	"github.com/tunejet/tunejet/internal/ckpt"
+	"github.com/tunejet/tunejet/internal/ckpt/direct"
 	"github.com/tunejet/tunejet/internal/state"
 )
 
@@ -261,8 +262,8 @@ func clusterSurvivesLosses(t *testing.T, route string) {
 
 	evs := replayCluster(t, js, exp)
 	for _, ev := range evs {
-		if c, ok := ev.Data.(*events.TrialCheckpointed); ok && ckpt.IsDirect(&c.Checkpoint) != (route == events.RouteAuto) {
-			t.Fatalf("route %s, yet %s's %s was written direct=%v", route, c.TrialID, c.Checkpoint.Name, ckpt.IsDirect(&c.Checkpoint))
+		if c, ok := ev.Data.(*events.TrialCheckpointed); ok && direct.Written(&c.Checkpoint) != (route == events.RouteAuto) {
+			t.Fatalf("route %s, yet %s's %s was written direct=%v", route, c.TrialID, c.Checkpoint.Name, direct.Written(&c.Checkpoint))
 		}
 	}
 	checkClusterRun(t, evs, exp, storage, standby)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/tunejet/tunejet/events"
-	"github.com/tunejet/tunejet/internal/ckpt"
+	"github.com/tunejet/tunejet/internal/ckpt/direct"
 )
 
 // directKillExperiment runs testdata/directkill/train.sh once.
@@ -57,7 +57,7 @@ func TestCheckpointKilledMidCopyIsNeverReferenced(t *testing.T) {
 		t.Fatalf("the temporary folder %s is gone before the restore (the copy finished first: the test tests nothing): %v", tmp, err)
 	}
 	trialDir := filepath.Dir(tmp)
-	if _, err := os.Stat(filepath.Join(trialDir, "checkpoint_000001", ckpt.ManifestFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(trialDir, "checkpoint_000001", direct.ManifestFile)); err == nil {
 		t.Fatal("checkpoint_000001 was complete when the process was killed: the test tests nothing")
 	}
 	for _, ev := range storeLog(t, store, "directkill") {
@@ -89,7 +89,7 @@ func TestCheckpointKilledMidCopyIsNeverReferenced(t *testing.T) {
 	if final == nil || final.Location != filepath.Base(trialDir)+"/checkpoint_000001" {
 		t.Fatalf("the restored run's checkpoint_000001: %+v", final)
 	}
-	if err := (&ckpt.FileSystem{Root: expDir}).Read(t.Context(), final.Location, final.Digest, filepath.Join(t.TempDir(), "x")); err != nil {
+	if err := (&direct.FileSystem{Root: expDir}).Read(t.Context(), final.Location, final.Digest, filepath.Join(t.TempDir(), "x")); err != nil {
 		t.Errorf("checkpoint_000001 in storage is not the one its event names: %v", err)
 	}
 	entries, err := os.ReadDir(trialDir)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
-	"github.com/tunejet/tunejet/internal/restore"
+	"github.com/tunejet/tunejet/internal/restore/restorestate"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/tune"
 )
@@ -104,7 +104,7 @@ func printExperiments(ctx context.Context, b *bus.Bus, w io.Writer) error {
 
 // foldLogged folds experiment name from the log.
 func foldLogged(ctx context.Context, b *bus.Bus, name string) (*state.Experiment, error) {
-	st, load := state.New(name), restore.Loader(b, name)
+	st, load := state.New(name), restorestate.Loader(b, name)
 	var ferr error
 	err := b.Replay(ctx, events.ExperimentSubjects(name), func(ev *events.Event) {
 		if ferr == nil {

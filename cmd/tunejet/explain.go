@@ -16,7 +16,7 @@ import (
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
-	"github.com/tunejet/tunejet/internal/restore"
+	"github.com/tunejet/tunejet/internal/restore/restorestate"
 	"github.com/tunejet/tunejet/internal/sched"
 	"github.com/tunejet/tunejet/internal/show"
 	"github.com/tunejet/tunejet/internal/state"
@@ -203,7 +203,7 @@ func explainFromLog(ctx context.Context, b *bus.Bus, name, trial string) (*expla
 	if err != nil || last == 0 {
 		return nil, false, err
 	}
-	st, load := state.New(name), restore.Loader(b, name)
+	st, load := state.New(name), restorestate.Loader(b, name)
 	created := map[string]*events.TrialCreated{}
 	decided := map[string][]events.TrialDecided{}
 	var ferr error

@@ -8,10 +8,12 @@ import (
 
 // purePackages compute and do no I/O: the tuner's rules (sched, stopper,
 // tpe, and tuner, which builds them from the spec with the reader of
-// settings), the search space and the fold (state). Their callers bring the events in and take the
-// decisions out, so the same inputs give the same answer in a test, a
-// replay and a restored run. Each names that package alone, not those
-// under it (internal/state/statetest starts servers).
+// settings), the search space, the fold (state) and the resume rules
+// (restore). Their callers bring the events in and take the decisions out,
+// so the same inputs give the same answer in a test, a replay and a
+// restored run. Each names that package alone, not those under it
+// (internal/state/statetest starts servers, internal/restore/restorestate
+// reads the Object Store).
 var purePackages = []string{
 	"internal/sched",
 	"internal/stopper",
@@ -20,6 +22,7 @@ var purePackages = []string{
 	"internal/state",
 	"internal/tuner",
 	"internal/settings",
+	"internal/restore",
 }
 
 // pureMayImport is what a pure package may import from the module besides

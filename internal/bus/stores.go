@@ -10,7 +10,7 @@ import (
 
 // Checkpoints opens (creating if needed, with the bus's replicas)
 // experiment exp's checkpoint bucket. The bus is a ckpt.Opener: the
-// restored-state loader (restore.Loader) reads through it.
+// restored-state loader (restorestate.Loader) reads through it.
 func (b *Bus) Checkpoints(ctx context.Context, exp string) (jetstream.ObjectStore, error) {
 	return ckpt.StoreReplicated(ctx, b.js, exp, b.replicas())
 }

@@ -1,5 +1,6 @@
 // Package ckpt moves checkpoint directories through the experiment's
-// JetStream Object Store.
+// JetStream Object Store. A runner that reaches the experiment's storage
+// writes its checkpoints there instead, with internal/ckpt/direct.
 //
 // # Format
 //
@@ -46,9 +47,11 @@ var ErrUnsafeEntry = errors.New("checkpoint entry escapes its directory")
 // Bucket is the Object Store bucket of an experiment's staged checkpoints.
 func Bucket(exp string) string { return "ckpt_" + exp }
 
-// ObjectName is the object of one checkpoint of a trial in a state that
-// names no object (events.LegacyCheckpointObject).
-func ObjectName(trialID, checkpoint string) string {
+// LegacyObjectName is the legacy object of one checkpoint of a trial, one
+// per checkpoint name (events.LegacyCheckpointObject): read and restaged
+// only for a checkpoint reference that names no object. New checkpoints
+// are staged under AttemptObjectName.
+func LegacyObjectName(trialID, checkpoint string) string {
 	return events.LegacyCheckpointObject(trialID, checkpoint)
 }
 
@@ -545,7 +548,7 @@ func walk(r io.Reader, fn func(hdr *tar.Header, rel string, body io.Reader) erro
 		if err != nil {
 			return err
 		}
-		rel, err := safeRel(hdr.Name)
+		rel, err := RelPath(hdr.Name)
 		if err != nil {
 			return err
 		}
@@ -590,7 +593,7 @@ func extractEntry(body io.Reader, hdr *tar.Header, dir, target string) error {
 		if filepath.IsAbs(hdr.Linkname) {
 			return fmt.Errorf("%w: symlink to absolute path %q", ErrUnsafeEntry, hdr.Linkname)
 		}
-		if _, err := safeRel(path.Join(path.Dir(hdr.Name), hdr.Linkname)); err != nil {
+		if _, err := RelPath(path.Join(path.Dir(hdr.Name), hdr.Linkname)); err != nil {
 			return err
 		}
 		return os.Symlink(hdr.Linkname, target)
@@ -598,8 +601,10 @@ func extractEntry(body io.Reader, hdr *tar.Header, dir, target string) error {
 	return fmt.Errorf("unsupported entry type %q", hdr.Typeflag)
 }
 
-// safeRel cleans an archive path and refuses one that leaves its directory.
-func safeRel(name string) (string, error) {
+// RelPath cleans a checkpoint's path (an archive entry's, or a direct
+// checkpoint's manifest entry) and refuses, with ErrUnsafeEntry, one that
+// leaves its directory.
+func RelPath(name string) (string, error) {
 	clean := path.Clean(strings.TrimSuffix(filepath.ToSlash(name), "/"))
 	if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
 		return "", fmt.Errorf("%w: %q", ErrUnsafeEntry, name)

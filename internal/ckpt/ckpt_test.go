@@ -3,7 +3,6 @@ package ckpt_test
 import (
 	"archive/tar"
 	"bytes"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/tunejet/tunejet/internal/bus/bustest"
 	"github.com/tunejet/tunejet/internal/ckpt"
+	"github.com/tunejet/tunejet/internal/ckpt/ckpttest"
 )
 
 func store(t *testing.T) jetstream.ObjectStore {
@@ -39,81 +39,15 @@ func storeJS(t *testing.T) (jetstream.ObjectStore, jetstream.JetStream) {
 	return obs, js
 }
 
-// random returns n random bytes.
-func random(t *testing.T, n int) []byte {
-	t.Helper()
-	data := make([]byte, n)
-	if _, err := rand.Read(data); err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
-
-// tree describes a directory: file contents by relative path; a path
-// ending in "/" is a directory.
-type tree map[string][]byte
-
-func write(t *testing.T, dir string, tr tree) {
-	t.Helper()
-	for p, data := range tr {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		if p[len(p)-1] == '/' {
-			if err := os.MkdirAll(full, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// read returns the tree under dir, with a sha256 per file.
-func read(t *testing.T, dir string) map[string][32]byte {
-	t.Helper()
-	out := map[string][32]byte{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if d.IsDir() {
-			out[filepath.ToSlash(rel)+"/"] = [32]byte{}
-			return nil
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		h := sha256.New()
-		if _, err := io.Copy(h, f); err != nil {
-			return err
-		}
-		var sum [32]byte
-		copy(sum[:], h.Sum(nil))
-		out[filepath.ToSlash(rel)] = sum
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func roundTrip(t *testing.T, obs jetstream.ObjectStore, tr tree) {
+func roundTrip(t *testing.T, obs jetstream.ObjectStore, tr ckpttest.Tree) {
 	t.Helper()
 	src := t.TempDir()
-	write(t, src, tr)
+	ckpttest.Write(t, src, tr)
 	staged, err := ckpt.Stage(t.Context(), obs, "t1/checkpoint_000000", src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := read(t, src)
+	want := ckpttest.Read(t, src)
 	if err := os.RemoveAll(src); err != nil { // the trainable may delete it right away
 		t.Fatal(err)
 	}
@@ -121,7 +55,7 @@ func roundTrip(t *testing.T, obs jetstream.ObjectStore, tr tree) {
 	if err := ckpt.Fetch(t.Context(), obs, "t1/checkpoint_000000", staged.Digest, dst); err != nil {
 		t.Fatal(err)
 	}
-	got := read(t, dst)
+	got := ckpttest.Read(t, dst)
 	if len(got) != len(want) {
 		t.Fatalf("restored %d entries, staged %d: %v vs %v", len(got), len(want), got, want)
 	}
@@ -143,18 +77,18 @@ func TestRoundTrip(t *testing.T) {
 	obs := store(t)
 	tests := []struct {
 		name string
-		tree tree
+		tree ckpttest.Tree
 	}{
-		{"empty checkpoint", tree{}},
-		{"nested folders and empty files", tree{
+		{"empty checkpoint", ckpttest.Tree{}},
+		{"nested folders and empty files", ckpttest.Tree{
 			"model.bin": []byte("weights"), "empty.txt": {}, "a/b/c/deep.json": []byte(`{"x":1}`),
 			"a/b/empty.bin": {}, "hollow/": nil, "a/hollow2/": nil,
 			// a name too long for a plain tar header, and a file that spans
 			// Object Store chunks and ends off a 512-byte block
-			"long/" + strings.Repeat("n", 150) + "/" + strings.Repeat("f", 120) + ".bin": random(t, 1000),
-			"spans/chunks.bin": random(t, 2*ckpt.ChunkSize+3),
+			"long/" + strings.Repeat("n", 150) + "/" + strings.Repeat("f", 120) + ".bin": ckpttest.Random(t, 1000),
+			"spans/chunks.bin": ckpttest.Random(t, 2*ckpt.ChunkSize+3),
 		}},
-		{"one zero-byte file", tree{"zero": {}}},
+		{"one zero-byte file", ckpttest.Tree{"zero": {}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { roundTrip(t, obs, tc.tree) })
@@ -165,18 +99,18 @@ func TestLargeCheckpointByteForByte(t *testing.T) {
 	if testing.Short() {
 		t.Skip("200 MB checkpoint: skipped with -short")
 	}
-	roundTrip(t, store(t), tree{"big.bin": random(t, 200<<20), "meta/small.txt": []byte("x")})
+	roundTrip(t, store(t), ckpttest.Tree{"big.bin": ckpttest.Random(t, 200<<20), "meta/small.txt": []byte("x")})
 }
 
 func TestFetchRefusesAWrongDigest(t *testing.T) {
 	obs := store(t)
 	src := t.TempDir()
-	write(t, src, tree{"f": []byte("one")})
+	ckpttest.Write(t, src, ckpttest.Tree{"f": []byte("one")})
 	staged, err := ckpt.Stage(t.Context(), obs, "t1/checkpoint_000001", src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	write(t, src, tree{"f": []byte("two")}) // the object is replaced behind the event's back
+	ckpttest.Write(t, src, ckpttest.Tree{"f": []byte("two")}) // the object is replaced behind the event's back
 	if _, err := ckpt.Stage(t.Context(), obs, "t1/checkpoint_000001", src); err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +131,7 @@ func TestFetchRefusesCorruptBytes(t *testing.T) {
 	obs, js := storeJS(t)
 	ctx := t.Context()
 	src := t.TempDir()
-	write(t, src, tree{"model.bin": random(t, 5000)})
+	ckpttest.Write(t, src, ckpttest.Tree{"model.bin": ckpttest.Random(t, 5000)})
 	const name = "t1/checkpoint_000002"
 	staged, err := ckpt.Stage(ctx, obs, name, src)
 	if err != nil {
@@ -294,7 +228,7 @@ func TestStageReplacesAndFreesTheOldChunks(t *testing.T) {
 	ctx := t.Context()
 	const name = "t1/checkpoint_000003"
 	src := t.TempDir()
-	write(t, src, tree{"model.bin": random(t, 3*ckpt.ChunkSize)})
+	ckpttest.Write(t, src, ckpttest.Tree{"model.bin": ckpttest.Random(t, 3*ckpt.ChunkSize)})
 	if _, err := ckpt.Stage(ctx, obs, name, src); err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +239,7 @@ func TestStageReplacesAndFreesTheOldChunks(t *testing.T) {
 	if first.Chunks < 3 {
 		t.Fatalf("3 chunks' worth in %d chunks of %d bytes, want ≥ 3", first.Chunks, first.Opts.ChunkSize)
 	}
-	write(t, src, tree{"model.bin": []byte("smaller")})
+	ckpttest.Write(t, src, ckpttest.Tree{"model.bin": []byte("smaller")})
 	staged, err := ckpt.Stage(ctx, obs, name, src)
 	if err != nil {
 		t.Fatal(err)
@@ -335,7 +269,7 @@ func TestStageThroughAnyObjectStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	roundTrip(t, obs, tree{"a/model.bin": random(t, ckpt.ChunkSize+5), "empty": {}})
+	roundTrip(t, obs, ckpttest.Tree{"a/model.bin": ckpttest.Random(t, ckpt.ChunkSize+5), "empty": {}})
 }
 
 // TestStageFitsTheServersMaxPayload stages a checkpoint on a server whose
@@ -367,7 +301,7 @@ func TestStageFitsTheServersMaxPayload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	roundTrip(t, obs, tree{"model.bin": random(t, 1<<20)})
+	roundTrip(t, obs, ckpttest.Tree{"model.bin": ckpttest.Random(t, 1<<20)})
 	info, err := obs.GetInfo(t.Context(), "t1/checkpoint_000000")
 	if err != nil {
 		t.Fatal(err)
@@ -392,7 +326,7 @@ func TestStageFailsPromptlyWhenTheServerRefusesChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := t.TempDir()
-	write(t, src, tree{"model.bin": random(t, 6*ckpt.ChunkSize)})
+	ckpttest.Write(t, src, ckpttest.Tree{"model.bin": ckpttest.Random(t, 6*ckpt.ChunkSize)})
 	done := make(chan error, 1)
 	go func() {
 		_, err := ckpt.Stage(ctx, obs, "t1/checkpoint_000000", src)
@@ -419,7 +353,7 @@ func TestOpenWaitsForAnObjectNotThereYet(t *testing.T) {
 	obs := store(t)
 	ctx := t.Context()
 	src := t.TempDir()
-	write(t, src, tree{"model.bin": []byte("weights")})
+	ckpttest.Write(t, src, ckpttest.Tree{"model.bin": []byte("weights")})
 	const name = "t1/checkpoint_000000"
 	opened := make(chan error, 1)
 	go func() {
@@ -448,7 +382,7 @@ func TestInfoWaitsForAnObjectNotThereYet(t *testing.T) {
 	obs := store(t)
 	ctx := t.Context()
 	src := t.TempDir()
-	write(t, src, tree{"model.bin": []byte("weights")})
+	ckpttest.Write(t, src, ckpttest.Tree{"model.bin": []byte("weights")})
 	const name = "t1/checkpoint_000000"
 	found := make(chan error, 1)
 	go func() {

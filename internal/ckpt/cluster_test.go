@@ -11,6 +11,7 @@ import (
 
 	"github.com/tunejet/tunejet/internal/bus/bustest"
 	"github.com/tunejet/tunejet/internal/ckpt"
+	"github.com/tunejet/tunejet/internal/ckpt/ckpttest"
 )
 
 // wait bounds what the cluster tests wait for.
@@ -34,7 +35,7 @@ func TestStagedBytesAreTheEventsWhenTheLeaderDies(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := t.TempDir()
-	write(t, src, tree{"model.bin": random(t, 24*ckpt.ChunkSize+17)})
+	ckpttest.Write(t, src, ckpttest.Tree{"model.bin": ckpttest.Random(t, 24*ckpt.ChunkSize+17)})
 	const name = "t1/checkpoint_000001"
 
 	type result struct {

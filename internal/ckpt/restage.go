@@ -28,7 +28,7 @@ const (
 )
 
 // AttemptObjectName is the object of one checkpoint of one attempt of a
-// trial (events.CheckpointObject). Under ObjectName (one object per
+// trial (events.CheckpointObject). Under LegacyObjectName (one object per
 // checkpoint name) a retry's staging replaced the copy of an attempt
 // presumed lost that goes on, and the accepted event's checkpoint could be
 // neither persisted nor resumed from ("checkpoint digest mismatch"); under

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tunejet/tunejet/internal/ckpt"
+	"github.com/tunejet/tunejet/internal/ckpt/ckpttest"
 )
 
 // TestAttemptsStageTheirOwnCopies: a retry resumes from the last
@@ -23,7 +24,7 @@ func TestAttemptsStageTheirOwnCopies(t *testing.T) {
 	staged := map[int]ckpt.Staged{}
 	for attempt := 1; attempt <= 2; attempt++ {
 		src := t.TempDir()
-		write(t, src, tree{"step": []byte(strings.Repeat("x", attempt))})
+		ckpttest.Write(t, src, ckpttest.Tree{"step": []byte(strings.Repeat("x", attempt))})
 		s, err := ckpt.Stage(ctx, obs, ckpt.AttemptObjectName("t1", attempt, name), src)
 		if err != nil {
 			t.Fatal(err)
@@ -46,7 +47,7 @@ func TestRestagedCopyStandsForTheOriginal(t *testing.T) {
 	obs := store(t)
 	ctx := t.Context()
 	src := t.TempDir()
-	write(t, src, tree{"model.bin": []byte("weights")})
+	ckpttest.Write(t, src, ckpttest.Tree{"model.bin": []byte("weights")})
 	orig, err := ckpt.Stage(ctx, obs, "t1/checkpoint_000001", src)
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +56,7 @@ func TestRestagedCopyStandsForTheOriginal(t *testing.T) {
 		t.Fatal(err)
 	}
 	persisted := t.TempDir()
-	write(t, persisted, tree{"model.bin": []byte("weights")})
+	ckpttest.Write(t, persisted, ckpttest.Tree{"model.bin": []byte("weights")})
 	if err := os.Chtimes(filepath.Join(persisted, "model.bin"), time.Time{}, time.Unix(1, 0)); err != nil {
 		t.Fatal(err)
 	}

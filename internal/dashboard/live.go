@@ -15,7 +15,7 @@ import (
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
-	"github.com/tunejet/tunejet/internal/restore"
+	"github.com/tunejet/tunejet/internal/restore/restorestate"
 	"github.com/tunejet/tunejet/internal/show"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
@@ -103,7 +103,7 @@ func newLive(name string) *live {
 
 // watch folds the experiment's events until ctx ends or the watch fails.
 func (l *live) watch(ctx context.Context, b *bus.Bus) {
-	load := restore.Loader(b, l.name)
+	load := restorestate.Loader(b, l.name)
 	var once sync.Once
 	caughtUp := func() { once.Do(func() { close(l.caught) }) }
 	err := b.Watch(ctx, events.ExperimentSubjects(l.name), 0, bus.Handler{

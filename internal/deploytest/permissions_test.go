@@ -375,7 +375,7 @@ func TestServicesCanDoTheirWork(t *testing.T) {
 	const exp, trial = "e1", "t1"
 	admin := connect(t, s, "admin")
 	var (
-		objectName   = ckpt.ObjectName(trial, ckpt.Name(1))
+		objectName   = ckpt.LegacyObjectName(trial, ckpt.Name(1))
 		objectDigest string
 	)
 

@@ -9,8 +9,9 @@ import (
 )
 
 // Loader reads the state an experiment.restored event names. The restorer
-// stages that state in the experiment's Object Store; restore.Loader reads
-// it there, and tests may hand one over directly.
+// stages that state in the experiment's Object Store;
+// restorestate.Loader reads it there, and tests may hand one over
+// directly.
 type Loader func(ctx context.Context, r *events.ExperimentRestored) (*Experiment, error)
 
 // ErrNoLoader is returned by Fold for an experiment.restored event when no

@@ -11,7 +11,7 @@ import (
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/metrics"
-	"github.com/tunejet/tunejet/internal/restore"
+	"github.com/tunejet/tunejet/internal/restore/restorestate"
 	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
@@ -171,7 +171,7 @@ func (r *reconciler) apply(ctx context.Context, ev *events.Event) {
 	if ev.Writer == events.WriterController && ev.Seq > r.lastCtlSeq {
 		r.lastCtlSeq = ev.Seq
 	}
-	st, _, err := state.Fold(ctx, r.st, ev, restore.Loader(r.s.bus, r.exp))
+	st, _, err := state.Fold(ctx, r.st, ev, restorestate.Loader(r.s.bus, r.exp))
 	if err != nil && ctx.Err() != nil {
 		return // stopping
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/tunejet/tunejet/internal/bus/bustest"
 	"github.com/tunejet/tunejet/internal/ckpt"
 	"github.com/tunejet/tunejet/internal/restore"
+	"github.com/tunejet/tunejet/internal/restore/restorestate"
 	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/services/controller"
@@ -398,7 +399,7 @@ func (p *play) quiet() bool {
 }
 
 func (p *play) fold(ev *events.Event) {
-	st, _, err := state.Fold(p.t.Context(), p.st, ev, restore.Loader(p.b, p.exp))
+	st, _, err := state.Fold(p.t.Context(), p.st, ev, restorestate.Loader(p.b, p.exp))
 	if err != nil {
 		p.t.Fatalf("%s: fold event %d: %v", p.exp, ev.Seq, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/bus/bustest"
 	"github.com/tunejet/tunejet/internal/restore"
+	"github.com/tunejet/tunejet/internal/restore/restorestate"
 	"github.com/tunejet/tunejet/internal/state"
 )
 
@@ -52,7 +53,7 @@ func TestControllerStartedAfterARestoreFoldsFromIt(t *testing.T) {
 	st := state.New("again")
 	created := map[string]bool{}
 	for _, ev := range evs {
-		if st, _, _ = state.Fold(t.Context(), st, ev, restore.Loader(client, "again")); ev.Seq > restoredSeq && ev.Writer == events.WriterController {
+		if st, _, _ = state.Fold(t.Context(), st, ev, restorestate.Loader(client, "again")); ev.Seq > restoredSeq && ev.Writer == events.WriterController {
 			if p, ok := ev.Data.(*events.TrialCreated); ok {
 				created[p.TrialID] = true
 			}
@@ -74,7 +75,7 @@ func restoreFromLog(t *testing.T, b *bus.Bus, exp string) uint64 {
 	st := state.New(exp)
 	for _, ev := range bustest.Log(t, b, exp) {
 		var err error
-		if st, _, err = state.Fold(t.Context(), st, ev, restore.Loader(b, exp)); err != nil {
+		if st, _, err = state.Fold(t.Context(), st, ev, restorestate.Loader(b, exp)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -82,7 +83,7 @@ func restoreFromLog(t *testing.T, b *bus.Bus, exp string) uint64 {
 	if _, err := restore.Apply(st, cfg, nil); err != nil {
 		t.Fatal(err)
 	}
-	object, digest, err := restore.Stage(t.Context(), b, st, st.Run+1)
+	object, digest, err := restorestate.Stage(t.Context(), b, st, st.Run+1)
 	if err != nil {
 		t.Fatal(err)
 	}

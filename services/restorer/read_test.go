@@ -13,6 +13,7 @@ import (
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/bus/bustest"
 	"github.com/tunejet/tunejet/internal/restore"
+	"github.com/tunejet/tunejet/internal/restore/restorestate"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
 )
@@ -91,7 +92,7 @@ func foldLog(t *testing.T, b *bus.Bus, upTo uint64) *state.Experiment {
 	var ferr error
 	err := b.Replay(t.Context(), events.ExperimentSubjects(exp), func(ev *events.Event) {
 		if ferr == nil && (upTo == 0 || ev.Seq <= upTo) {
-			st, _, ferr = state.Fold(t.Context(), st, ev, restore.Loader(b, st.Name))
+			st, _, ferr = state.Fold(t.Context(), st, ev, restorestate.Loader(b, st.Name))
 		}
 	})
 	if err == nil {

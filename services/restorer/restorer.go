@@ -24,8 +24,10 @@ import (
 	"github.com/tunejet/tunejet/internal/blobsync"
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/ckpt"
+	"github.com/tunejet/tunejet/internal/ckpt/direct"
 	"github.com/tunejet/tunejet/internal/metrics"
 	"github.com/tunejet/tunejet/internal/restore"
+	"github.com/tunejet/tunejet/internal/restore/restorestate"
 	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
@@ -140,7 +142,7 @@ func (s *Service) handle(ctx context.Context, r api.RestoreRequest, dry bool) (a
 		return rep, err
 	}
 	staging := time.Now()
-	object, digest, err := restore.Stage(ctx, s.bus, restored, st.Run+1)
+	object, digest, err := restorestate.Stage(ctx, s.bus, restored, st.Run+1)
 	if err != nil {
 		return rep, err
 	}
@@ -342,7 +344,7 @@ func (s *Service) fromLog(ctx context.Context, expPath, name string, last uint64
 			return
 		}
 		n++
-		st, _, ferr = state.Fold(ctx, st, ev, restore.Loader(s.bus, st.Name))
+		st, _, ferr = state.Fold(ctx, st, ev, restorestate.Loader(s.bus, st.Name))
 	})
 	if err == nil {
 		err = ferr
@@ -398,7 +400,7 @@ func (s *Service) restoredTrainable(ctx context.Context, exp string, seq uint64)
 	if !ok || ev.Experiment != exp {
 		return nil, fmt.Errorf("event %d is not the experiment.restored of %s", seq, exp)
 	}
-	spec, err := restore.LoadSpec(ctx, s.bus, exp, r)
+	spec, err := restorestate.LoadSpec(ctx, s.bus, exp, r)
 	if err != nil {
 		return nil, err
 	}
@@ -441,7 +443,7 @@ func (s *Service) snapshotOfLog(ctx context.Context, expPath, name string, last 
 	if err != nil {
 		return nil, key, fmt.Sprintf("the stored snapshot is unreadable: %v", err)
 	}
-	why, err := restore.OfThisLog(ctx, s.bus, st, name, last)
+	why, err := restorestate.OfThisLog(ctx, s.bus, st, name, last)
 	if err != nil {
 		return nil, key, fmt.Sprintf("cannot check the stored snapshot %s against the log: %v", key, err)
 	}
@@ -578,14 +580,14 @@ func (s *Service) reachCheckpoints(ctx context.Context, st *state.Experiment, ex
 		if err := checkNames(t, c); err != nil {
 			return api.WithCode(api.CodeStateInvalid, err)
 		}
-		if c == nil || ckpt.IsDirect(c) {
+		if c == nil || direct.Written(c) {
 			// One in storage: a runner that reads storage copies it from
 			// there, the syncer stages it for one that cannot.
 			continue
 		}
 		object := c.Object
 		if object == "" {
-			object = ckpt.ObjectName(t.ID, c.Name)
+			object = ckpt.LegacyObjectName(t.ID, c.Name)
 		}
 		if _, err := obs.GetInfo(ctx, object); err == nil {
 			continue

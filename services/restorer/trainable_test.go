@@ -12,6 +12,7 @@ import (
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus/bustest"
 	"github.com/tunejet/tunejet/internal/restore"
+	"github.com/tunejet/tunejet/internal/restore/restorestate"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
 	"github.com/tunejet/tunejet/internal/storage/storagetest"
@@ -32,7 +33,7 @@ func stagedState(t *testing.T, s *Service, seq uint64) *state.Experiment {
 	var ferr error
 	err := s.bus.ReplayFrom(t.Context(), events.ExperimentSubjects(exp), seq, func(ev *events.Event) {
 		if ev.Seq == seq {
-			st, _, ferr = state.Fold(t.Context(), state.New(exp), ev, restore.Loader(s.bus, exp))
+			st, _, ferr = state.Fold(t.Context(), state.New(exp), ev, restorestate.Loader(s.bus, exp))
 		}
 	})
 	if err == nil {

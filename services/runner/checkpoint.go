@@ -13,8 +13,9 @@ import (
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/ckpt"
+	"github.com/tunejet/tunejet/internal/ckpt/direct"
 	"github.com/tunejet/tunejet/internal/clock"
-	"github.com/tunejet/tunejet/internal/restore"
+	"github.com/tunejet/tunejet/internal/restore/restorestate"
 	"github.com/tunejet/tunejet/internal/state"
 )
 
@@ -63,7 +64,7 @@ func (a *attempt) checkpoints(ctx context.Context) (refs []events.CheckpointRef,
 		return nil, "", 0, fmt.Errorf("read checkpoints of %s: %w", id, err)
 	}
 	filters = append(filters, restored)
-	st, load := state.New(a.exp), restore.Loader(a.s.bus, a.exp)
+	st, load := state.New(a.exp), restorestate.Loader(a.s.bus, a.exp)
 	var ferr error
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -115,7 +116,7 @@ func (a *attempt) resumePoint(ctx context.Context, refs []events.CheckpointRef) 
 	}
 	for i := range refs {
 		ref := &refs[i]
-		if ckpt.IsDirect(ref) {
+		if direct.Written(ref) {
 			usable, why, err := a.directUsable(ctx, obs, ref)
 			if err != nil {
 				return nil, err
@@ -142,7 +143,7 @@ func (a *attempt) resumePoint(ctx context.Context, refs []events.CheckpointRef) 
 		}
 		a.log.Warn().Str("checkpoint", ref.Name).Str("reason", why).Msg("cannot resume from the checkpoint; trying the one before")
 	}
-	if ckpt.IsDirect(&refs[0]) {
+	if direct.Written(&refs[0]) {
 		// As a staged copy marked gone everywhere: the trial ends with the
 		// reason rather than retrying what cannot succeed.
 		return nil, fmt.Errorf("resume trial %s: no checkpoint of it is usable (the newest, %s, is damaged or missing in storage): %w", a.work.TrialID, refs[0].Location, ckpt.ErrGone)
@@ -160,7 +161,7 @@ type localCopy struct {
 // directory now, checking it against its manifest: a folder missing,
 // incomplete or changed since its event is not usable (why says how). One
 // that cannot read storage resumes from the copy the syncer stages
-// (ckpt.StorageCopyObject): usable unless the syncer marked it gone.
+// (direct.StorageCopyObject): usable unless the syncer marked it gone.
 func (a *attempt) directUsable(ctx context.Context, obs ckpt.Objects, ref *events.CheckpointRef) (usable bool, why string, err error) {
 	if l := a.local; l != nil && l.name == ref.Name && l.digest == ref.Digest {
 		return true, "", nil
@@ -176,13 +177,13 @@ func (a *attempt) directUsable(ctx context.Context, obs ckpt.Objects, ref *event
 		case err == nil:
 			a.local = &localCopy{name: ref.Name, digest: ref.Digest, dir: dir}
 			return true, "", nil
-		case errors.Is(err, ckpt.ErrDigestMismatch), errors.Is(err, ckpt.ErrIncomplete), errors.Is(err, ckpt.ErrUnsafeEntry),
+		case errors.Is(err, ckpt.ErrDigestMismatch), errors.Is(err, direct.ErrIncomplete), errors.Is(err, ckpt.ErrUnsafeEntry),
 			errors.Is(err, os.ErrNotExist):
 			return false, "its folder in storage is not the one its event names: " + err.Error(), nil
 		}
 		return false, "", fmt.Errorf("resume trial %s: %w", a.work.TrialID, err)
 	}
-	info, err := ckpt.Info(ctx, obs, ckpt.StorageCopyObject(ref))
+	info, err := ckpt.Info(ctx, obs, direct.StorageCopyObject(ref))
 	switch {
 	case err == nil && ckpt.IsGone(info):
 		return false, "it is gone: " + info.Metadata["tunejet-gone"], nil
@@ -249,13 +250,13 @@ func (a *attempt) restaged(ctx context.Context, obs ckpt.Objects, object string)
 
 // objectOf is the staged copy of ref.
 func (a *attempt) objectOf(ref *events.CheckpointRef) string {
-	if ckpt.IsDirect(ref) {
-		return ckpt.StorageCopyObject(ref)
+	if direct.Written(ref) {
+		return direct.StorageCopyObject(ref)
 	}
 	if ref.Object != "" {
 		return ref.Object
 	}
-	return ckpt.ObjectName(a.work.TrialID, ref.Name)
+	return ckpt.LegacyObjectName(a.work.TrialID, ref.Name)
 }
 
 // restore fetches the checkpoint to resume from into a local directory
@@ -276,13 +277,13 @@ func (a *attempt) restore(ctx context.Context, ref *events.CheckpointRef) (strin
 		return "", err
 	}
 	object := a.objectOf(ref)
-	if ckpt.IsDirect(ref) {
+	if direct.Written(ref) {
 		if err := a.awaitStaged(ctx, obs, object); err != nil {
 			return "", err
 		}
 	}
 	if err := ckpt.Fetch(ctx, obs, object, ref.Digest, dir); err != nil {
-		if ckpt.IsDirect(ref) && errors.Is(err, ckpt.ErrGone) {
+		if direct.Written(ref) && errors.Is(err, ckpt.ErrGone) {
 			// Not the trial's end: the next attempt resumes from the
 			// checkpoint before (resumePoint skips one marked gone).
 			return "", fmt.Errorf("resume trial %s from %s: the syncer could not stage it: %s", a.work.TrialID, ref.Location, err.Error())
@@ -371,7 +372,7 @@ func (st *stager) stage(ctx context.Context, dir string, result map[string]any) 
 }
 
 // write copies a checkpoint straight into its folder in storage
-// (ckpt.Direct), complete when it returns.
+// (direct.Storage), complete when it returns.
 func (st *stager) write(ctx context.Context, dir, name string) (events.CheckpointRef, error) {
 	rel := st.dirName + "/" + name
 	m, err := st.route.direct.Write(ctx, dir, rel, st.num)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/tunejet/tunejet/events"
-	"github.com/tunejet/tunejet/internal/ckpt"
+	"github.com/tunejet/tunejet/internal/ckpt/direct"
 	"github.com/tunejet/tunejet/internal/storage"
 )
 
@@ -22,7 +22,7 @@ type route struct {
 	// timeout bounds one direct write (sync_config.sync_timeout): with
 	// route auto a write that fails or hangs goes to the Object Store.
 	timeout time.Duration
-	direct  ckpt.Direct // the experiment's storage, when this runner writes it itself
+	direct  direct.Storage // the experiment's storage, when this runner writes it itself
 	// unreachable says why this runner cannot write the storage itself,
 	// when it cannot.
 	unreachable error
@@ -87,22 +87,22 @@ func (s *Service) routeOf(ctx context.Context, exp string) (*route, error) {
 const probeTimeout = 10 * time.Second
 
 // reach probes the experiment's storage and opens it for direct writes.
-func (s *Service) reach(ctx context.Context, path, exp string) (ckpt.Direct, error) {
+func (s *Service) reach(ctx context.Context, path, exp string) (direct.Storage, error) {
 	if err := s.cfg.ReachStorage(ctx, path, exp); err != nil {
 		return nil, err
 	}
 	if !storage.IsURL(path) {
-		return &ckpt.FileSystem{Root: filepath.Join(path, exp)}, nil
+		return &direct.FileSystem{Root: filepath.Join(path, exp)}, nil
 	}
 	if dir, err := storage.LocalPath(path); err == nil { // file://
-		return &ckpt.FileSystem{Root: filepath.Join(dir, exp)}, nil
+		return &direct.FileSystem{Root: filepath.Join(dir, exp)}, nil
 	}
 	b, err := storage.OpenBucket(context.WithoutCancel(ctx), path)
 	if err != nil {
 		return nil, err
 	}
 	// The runner's life long: one handle per experiment.
-	return &ckpt.BlobStore{B: storage.ExperimentBucket(b, exp), URL: storage.Join(path, exp)}, nil
+	return &direct.BlobStore{B: storage.ExperimentBucket(b, exp), URL: storage.Join(path, exp)}, nil
 }
 
 // defaultWriteTimeout bounds a direct write when the spec names no
@@ -150,7 +150,7 @@ func (r *route) writesDirect(runner string) (bool, error) {
 
 // readsDirect is the storage this runner reads direct checkpoints from,
 // or nil when it cannot (they then come through the Object Store).
-func (r *route) readsDirect() ckpt.Direct {
+func (r *route) readsDirect() direct.Storage {
 	if r == nil {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/tunejet/tunejet/internal/blobsync/blobsynctest"
 	"github.com/tunejet/tunejet/internal/bus/bustest"
 	"github.com/tunejet/tunejet/internal/restore"
+	"github.com/tunejet/tunejet/internal/restore/restorestate"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/services/syncer"
 )
@@ -43,7 +44,7 @@ func TestARestoreChangesTheMirrorOfARunningWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	object, digest, err := restore.Stage(t.Context(), s.b, restored, 2)
+	object, digest, err := restorestate.Stage(t.Context(), s.b, restored, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/blobsync"
 	"github.com/tunejet/tunejet/internal/clock"
-	"github.com/tunejet/tunejet/internal/restore"
+	"github.com/tunejet/tunejet/internal/restore/restorestate"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
 )
@@ -106,7 +106,7 @@ func (w *writer) readStart(ctx context.Context) error {
 			w.takeMirror(ev)
 		}
 		if ferr == nil {
-			st, _, ferr = state.Fold(ctx, st, ev, restore.Loader(w.s.bus, w.exp))
+			st, _, ferr = state.Fold(ctx, st, ev, restorestate.Loader(w.s.bus, w.exp))
 		}
 	})
 	if err == nil {
@@ -146,7 +146,7 @@ func (w *writer) loadSnapshot(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	why, err := restore.OfThisLog(ctx, w.s.bus, st, w.exp, last)
+	why, err := restorestate.OfThisLog(ctx, w.s.bus, st, w.exp, last)
 	if err != nil {
 		return fmt.Errorf("syncer: %s: %w", key, err)
 	}

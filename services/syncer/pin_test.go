@@ -27,7 +27,7 @@ func TestPinnedStagedCopyIsKept(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "w"), []byte("w"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	old, newer := ckpt.ObjectName("donor", ckpt.Name(1)), ckpt.ObjectName("donor", ckpt.Name(2))
+	old, newer := ckpt.LegacyObjectName("donor", ckpt.Name(1)), ckpt.LegacyObjectName("donor", ckpt.Name(2))
 	for _, o := range []string{old, newer} {
 		if _, err := ckpt.Stage(ctx, obs, o, dir); err != nil {
 			t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/ckpt"
+	"github.com/tunejet/tunejet/internal/ckpt/direct"
 	"github.com/tunejet/tunejet/internal/state"
 )
 
@@ -132,7 +133,7 @@ func exploitJobs(st *state.Experiment, before, t *state.Trial, p *events.TrialSc
 	if before == nil || !reflect.DeepEqual(before.Config, t.Config) {
 		jobs = append(jobs, job{kind: writeParams, trial: t.ID})
 	}
-	if donor := st.Trials[x.Source]; donor != nil && !ckpt.IsDirect(&x.Checkpoint) {
+	if donor := st.Trials[x.Source]; donor != nil && !direct.Written(&x.Checkpoint) {
 		// One in storage is staged only for a runner that cannot read
 		// storage, when its start asks (stageRestoreJobs).
 		jobs = append(jobs, job{kind: checkResumable, trial: donor.ID, copies: []stagedCopy{
@@ -182,7 +183,7 @@ func keptNewestFirst(t *state.Trial) []stagedCopy {
 	copies := make([]stagedCopy, 0, len(t.Checkpoints))
 	for i := len(t.Checkpoints) - 1; i >= 0; i-- {
 		c := t.Checkpoints[i]
-		if !ckpt.IsDirect(&c) {
+		if !direct.Written(&c) {
 			copies = append(copies, stagedCopy{c, objectOf(t, c), t.Persisted[c.Name]})
 		}
 	}
@@ -211,21 +212,21 @@ func stageRestoreJobs(st *state.Experiment, t *state.Trial, p *events.TrialStart
 			}
 		}
 	}
-	if ref == nil || !ckpt.IsDirect(ref) {
+	if ref == nil || !direct.Written(ref) {
 		return nil
 	}
-	return []job{{kind: checkResumable, trial: owner.ID, copies: []stagedCopy{{ref: *ref, object: ckpt.StorageCopyObject(ref), persisted: true}}}}
+	return []job{{kind: checkResumable, trial: owner.ID, copies: []stagedCopy{{ref: *ref, object: direct.StorageCopyObject(ref), persisted: true}}}}
 }
 
 // objectOf is the staged object of a trial's checkpoint.
 func objectOf(t *state.Trial, c events.CheckpointRef) string {
-	if ckpt.IsDirect(&c) {
-		return ckpt.StorageCopyObject(&c)
+	if direct.Written(&c) {
+		return direct.StorageCopyObject(&c)
 	}
 	if c.Object != "" {
 		return c.Object
 	}
-	return ckpt.ObjectName(t.ID, c.Name)
+	return ckpt.LegacyObjectName(t.ID, c.Name)
 }
 
 // persistKey names the persistence of one checkpoint's staged copy: two

@@ -253,7 +253,7 @@ func TestSyncerWritesResultsToABucketOnTheSyncPeriod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	object := ckpt.ObjectName(trial, ckpt.Name(1))
+	object := ckpt.LegacyObjectName(trial, ckpt.Name(1))
 	staged, err := ckpt.Stage(t.Context(), obs, object, folder(t, "2"))
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/blobsync"
 	"github.com/tunejet/tunejet/internal/ckpt"
+	"github.com/tunejet/tunejet/internal/ckpt/direct"
 )
 
 // checkResumable queues, after a failed attempt of a trial that will
@@ -93,7 +94,7 @@ func (p *persister) mendStaged(ctx context.Context, c stagedCopy, prefix string)
 		p.log.Error().Str("object", object).Str("reason", why).Msg("a checkpoint a retry may resume from is gone everywhere")
 		return false, ckpt.MarkGone(ctx, obs, object, why+" and it was never persisted to storage")
 	}
-	if ckpt.IsDirect(&c.ref) {
+	if direct.Written(&c.ref) {
 		p.log.Info().Str("object", object).Str("location", c.ref.Location).Msg("staging a checkpoint in storage for a runner that cannot read storage")
 		return p.stageDirect(ctx, obs, object, &c.ref)
 	}
@@ -112,8 +113,8 @@ func (p *persister) stageDirect(ctx context.Context, obs ckpt.Objects, object st
 	}
 	defer func() { _ = os.RemoveAll(tmp) }()
 	dir := filepath.Join(tmp, "checkpoint")
-	err = ckpt.ReadBucket(ctx, p.bucket, ref.Location, ref.Digest, dir)
-	if errors.Is(err, ckpt.ErrDigestMismatch) || errors.Is(err, ckpt.ErrIncomplete) || errors.Is(err, ckpt.ErrUnsafeEntry) {
+	err = direct.ReadBucket(ctx, p.bucket, ref.Location, ref.Digest, dir)
+	if errors.Is(err, ckpt.ErrDigestMismatch) || errors.Is(err, direct.ErrIncomplete) || errors.Is(err, ckpt.ErrUnsafeEntry) {
 		p.log.Error().Err(err).Str("location", ref.Location).Msg("a checkpoint in storage a runner resumes from is damaged or missing")
 		return false, ckpt.MarkGone(ctx, obs, object, "its folder in storage is damaged or missing: "+err.Error())
 	}

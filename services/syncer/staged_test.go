@@ -17,6 +17,7 @@ import (
 	"github.com/tunejet/tunejet/internal/bus/bustest"
 	"github.com/tunejet/tunejet/internal/ckpt"
 	"github.com/tunejet/tunejet/internal/restore"
+	"github.com/tunejet/tunejet/internal/restore/restorestate"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/services/syncer"
 )
@@ -79,7 +80,7 @@ func TestSyncerKeepsTheLatestStagedCopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj1, obj2 := ckpt.ObjectName(trial, ckpt.Name(1)), ckpt.ObjectName(trial, ckpt.Name(2))
+	obj1, obj2 := ckpt.LegacyObjectName(trial, ckpt.Name(1)), ckpt.LegacyObjectName(trial, ckpt.Name(2))
 	s.checkpointed(1, obj1, probe)
 	runSyncerWith(t, srv, syncer.Config{Period: 20 * time.Millisecond, RetryBackoff: time.Millisecond})
 	s.announced("a failed persistence of checkpoint 1", syncFailedFor(ckpt.Name(1), ""))
@@ -133,7 +134,7 @@ func TestSyncerDoesNotWaitForACheckpointItCannotPersist(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj := ckpt.ObjectName(trial, ckpt.Name(1))
+	obj := ckpt.LegacyObjectName(trial, ckpt.Name(1))
 	if _, err := ckpt.Stage(ctx, obs, obj, folder(t, "other bytes")); err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func TestSyncerWritesParamsOfTrialsARestoreCreated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	object, digest, err := restore.Stage(t.Context(), s.b, restored, 2)
+	object, digest, err := restorestate.Stage(t.Context(), s.b, restored, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +251,7 @@ func TestSyncerMarksAGoneCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj := ckpt.ObjectName(trial, ckpt.Name(1))
+	obj := ckpt.LegacyObjectName(trial, ckpt.Name(1))
 	if _, err := ckpt.Stage(ctx, obs, obj, folder(t, "other bytes")); err != nil {
 		t.Fatal(err)
 	}

@@ -442,7 +442,7 @@ func TestSyncerDoesNotTakeAMissingCopyForPersisted(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := ckpt.Name(1)
-	object := ckpt.ObjectName(trial, name)
+	object := ckpt.LegacyObjectName(trial, name)
 	s.add(events.WriterRunner, &events.TrialCheckpointed{TrialID: trial, Attempt: 1, Checkpoint: events.CheckpointRef{
 		Name: name, Index: 1, Object: object, Size: probe.Size, Digest: probe.Digest, Iteration: 1,
 	}})

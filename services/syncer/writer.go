@@ -14,7 +14,7 @@ import (
 	"github.com/tunejet/tunejet/internal/blobsync"
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/clock"
-	"github.com/tunejet/tunejet/internal/restore"
+	"github.com/tunejet/tunejet/internal/restore/restorestate"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
 )
@@ -179,7 +179,7 @@ func (w *writer) fold(ctx context.Context, ev *events.Event) {
 		before = &cp
 	}
 	prev := w.st
-	st, changed, err := state.Fold(ctx, w.st, ev, restore.Loader(w.s.bus, w.exp))
+	st, changed, err := state.Fold(ctx, w.st, ev, restorestate.Loader(w.s.bus, w.exp))
 	if err != nil {
 		w.log.Error().Err(err).Msg("cannot load the restored state")
 		return

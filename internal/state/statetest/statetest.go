@@ -6,7 +6,7 @@ import (
 
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/bus/bustest"
-	"github.com/tunejet/tunejet/internal/restore"
+	"github.com/tunejet/tunejet/internal/restore/restorestate"
 	"github.com/tunejet/tunejet/internal/state"
 )
 
@@ -18,7 +18,7 @@ func FoldLog(t testing.TB, b *bus.Bus, exp string) *state.Experiment {
 	st := state.New(exp)
 	for _, ev := range bustest.Log(t, b, exp) {
 		var err error
-		if st, _, err = state.Fold(t.Context(), st, ev, restore.Loader(b, exp)); err != nil {
+		if st, _, err = state.Fold(t.Context(), st, ev, restorestate.Loader(b, exp)); err != nil {
 			t.Fatal(err)
 		}
 	}

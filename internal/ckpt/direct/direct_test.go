@@ -1,4 +1,4 @@
-package ckpt_test
+package direct_test
 
 import (
 	"context"
@@ -16,6 +16,8 @@ import (
 	"gocloud.dev/blob/driver"
 
 	"github.com/tunejet/tunejet/internal/ckpt"
+	"github.com/tunejet/tunejet/internal/ckpt/ckpttest"
+	"github.com/tunejet/tunejet/internal/ckpt/direct"
 	"github.com/tunejet/tunejet/internal/storage"
 	"github.com/tunejet/tunejet/internal/storage/storagetest"
 )
@@ -23,18 +25,20 @@ import (
 // directs are the storages a checkpoint goes straight to: a folder (with
 // the checksum read back after a kernel copy, and computed while copying)
 // and S3 (gofakes3 on loopback).
-func directs(t *testing.T) map[string]func(t *testing.T) ckpt.Direct {
-	return map[string]func(t *testing.T) ckpt.Direct{
-		"folder":             func(t *testing.T) ckpt.Direct { return &ckpt.FileSystem{Root: t.TempDir()} },
-		"folder/crc-on-copy": func(t *testing.T) ckpt.Direct { return &ckpt.FileSystem{Root: t.TempDir(), ChecksumWhileCopying: true} },
-		"s3": func(t *testing.T) ckpt.Direct {
+func directs(t *testing.T) map[string]func(t *testing.T) direct.Storage {
+	return map[string]func(t *testing.T) direct.Storage{
+		"folder": func(t *testing.T) direct.Storage { return &direct.FileSystem{Root: t.TempDir()} },
+		"folder/crc-on-copy": func(t *testing.T) direct.Storage {
+			return &direct.FileSystem{Root: t.TempDir(), ChecksumWhileCopying: true}
+		},
+		"s3": func(t *testing.T) direct.Storage {
 			url := storagetest.S3(t)
 			b, err := storage.OpenBucket(t.Context(), url)
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = b.Close() })
-			return &ckpt.BlobStore{B: storage.ExperimentBucket(b, "exp"), URL: storage.Join(url, "exp")}
+			return &direct.BlobStore{B: storage.ExperimentBucket(b, "exp"), URL: storage.Join(url, "exp")}
 		},
 	}
 }
@@ -44,8 +48,8 @@ func TestDirectRoundTrip(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			d := open(t)
 			src := t.TempDir()
-			write(t, src, tree{"model.bin": random(t, 3<<20+17), "opt/state.pt": []byte("state"), "empty.txt": nil})
-			want := read(t, src)
+			ckpttest.Write(t, src, ckpttest.Tree{"model.bin": ckpttest.Random(t, 3<<20+17), "opt/state.pt": []byte("state"), "empty.txt": nil})
+			want := ckpttest.Read(t, src)
 			m, err := d.Write(t.Context(), src, "trial_dir/checkpoint_000002", 1)
 			if err != nil {
 				t.Fatal(err)
@@ -63,7 +67,7 @@ func TestDirectRoundTrip(t *testing.T) {
 			if err := d.Read(t.Context(), "trial_dir/checkpoint_000002", m.Digest(), dst); err != nil {
 				t.Fatal(err)
 			}
-			got := read(t, dst)
+			got := ckpttest.Read(t, dst)
 			delete(want, "opt/")
 			delete(got, "opt/")
 			if len(got) != len(want) {
@@ -95,9 +99,9 @@ func keys[V any](m map[string]V) []string {
 // A file changed after the checkpoint was written is caught on read.
 func TestDirectReadCatchesADamagedFile(t *testing.T) {
 	root := t.TempDir()
-	d := &ckpt.FileSystem{Root: root}
+	d := &direct.FileSystem{Root: root}
 	src := t.TempDir()
-	write(t, src, tree{"a.bin": []byte("0123456789"), "b.bin": []byte("x")})
+	ckpttest.Write(t, src, ckpttest.Tree{"a.bin": []byte("0123456789"), "b.bin": []byte("x")})
 	m, err := d.Write(t.Context(), src, "trial/checkpoint_000000", 1)
 	if err != nil {
 		t.Fatal(err)
@@ -122,12 +126,12 @@ func TestDirectWriteReplacesAnEarlierFolder(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			d := open(t)
 			first := t.TempDir()
-			write(t, first, tree{"old.bin": []byte("old"), "model.bin": []byte("first")})
+			ckpttest.Write(t, first, ckpttest.Tree{"old.bin": []byte("old"), "model.bin": []byte("first")})
 			if _, err := d.Write(t.Context(), first, "trial/checkpoint_000001", 1); err != nil {
 				t.Fatal(err)
 			}
 			second := t.TempDir()
-			write(t, second, tree{"model.bin": []byte("second")})
+			ckpttest.Write(t, second, ckpttest.Tree{"model.bin": []byte("second")})
 			m, err := d.Write(t.Context(), second, "trial/checkpoint_000001", 2)
 			if err != nil {
 				t.Fatal(err)
@@ -136,11 +140,11 @@ func TestDirectWriteReplacesAnEarlierFolder(t *testing.T) {
 			if err := d.Read(t.Context(), "trial/checkpoint_000001", m.Digest(), dst); err != nil {
 				t.Fatal(err)
 			}
-			if got := keys(read(t, dst)); !slices.Equal(got, []string{"./", "model.bin"}) {
+			if got := keys(ckpttest.Read(t, dst)); !slices.Equal(got, []string{"./", "model.bin"}) {
 				t.Errorf("restored %v, want model.bin alone", got)
 			}
-			if fs, ok := d.(*ckpt.FileSystem); ok {
-				if got := dirEntries(t, filepath.Join(fs.Root, "trial", "checkpoint_000001")); !slices.Equal(got, []string{ckpt.ManifestFile, "model.bin"}) {
+			if fs, ok := d.(*direct.FileSystem); ok {
+				if got := dirEntries(t, filepath.Join(fs.Root, "trial", "checkpoint_000001")); !slices.Equal(got, []string{direct.ManifestFile, "model.bin"}) {
 					t.Errorf("the folder holds %v", got)
 				}
 			}
@@ -165,18 +169,18 @@ func dirEntries(t *testing.T, dir string) []string {
 // reader takes for the checkpoint; CleanTemporary removes it.
 func TestDirectTemporaryFoldersAreCleanedUp(t *testing.T) {
 	root := t.TempDir()
-	d := &ckpt.FileSystem{Root: root}
+	d := &direct.FileSystem{Root: root}
 	trial := filepath.Join(root, "trial")
 	left := filepath.Join(trial, ".checkpoint_000004.tmp-3-0a0b0c0d")
-	write(t, left, tree{"model.bin": []byte("half")})
+	ckpttest.Write(t, left, ckpttest.Tree{"model.bin": []byte("half")})
 	src := t.TempDir()
-	write(t, src, tree{"model.bin": []byte("whole")})
+	ckpttest.Write(t, src, ckpttest.Tree{"model.bin": []byte("whole")})
 	m, err := d.Write(t.Context(), src, "trial/checkpoint_000003", 4)
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = d.Read(t.Context(), "trial/checkpoint_000004", "crc32c:00000000", filepath.Join(t.TempDir(), "x"))
-	if !errors.Is(err, ckpt.ErrIncomplete) {
+	if !errors.Is(err, direct.ErrIncomplete) {
 		t.Errorf("read of a checkpoint only a killed write began: %v, want ErrIncomplete", err)
 	}
 	if err := d.CleanTemporary(t.Context(), "trial"); err != nil {
@@ -202,43 +206,43 @@ func TestDirectBucketWritesTheManifestLast(t *testing.T) {
 	counting, counter := storagetest.Counting(raw)
 	var order []string
 	b := blob.NewBucket(&orderDriver{Bucket: storage.DriverOf(counting), order: &order})
-	d := &ckpt.BlobStore{B: storage.ExperimentBucket(b, "exp"), URL: url}
+	d := &direct.BlobStore{B: storage.ExperimentBucket(b, "exp"), URL: url}
 	src := t.TempDir()
-	write(t, src, tree{"a.bin": random(t, 1000), "b/c.bin": random(t, 2000)})
+	ckpttest.Write(t, src, ckpttest.Tree{"a.bin": ckpttest.Random(t, 1000), "b/c.bin": ckpttest.Random(t, 2000)})
 	m, err := d.Write(t.Context(), src, "trial/checkpoint_000000", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(order) != 3 || order[2] != "exp/trial/checkpoint_000000/"+ckpt.ManifestFile {
+	if len(order) != 3 || order[2] != "exp/trial/checkpoint_000000/"+direct.ManifestFile {
 		t.Fatalf("writes in order %v, want the manifest last", order)
 	}
 	if counter.Total() != 3 {
 		t.Errorf("%d writes, want 3", counter.Total())
 	}
 	// Remove the manifest: the folder is incomplete.
-	if err := raw.Delete(t.Context(), "exp/trial/checkpoint_000000/"+ckpt.ManifestFile); err != nil {
+	if err := raw.Delete(t.Context(), "exp/trial/checkpoint_000000/"+direct.ManifestFile); err != nil {
 		t.Fatal(err)
 	}
 	err = d.Read(t.Context(), "trial/checkpoint_000000", m.Digest(), filepath.Join(t.TempDir(), "x"))
-	if !errors.Is(err, ckpt.ErrIncomplete) {
+	if !errors.Is(err, direct.ErrIncomplete) {
 		t.Errorf("read without the manifest: %v, want ErrIncomplete", err)
 	}
 }
 
 // A manifest too large for an event stays in storage alone.
 func TestLargeManifestIsNotInline(t *testing.T) {
-	d := &ckpt.FileSystem{Root: t.TempDir()}
+	d := &direct.FileSystem{Root: t.TempDir()}
 	src := t.TempDir()
-	tr := tree{}
+	tr := ckpttest.Tree{}
 	for i := range 1200 {
 		tr[filepath.ToSlash(filepath.Join("shards", strings.Repeat("x", 200)+"-"+strconv.Itoa(i)))] = []byte{byte(i)}
 	}
-	write(t, src, tr)
+	ckpttest.Write(t, src, tr)
 	m, err := d.Write(context.Background(), src, "trial/checkpoint_000000", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Encode()) <= ckpt.ManifestInlineBytes || m.Inline() != nil {
+	if len(m.Encode()) <= direct.ManifestInlineBytes || m.Inline() != nil {
 		t.Fatalf("manifest of %d bytes, inline %d files", len(m.Encode()), len(m.Inline()))
 	}
 	if err := d.Read(t.Context(), "trial/checkpoint_000000", m.Digest(), filepath.Join(t.TempDir(), "x")); err != nil {
@@ -287,27 +291,27 @@ func TestDirectWriteFilesReplacesWholeFiles(t *testing.T) {
 			src := t.TempDir()
 			readBack := func(rel string) string {
 				switch d := d.(type) {
-				case *ckpt.FileSystem:
+				case *direct.FileSystem:
 					b, err := os.ReadFile(d.Where(rel))
 					if err != nil {
 						t.Fatal(err)
 					}
 					return string(b)
-				case *ckpt.BlobStore:
+				case *direct.BlobStore:
 					b, err := d.B.ReadAll(t.Context(), rel)
 					if err != nil {
 						t.Fatal(err)
 					}
 					return string(b)
 				}
-				t.Fatalf("a Direct of type %T", d)
+				t.Fatalf("a Storage of type %T", d)
 				return ""
 			}
-			write(t, src, tree{"log.txt": []byte("one"), "plots/loss.svg": []byte("<svg/>")})
+			ckpttest.Write(t, src, ckpttest.Tree{"log.txt": []byte("one"), "plots/loss.svg": []byte("<svg/>")})
 			if err := d.WriteFiles(t.Context(), src, []string{"log.txt", "plots/loss.svg"}, "trial_dir"); err != nil {
 				t.Fatal(err)
 			}
-			write(t, src, tree{"log.txt": []byte("one, two")})
+			ckpttest.Write(t, src, ckpttest.Tree{"log.txt": []byte("one, two")})
 			if err := d.WriteFiles(t.Context(), src, []string{"log.txt"}, "trial_dir"); err != nil {
 				t.Fatal(err)
 			}
@@ -317,7 +321,7 @@ func TestDirectWriteFilesReplacesWholeFiles(t *testing.T) {
 			if got := readBack("trial_dir/plots/loss.svg"); got != "<svg/>" {
 				t.Errorf("plots/loss.svg = %q", got)
 			}
-			if fsd, ok := d.(*ckpt.FileSystem); ok {
+			if fsd, ok := d.(*direct.FileSystem); ok {
 				if got := dirEntries(t, fsd.Where("trial_dir")); !slices.Equal(got, []string{"log.txt", "plots"}) {
 					t.Errorf("the trial folder holds %v, want log.txt and plots alone", got)
 				}
@@ -334,9 +338,9 @@ func TestDirectWriteFilesReplacesWholeFiles(t *testing.T) {
 // later.
 func TestDirectTemporaryArtifactFilesAreCleanedUp(t *testing.T) {
 	root := t.TempDir()
-	d := &ckpt.FileSystem{Root: root}
+	d := &direct.FileSystem{Root: root}
 	trial := filepath.Join(root, "trial")
-	write(t, trial, tree{
+	ckpttest.Write(t, trial, ckpttest.Tree{
 		"plots/.loss.png.artifact-0a0b0c0d": []byte("half"),
 		".model.bin.artifact-1a2b3c4d":      []byte("half"),
 		"plots/loss.png":                    []byte("whole"),
