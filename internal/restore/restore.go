@@ -27,6 +27,8 @@ import (
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/state"
+
+	"github.com/tunejet/tunejet/internal/settings"
 )
 
 // Resume types (Ray's ResumeType).
@@ -162,11 +164,11 @@ func Identifier(t events.Trainable) string {
 func CheckParamSpace(saved, got map[string]any) error {
 	a, err := search.ParseSpace(saved)
 	if err != nil {
-		return err
+		return settings.Prefix("param_space", err)
 	}
 	b, err := search.ParseSpace(got)
 	if err != nil {
-		return err
+		return settings.Prefix("param_space", err)
 	}
 	if slices.Equal(a.FlatKeys(), b.FlatKeys()) {
 		return nil

@@ -132,6 +132,11 @@ func TestChecksAsRay(t *testing.T) {
 	if err := CheckParamSpace(map[string]any{"a": 1}, map[string]any{"a": 1, "z": 2}); err == nil {
 		t.Error("a new key was accepted")
 	}
+	broken := map[string]any{"a": map[string]any{"uniform": []any{1, 0}}}
+	want := "param_space.a: uniform: low (1) must be <= high (0)"
+	if err := CheckParamSpace(map[string]any{"a": 1}, broken); err == nil || err.Error() != want {
+		t.Errorf("a broken space: %v, want %q", err, want)
+	}
 }
 
 // Apply changes trials outside the fold; the state it returns counts them

@@ -31,6 +31,8 @@ import (
 	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
+
+	"github.com/tunejet/tunejet/internal/settings"
 )
 
 // Config configures a restorer. The zero value is usable.
@@ -547,7 +549,7 @@ func Check(spec *events.ExperimentSpec, trainable *events.Trainable, paramSpace 
 		return nil
 	}
 	if _, err := search.ParseSpace(paramSpace); err != nil {
-		return api.WithCode(api.CodeBadRequest, err)
+		return api.WithCode(api.CodeBadRequest, settings.Prefix("param_space", err))
 	}
 	return api.WithCode(api.CodeParamSpaceDiffers, restore.CheckParamSpace(spec.ParamSpace, paramSpace))
 }
