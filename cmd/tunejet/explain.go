@@ -21,7 +21,7 @@ import (
 	"github.com/tunejet/tunejet/internal/show"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
-	"github.com/tunejet/tunejet/internal/tuner"
+	"github.com/tunejet/tunejet/internal/tuning"
 	"github.com/tunejet/tunejet/services/restorer"
 )
 
@@ -338,13 +338,13 @@ func (x *explanation) print(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	created := "config " + show.JSON(x.Config)
 	switch {
-	case x.SearchAlg == tuner.SearchTPE && x.SearcherSeq > 0:
+	case x.SearchAlg == tuning.SearchTPE && x.SearcherSeq > 0:
 		created += fmt.Sprintf(", suggested by tpe from the log up to seq %d", x.SearcherSeq)
-	case x.SearchAlg == tuner.SearchTPE:
+	case x.SearchAlg == tuning.SearchTPE:
 		created += ", suggested by tpe" // a startup trial, or from a state file
-	case x.SearchAlg == tuner.SearchExternal && x.SearcherSeq > 0:
+	case x.SearchAlg == tuning.SearchExternal && x.SearcherSeq > 0:
 		created += fmt.Sprintf(", suggested by the external searcher from the log up to seq %d", x.SearcherSeq)
-	case x.SearchAlg == tuner.SearchExternal:
+	case x.SearchAlg == tuning.SearchExternal:
 		created += ", suggested by the external searcher"
 	}
 	fmt.Fprintf(tw, "created\t\t%s\n", created)

@@ -20,7 +20,7 @@ var purePackages = []string{
 	"internal/tpe",
 	"internal/search",
 	"internal/state",
-	"internal/tuner",
+	"internal/tuning",
 	"internal/settings",
 	"internal/restore",
 }

@@ -76,15 +76,15 @@ func Apply(st *state.Experiment, cfg events.ResumeConfig, restart Restarter) (*s
 			resume(t)
 		case Restart:
 			nt := restart(t)
-			st.TunerRemove(t)
+			st.JudgeRemove(t)
 			delete(st.Trials, id)
 			st.Trials[nt.ID] = nt
 			st.Order[i] = nt.ID
-			st.TunerAdd(nt)
+			st.JudgeAdd(nt)
 		case Skip:
 			if !t.Finished() {
 				t.Status, t.EndReason = events.StatusTerminated, "not resumed"
-				st.TunerRemove(t)
+				st.JudgeRemove(t)
 			}
 		}
 	}

@@ -153,7 +153,7 @@ func TestParseSpaceErrors(t *testing.T) {
 	}
 }
 
-func TestKeyErrorPath(t *testing.T) {
+func TestErrorKey(t *testing.T) {
 	_, err := ParseSpace(map[string]any{"model": map[string]any{"layers": []any{map[string]any{"randint": []any{2, 1}}}}})
 	var ke *settings.Error
 	if !errors.As(err, &ke) {

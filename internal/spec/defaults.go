@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/tunejet/tunejet/events"
-	"github.com/tunejet/tunejet/internal/tuner"
+	"github.com/tunejet/tunejet/internal/tuning"
 
 	"github.com/tunejet/tunejet/internal/sched"
 )
@@ -14,7 +14,7 @@ import (
 // Defaults that ApplyDefaults fills in, as in Ray Tune.
 const (
 	DefaultNumSamples           = 1
-	DefaultSearchAlg            = tuner.SearchRandom
+	DefaultSearchAlg            = tuning.SearchRandom
 	DefaultScheduler            = sched.FIFOName
 	DefaultHeartbeatTimeoutS    = events.DefaultHeartbeatTimeoutS
 	DefaultCheckpointScoreOrder = "max"

@@ -89,7 +89,7 @@
 // spec's JSON form is a valid file too: scheduler: asha with
 // scheduler_config: {max_t: 100}, search_alg: tpe with search_alg_config
 // and points_to_evaluate under tune_config; a file gives each in one form
-// only. internal/tuner checks the settings, and every problem is reported
+// only. internal/tuning checks the settings, and every problem is reported
 // at its key's line: a scheduler's settings take Ray's names and defaults
 // (time_attr, max_t, grace_period, reduction_factor, brackets,
 // stop_last_trials, min_samples_required, min_time_slice, hard_stop,

@@ -588,7 +588,7 @@ func TestParseTuner(t *testing.T) {
 
 func int64Ptr(v int64) *int64 { return &v }
 
-func TestParseTunerErrors(t *testing.T) {
+func TestParseTuningErrors(t *testing.T) {
 	const space = "param_space:\n  lr: {loguniform: [1e-4, 1e-1]}\n"
 	tests := []struct{ name, file, want string }{
 		{"misspelled scheduler setting",

@@ -11,7 +11,7 @@ import (
 	"github.com/tunejet/tunejet/internal/blobsync"
 	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/storage"
-	"github.com/tunejet/tunejet/internal/tuner"
+	"github.com/tunejet/tunejet/internal/tuning"
 
 	"github.com/tunejet/tunejet/internal/settings"
 )
@@ -35,7 +35,7 @@ func (d *decoder) validate(s *events.ExperimentSpec) {
 	}
 }
 
-// fileKey turns a key of the tuner's settings, which internal/tuner names
+// fileKey turns a key of the tuner's settings, which internal/tuning names
 // by the mapping form (tune_config.scheduler.max_t), into the key the file
 // used when it gave them in the wire form (tune_config.scheduler_config.max_t).
 func (d *decoder) fileKey(key string) string {
@@ -114,10 +114,10 @@ func check(s *events.ExperimentSpec, given func(string) bool) *settings.Problems
 }
 
 // tuner adds the problems of the scheduler, the search algorithm, the
-// points to evaluate and the stoppers (internal/tuner's Check), but for
+// points to evaluate and the stoppers (internal/tuning's Check), but for
 // those at keys already found wrong.
 func (c *checker) tuner(s *events.ExperimentSpec) {
-	for _, e := range tuner.Check(s) {
+	for _, e := range tuning.Check(s) {
 		c.add(e.Key, "%s", e.Msg)
 	}
 }
@@ -144,7 +144,7 @@ func (c *checker) trainable(t *events.Trainable) {
 // search_alg "grid".
 func (c *checker) paramSpace(s *events.ExperimentSpec) {
 	space, err := search.ParseSpace(s.ParamSpace)
-	if err == nil && s.TuneConfig.SearchAlg == tuner.SearchGrid {
+	if err == nil && s.TuneConfig.SearchAlg == tuning.SearchGrid {
 		err = space.OnlyGrid()
 	}
 	c.p.AddErr("param_space", err)

@@ -524,7 +524,7 @@ func (e *Experiment) returned(t *Trial, ev *events.Event, p *events.TrialReturne
 func (e *Experiment) pause(t *Trial) {
 	t.Status, t.Scheduled = events.StatusPaused, false
 	t.PauseDecision, t.PauseOrdinal, t.PauseRequested = "", 0, false
-	if tn := e.Tuner; tn != nil {
+	if tn := e.Judge; tn != nil {
 		if i := slices.Index(tn.Stopping, t.ID); i >= 0 {
 			tn.Stopping = slices.Delete(tn.Stopping, i, i+1)
 		}

@@ -54,7 +54,7 @@ func checkRoundTrip(t *testing.T, data []byte, e *Experiment) {
 	}
 	// Nil and empty lists and maps are the same state: omitempty writes
 	// neither. The counts kept beside the state must survive too. The snapshots, below, must be the same bytes.
-	if diff := cmp.Diff(e, again, cmp.AllowUnexported(Experiment{}, Trial{}, tally{}), cmpopts.IgnoreUnexported(Tuner{}), cmpopts.IgnoreFields(Experiment{}, "settings", "settingsErr"), cmpopts.EquateEmpty()); diff != "" {
+	if diff := cmp.Diff(e, again, cmp.AllowUnexported(Experiment{}, Trial{}, tally{}), cmpopts.IgnoreUnexported(Judge{}), cmpopts.IgnoreFields(Experiment{}, "settings", "settingsErr"), cmpopts.EquateEmpty()); diff != "" {
 		t.Fatalf("Load, Snapshot, Load changed the state (-first +second):\n%s", diff)
 	}
 	snap2, err := again.Snapshot()

@@ -133,8 +133,8 @@ func TestPBTExploitPausesAndResumesFromTheDonor(t *testing.T) {
 	if got, want := e.PinnedObjects(), []string{events.CheckpointObject("b", 2, "checkpoint_000003")}; !slices.Equal(got, want) {
 		t.Fatalf("pinned staged copies %v, want only b's that a exploits now", got)
 	}
-	if b := e.Trials["b"]; b.ResumeFrom != nil || slices.Contains(e.Tuner.Exploiting, "b") {
-		t.Fatalf("b resumes from %v, exploiting %v; want neither once b has a checkpoint of its own", b.ResumeFrom, e.Tuner.Exploiting)
+	if b := e.Trials["b"]; b.ResumeFrom != nil || slices.Contains(e.Judge.Exploiting, "b") {
+		t.Fatalf("b resumes from %v, exploiting %v; want neither once b has a checkpoint of its own", b.ResumeFrom, e.Judge.Exploiting)
 	}
 	if a := e.Trials["a"]; a.Exploit == nil || a.Exploit.Source != "b" || a.Exploit.Checkpoint.Name != "checkpoint_000003" {
 		t.Fatalf("a's exploit %+v, want b's checkpoint_000003", a.Exploit)

@@ -82,7 +82,7 @@ func Load(data []byte) (*Experiment, error) {
 	if err := e.checkTrials(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
-	if err := e.TunerErr(); err != nil {
+	if err := e.JudgeErr(); err != nil {
 		return nil, fmt.Errorf("%w: field \"tuner\": %w", ErrCorrupt, err)
 	}
 	e.Recount()

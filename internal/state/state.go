@@ -6,7 +6,7 @@ import (
 
 	"github.com/tunejet/tunejet/events"
 
-	"github.com/tunejet/tunejet/internal/tuner"
+	"github.com/tunejet/tunejet/internal/tuning"
 )
 
 // Experiment statuses.
@@ -62,13 +62,13 @@ type Experiment struct {
 	// state was loaded from; work scheduled before it is stale.
 	RestoredSeq uint64 `json:"restored_seq,omitempty"`
 
-	// Tuner is the scheduler and stoppers (tuner.go); nil when the spec
+	// Judge is the scheduler and stoppers (judge.go); nil when the spec
 	// asks for FIFO alone.
-	Tuner *Tuner `json:"tuner,omitempty"`
+	Judge *Judge `json:"tuner,omitempty"`
 
 	tally tally // the trials counted, kept by the fold (tally.go)
 
-	settings    *tuner.Settings // the spec's, read on first use (Settings)
+	settings    *tuning.Settings // the spec's, read on first use (Settings)
 	settingsErr error
 }
 
@@ -132,11 +132,11 @@ type Trial struct {
 	UserStopRequested bool `json:"user_stop_requested,omitempty"`
 	// Decisions are the scheduler's and stoppers' decisions about the
 	// trial; StopDecision is the reason of the one that stops it, which
-	// the controller turns into trial.stop_requested. TunerDone: the
+	// the controller turns into trial.stop_requested. JudgeDone: the
 	// scheduler has let go of the trial (stopped, completed or removed).
 	Decisions    []Decision `json:"decisions,omitempty"`
 	StopDecision string     `json:"stop_decision,omitempty"`
-	TunerDone    bool       `json:"tuner_done,omitempty"`
+	JudgeDone    bool       `json:"tuner_done,omitempty"`
 	// JudgedIteration is the last iteration the stoppers and scheduler
 	// judged: each is judged once. JudgedValue is the experiment's metric
 	// in that result, when it held a number: what TPE counts for a trial a

@@ -36,7 +36,9 @@
 //	  - {type: timeout, timeout: 3600}
 //	  - {type: combined, stoppers: [...]}
 //
-// Problems are *KeyError values naming the dotted key, e.g.
+// Each stopper type registers itself with its defaults, and
+// settings.Decode reads its arguments by their json names. Problems are
+// *settings.Error values naming the dotted key, e.g.
 // "run_config.stoppers.1.std: must be > 0, got -1".
 //
 // # Metrics

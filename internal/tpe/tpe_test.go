@@ -214,7 +214,7 @@ func TestNewRefuses(t *testing.T) {
 		_, err = New(s, Defaults())
 		var ke *settings.Error
 		if !errors.As(err, &ke) || ke.Key != "a.b" {
-			t.Errorf("%s: New error %v, want a KeyError at a.b", kw, err)
+			t.Errorf("%s: New error %v, want a *settings.Error at a.b", kw, err)
 		}
 	}
 	s, _ := search.ParseSpace(nil)

@@ -12,7 +12,7 @@ import (
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/state"
-	"github.com/tunejet/tunejet/internal/tuner"
+	"github.com/tunejet/tunejet/internal/tuning"
 )
 
 // history builds an experiment's state the way the controller sees it: by
@@ -779,7 +779,7 @@ func TestTPESuggestsFromTheTrialsSoFar(t *testing.T) {
 		sp.TuneConfig.PointsToEvaluate = []map[string]any{{"x": 1.5}}
 	}
 	h := newHistory(t, spec)
-	set, err := tuner.Parse(h.st.Spec)
+	set, err := tuning.Parse(h.st.Spec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/tpe"
-	"github.com/tunejet/tunejet/internal/tuner"
+	"github.com/tunejet/tunejet/internal/tuning"
 )
 
 // Asking an external searcher again after a failure waits this long at
@@ -31,7 +31,7 @@ const (
 // answer comes back on answers. While the searcher is down or answers
 // nothing usable, the experiment waits and the searcher is asked again.
 type externalSearcher struct {
-	cfg   tuner.ExternalConfig
+	cfg   tuning.ExternalConfig
 	bus   *bus.Bus
 	log   zerolog.Logger
 	space *search.Space
@@ -58,7 +58,7 @@ type askResult struct {
 // errRefused marks a reply whose config is not valid for the space.
 var errRefused = errors.New("refused the searcher's config")
 
-func newExternalSearcher(b *bus.Bus, cfg tuner.ExternalConfig, st *state.Experiment, space *search.Space, log zerolog.Logger) *externalSearcher {
+func newExternalSearcher(b *bus.Bus, cfg tuning.ExternalConfig, st *state.Experiment, space *search.Space, log zerolog.Logger) *externalSearcher {
 	return &externalSearcher{
 		cfg: cfg, bus: b, space: space, paramSpace: st.Spec.ParamSpace, answers: make(chan askResult, 1),
 		log: log.With().Str("searcher", cfg.Subject).Logger(),
@@ -121,7 +121,7 @@ func (x *externalSearcher) ask(ctx context.Context, req api.SuggestRequest) askR
 	if err := reply.Err(); err != nil {
 		return askResult{err: fmt.Errorf("the searcher answered an error (%s): %w", api.CodeOf(err), err)}
 	}
-	config, err := tuner.SuggestedConfig(x.paramSpace, x.space, reply.Config)
+	config, err := tuning.SuggestedConfig(x.paramSpace, x.space, reply.Config)
 	if err != nil {
 		return askResult{err: fmt.Errorf("%w for trial %d: not a config of the param space: %w", errRefused, req.Index, err)}
 	}

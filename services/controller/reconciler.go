@@ -16,7 +16,7 @@ import (
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
 	"github.com/tunejet/tunejet/internal/tpe"
-	"github.com/tunejet/tunejet/internal/tuner"
+	"github.com/tunejet/tunejet/internal/tuning"
 
 	"github.com/tunejet/tunejet/internal/settings"
 )
@@ -218,11 +218,11 @@ func (r *reconciler) reconcile(ctx context.Context) {
 			return
 		}
 		r.space, r.searcher, r.external = sp, sampler, nil
-		if ext, ok := set.Search.(*tuner.ExternalConfig); ok {
+		if ext, ok := set.Search.(*tuning.ExternalConfig); ok {
 			r.external = newExternalSearcher(r.s.bus, *ext, r.st, sp, r.log)
 		}
 	}
-	if err := r.st.TunerErr(); err != nil {
+	if err := r.st.JudgeErr(); err != nil {
 		r.publish(ctx, Action{ID: r.exp + ".invalid", Payload: &events.ExperimentCompleted{Reason: "invalid", Error: err.Error()}})
 		return
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/tpe"
-	"github.com/tunejet/tunejet/internal/tuner"
+	"github.com/tunejet/tunejet/internal/tuning"
 )
 
 // searcher makes the configs of new trials: the search algorithm's (the
@@ -24,7 +24,7 @@ type searcher struct {
 }
 
 func newSearcher(st *state.Experiment, in Inputs) *searcher {
-	s := &searcher{st: st, in: in, external: st.Spec.TuneConfig.SearchAlg == tuner.SearchExternal}
+	s := &searcher{st: st, in: in, external: st.Spec.TuneConfig.SearchAlg == tuning.SearchExternal}
 	if in.Searcher != nil {
 		s.history = tpeHistory(st)
 	}
@@ -45,7 +45,7 @@ func (s *searcher) config(index int) (config map[string]any, tag string, seq uin
 	case s.in.Searcher == nil:
 		config, tag = s.in.Space.Trial(index, s.st.Seed)
 	default:
-		config = s.in.Searcher.Suggest(s.history, tuner.Rand(s.st.Seed, "suggest", uint64(index)))
+		config = s.in.Searcher.Suggest(s.history, tuning.Rand(s.st.Seed, "suggest", uint64(index)))
 		seq = s.st.LastSeq
 	}
 	if points := s.st.Spec.TuneConfig.PointsToEvaluate; index < len(points) {

@@ -9,7 +9,7 @@ import (
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/state"
-	"github.com/tunejet/tunejet/internal/tuner"
+	"github.com/tunejet/tunejet/internal/tuning"
 )
 
 // BenchmarkDecideTPE1000 is the controller's view of the target "a TPE
@@ -49,7 +49,7 @@ func BenchmarkDecideTPE1000(b *testing.B) {
 		}
 		cpu0 := processCPU(b)
 		for b.Loop() {
-			in.Searcher.Suggest(history, tuner.Rand(st.Seed, "suggest", finished))
+			in.Searcher.Suggest(history, tuning.Rand(st.Seed, "suggest", finished))
 		}
 		b.ReportMetric(msPerOp(b), "ms/suggest")
 		b.ReportMetric(cpuMsPerOp(b, cpu0), "cpu_ms/suggest")
@@ -101,7 +101,7 @@ func finishedTPEExperiment(b *testing.B, n int) (*state.Experiment, Inputs) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	set, err := tuner.Parse(&spec)
+	set, err := tuning.Parse(&spec)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,10 +13,10 @@ import (
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/sched"
 	"github.com/tunejet/tunejet/internal/stopper"
-	"github.com/tunejet/tunejet/internal/tuner"
+	"github.com/tunejet/tunejet/internal/tuning"
 )
 
-// Tuner is the experiment's scheduler and stoppers, kept by the fold. They
+// Judge is the experiment's scheduler and stoppers, kept by the fold. They
 // judge each result in log order, so every reader of the log (and a
 // restore, from the log or a snapshot) holds the same ones and makes the
 // same decisions: a restored experiment goes on exactly as if nothing had
@@ -27,7 +27,7 @@ import (
 // Each decision that asks for something, or records a judgement, is kept
 // pending until the controller has published it as trial.decided, before it
 // acts on it (a stop is followed by trial.stop_requested).
-type Tuner struct {
+type Judge struct {
 	// Scheduler is the scheduler's state (its config is the spec's);
 	// Stoppers is the stoppers' config and state.
 	Scheduler json.RawMessage `json:"scheduler,omitempty"`
@@ -74,14 +74,14 @@ func tunes(spec *events.ExperimentSpec) bool {
 // tuner returns the experiment's tuner, built from the spec (and the state
 // a snapshot carried) on first use; nil when the spec asks for none or it
 // cannot be built (Err says why).
-func (e *Experiment) tuner() *Tuner {
+func (e *Experiment) judge() *Judge {
 	if e.Spec == nil || !tunes(e.Spec) {
 		return nil
 	}
-	if e.Tuner == nil {
-		e.Tuner = &Tuner{}
+	if e.Judge == nil {
+		e.Judge = &Judge{}
 	}
-	tn := e.Tuner
+	tn := e.Judge
 	if tn.sched == nil && tn.err == nil {
 		tn.err = tn.build(e.Settings())
 	}
@@ -94,16 +94,16 @@ func (e *Experiment) tuner() *Tuner {
 // Settings returns the experiment's scheduler, search algorithm and
 // stoppers as the spec sets them, read and checked on first use and kept:
 // the fold and the controller read them from here, not from the spec.
-func (e *Experiment) Settings() (*tuner.Settings, error) {
+func (e *Experiment) Settings() (*tuning.Settings, error) {
 	if e.settings == nil && e.settingsErr == nil && e.Spec != nil {
-		e.settings, e.settingsErr = tuner.Parse(e.Spec)
+		e.settings, e.settingsErr = tuning.Parse(e.Spec)
 	}
 	return e.settings, e.settingsErr
 }
 
 // build makes the scheduler and stoppers from the settings, restoring the
 // state they had when Scheduler or Stoppers hold one.
-func (tn *Tuner) build(set *tuner.Settings, err error) error {
+func (tn *Judge) build(set *tuning.Settings, err error) error {
 	if err != nil {
 		return err
 	}
@@ -129,18 +129,18 @@ func (tn *Tuner) build(set *tuner.Settings, err error) error {
 	return nil
 }
 
-// TunerErr says why the spec's scheduler or stoppers could not be built,
+// JudgeErr says why the spec's scheduler or stoppers could not be built,
 // or is nil.
-func (e *Experiment) TunerErr() error {
-	if e.tuner() == nil && e.Tuner != nil {
-		return e.Tuner.err
+func (e *Experiment) JudgeErr() error {
+	if e.judge() == nil && e.Judge != nil {
+		return e.Judge.err
 	}
 	return nil
 }
 
 // MarshalJSON writes the scheduler's and stoppers' current state.
-func (tn *Tuner) MarshalJSON() ([]byte, error) {
-	type plain Tuner
+func (tn *Judge) MarshalJSON() ([]byte, error) {
+	type plain Judge
 	if tn.sched != nil {
 		b, err := tn.sched.MarshalJSON()
 		if err != nil {
@@ -160,11 +160,11 @@ func (tn *Tuner) MarshalJSON() ([]byte, error) {
 
 // tuneAdd enters a new trial into the scheduler.
 func (e *Experiment) tuneAdd(t *Trial) {
-	tn := e.tuner()
+	tn := e.judge()
 	if tn == nil {
 		return
 	}
-	d := tn.sched.Add(t.ID, tuner.Rand(e.Seed, "add", uint64(t.Index)))
+	d := tn.sched.Add(t.ID, tuning.Rand(e.Seed, "add", uint64(t.Index)))
 	// ASHA's only bracket is no choice: not worth an event per trial.
 	if !d.Quiet() && (d.Bracket == nil || d.Bracket.Probabilities == nil || len(d.Bracket.Probabilities) > 1) {
 		e.decided(t, events.DecidedByScheduler, d, 0)
@@ -176,8 +176,8 @@ func (e *Experiment) tuneAdd(t *Trial) {
 // dict (done) is not judged, the stoppers come first, and a trial they or
 // the scheduler stop is complete for the scheduler at that result.
 func (e *Experiment) tuneResult(t *Trial, ev *events.Event, r map[string]any) {
-	tn := e.tuner()
-	if tn == nil || t.TunerDone || t.StopRequested || t.PauseDecision != "" || r["done"] == true {
+	tn := e.judge()
+	if tn == nil || t.JudgeDone || t.StopRequested || t.PauseDecision != "" || r["done"] == true {
 		return
 	}
 	// Each iteration is judged once: a retry that started afresh reports
@@ -203,7 +203,7 @@ func (e *Experiment) tuneResult(t *Trial, ev *events.Event, r map[string]any) {
 		}
 	}
 	tn.Judged++
-	ds := tn.sched.Result(res, sched.Context{Rand: tuner.Rand(e.Seed, "result", tn.Judged), Waiting: e.othersWait(), Config: e.config})
+	ds := tn.sched.Result(res, sched.Context{Rand: tuning.Rand(e.Seed, "result", tn.Judged), Waiting: e.othersWait(), Config: e.config})
 	for _, d := range ds {
 		about := e.Trials[d.Trial]
 		if about == nil || d.Quiet() {
@@ -219,7 +219,7 @@ func (e *Experiment) tuneResult(t *Trial, ev *events.Event, r map[string]any) {
 // tuneEnded tells the scheduler that a trial ended (unless a decision
 // already let it go): complete at its last result if it ran, else removed.
 func (e *Experiment) tuneEnded(t *Trial, ev *events.Event) {
-	tn := e.tuner()
+	tn := e.judge()
 	if tn == nil {
 		return
 	}
@@ -228,7 +228,7 @@ func (e *Experiment) tuneEnded(t *Trial, ev *events.Event) {
 	}
 	t.Exploit, t.ResumeFrom = nil, nil
 	e.exploiting(t)
-	if t.TunerDone {
+	if t.JudgeDone {
 		return
 	}
 	if t.Status == events.StatusTerminated && t.LastResult != nil {
@@ -238,21 +238,21 @@ func (e *Experiment) tuneEnded(t *Trial, ev *events.Event) {
 	e.letGo(t, tn.sched.Remove(t.ID), ev.Seq)
 }
 
-// TunerRemove lets go of a trial a restore took out of the experiment (a
+// JudgeRemove lets go of a trial a restore took out of the experiment (a
 // restarted trial's old id, or a skipped unfinished trial).
-func (e *Experiment) TunerRemove(t *Trial) {
-	if tn := e.tuner(); tn != nil && !t.TunerDone {
+func (e *Experiment) JudgeRemove(t *Trial) {
+	if tn := e.judge(); tn != nil && !t.JudgeDone {
 		e.letGo(t, tn.sched.Remove(t.ID), 0)
 	}
 }
 
-// TunerAdd enters a trial a restore added (a restarted trial's new id).
-func (e *Experiment) TunerAdd(t *Trial) { e.tuneAdd(t) }
+// JudgeAdd enters a trial a restore added (a restarted trial's new id).
+func (e *Experiment) JudgeAdd(t *Trial) { e.tuneAdd(t) }
 
 // letGo marks a trial as let go by the scheduler, recording what the
 // scheduler decided as it did (a completed trial's final rung record).
 func (e *Experiment) letGo(t *Trial, ds []sched.Decision, resultSeq uint64) {
-	t.TunerDone = true
+	t.JudgeDone = true
 	for _, d := range ds {
 		if about := e.Trials[d.Trial]; about != nil && !d.Quiet() {
 			e.decided(about, events.DecidedByScheduler, d, resultSeq)
@@ -263,7 +263,7 @@ func (e *Experiment) letGo(t *Trial, ds []sched.Decision, resultSeq uint64) {
 // decided records a decision: pending until the log holds it, kept by its
 // trial, and a stop the controller is to request.
 func (e *Experiment) decided(t *Trial, by string, d sched.Decision, resultSeq uint64) {
-	tn := e.Tuner
+	tn := e.Judge
 	tn.Decisions++
 	ev := events.TrialDecided{
 		TrialID: t.ID, Ordinal: tn.Decisions, By: by, Action: string(d.Action), Reason: d.Reason,
@@ -275,7 +275,7 @@ func (e *Experiment) decided(t *Trial, by string, d sched.Decision, resultSeq ui
 	case sched.Stop:
 		if t.StopDecision == "" {
 			t.StopDecision = ev.Quoted()
-			t.TunerDone = true
+			t.JudgeDone = true
 			tn.Stopping = append(tn.Stopping, t.ID)
 		}
 	case sched.Pause, sched.Exploit:
@@ -304,7 +304,7 @@ func (e *Experiment) decided(t *Trial, by string, d sched.Decision, resultSeq ui
 // outside the param_space, as Ray's on_trial_add), and reports whether it
 // drew any.
 func (e *Experiment) FillConfig(config map[string]any, index int) bool {
-	tn := e.tuner()
+	tn := e.judge()
 	if tn == nil {
 		return false
 	}
@@ -314,7 +314,7 @@ func (e *Experiment) FillConfig(config map[string]any, index int) bool {
 	if !ok {
 		return false
 	}
-	filled := f.FillConfig(config, tuner.Rand(e.Seed, "fill", uint64(index)))
+	filled := f.FillConfig(config, tuning.Rand(e.Seed, "fill", uint64(index)))
 	if reflect.DeepEqual(filled, config) {
 		return false
 	}
@@ -324,7 +324,7 @@ func (e *Experiment) FillConfig(config map[string]any, index int) bool {
 
 // tuneResumed tells the scheduler that a paused trial runs again.
 func (e *Experiment) tuneResumed(t *Trial) {
-	if tn := e.tuner(); tn != nil {
+	if tn := e.judge(); tn != nil {
 		tn.sched.Resumed(t.ID)
 	}
 }
@@ -371,7 +371,7 @@ func (e *Experiment) exploitOf(in *sched.ExploitInputs) *Exploit {
 // exploiting keeps t in the Exploiting list while it has an exploit
 // pending or a donor's checkpoint to resume from.
 func (e *Experiment) exploiting(t *Trial) {
-	tn := e.Tuner
+	tn := e.Judge
 	if tn == nil {
 		return
 	}
@@ -387,11 +387,11 @@ func (e *Experiment) exploiting(t *Trial) {
 // pinned are the checkpoints of trial that an exploit resumes another
 // trial from: retention keeps them.
 func (e *Experiment) pinned(trial string) map[string]bool {
-	if e.Tuner == nil || len(e.Tuner.Exploiting) == 0 {
+	if e.Judge == nil || len(e.Judge.Exploiting) == 0 {
 		return nil
 	}
 	var out map[string]bool
-	for _, id := range e.Tuner.Exploiting {
+	for _, id := range e.Judge.Exploiting {
 		t := e.Trials[id]
 		if t == nil {
 			continue
@@ -413,11 +413,11 @@ func (e *Experiment) pinned(trial string) map[string]bool {
 // a checkpoint of its own), sorted: the syncer keeps them in the Object
 // Store, where the runner fetches them.
 func (e *Experiment) PinnedObjects() []string {
-	if e.Tuner == nil || len(e.Tuner.Exploiting) == 0 {
+	if e.Judge == nil || len(e.Judge.Exploiting) == 0 {
 		return nil
 	}
 	var out []string
-	for _, id := range e.Tuner.Exploiting {
+	for _, id := range e.Judge.Exploiting {
 		if t := e.Trials[id]; t != nil {
 			for _, x := range []*events.Exploit{t.ResumeFrom, exploitRef(t.Exploit)} {
 				if x != nil && x.Checkpoint.Object != "" && !slices.Contains(out, x.Checkpoint.Object) {
@@ -441,11 +441,11 @@ func exploitRef(x *Exploit) *events.Exploit {
 // pause is not requested yet, in the order they were decided; a trial
 // with a PauseDecision is to be paused, the others stopped.
 func (e *Experiment) Stopping() []*Trial {
-	if e.Tuner == nil {
+	if e.Judge == nil {
 		return nil
 	}
 	var out []*Trial
-	for _, id := range e.Tuner.Stopping {
+	for _, id := range e.Judge.Stopping {
 		t := e.Trials[id]
 		if t == nil || t.Finished() || t.StopRequested {
 			continue
@@ -459,7 +459,7 @@ func (e *Experiment) Stopping() []*Trial {
 
 // published drops the decisions the log now holds from the pending ones.
 func (e *Experiment) published(p *events.TrialDecided) bool {
-	tn := e.Tuner
+	tn := e.Judge
 	if tn == nil || len(tn.Pending) == 0 || p.Ordinal < tn.Pending[0].Ordinal {
 		return false
 	}
@@ -473,16 +473,16 @@ func (e *Experiment) published(p *events.TrialDecided) bool {
 
 // PendingDecisions are the decisions to publish, oldest first.
 func (e *Experiment) PendingDecisions() []events.TrialDecided {
-	if e.Tuner == nil {
+	if e.Judge == nil {
 		return nil
 	}
-	return e.Tuner.Pending
+	return e.Judge.Pending
 }
 
 // StoppersStopAll is the stoppers' reason to stop the experiment at now
 // (a timeout passes without a result too), or "".
 func (e *Experiment) StoppersStopAll(now time.Time) string {
-	tn := e.tuner()
+	tn := e.judge()
 	if tn == nil {
 		return ""
 	}

@@ -1,7 +1,10 @@
-// Package tuner builds an experiment's scheduler, search algorithm and
-// stoppers from its spec, and checks their settings: the step between the
-// experiment file (internal/spec) and the pure rules of internal/sched,
-// internal/tpe and internal/stopper.
+// Package tuning reads an experiment's scheduler, search algorithm and
+// stoppers from its spec once, into typed configs (Settings), and checks
+// them: the step between the experiment file (internal/spec) and the pure
+// rules of internal/sched, internal/tpe and internal/stopper. Each
+// scheduler and stopper registers itself in its package, each search
+// algorithm here (search_tpe.go, search_external.go); internal/settings
+// reads their settings.
 //
 // # Settings
 //
@@ -17,7 +20,7 @@
 // tune_config's metric and mode unless its settings set them; setting one
 // in both places is an error with Ray's message.
 //
-// tune_config.search_alg is random (default), grid or tpe. TPE's settings
+// tune_config.search_alg is random (default), grid, tpe or external. TPE's settings
 // (the mapping form's keys, the spec's SearchAlgConfig) carry Optuna's
 // names on top of tpe.Defaults: n_startup_trials,
 // n_ei_candidates, gamma ("default" or "hyperopt"), prior_weight,
@@ -32,9 +35,9 @@
 //
 // # Errors
 //
-// Every problem is a *KeyError at the dotted key the experiment file
+// Every problem is a *settings.Error at the dotted key the experiment file
 // spells, e.g. "tune_config.scheduler.grace_peroid: unknown key, did you
-// mean "grace_period"?"; Scheduler, Searcher and Stopper return them
-// joined, and Check returns all of them at once, so that the spec parser
-// can put each at the line of its key.
-package tuner
+// mean "grace_period"?"; Parse returns them joined, and Check returns all
+// of them at once, so that the spec parser can put each at the line of its
+// key.
+package tuning

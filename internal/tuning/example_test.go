@@ -1,10 +1,10 @@
-package tuner_test
+package tuning_test
 
 import (
 	"fmt"
 
 	"github.com/tunejet/tunejet/events"
-	"github.com/tunejet/tunejet/internal/tuner"
+	"github.com/tunejet/tunejet/internal/tuning"
 )
 
 // The scheduler of tune_config.scheduler {type: asha, max_t: 81,
@@ -18,11 +18,11 @@ func ExampleCheck() {
 			SchedulerConfig: map[string]any{"max_t": 81, "grace_peroid": 3},
 		},
 	}
-	for _, e := range tuner.Check(spec) {
+	for _, e := range tuning.Check(spec) {
 		fmt.Println(e)
 	}
 	delete(spec.TuneConfig.SchedulerConfig, "grace_peroid")
-	settings, err := tuner.Parse(spec)
+	settings, err := tuning.Parse(spec)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -72,8 +72,8 @@ func TestFoldJudgesResultsWithTheScheduler(t *testing.T) {
 	l.add(events.WriterController, &events.TrialStopRequested{TrialID: "b", Reason: b.StopDecision})
 	l.add(events.WriterRunner, &events.TrialCompleted{TrialID: "b", Attempt: 1, Status: events.StatusTerminated, Reason: b.StopDecision})
 	e = fold(l.evs)
-	if len(e.Stopping()) != 0 || len(e.Tuner.Stopping) != 0 {
-		t.Fatalf("b still to stop after it ended: %v", e.Tuner.Stopping)
+	if len(e.Stopping()) != 0 || len(e.Judge.Stopping) != 0 {
+		t.Fatalf("b still to stop after it ended: %v", e.Judge.Stopping)
 	}
 	if tb := e.Trials["b"]; tb.Status != events.StatusTerminated || tb.EndReason != b.StopDecision {
 		t.Fatalf("b ended %s (%q), want TERMINATED with the decision's reason", tb.Status, tb.EndReason)
@@ -88,12 +88,12 @@ func TestFoldJudgesResultsWithTheScheduler(t *testing.T) {
 
 // A spec whose scheduler cannot be built says why, and the fold keeps no
 // decisions.
-func TestTunerErrNamesTheProblem(t *testing.T) {
+func TestJudgeErrNamesTheProblem(t *testing.T) {
 	l := newTunedLog(t)
 	l.evs[0].Data.(*events.ExperimentSubmitted).Spec.TuneConfig.SchedulerConfig["reduction_factor"] = 1.0
 	e := fold(l.evs)
-	if err := e.TunerErr(); err == nil || !strings.Contains(err.Error(), "reduction_factor") {
-		t.Fatalf("TunerErr() = %v, want one naming reduction_factor", err)
+	if err := e.JudgeErr(); err == nil || !strings.Contains(err.Error(), "reduction_factor") {
+		t.Fatalf("JudgeErr() = %v, want one naming reduction_factor", err)
 	}
 }
 
