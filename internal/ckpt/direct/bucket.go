@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
@@ -42,32 +41,13 @@ func (d *BlobStore) Write(ctx context.Context, src, rel string, _ int) (Manifest
 		return Manifest{}, err
 	}
 	m := Manifest{Files: make([]events.CheckpointFile, len(files))}
-	sem := make(chan struct{}, uploadConcurrency)
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-	)
-	for i, f := range files {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			crc, n, err := d.upload(ctx, f.abs, prefix+f.rel)
-			m.Files[i] = events.CheckpointFile{Path: f.rel, Size: n, CRC32C: fmt.Sprintf("%08x", crc)}
-			if err != nil {
-				mu.Lock()
-				if first == nil {
-					first = err
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	if first != nil {
-		return Manifest{}, fmt.Errorf("write checkpoint %s: %w", d.Where(rel), first)
+	err = copyFiles(ctx, uploadConcurrency, files, func(i int, f sourceFile) error {
+		crc, n, err := d.upload(ctx, f.abs, prefix+f.rel)
+		m.Files[i] = events.CheckpointFile{Path: f.rel, Size: n, CRC32C: fmt.Sprintf("%08x", crc)}
+		return err
+	})
+	if err != nil {
+		return Manifest{}, fmt.Errorf("write checkpoint %s: %w", d.Where(rel), err)
 	}
 	// Last: the manifest makes the folder complete.
 	if err := d.B.WriteAll(ctx, prefix+ManifestFile, m.Encode(), nil); err != nil {
@@ -105,7 +85,7 @@ func (d *BlobStore) upload(ctx context.Context, src, key string) (uint32, int64,
 // WriteFiles implements Storage: a bucket publishes each object whole when
 // its upload ends.
 func (d *BlobStore) WriteFiles(ctx context.Context, src string, files []string, rel string) error {
-	err := copyFiles(ctx, artifactSources(src, files), func(_ int, f sourceFile) error {
+	err := copyFiles(ctx, copyConcurrency, artifactSources(src, files), func(_ int, f sourceFile) error {
 		_, _, err := d.upload(ctx, f.abs, rel+"/"+f.rel)
 		return err
 	})
@@ -155,7 +135,7 @@ func ReadBucket(ctx context.Context, b *blob.Bucket, rel, digest, dst string) (e
 			_ = os.RemoveAll(dst)
 		}
 	}()
-	err = copyFiles(ctx, manifestSources(m, ""), func(i int, f sourceFile) error {
+	err = copyFiles(ctx, copyConcurrency, manifestSources(m, ""), func(i int, f sourceFile) error {
 		crc, n, err := download(ctx, b, prefix+f.rel, filepath.Join(dst, filepath.FromSlash(f.rel)))
 		if err != nil {
 			return err

@@ -156,8 +156,9 @@ func listSource(src string) ([]sourceFile, error) {
 // copyConcurrency bounds the files copied at once.
 const copyConcurrency = 4
 
-// copyFiles runs fn for every file, a few at a time.
-func copyFiles(ctx context.Context, files []sourceFile, fn func(int, sourceFile) error) error {
+// copyFiles runs fn for every file, limit at a time, and launches no more
+// once one has failed.
+func copyFiles(ctx context.Context, limit int, files []sourceFile, fn func(int, sourceFile) error) error {
 	if len(files) <= 1 {
 		for i, f := range files {
 			if err := fn(i, f); err != nil {
@@ -171,7 +172,7 @@ func copyFiles(ctx context.Context, files []sourceFile, fn func(int, sourceFile)
 		mu    sync.Mutex
 		first error
 	)
-	sem := make(chan struct{}, copyConcurrency)
+	sem := make(chan struct{}, limit)
 	for i, f := range files {
 		mu.Lock()
 		failed := first != nil

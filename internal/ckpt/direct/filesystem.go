@@ -90,7 +90,7 @@ func (d *FileSystem) Write(ctx context.Context, src, rel string, tag int) (Manif
 		}
 	}()
 	m := Manifest{Files: make([]events.CheckpointFile, len(files))}
-	if err := copyFiles(ctx, files, func(i int, f sourceFile) error {
+	if err := copyFiles(ctx, copyConcurrency, files, func(i int, f sourceFile) error {
 		crc, n, err := d.copyFile(f.abs, filepath.Join(tmp, filepath.FromSlash(f.rel)))
 		m.Files[i] = events.CheckpointFile{Path: f.rel, Size: n, CRC32C: fmt.Sprintf("%08x", crc)}
 		return err
@@ -118,7 +118,7 @@ func (d *FileSystem) Write(ctx context.Context, src, rel string, tag int) (Manif
 // file or the new one, whole.
 func (d *FileSystem) WriteFiles(ctx context.Context, src string, files []string, rel string) error {
 	root := d.Where(rel)
-	err := copyFiles(ctx, artifactSources(src, files), func(_ int, f sourceFile) error {
+	err := copyFiles(ctx, copyConcurrency, artifactSources(src, files), func(_ int, f sourceFile) error {
 		dst := filepath.Join(root, filepath.FromSlash(f.rel))
 		tmp := filepath.Join(filepath.Dir(dst), temporaryFileName(filepath.Base(dst)))
 		if err := copyPlain(f.abs, tmp); err != nil {
@@ -257,7 +257,7 @@ func (d *FileSystem) Read(ctx context.Context, rel, digest, dst string) (err err
 	}()
 	// The local copy need not survive a crash of this host: the next
 	// attempt fetches again.
-	err = copyFiles(ctx, manifestSources(m, from), func(i int, f sourceFile) error {
+	err = copyFiles(ctx, copyConcurrency, manifestSources(m, from), func(i int, f sourceFile) error {
 		crc, n, err := d.copyFile(f.abs, filepath.Join(dst, filepath.FromSlash(f.rel)))
 		if err != nil {
 			return err
