@@ -210,7 +210,7 @@ func staging(b *testing.B, size int, inProcess bool) {
 	var nc *nats.Conn
 	var err error
 	if inProcess {
-		nc, err = emb.Connect("bench-staging")
+		nc, err = nats.Connect("", nats.InProcessServer(emb.Server), nats.Name("bench-staging"))
 	} else {
 		nc, err = nats.Connect(emb.URL(), nats.Name("bench-staging"))
 	}

@@ -15,9 +15,11 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/internal/bus/bustest"
 	"github.com/tunejet/tunejet/tune"
 )
 
@@ -283,7 +285,11 @@ func failureRecovery(b *testing.B, kills int, sig syscall.Signal) recovery {
 	}
 	cur := waitStart(0, time.Minute)
 	ctx := context.Background()
-	cons, err := bs.WorkConsumer(ctx, exp)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cons, err := bustest.WorkConsumer(ctx, js, exp)
 	if err != nil {
 		b.Fatal(err)
 	}

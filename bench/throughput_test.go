@@ -248,7 +248,7 @@ func rawPublish(b *testing.B, inProcess bool, subjects []string, hdr nats.Header
 	var nc *nats.Conn
 	var err error
 	if inProcess {
-		nc, err = emb.Connect("bench-raw")
+		nc, err = nats.Connect("", nats.InProcessServer(emb.Server), nats.Name("bench-raw"))
 	} else {
 		nc, err = nats.Connect(emb.URL(), nats.Name("bench-raw"))
 	}

@@ -136,16 +136,11 @@ func (t *Tuner) connect(ctx context.Context, startWorkers bool) (*bus.Bus, *Stac
 
 // dial connects to the deployment WithNATS names.
 func (t *Tuner) dial(ctx context.Context) (*bus.Bus, func() error, error) {
-	nc, err := bus.Connect(ctx, t.nats.connectOptions())
+	b, err := bus.Dial(ctx, t.nats.connectOptions(), "tunejet/client/"+hostname(), t.log)
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := bus.New(nc, "tunejet/client/"+hostname(), t.log)
-	if err != nil {
-		nc.Close()
-		return nil, nil, err
-	}
-	return b, nc.Drain, nil
+	return b, b.StartDrain, nil
 }
 
 func hostname() string {

@@ -22,12 +22,8 @@ func (t *statusTable) refreshRunners(ctx context.Context) {
 		return
 	}
 	t.runnersRead = time.Now()
-	kv, ok, err := t.registry.ExistingRunners(ctx)
+	runners, ok, err := t.registry.LiveRunners(ctx)
 	if err != nil || !ok {
-		return
-	}
-	runners, err := bus.ListRunners(ctx, kv)
-	if err != nil {
 		return
 	}
 	totals := bus.Totals(runners)

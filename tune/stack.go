@@ -78,14 +78,8 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		return nil, err
 	}
 	s := &Stack{emb: emb, log: cfg.Log}
-	nc, err := emb.Connect("tunejet-embedded")
-	if err != nil {
+	if s.bus, err = emb.Dial("tunejet-embedded", "tunejet/embedded", cfg.Log); err != nil {
 		emb.Shutdown()
-		return nil, err
-	}
-	if s.bus, err = bus.New(nc, "tunejet/embedded", cfg.Log); err != nil {
-		nc.Close()
-		_ = s.Close() // the error that stopped the start is the one to return
 		return nil, err
 	}
 	s.bus.EmbeddedStore = emb.StoreDir
@@ -128,13 +122,8 @@ func (s *Stack) StartWorkers() { s.once.Do(s.workers) }
 // service gives a service its own in-process connection and CloudEvents
 // source.
 func (s *Stack) service(name string) (*bus.Bus, error) {
-	nc, err := s.emb.Connect("tunejet-embedded-" + name)
+	b, err := s.emb.Dial("tunejet-embedded-"+name, "tunejet/embedded/"+name, s.log)
 	if err != nil {
-		return nil, err
-	}
-	b, err := bus.New(nc, "tunejet/embedded/"+name, s.log)
-	if err != nil {
-		nc.Close()
 		return nil, err
 	}
 	s.services = append(s.services, b)
@@ -157,9 +146,6 @@ func (s *Stack) start(ctx context.Context, wg *sync.WaitGroup, name string, run 
 // NATSOptions reach the stack's server, for WithNATS, when it listens
 // (StackConfig.Listen); without a listener URL is empty.
 func (s *Stack) NATSOptions() NATSOptions {
-	if s.emb.Server.Addr() == nil {
-		return NATSOptions{}
-	}
 	return NATSOptions{URL: s.emb.URL()}
 }
 

@@ -27,17 +27,12 @@ func connectTo(cmd *cobra.Command, conn connFlags) (*bus.Bus, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	nc, err := bus.Connect(cmd.Context(), opts)
-	if err != nil {
-		return nil, nil, err
-	}
 	host, _ := os.Hostname()
-	b, err := bus.New(nc, fmt.Sprintf("tunejet/client/%s-%d", host, os.Getpid()), nopLogger())
+	b, err := bus.Dial(cmd.Context(), opts, fmt.Sprintf("tunejet/client/%s-%d", host, os.Getpid()), nopLogger())
 	if err != nil {
-		nc.Close()
 		return nil, nil, err
 	}
-	return b, nc.Close, nil
+	return b, b.Close, nil
 }
 
 func newAttachCmd() *cobra.Command {

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/bus/bustest"
 	"github.com/tunejet/tunejet/internal/session"
 	"github.com/tunejet/tunejet/services/controller"
@@ -104,12 +105,8 @@ func TestStatusShowsRunnerCapacityAndWhyTrialsWait(t *testing.T) {
 	}
 	client := srv.Bus("client")
 	bustest.Eventually(t, time.Minute, "the runner in the registry", func() bool {
-		kv, ok, err := client.ExistingRunners(ctx)
-		if err != nil || !ok {
-			return false
-		}
-		_, err = kv.Get(ctx, "gpu-box")
-		return err == nil
+		runners, ok, err := client.LiveRunners(ctx)
+		return err == nil && ok && slices.ContainsFunc(runners, func(r bus.RunnerInfo) bool { return r.Name == "gpu-box" })
 	})
 	sp := events.ExperimentSpec{
 		Name: "gpus", Trainable: events.Trainable{Name: "fn", Resources: map[string]events.ResourceAmount{"gpu": {Config: "gpus"}}},

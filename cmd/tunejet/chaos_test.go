@@ -401,11 +401,7 @@ func (d *chaosDeployment) waitRunners() {
 func (d *chaosDeployment) liveRunners() (int, error) {
 	ctx, cancel := context.WithTimeout(d.t.Context(), 2*time.Second)
 	defer cancel()
-	kv, err := d.js.KeyValue(ctx, bus.RunnerBucket)
-	if err != nil {
-		return 0, err
-	}
-	rs, err := bus.ListRunners(ctx, kv)
+	rs, err := liveRunners(ctx, d.js)
 	return len(rs), err
 }
 

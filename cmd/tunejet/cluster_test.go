@@ -21,6 +21,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
@@ -157,11 +158,7 @@ func clusterSurvivesLosses(t *testing.T, route string) {
 		checkAlive()
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 		defer cancel()
-		kv, err := js.KeyValue(ctx, bus.RunnerBucket)
-		if err != nil {
-			return false
-		}
-		rs, err := bus.ListRunners(ctx, kv)
+		rs, err := liveRunners(ctx, js)
 		return err == nil && len(rs) == 2
 	})
 	logf("services up")
@@ -641,6 +638,20 @@ func (cl *natsCluster) urls() string {
 func (cl *natsCluster) js(t *testing.T) jetstream.JetStream {
 	t.Helper()
 	return bustest.JetStream(t, cl.urls())
+}
+
+// liveRunners lists the runners registered with the deployment js
+// reaches, read on js's connection.
+func liveRunners(ctx context.Context, js jetstream.JetStream) ([]bus.RunnerInfo, error) {
+	b, err := bus.New(js.Conn(), "test", zerolog.Nop())
+	if err != nil {
+		return nil, err
+	}
+	rs, ok, err := b.LiveRunners(ctx)
+	if err == nil && !ok {
+		err = errors.New("no runner has created the registry yet")
+	}
+	return rs, err
 }
 
 // streamLeader is the node leading a stream's Raft group.

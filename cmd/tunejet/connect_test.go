@@ -102,12 +102,8 @@ func TestServicesWaitForNATS(t *testing.T) {
 		t.Fatal(err)
 	}
 	bustest.Eventually(t, time.Minute, "the runner in the registry", func() bool {
-		kv, ok, err := b.ExistingRunners(t.Context())
+		runners, ok, err := b.LiveRunners(t.Context())
 		if err != nil || !ok {
-			return false
-		}
-		runners, err := bus.ListRunners(t.Context(), kv)
-		if err != nil {
 			return false
 		}
 		for _, r := range runners {

@@ -227,15 +227,11 @@ func (d *runDashboard) start(ctx context.Context, sf *stackFlags, opts []tune.Op
 		connOpts = bus.ConnectOptions{URL: no.URL, ConnectTimeout: clientConnectTimeout, Log: log}
 	}
 	connOpts.Name = "tunejet-dashboard"
-	nc, err := bus.Connect(ctx, connOpts)
+	b, err := bus.Dial(ctx, connOpts, "tunejet/dashboard", log)
 	if err != nil {
 		return nil, nil, errors.Join(err, stop())
 	}
-	cleanups = append(cleanups, func() error { nc.Close(); return nil })
-	b, err := bus.New(nc, "tunejet/dashboard", log)
-	if err != nil {
-		return nil, nil, errors.Join(err, stop())
-	}
+	cleanups = append(cleanups, func() error { b.Close(); return nil })
 	sctx, cancel := context.WithCancel(ctx)
 	served := make(chan struct{})
 	srv := dashboard.New(sctx, b, dashboard.Config{Token: d.token, AllowActions: d.allowActions, Log: log})

@@ -158,16 +158,10 @@ func readBus(ctx context.Context, conn connFlags, storeDir, name string, log zer
 		if err != nil {
 			return nil, nil, err
 		}
-		nc, err := bus.Connect(ctx, opts)
-		if err != nil {
+		if b, err = bus.Dial(ctx, opts, "tunejet/"+name, log); err != nil {
 			return nil, nil, err
 		}
-		closeFn = nc.Close
-		b, err = bus.New(nc, "tunejet/"+name, log)
-		if err != nil {
-			closeFn()
-			return nil, nil, err
-		}
+		closeFn = b.Close
 	} else {
 		if _, err := os.Stat(storeDir); err != nil {
 			return nil, nil, fmt.Errorf("no embedded store at %s: %w", storeDir, err)
@@ -176,17 +170,11 @@ func readBus(ctx context.Context, conn connFlags, storeDir, name string, log zer
 		if err != nil {
 			return nil, nil, err
 		}
-		nc, err := emb.Connect("tunejet-" + name)
-		if err != nil {
+		if b, err = emb.Dial("tunejet-"+name, "tunejet/"+name, log); err != nil {
 			emb.Shutdown()
 			return nil, nil, err
 		}
-		closeFn = func() { nc.Close(); emb.Shutdown() }
-		b, err = bus.New(nc, "tunejet/"+name, log)
-		if err != nil {
-			closeFn()
-			return nil, nil, err
-		}
+		closeFn = func() { b.Close(); emb.Shutdown() }
 	}
 	if err := b.Provision(ctx); err != nil {
 		closeFn()

@@ -196,15 +196,11 @@ func storeLog(t *testing.T, storeDir, exp string) []*events.Event {
 		t.Fatalf("open the JetStream store %s: %v", storeDir, err)
 	}
 	defer e.Shutdown()
-	nc, err := e.Connect("test")
+	b, err := e.Dial("test", "test", zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
-	b, err := bus.New(nc, "test", zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
+	defer b.Close()
 	return bustest.Log(t, b, exp)
 }
 

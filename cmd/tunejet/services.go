@@ -85,7 +85,8 @@ func serviceCmd(name, short string, run func(context.Context, *bus.Bus) error) *
 					}
 				}()
 			}
-			nc, err := bus.Connect(ctx, opts)
+			host, _ := os.Hostname()
+			b, err := bus.Dial(ctx, opts, fmt.Sprintf("tunejet/%s/%s-%d", name, host, os.Getpid()), log)
 			if err != nil && ctx.Err() != nil {
 				log.Info().Str("service", name).Msg("stopped while waiting for NATS")
 				return nil
@@ -93,15 +94,10 @@ func serviceCmd(name, short string, run func(context.Context, *bus.Bus) error) *
 			if err != nil {
 				return err
 			}
-			defer func() { _ = nc.Drain() }() // flushes what is pending; the process ends either way
-			host, _ := os.Hostname()
-			b, err := bus.New(nc, fmt.Sprintf("tunejet/%s/%s-%d", name, host, os.Getpid()), log)
-			if err != nil {
-				return err
-			}
+			defer func() { _ = b.StartDrain() }() // flushes what is pending; the process ends either way
 			connected.Store(b)
 			b.Replicas = replicas
-			log.Info().Str("service", name).Str("nats", nc.ConnectedUrlRedacted()).Str("metrics", metricsAddr).Msg("starting")
+			log.Info().Str("service", name).Str("nats", b.ServerURL()).Str("metrics", metricsAddr).Msg("starting")
 			return run(ctx, b)
 		},
 	}

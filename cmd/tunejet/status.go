@@ -35,15 +35,11 @@ func newStatusCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			nc, err := bus.Connect(ctx, opts)
+			b, err := bus.Dial(ctx, opts, "tunejet/status", nopLogger())
 			if err != nil {
 				return err
 			}
-			defer nc.Close()
-			b, err := bus.New(nc, "tunejet/status", nopLogger())
-			if err != nil {
-				return err
-			}
+			defer b.Close()
 			if err := b.Provision(ctx); err != nil {
 				return err
 			}
@@ -113,15 +109,9 @@ func readStatus(ctx context.Context, b *bus.Bus) (*status, error) {
 	if err != nil {
 		return nil, err
 	}
-	var runners []bus.RunnerInfo
-	kv, ok, err := b.ExistingRunners(ctx)
+	runners, _, err := b.LiveRunners(ctx)
 	if err != nil {
 		return nil, err
-	}
-	if ok {
-		if runners, err = bus.ListRunners(ctx, kv); err != nil {
-			return nil, err
-		}
 	}
 	totals := bus.Totals(runners)
 	out := &status{Experiments: []statusExperiment{}, Runners: []statusRunner{}}

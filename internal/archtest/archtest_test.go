@@ -3,8 +3,8 @@
 // events, a service never imports another service, events imports only
 // the standard library and the CloudEvents SDK, and examples use only the
 // public API; the pure packages do no I/O (pure_test.go); only the bus
-// speaks NATS (bus_test.go); the public API hides internal types
-// (public_test.go).
+// speaks NATS, and its API hands out no NATS type but a listed few
+// (bus_test.go); the public API hides internal types (public_test.go).
 package archtest
 
 import (

@@ -66,3 +66,56 @@ func usersOf(mod string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// busExposesNATS are the only exported identifiers of internal/bus whose
+// signature mentions a NATS type (a type of nats.go, its jetstream
+// package, or the server), each with why. Everything else the bus exports
+// speaks the domain (events, RunnerInfo, WorkQueue, Delivery, Liveness,
+// Lease), so that a caller never holds a JetStream handle it could use
+// behind the bus's back.
+var busExposesNATS = []string{
+	// The checkpoint transport's handle: checkpoints are the objects of a
+	// JetStream Object Store (ckpt.Objects), which internal/ckpt reads and
+	// writes (Open, Info, Stage, Fetch, Restage), and ckpt's functions take
+	// the handle. The bus opens it with its connection and replica count.
+	// Some callers still use the handle's own methods (the restored
+	// state's GetBytes and PutBytes, GetInfo, Get, Delete): a checkpoint
+	// type of ckpt's own would take those over and end this entry.
+	"Bus.Checkpoints",
+	// A bus on a connection made elsewhere: by bustest (Server.Bus, whose
+	// tests also hold the raw connection) and by tests and benchmarks.
+	// Nothing else can call it: no other package may import NATS, and
+	// the bus hands out no connection (Dial and Embedded.Dial build their
+	// own).
+	"New",
+	// The embedded server itself, for bustest and the tests and benchmarks
+	// that inspect it (Connz) or connect to it in-process.
+	"Embedded.Server",
+	// The codec between an event and a NATS message, for the tests and
+	// benchmarks that publish or fetch behind the bus's back on bustest's
+	// raw JetStream handle; without such a handle it is of no use.
+	"ToNATS",
+	"FromJS",
+}
+
+// TestBusAPIHidesNATS: no exported identifier of internal/bus — a
+// function's parameters and results, a variable's type, an exported field
+// or method — mentions a NATS type, but those busExposesNATS lists: the
+// bus hands the packages outside natsUsers no NATS type but those.
+func TestBusAPIHidesNATS(t *testing.T) {
+	path := module + "/internal/bus"
+	natsType := func(p string) bool { return under(p, []string{natsClient, natsServer}) }
+	seen := map[string]bool{}
+	for _, e := range exposed(t, exportImporter(t, path), path, natsType) {
+		where := strings.TrimPrefix(e.where, path+".")
+		seen[where] = true
+		if !slices.Contains(busExposesNATS, where) {
+			t.Errorf("internal/bus.%s exposes %s: the bus gives its callers domain verbs and types, not NATS ones (or list it, with why, in busExposesNATS)", where, e.what)
+		}
+	}
+	for _, where := range busExposesNATS {
+		if !seen[where] {
+			t.Errorf("busExposesNATS lists internal/bus.%s, which exposes no NATS type (any more): remove it", where)
+		}
+	}
+}

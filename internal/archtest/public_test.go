@@ -41,24 +41,31 @@ func TestAPIIsTheContract(t *testing.T) {
 // a type's definition, an exported field or method — mentions a type of an
 // internal package, so that a user never needs one.
 func TestPublicAPIHidesInternals(t *testing.T) {
-	imp := exportImporter(t)
+	imp := exportImporter(t, publicPackages...)
 	for _, path := range publicList(t) {
-		pkg, err := imp.Import(path)
-		if err != nil {
-			t.Fatalf("import %s: %v", path, err)
-		}
-		w := exposure{pkg: pkg, seen: map[types.Type]bool{}}
-		for _, name := range pkg.Scope().Names() {
-			obj := pkg.Scope().Lookup(name)
-			if !obj.Exported() {
-				continue
-			}
-			w.object(path+"."+name, obj)
-		}
-		for _, e := range w.found {
-			t.Errorf("%s", e)
+		for _, e := range exposed(t, imp, path, isInternal) {
+			t.Errorf("%s exposes %s, of an internal package", e.where, e.what)
 		}
 	}
+}
+
+// exposed lists the types of the packages banned reports that the
+// exported API of the package at path reaches.
+func exposed(t *testing.T, imp types.Importer, path string, banned func(string) bool) []exposedType {
+	t.Helper()
+	pkg, err := imp.Import(path)
+	if err != nil {
+		t.Fatalf("import %s: %v", path, err)
+	}
+	w := exposure{pkg: pkg, banned: banned, seen: map[types.Type]bool{}}
+	for _, name := range pkg.Scope().Names() {
+		obj := pkg.Scope().Lookup(name)
+		if !obj.Exported() {
+			continue
+		}
+		w.object(path+"."+name, obj)
+	}
+	return w.found
 }
 
 // publicList lists the public packages (not internal, not commands).
@@ -78,10 +85,10 @@ func publicList(t *testing.T) []string {
 }
 
 // exportImporter imports packages from the export data the go command
-// builds for the public packages and their dependencies.
-func exportImporter(t *testing.T) types.Importer {
+// builds for the packages matching patterns and their dependencies.
+func exportImporter(t *testing.T, patterns ...string) types.Importer {
 	t.Helper()
-	out, err := exec.Command("go", append([]string{"list", "-export", "-deps", "-json=ImportPath,Export"}, publicPackages...)...).Output()
+	out, err := exec.Command("go", append([]string{"list", "-export", "-deps", "-json=ImportPath,Export"}, patterns...)...).Output()
 	if err != nil {
 		t.Fatalf("go list -export: %v", err)
 	}
@@ -107,13 +114,20 @@ func isInternal(path string) bool {
 	return strings.Contains(path, "/internal/") || strings.HasSuffix(path, "/internal")
 }
 
-// exposure walks what a public package exports and notes every internal
-// type it reaches. It follows the package's own types (their fields and
-// methods) and stops at other packages' types.
+// exposedType is a banned type (what, as path.Name) that an exported
+// identifier (where, as path.Name, path.Type.Method or path.Type.Field)
+// mentions.
+type exposedType struct{ where, what string }
+
+// exposure walks what a package exports and notes every type it reaches
+// of a package banned reports, at each place that mentions it. It follows
+// the package's own types (their fields and methods, named after the
+// type) and stops at other packages' types.
 type exposure struct {
-	pkg   *types.Package
-	seen  map[types.Type]bool
-	found []string
+	pkg    *types.Package
+	banned func(path string) bool
+	seen   map[types.Type]bool
+	found  []exposedType
 }
 
 func (w *exposure) object(where string, obj types.Object) {
@@ -125,6 +139,10 @@ func (w *exposure) object(where string, obj types.Object) {
 }
 
 func (w *exposure) typ(where string, t types.Type) {
+	if n, ok := t.(*types.Named); ok && n.Obj().Pkg() != nil && w.banned(n.Obj().Pkg().Path()) {
+		w.found = append(w.found, exposedType{where, n.Obj().Pkg().Path() + "." + n.Obj().Name()})
+		return // noted at every mention, not only the first
+	}
 	if t == nil || w.seen[t] {
 		return
 	}
@@ -155,6 +173,9 @@ func (w *exposure) typ(where string, t types.Type) {
 			}
 		}
 	case *types.Interface:
+		for e := range t.EmbeddedTypes() {
+			w.typ(where, e)
+		}
 		for m := range t.Methods() {
 			if m.Exported() {
 				w.typ(where+"."+m.Name(), m.Type())
@@ -174,16 +195,13 @@ func (w *exposure) named(where string, t *types.Named) {
 	if obj.Pkg() == nil {
 		return // error, comparable
 	}
-	if isInternal(obj.Pkg().Path()) {
-		w.found = append(w.found, fmt.Sprintf("%s exposes %s.%s, of an internal package", where, obj.Pkg().Path(), obj.Name()))
-		return
-	}
 	for a := range t.TypeArgs().Types() {
 		w.typ(where, a)
 	}
 	if obj.Pkg() != w.pkg {
-		return // another public package's type: checked as that package
+		return // another package's type: checked as that package
 	}
+	where = obj.Pkg().Path() + "." + obj.Name() // its members, wherever it is reached from
 	w.typ(where, t.Underlying())
 	for m := range t.Methods() {
 		if m.Exported() {

@@ -63,7 +63,7 @@ type Raw struct {
 }
 
 // ErrNoEvent is wrapped when the log holds no message at a sequence.
-var ErrNoEvent = jetstream.ErrMsgNotFound
+var ErrNoEvent = errors.New("no event at this sequence")
 
 // RawEvent reads one message of the log by sequence; a message that is not
 // there fails with ErrNoEvent.
@@ -73,6 +73,9 @@ func (b *Bus) RawEvent(ctx context.Context, seq uint64) (*Raw, error) {
 		return nil, err
 	}
 	m, err := s.GetMsg(ctx, seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, fmt.Errorf("read event %d: %w", seq, ErrNoEvent)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read event %d: %w", seq, err)
 	}

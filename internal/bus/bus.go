@@ -258,7 +258,7 @@ func (b *Bus) Event(exp string, w events.Writer, p events.Payload) *events.Event
 // Publish encodes ev, stores it in the log and returns its sequence. The
 // event id is the Nats-Msg-Id, so a retried publish is stored once: a
 // publish rides out a stream leader election or a reconnect (see
-// PublishMsg). With a fence, the event is stored only while the fence
+// publishMsg). With a fence, the event is stored only while the fence
 // holds; a publish refused by it fails with an error Fenced recognizes.
 func (b *Bus) Publish(ctx context.Context, ev *events.Event, fence ...Fence) (uint64, error) {
 	msg, err := ToNATS(ev)
@@ -269,7 +269,7 @@ func (b *Bus) Publish(ctx context.Context, ev *events.Event, fence ...Fence) (ui
 	for _, f := range fence {
 		opts = append(opts, jetstream.WithExpectLastSequenceForSubject(f.Seq, f.Subject))
 	}
-	ack, err := b.PublishMsg(ctx, msg, opts...)
+	ack, err := b.publishMsg(ctx, msg, opts...)
 	if err != nil {
 		return 0, fmt.Errorf("publish %s for %s: %w", ev.Type(), ev.Experiment, err)
 	}
@@ -300,7 +300,7 @@ func FromJS(m jetstream.Msg) (*events.Event, error) {
 
 // DeadLetter moves a message that did not decode out of the log and into
 // TUNEJET_DLQ, with the error, and logs it.
-func (b *Bus) DeadLetter(ctx context.Context, subject string, seq uint64, hdr nats.Header, data []byte, cause error) {
+func (b *Bus) DeadLetter(ctx context.Context, subject string, seq uint64, hdr map[string][]string, data []byte, cause error) {
 	h := nats.Header{}
 	for k, v := range hdr {
 		// Nats-* headers were JetStream directives for the original publish

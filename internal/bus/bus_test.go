@@ -275,7 +275,8 @@ func TestLastSeq(t *testing.T) {
 }
 
 func TestEnsureWorkConsumer(t *testing.T) {
-	b := bustest.Start(t).Bus("test")
+	srv := bustest.Start(t)
+	b, js := srv.Bus("test"), srv.JetStream()
 	tests := []struct {
 		name           string
 		exp            string
@@ -290,10 +291,10 @@ func TestEnsureWorkConsumer(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := b.EnsureWorkConsumer(t.Context(), tc.exp, tc.wc); err != nil {
+			if err := b.EnsureWorkConsumer(t.Context(), tc.exp, tc.wc); err != nil {
 				t.Fatal(err)
 			}
-			c, err := b.WorkConsumer(t.Context(), tc.exp)
+			c, err := js.Consumer(t.Context(), bus.StreamName, bus.WorkConsumerName(tc.exp))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -313,8 +314,8 @@ func TestEnsureWorkConsumer(t *testing.T) {
 			}
 		})
 	}
-	if _, err := b.WorkConsumer(t.Context(), "missing"); err == nil || !strings.Contains(err.Error(), "missing") {
-		t.Fatalf("WorkConsumer of an experiment without one = %v, want an error naming it", err)
+	if _, err := b.WorkQueue(t.Context(), "missing"); err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Fatalf("WorkQueue of an experiment without a work consumer = %v, want an error naming it", err)
 	}
 }
 

@@ -26,7 +26,7 @@ import (
 // ctx ends.
 const ConnectForever time.Duration = -1
 
-// The pace of Connect's attempts while no server answers: the wait doubles
+// The pace of Dial's attempts while no server answers: the wait doubles
 // from connectBackoffFloor to connectBackoffCeiling, with jitter, and a failure is
 // logged at the first attempt and then at most every connectLogEvery.
 const (
@@ -57,7 +57,7 @@ type ConnectOptions struct {
 	// TLSCA is a CA bundle to verify the server; TLSCert and TLSKey are a
 	// client certificate.
 	TLSCA, TLSCert, TLSKey string
-	// ConnectTimeout is how long Connect keeps trying while no server
+	// ConnectTimeout is how long Dial keeps trying while no server
 	// answers (refused, unreachable, not resolvable, timed out): 0 makes a
 	// single attempt; ConnectForever (any negative value) tries until ctx
 	// ends. Errors no retry can mend — a bad URL, bad credentials, a TLS
@@ -68,13 +68,34 @@ type ConnectOptions struct {
 	Log zerolog.Logger
 }
 
-// Connect dials NATS with the options. Each attempt is bounded by ctx's
+// Dial connects to NATS with the options and returns a bus on the
+// connection; source names the service instance (Bus.Source). Close or
+// Drain ends the connection. Each attempt is bounded by ctx's
 // deadline, or 10 s when ctx has none; while no server answers it tries
 // again for o.ConnectTimeout, waiting 100 ms doubling to 5 s (with jitter)
 // between attempts. It returns only once the connection is up, or with a
 // clear error: when the time is up, the error is not one to retry, or ctx
 // ends (that error wraps ctx.Err()).
-func Connect(ctx context.Context, o ConnectOptions) (*nats.Conn, error) {
+func Dial(ctx context.Context, o ConnectOptions, source string, log zerolog.Logger) (*Bus, error) {
+	nc, err := connect(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return onConn(nc, source, log)
+}
+
+// onConn is New on a connection the bus made, closed when New fails.
+func onConn(nc *nats.Conn, source string, log zerolog.Logger) (*Bus, error) {
+	b, err := New(nc, source, log)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// connect dials NATS with the options, as Dial says.
+func connect(ctx context.Context, o ConnectOptions) (*nats.Conn, error) {
 	if o.URL == "" {
 		o.URL = os.Getenv("NATS_URL")
 	}
@@ -307,20 +328,21 @@ func StartEmbedded(o EmbedOptions) (*Embedded, error) {
 	return &Embedded{Server: s, StoreDir: o.StoreDir, lock: lock}, nil
 }
 
-// Connect opens an in-process client connection.
-func (e *Embedded) Connect(name string) (*nats.Conn, error) {
+// Dial returns a bus on a new in-process client connection, which the
+// server knows as name; source names the service instance (Bus.Source).
+func (e *Embedded) Dial(name, source string, log zerolog.Logger) (*Bus, error) {
 	nc, err := nats.Connect("", nats.InProcessServer(e.Server), nats.Name(name))
 	if err != nil {
 		return nil, fmt.Errorf("connect to embedded NATS: %w", err)
 	}
-	return nc, nil
+	return onConn(nc, source, log)
 }
 
-// Drain drains nc and waits until it is closed, at most timeout (then it
+// drain drains nc and waits until it is closed, at most timeout (then it
 // closes it): what it had pending reaches the server before the caller
 // shuts an embedded server down. A drain still under way when its server
 // goes makes nats.go print the broken pipe on stderr.
-func Drain(nc *nats.Conn, timeout time.Duration) error {
+func drain(nc *nats.Conn, timeout time.Duration) error {
 	closed := make(chan struct{})
 	var once sync.Once
 	nc.SetClosedHandler(func(*nats.Conn) { once.Do(func() { close(closed) }) })
@@ -342,11 +364,32 @@ func Drain(nc *nats.Conn, timeout time.Duration) error {
 	}
 }
 
-// Drain is Drain of the bus's connection, which its copies share.
-func (b *Bus) Drain(timeout time.Duration) error { return Drain(b.nc, timeout) }
+// Drain drains the bus's connection, which its copies share, and waits
+// until it is closed, at most timeout (then it closes it): what it had
+// pending reaches the server before the caller shuts an embedded server
+// down. A drain still under way when its server goes makes nats.go print
+// the broken pipe on stderr.
+func (b *Bus) Drain(timeout time.Duration) error { return drain(b.nc, timeout) }
 
-// URL is the client URL when the server listens on TCP.
-func (e *Embedded) URL() string { return e.Server.ClientURL() }
+// StartDrain starts draining the bus's connection and returns at once:
+// the connection closes when what it had pending has reached the server.
+func (b *Bus) StartDrain() error { return b.nc.Drain() }
+
+// Close closes the bus's connection at once; what it had pending is lost.
+func (b *Bus) Close() { b.nc.Close() }
+
+// ServerURL is the URL of the server the bus is connected to, without
+// credentials.
+func (b *Bus) ServerURL() string { return b.nc.ConnectedUrlRedacted() }
+
+// URL is the client URL when the server listens on TCP, "" when it does
+// not.
+func (e *Embedded) URL() string {
+	if e.Server.Addr() == nil {
+		return ""
+	}
+	return e.Server.ClientURL()
+}
 
 // Shutdown stops the server, waits for it, and unlocks the store dir.
 func (e *Embedded) Shutdown() {

@@ -1,5 +1,5 @@
-// Package bus is tunejet's NATS plumbing: connecting (or embedding a
-// nats-server), provisioning the event log and the per-experiment work
+// Package bus is tunejet's NATS plumbing: connecting (Dial, or
+// Embedded.Dial on an embedded nats-server), provisioning the event log and the per-experiment work
 // consumers, publishing events, and replaying them.
 //
 // # The services' verbs
@@ -22,9 +22,13 @@
 //   - Subscribe delivers the events published on a subject from now on;
 //     Request, Serve and Register are request/reply and NATS micro
 //     registration (every service registers as tunejet-<name>);
+//   - WorkQueue takes an experiment's work one delivery at a time;
+//     AnswerLiveness and ProbeRunner are the runners' liveness;
 //   - Checkpoints opens an experiment's checkpoint bucket (the bus is the
-//     ckpt.Opener the restored-state loader reads through); the lease and
-//     runner-registry verbs cover the KV buckets.
+//     ckpt.Opener the restored-state loader reads through), the one JetStream
+//     handle the bus hands out, to the checkpoint transport; the lease and
+//     runner-registry verbs (PutRunnerInfo, LiveRunners, WatchRunners) cover
+//     the KV buckets.
 //
 // A panic in a handler, a subscription, a request's handler or a Loops
 // loop is recovered and logged with the event (type, subject, sequence)

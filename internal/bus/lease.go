@@ -130,11 +130,11 @@ func (b *Bus) Lease(ctx context.Context, key, holder string) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	return NewLease(kv, key, holder), nil
+	return newLease(kv, key, holder), nil
 }
 
-// NewLease returns holder id's (not yet acquired) lease on key.
-func NewLease(kv jetstream.KeyValue, key, id string) *Lease {
+// newLease returns holder id's (not yet acquired) lease on key.
+func newLease(kv jetstream.KeyValue, key, id string) *Lease {
 	return &Lease{kv: kv, key: key, id: id}
 }
 

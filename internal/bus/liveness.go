@@ -33,23 +33,6 @@ func LivenessSubject(runner string) string {
 	return livenessPrefix + "." + tok
 }
 
-// AnswerLiveness answers requests on runner's liveness subject until the
-// returned subscription is unsubscribed or the connection closes. The reply
-// comes from the client library's own goroutine, so a runner busy with
-// its trainables still answers.
-func AnswerLiveness(nc *nats.Conn, runner string) (*nats.Subscription, error) {
-	sub, err := nc.Subscribe(LivenessSubject(runner), func(m *nats.Msg) { _ = m.Respond(nil) })
-	if err != nil {
-		return nil, err
-	}
-	// The server knows of the interest before the runner says it exists.
-	if err := nc.Flush(); err != nil {
-		_ = sub.Unsubscribe()
-		return nil, err
-	}
-	return sub, nil
-}
-
 // Liveness is what a liveness request learned about a runner.
 type Liveness int
 
@@ -63,28 +46,30 @@ const (
 	Gone
 )
 
-// ProbeRunner asks whether runner's connection is still up. Only
-// nats.ErrNoResponders, which the server sends at once when nobody is
-// subscribed, says Gone; a timeout or any other failure says Present.
-func ProbeRunner(ctx context.Context, nc *nats.Conn, runner string) Liveness {
-	_, err := nc.RequestWithContext(ctx, LivenessSubject(runner), nil)
-	if errors.Is(err, nats.ErrNoResponders) {
-		return Gone
-	}
-	return Present
-}
-
-// AnswerLiveness answers on runner's liveness subject (see the function
-// AnswerLiveness) until the returned stop is called.
+// AnswerLiveness answers requests on runner's liveness subject until the
+// returned stop is called or the connection closes. The reply comes from
+// the client library's own goroutine, so a runner busy with its
+// trainables still answers.
 func (b *Bus) AnswerLiveness(runner string) (stop func(), err error) {
-	sub, err := AnswerLiveness(b.nc, runner)
+	sub, err := b.nc.Subscribe(LivenessSubject(runner), func(m *nats.Msg) { _ = m.Respond(nil) })
 	if err != nil {
+		return nil, err
+	}
+	// The server knows of the interest before the runner says it exists.
+	if err := b.nc.Flush(); err != nil {
+		_ = sub.Unsubscribe()
 		return nil, err
 	}
 	return func() { _ = sub.Unsubscribe() }, nil
 }
 
-// ProbeRunner is the function ProbeRunner on this bus's connection.
+// ProbeRunner asks whether runner's connection is still up. Only
+// nats.ErrNoResponders, which the server sends at once when nobody is
+// subscribed, says Gone; a timeout or any other failure says Present.
 func (b *Bus) ProbeRunner(ctx context.Context, runner string) Liveness {
-	return ProbeRunner(ctx, b.nc, runner)
+	_, err := b.nc.RequestWithContext(ctx, LivenessSubject(runner), nil)
+	if errors.Is(err, nats.ErrNoResponders) {
+		return Gone
+	}
+	return Present
 }

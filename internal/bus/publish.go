@@ -29,14 +29,14 @@ const (
 	publishRetryWait = 100 * time.Millisecond
 )
 
-// PublishMsg stores a message that carries a Nats-Msg-Id, retrying while
+// publishMsg stores a message that carries a Nats-Msg-Id, retrying while
 // the stream cannot answer (no leader, no answer in time, the connection
 // lost), for as long as ctx allows, or PublishRetryFor when ctx has no
 // deadline. A refusal (a failed expectation, a message too large) is
 // returned at once. The message id makes retries safe: the log keeps one
 // copy, and acknowledges the retry of a stored message as a duplicate (the
 // server checks the id before any expected sequence).
-func (b *Bus) PublishMsg(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+func (b *Bus) publishMsg(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, PublishRetryFor)
@@ -74,7 +74,7 @@ func (b *Bus) PublishUnder(ctx context.Context, ev *events.Event, limit int64) (
 	if limit > 0 && int64(msg.Size()) > limit {
 		return false, nil
 	}
-	ack, err := b.PublishMsg(ctx, msg)
+	ack, err := b.publishMsg(ctx, msg)
 	if err != nil {
 		return false, fmt.Errorf("publish %s for %s: %w", ev.Type(), ev.Experiment, err)
 	}

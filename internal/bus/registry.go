@@ -86,8 +86,8 @@ func (t RunnerTrial) Shape() events.Resources {
 	return t.Resources
 }
 
-// Runners opens (creating if needed) the runner registry.
-func (b *Bus) Runners(ctx context.Context) (jetstream.KeyValue, error) {
+// runners opens (creating if needed) the runner registry.
+func (b *Bus) runners(ctx context.Context) (jetstream.KeyValue, error) {
 	kv, err := b.bucket(ctx, jetstream.KeyValueConfig{
 		Bucket: RunnerBucket, Description: "tunejet live runners", TTL: RunnerTTL, History: 1, Replicas: b.replicas(),
 	})
@@ -101,16 +101,16 @@ func (b *Bus) Runners(ctx context.Context) (jetstream.KeyValue, error) {
 // registry and the controller leases. Runners only use the registry, so
 // they need no right to create streams.
 func (b *Bus) ProvisionBuckets(ctx context.Context) error {
-	if _, err := b.Runners(ctx); err != nil {
+	if _, err := b.runners(ctx); err != nil {
 		return err
 	}
 	_, err := b.leases(ctx)
 	return err
 }
 
-// ExistingRunners opens the runner registry if some runner created it;
+// existingRunners opens the runner registry if some runner created it;
 // ok is false when none has yet.
-func (b *Bus) ExistingRunners(ctx context.Context) (kv jetstream.KeyValue, ok bool, err error) {
+func (b *Bus) existingRunners(ctx context.Context) (kv jetstream.KeyValue, ok bool, err error) {
 	kv, err = b.js.KeyValue(ctx, RunnerBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, false, nil
@@ -131,7 +131,7 @@ func (b *Bus) PutRunnerInfo(ctx context.Context, info RunnerInfo) (ok bool, err 
 		b.log.mu.Unlock()
 	}
 	if kv == nil {
-		found, ok, err := b.ExistingRunners(ctx)
+		found, ok, err := b.existingRunners(ctx)
 		if err != nil || !ok {
 			return false, err
 		}
@@ -142,7 +142,7 @@ func (b *Bus) PutRunnerInfo(ctx context.Context, info RunnerInfo) (ok bool, err 
 			b.log.mu.Unlock()
 		}
 	}
-	return true, PutRunner(ctx, kv, info)
+	return true, putRunner(ctx, kv, info)
 }
 
 // RemoveRunnerInfo deletes a runner's entry from the registry, if
@@ -163,8 +163,8 @@ func (b *Bus) RemoveRunnerInfo(ctx context.Context, name string) error {
 	return nil
 }
 
-// PutRunner records or renews a runner's entry.
-func PutRunner(ctx context.Context, kv jetstream.KeyValue, info RunnerInfo) error {
+// putRunner records or renews a runner's entry.
+func putRunner(ctx context.Context, kv jetstream.KeyValue, info RunnerInfo) error {
 	b, err := json.Marshal(info)
 	if err != nil {
 		return err
@@ -175,8 +175,21 @@ func PutRunner(ctx context.Context, kv jetstream.KeyValue, info RunnerInfo) erro
 	return nil
 }
 
-// ListRunners returns the live runners, by name.
-func ListRunners(ctx context.Context, kv jetstream.KeyValue) ([]RunnerInfo, error) {
+// LiveRunners lists the live runners, by name, if some runner created the
+// registry: ok is false when none has yet. It creates nothing, so a
+// reader without the right to create buckets (tunejet status, the
+// dashboard) can call it.
+func (b *Bus) LiveRunners(ctx context.Context) (runners []RunnerInfo, ok bool, err error) {
+	kv, ok, err := b.existingRunners(ctx)
+	if err != nil || !ok {
+		return nil, ok, err
+	}
+	runners, err = listRunners(ctx, kv)
+	return runners, err == nil, err
+}
+
+// listRunners returns the live runners of the registry kv, by name.
+func listRunners(ctx context.Context, kv jetstream.KeyValue) ([]RunnerInfo, error) {
 	keys, err := kv.ListKeys(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list runners: %w", err)
@@ -223,7 +236,7 @@ type RunnerUpdate struct {
 // itself; then the channel is closed. Entries that do not decode are skipped. Entries that expire are
 // not announced: a watcher forgets an entry not renewed for RunnerTTL.
 func (b *Bus) WatchRunners(ctx context.Context) (<-chan RunnerUpdate, error) {
-	kv, err := b.Runners(ctx)
+	kv, err := b.runners(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +248,7 @@ func (b *Bus) WatchRunners(ctx context.Context) (<-chan RunnerUpdate, error) {
 // reader without the right to create buckets can follow it), and it also
 // sends the entries that do not decode as a RunnerInfo.
 func (b *Bus) WatchExistingRunners(ctx context.Context) (updates <-chan RunnerUpdate, ok bool, err error) {
-	kv, ok, err := b.ExistingRunners(ctx)
+	kv, ok, err := b.existingRunners(ctx)
 	if err != nil || !ok {
 		return nil, ok, err
 	}

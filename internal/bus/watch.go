@@ -269,8 +269,9 @@ type WorkConfig struct {
 }
 
 // EnsureWorkConsumer creates or updates the durable pull consumer that
-// hands out an experiment's trial.scheduled events.
-func (b *Bus) EnsureWorkConsumer(ctx context.Context, exp string, wc WorkConfig) (jetstream.Consumer, error) {
+// hands out an experiment's trial.scheduled events (WorkQueue takes from
+// it).
+func (b *Bus) EnsureWorkConsumer(ctx context.Context, exp string, wc WorkConfig) error {
 	cfg := jetstream.ConsumerConfig{
 		Durable:       WorkConsumerName(exp),
 		Description:   "trial work of experiment " + exp,
@@ -288,29 +289,28 @@ func (b *Bus) EnsureWorkConsumer(ctx context.Context, exp string, wc WorkConfig)
 		if have.DeliverPolicy != cfg.DeliverPolicy || have.OptStartSeq != cfg.OptStartSeq {
 			// A restored run starts after the restore: the old work goes.
 			if err := b.js.DeleteConsumer(ctx, StreamName, cfg.Durable); err != nil {
-				return nil, fmt.Errorf("work consumer for %s: %w", exp, err)
+				return fmt.Errorf("work consumer for %s: %w", exp, err)
 			}
 		}
 	}
-	c, err := b.js.CreateOrUpdateConsumer(ctx, StreamName, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("work consumer for %s: %w", exp, err)
+	if _, err := b.js.CreateOrUpdateConsumer(ctx, StreamName, cfg); err != nil {
+		return fmt.Errorf("work consumer for %s: %w", exp, err)
 	}
-	return c, nil
+	return nil
 }
 
 // WorkMaxDeliver is how many deliveries an experiment's work consumer
 // allows a piece of work: 0 or less for no bound.
 func (b *Bus) WorkMaxDeliver(ctx context.Context, exp string) (int, error) {
-	c, err := b.WorkConsumer(ctx, exp)
+	c, err := b.workConsumer(ctx, exp)
 	if err != nil {
 		return 0, err
 	}
 	return c.CachedInfo().Config.MaxDeliver, nil
 }
 
-// WorkConsumer returns an experiment's existing work consumer.
-func (b *Bus) WorkConsumer(ctx context.Context, exp string) (jetstream.Consumer, error) {
+// workConsumer returns an experiment's existing work consumer.
+func (b *Bus) workConsumer(ctx context.Context, exp string) (jetstream.Consumer, error) {
 	c, err := b.js.Consumer(ctx, StreamName, WorkConsumerName(exp))
 	if err != nil {
 		return nil, fmt.Errorf("work consumer for %s: %w", exp, err)

@@ -17,7 +17,7 @@ type WorkQueue struct {
 // WorkQueue opens an experiment's existing work consumer (the controller
 // creates it).
 func (b *Bus) WorkQueue(ctx context.Context, exp string) (*WorkQueue, error) {
-	c, err := b.WorkConsumer(ctx, exp)
+	c, err := b.workConsumer(ctx, exp)
 	if err != nil {
 		return nil, err
 	}

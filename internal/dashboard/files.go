@@ -18,7 +18,6 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/tunejet/tunejet/events"
-	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/ckpt"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
@@ -334,7 +333,7 @@ func (s *Server) listRunners(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, out)
 		return
 	}
-	kv, ok, err := s.b.ExistingRunners(r.Context())
+	infos, ok, err := s.b.LiveRunners(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -342,11 +341,6 @@ func (s *Server) listRunners(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		out.Note = "No runner has registered with this deployment yet."
 		writeJSON(w, out)
-		return
-	}
-	infos, err := bus.ListRunners(r.Context(), kv)
-	if err != nil {
-		s.fail(w, r, err)
 		return
 	}
 	for _, info := range infos {

@@ -384,7 +384,7 @@ func TestServicesCanDoTheirWork(t *testing.T) {
 		b := provision(t, c)
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		defer cancel()
-		if _, err := b.EnsureWorkConsumer(ctx, exp, bus.WorkConfig{MaxFailures: 2, AckWait: 30}); err != nil {
+		if err := b.EnsureWorkConsumer(ctx, exp, bus.WorkConfig{MaxFailures: 2, AckWait: 30}); err != nil {
 			t.Fatalf("work consumer: %v", err)
 		}
 		// Trial work (its payload does not matter here: the runner below only
@@ -410,7 +410,7 @@ func TestServicesCanDoTheirWork(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.DeadLetter(ctx, bad, ack.Sequence, nil, []byte("not an event"), errors.New("malformed"))
-		if _, err := b.RawEvent(ctx, ack.Sequence); !errors.Is(err, jetstream.ErrMsgNotFound) {
+		if _, err := b.RawEvent(ctx, ack.Sequence); !errors.Is(err, bus.ErrNoEvent) {
 			t.Fatalf("the dead-lettered message is still in the log: %v", err)
 		}
 		dlq, err := admin.js(t).Stream(ctx, bus.DLQStreamName)
@@ -446,20 +446,15 @@ func TestServicesCanDoTheirWork(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The liveness watch follows the runner registry.
-		runners, err := b.Runners(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rw, err := runners.WatchAll(ctx)
+		wctx, stopWatch := context.WithCancel(ctx)
+		rw, err := b.WatchRunners(wctx)
 		if err != nil {
 			t.Fatalf("watch the runner registry: %v", err)
 		}
-		if e := <-rw.Updates(); e != nil {
-			t.Fatalf("runner registry watch: first update %v, want the end of the (empty) initial values", e)
+		if u := <-rw; !u.Current {
+			t.Fatalf("runner registry watch: first update %+v, want the end of the (empty) initial values", u)
 		}
-		if err := rw.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopWatch()
 		c.noViolations(t)
 	})
 
@@ -470,16 +465,12 @@ func TestServicesCanDoTheirWork(t *testing.T) {
 		defer cancel()
 
 		// The registry: the controller created it.
-		kv, ok, err := b.ExistingRunners(ctx)
-		if err != nil || !ok {
-			t.Fatalf("runner registry: %v (found %v)", err, ok)
-		}
 		const name = "gpu-host.example.com-42-ab12" // host names have dots
-		if err := bus.PutRunner(ctx, kv, bus.RunnerInfo{Name: name, Hostname: "gpu-host.example.com", PID: 42, Slots: 2}); err != nil {
-			t.Fatal(err)
+		if ok, err := b.PutRunnerInfo(ctx, bus.RunnerInfo{Name: name, Hostname: "gpu-host.example.com", PID: 42, Slots: 2}); err != nil || !ok {
+			t.Fatalf("register in the runner registry: %v (found %v)", err, ok)
 		}
 		// It answers the controller's liveness requests while it lives.
-		alive, err := bus.AnswerLiveness(c.Conn, name)
+		stopAnswering, err := b.AnswerLiveness(name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -505,7 +496,7 @@ func TestServicesCanDoTheirWork(t *testing.T) {
 		}
 
 		// Trial work: pull, heartbeat, ack.
-		cons, err := b.WorkConsumer(ctx, exp)
+		cons, err := c.js(t).Consumer(ctx, bus.StreamName, bus.WorkConsumerName(exp))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -515,13 +506,11 @@ func TestServicesCanDoTheirWork(t *testing.T) {
 		}
 		// Gone (no subscriber), the runner's work is nakked by the controller
 		// and comes back at once (AckWait is 30 s).
-		if err := alive.Unsubscribe(); err != nil {
-			t.Fatal(err)
-		}
+		stopAnswering()
 		if err := c.Flush(); err != nil {
 			t.Fatal(err)
 		}
-		if got := bus.ProbeRunner(ctx, ctl.Conn, name); got != bus.Gone {
+		if got := ctl.bus(t).ProbeRunner(ctx, name); got != bus.Gone {
 			t.Fatalf("liveness of a runner without a subscription: %v, want Gone", got)
 		}
 		if err := ctl.Publish(msg.Reply(), []byte("-NAK")); err != nil {
@@ -577,7 +566,7 @@ func TestServicesCanDoTheirWork(t *testing.T) {
 		if _, err := b.Publish(ctx, started); err != nil {
 			t.Fatal(err)
 		}
-		if err := kv.Delete(ctx, name); err != nil {
+		if err := b.RemoveRunnerInfo(ctx, name); err != nil {
 			t.Fatalf("leave the registry: %v", err)
 		}
 		c.noViolations(t)
@@ -748,12 +737,8 @@ func TestServicesCanDoTheirWork(t *testing.T) {
 			t.Fatalf("load the restored state: %v", err)
 		}
 		// tunejet status: live runners, leases.
-		kv, ok, err := b.ExistingRunners(ctx)
-		if err != nil || !ok {
-			t.Fatalf("runner registry: %v (found %v)", err, ok)
-		}
-		if _, err := bus.ListRunners(ctx, kv); err != nil {
-			t.Fatalf("list runners: %v", err)
+		if _, ok, err := b.LiveRunners(ctx); err != nil || !ok {
+			t.Fatalf("list the live runners: %v (registry found: %v)", err, ok)
 		}
 		leases, err := c.js(t).KeyValue(ctx, "tunejet_leases")
 		if err != nil {

@@ -41,8 +41,9 @@ func TestStaleMaxDeliveriesDoNotEndARestoredTrial(t *testing.T) {
 
 	restoredSeq := restoreFromLog(t, srv.Bus("restorer"), exp)
 	startController(t, srv, "controller-b")
+	js := srv.JetStream()
 	bustest.Eventually(t, wait, "the restored run's work consumer", func() bool {
-		c, err := client.WorkConsumer(t.Context(), exp)
+		c, err := bustest.WorkConsumer(t.Context(), js, exp)
 		return err == nil && c.CachedInfo().Config.OptStartSeq == restoredSeq+1
 	})
 	w = newWorker(t, srv, exp)

@@ -104,8 +104,9 @@ type worker struct {
 func newWorker(t *testing.T, srv *bustest.Server, exp string) *worker {
 	t.Helper()
 	w := &worker{t: t, b: srv.Bus("worker"), exp: exp}
+	js := srv.JetStream()
 	bustest.Eventually(t, wait, "the work consumer", func() bool {
-		c, err := w.b.WorkConsumer(t.Context(), exp)
+		c, err := bustest.WorkConsumer(t.Context(), js, exp)
 		w.cons = c
 		return err == nil
 	})

@@ -103,12 +103,8 @@ func TestKilledRunnersTrialRestartsBeforeTheHeartbeatTimeout(t *testing.T) {
 	a := startRunner(t, srv, "rA", fn)
 	submit(t, client, sp)
 	bustest.Eventually(t, wait, "attempt 1 running on rA, listed with its work in the registry", func() bool {
-		kv, ok, err := client.ExistingRunners(t.Context())
-		if err != nil || !ok {
-			return false
-		}
-		runners, err := bus.ListRunners(t.Context(), kv)
-		return err == nil && len(runners) == 1 && len(runners[0].Trials) == 1 && runners[0].Trials[0].Ack != ""
+		runners, ok, err := client.LiveRunners(t.Context())
+		return err == nil && ok && len(runners) == 1 && len(runners[0].Trials) == 1 && runners[0].Trials[0].Ack != ""
 	})
 	// The controller has found rA present: it answered a liveness request
 	// of a poll that ended before the next one asked again.
@@ -121,7 +117,7 @@ func TestKilledRunnersTrialRestartsBeforeTheHeartbeatTimeout(t *testing.T) {
 	if len(starts) != 2 || starts[0].Runner != "rA" || starts[1].Runner != "rB" || starts[1].Attempt != 2 {
 		t.Fatalf("trial.started %+v; want attempt 1 on rA, then attempt 2 on rB", starts)
 	}
-	cons, err := client.WorkConsumer(t.Context(), sp.Name)
+	cons, err := bustest.WorkConsumer(t.Context(), srv.JetStream(), sp.Name)
 	if err != nil {
 		t.Fatal(err)
 	}

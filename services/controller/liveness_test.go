@@ -44,7 +44,7 @@ func newLivenessFixture(t *testing.T, answer bool) *livenessFixture {
 	if err := ctl.ProvisionBuckets(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ctl.EnsureWorkConsumer(ctx, lvExp, bus.WorkConfig{MaxFailures: 3, AckWait: 600}); err != nil {
+	if err := ctl.EnsureWorkConsumer(ctx, lvExp, bus.WorkConfig{MaxFailures: 3, AckWait: 600}); err != nil {
 		t.Fatal(err)
 	}
 	// The work's payload does not matter: the watcher never reads it.
@@ -56,8 +56,12 @@ func newLivenessFixture(t *testing.T, answer bool) *livenessFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(runner.Close)
+	rb, err := bus.New(runner, "runner", zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
 	if answer {
-		if _, err := bus.AnswerLiveness(runner, lvRunner); err != nil {
+		if _, err := rb.AnswerLiveness(lvRunner); err != nil {
 			t.Fatal(err)
 		}
 	} else { // subscribed, never answers: a frozen (or very busy) runner
@@ -68,11 +72,11 @@ func newLivenessFixture(t *testing.T, answer bool) *livenessFixture {
 			t.Fatal(err)
 		}
 	}
-	rb, err := bus.New(runner, "runner", zerolog.Nop())
+	rjs, err := jetstream.New(runner)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cons, err := rb.WorkConsumer(ctx, lvExp)
+	cons, err := bustest.WorkConsumer(ctx, rjs, lvExp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,15 +118,11 @@ func (f *livenessFixture) lead(holder string) {
 func (f *livenessFixture) register(attempt, delivery int) {
 	f.t.Helper()
 	ctx := f.t.Context()
-	kv, err := f.ctl.Runners(ctx)
-	if err != nil {
-		f.t.Fatal(err)
-	}
 	info := bus.RunnerInfo{Name: lvRunner, Slots: 1, Trials: []bus.RunnerTrial{
 		{Experiment: lvExp, TrialID: lvTrial, Attempt: attempt, Ack: f.work.Reply(), Delivery: delivery},
 	}}
-	if err := bus.PutRunner(ctx, kv, info); err != nil {
-		f.t.Fatal(err)
+	if ok, err := f.ctl.PutRunnerInfo(ctx, info); err != nil || !ok {
+		f.t.Fatalf("register the runner: %v (registry found: %v)", err, ok)
 	}
 	f.w.update(bus.RunnerUpdate{Name: lvRunner, Info: &info})
 }
@@ -178,7 +178,7 @@ func TestGoneRunnersWorkIsNakkedOnce(t *testing.T) {
 		t.Fatalf("naks %q; want one, to %s", got, f.work.Reply())
 	}
 	// The heartbeat timeout is 600 s: only the nak can have redelivered it.
-	cons, err := f.ctl.WorkConsumer(ctx, lvExp)
+	cons, err := bustest.WorkConsumer(ctx, f.srv.JetStream(), lvExp)
 	if err != nil {
 		t.Fatal(err)
 	}

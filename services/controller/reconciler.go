@@ -348,7 +348,7 @@ func (r *reconciler) ensureWork(ctx context.Context) bool {
 	if r.st.RestoredSeq > 0 {
 		wc.StartSeq = r.st.RestoredSeq + 1
 	}
-	_, err := r.s.bus.EnsureWorkConsumer(ctx, r.exp, wc)
+	err := r.s.bus.EnsureWorkConsumer(ctx, r.exp, wc)
 	if err == nil { // the checkpoint bucket, with the deployment's replicas
 		_, err = r.s.bus.Checkpoints(ctx, r.exp)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -146,12 +147,8 @@ func startSizedRunner(t *testing.T, srv *bustest.Server, l *ledger, cfg runner.C
 	go func() { defer wg.Done(); _ = runner.New(b, cfg).Run(ctx) }()
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	bustest.Eventually(t, wait, "runner "+cfg.Name+" in the registry", func() bool {
-		kv, ok, err := b.ExistingRunners(t.Context())
-		if err != nil || !ok {
-			return false
-		}
-		_, err = kv.Get(t.Context(), cfg.Name)
-		return err == nil
+		runners, ok, err := b.LiveRunners(t.Context())
+		return err == nil && ok && slices.ContainsFunc(runners, func(r bus.RunnerInfo) bool { return r.Name == cfg.Name })
 	})
 }
 
@@ -299,11 +296,7 @@ func TestTrialBiggerThanEveryRunnerWaitsPending(t *testing.T) {
 	if big.Status != events.StatusPending || big.Scheduled {
 		t.Fatalf("the 2-GPU trial is %s (scheduled %v); want PENDING, not scheduled", big.Status, big.Scheduled)
 	}
-	kv, _, err := client.ExistingRunners(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	runners, err := bus.ListRunners(t.Context(), kv)
+	runners, _, err := client.LiveRunners(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func TestControllerStartedAfterARestoreFoldsFromIt(t *testing.T) {
 	// and it replaces the work consumer with one that starts after the
 	// restore (work scheduled before it is stale).
 	bustest.Eventually(t, wait, "the restored run's work consumer", func() bool {
-		c, err := client.WorkConsumer(t.Context(), "again")
+		c, err := bustest.WorkConsumer(t.Context(), js, "again")
 		return err == nil && c.CachedInfo().Config.OptStartSeq == restoredSeq+1
 	})
 	w = newWorker(t, srv, "again")

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
@@ -83,8 +84,8 @@ func TestAttempt(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b := bustest.Start(t).Bus("runner")
-			s := New(b, Config{Name: "r1", WorkDir: t.TempDir(), Trainables: trainables})
+			srv := bustest.Start(t)
+			s := New(srv.Bus("runner"), Config{Name: "r1", WorkDir: t.TempDir(), Trainables: trainables})
 			work := tc.work
 			work.TrialID, work.TrialName, work.DirName, work.HeartbeatTimeoutS = "t1", "train_t1", "train_t1", 30
 			work.Config = map[string]any{"x": 1.0}
@@ -92,7 +93,7 @@ func TestAttempt(t *testing.T) {
 			if tc.stopFirst {
 				then = append(then, &events.TrialStopRequested{TrialID: "t1", Reason: "time_budget"})
 			}
-			got, pending := runWork(t, s, &work, then...)
+			got, pending := runWork(t, srv.JetStream(), s, &work, then...)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("the attempt's events (-want +got):\n%s", diff)
 			}
@@ -113,12 +114,11 @@ func publish(t *testing.T, b *bus.Bus, w events.Writer, p events.Payload) {
 // runWork schedules work, then publishes the events then (each by its
 // type's writer),
 // runs the work's delivery on s to the end, and returns the runner's
-// events about it and how many work messages wait for an ack.
-func runWork(t *testing.T, s *Service, work *events.TrialScheduled, then ...events.Payload) (got []string, ackPending int) {
+// events about it and how many work messages wait for an ack (read on js).
+func runWork(t *testing.T, js jetstream.JetStream, s *Service, work *events.TrialScheduled, then ...events.Payload) (got []string, ackPending int) {
 	t.Helper()
 	ctx := t.Context()
-	cons, err := s.bus.EnsureWorkConsumer(ctx, "exp", bus.WorkConfig{MaxFailures: work.MaxFailures, AckWait: work.HeartbeatTimeoutS})
-	if err != nil {
+	if err := s.bus.EnsureWorkConsumer(ctx, "exp", bus.WorkConfig{MaxFailures: work.MaxFailures, AckWait: work.HeartbeatTimeoutS}); err != nil {
 		t.Fatal(err)
 	}
 	publish(t, s.bus, events.WriterController, work)
@@ -127,9 +127,13 @@ func runWork(t *testing.T, s *Service, work *events.TrialScheduled, then ...even
 	}
 	msg := nextWork(t, s.bus)
 	s.bus.Settle(ctx, msg, s.runAttempt(ctx, "exp", msg))
-	err = s.bus.Replay(ctx, events.WriterSubjects("exp", events.WriterRunner), func(ev *events.Event) {
+	err := s.bus.Replay(ctx, events.WriterSubjects("exp", events.WriterRunner), func(ev *events.Event) {
 		got = append(got, describeEvent(ev)...)
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := bustest.WorkConsumer(ctx, js, "exp")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +175,8 @@ func describeEvent(ev *events.Event) []string {
 // newer attempt, so that, were its runner to die, the trial would never be
 // redelivered and stay RUNNING for good.
 func TestAnEndAfterANewerStartSettlesNothing(t *testing.T) {
-	b := bustest.Start(t).Bus("runner")
+	srv := bustest.Start(t)
+	b := srv.Bus("runner")
 	newer := &events.TrialStarted{TrialID: "t1", Attempt: 2, Runner: "r2", Hostname: "elsewhere", PID: 1}
 	trainables := map[string]session.Func{
 		"overtaken": func(ctx context.Context, _ map[string]any) error {
@@ -183,7 +188,7 @@ func TestAnEndAfterANewerStartSettlesNothing(t *testing.T) {
 	s := New(b, Config{Name: "r1", WorkDir: t.TempDir(), Trainables: trainables})
 	work := &events.TrialScheduled{TrialID: "t1", TrialName: "train_t1", DirName: "train_t1", HeartbeatTimeoutS: 30,
 		Config: map[string]any{}, Trainable: events.Trainable{Name: "overtaken"}}
-	got, pending := runWork(t, s, work)
+	got, pending := runWork(t, srv.JetStream(), s, work)
 	if want := []string{"started(1)", "started(2)"}; !cmp.Equal(want, got) {
 		t.Errorf("the runner events %v, want %v: the superseded attempt's end is not recorded", got, want)
 	}
@@ -197,8 +202,8 @@ func TestAnEndAfterANewerStartSettlesNothing(t *testing.T) {
 // runner that pulled that work (from the old run's consumer, before the
 // restored run replaced it) must not start the trial on it.
 func TestWorkFromBeforeARestoreIsNotRun(t *testing.T) {
-	b := bustest.Start(t).Bus("runner")
-	s := New(b, Config{Name: "r1", WorkDir: t.TempDir(), Trainables: map[string]session.Func{
+	srv := bustest.Start(t)
+	s := New(srv.Bus("runner"), Config{Name: "r1", WorkDir: t.TempDir(), Trainables: map[string]session.Func{
 		"ok": func(context.Context, map[string]any) error { return nil },
 	}})
 	work := &events.TrialScheduled{TrialID: "t1", TrialName: "train_t1", DirName: "train_t1", HeartbeatTimeoutS: 30,
@@ -207,7 +212,7 @@ func TestWorkFromBeforeARestoreIsNotRun(t *testing.T) {
 		Resume: events.ResumeConfig{Finished: "skip", Unfinished: "resume", Errored: "skip"}, Source: "log",
 		Object: "restored/state-1.json", Digest: "sha256:" + strings.Repeat("0", 64),
 	}
-	got, pending := runWork(t, s, work, restored)
+	got, pending := runWork(t, srv.JetStream(), s, work, restored)
 	if len(got) != 0 {
 		t.Errorf("the runner wrote %v about work from before the restore, want nothing", got)
 	}

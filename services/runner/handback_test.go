@@ -67,12 +67,11 @@ func TestWorkARunnerCannotHoldIsHandedBackFree(t *testing.T) {
 	}
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	bustest.CheckFor(t, handBackWait, func() error {
-		kv, ok, err := client.ExistingRunners(t.Context())
+		runners, ok, err := client.LiveRunners(t.Context())
 		if err != nil || !ok {
 			return fmt.Errorf("no runner registry (%w)", err)
 		}
-		runners, err := bus.ListRunners(t.Context(), kv)
-		if err == nil && len(runners) != 2 {
+		if len(runners) != 2 {
 			err = fmt.Errorf("%d runners in the registry, want both", len(runners))
 		}
 		return err
@@ -143,12 +142,12 @@ func reportOnce(ctx context.Context, _ map[string]any) error {
 // controller schedules, is the only one to run.
 func TestReturnedWorkHandedOutAgainIsDropped(t *testing.T) {
 	ctx := t.Context()
-	b := bustest.Start(t).Bus("runner")
+	srv := bustest.Start(t)
+	b := srv.Bus("runner")
 	s := New(b, Config{Name: "gpu", WorkDir: t.TempDir(), Trainables: map[string]session.Func{"fn": reportOnce}})
 	work := &events.TrialScheduled{TrialID: "t1", TrialName: "train_t1", DirName: "train_t1", HeartbeatTimeoutS: 30,
 		Config: map[string]any{}, Trainable: events.Trainable{Name: "fn"}}
-	cons, err := b.EnsureWorkConsumer(ctx, "exp", bus.WorkConfig{AckWait: work.HeartbeatTimeoutS})
-	if err != nil {
+	if err := b.EnsureWorkConsumer(ctx, "exp", bus.WorkConfig{AckWait: work.HeartbeatTimeoutS}); err != nil {
 		t.Fatal(err)
 	}
 	seq, err := b.Publish(ctx, b.Event("exp", events.WriterController, work))
@@ -166,6 +165,10 @@ func TestReturnedWorkHandedOutAgainIsDropped(t *testing.T) {
 	}
 	if want := []string{events.TypeTrialReturned}; !slices.Equal(got, want) {
 		t.Errorf("the runner events %v, want only the hand-back: the returned work must not start the trial", got)
+	}
+	cons, err := bustest.WorkConsumer(ctx, srv.JetStream(), "exp")
+	if err != nil {
+		t.Fatal(err)
 	}
 	info, err := cons.Info(ctx)
 	if err != nil {

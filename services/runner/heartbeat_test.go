@@ -15,7 +15,7 @@ import (
 // and beats no more.
 func TestHeartbeatStopsWhenOvertaken(t *testing.T) {
 	b := bustest.Start(t).Bus("runner")
-	if _, err := b.EnsureWorkConsumer(t.Context(), "exp", bus.WorkConfig{AckWait: 30}); err != nil {
+	if err := b.EnsureWorkConsumer(t.Context(), "exp", bus.WorkConfig{AckWait: 30}); err != nil {
 		t.Fatal(err)
 	}
 	publish(t, b, events.WriterController, &events.TrialScheduled{
@@ -68,7 +68,7 @@ func (d *countingDelivery) Progress() error {
 // timeout and the work of a live runner is handed out again.
 func TestHeartbeatNotDelayedBySlowCheck(t *testing.T) {
 	b := bustest.Start(t).Bus("runner")
-	if _, err := b.EnsureWorkConsumer(t.Context(), "exp", bus.WorkConfig{AckWait: 30}); err != nil {
+	if err := b.EnsureWorkConsumer(t.Context(), "exp", bus.WorkConfig{AckWait: 30}); err != nil {
 		t.Fatal(err)
 	}
 	publish(t, b, events.WriterController, &events.TrialScheduled{

@@ -71,6 +71,13 @@ func JetStream(t testing.TB, url string) jetstream.JetStream {
 	return js
 }
 
+// WorkConsumer is experiment exp's work consumer (which the controller
+// creates) on js: tests that take or inspect trial work behind the bus's
+// back use it, as the bus hands out only a WorkQueue.
+func WorkConsumer(ctx context.Context, js jetstream.JetStream, exp string) (jetstream.Consumer, error) {
+	return js.Consumer(ctx, bus.StreamName, bus.WorkConsumerName(exp))
+}
+
 // Bus returns a provisioned bus on a new connection.
 func (s *Server) Bus(source string) *bus.Bus {
 	s.t.Helper()

@@ -1,0 +1,8 @@
+package bus
+
+// The bus's own tests reach the connection and lease handles that its
+// API keeps to itself.
+var (
+	Connect  = connect
+	NewLease = newLease
+)
