@@ -7,8 +7,8 @@ import (
 )
 
 // purePackages compute and do no I/O: the tuner's rules (sched, stopper,
-// tpe, and tuner, which builds them from the spec), the search space and
-// the fold (state). Their callers bring the events in and take the
+// tpe, and tuner, which builds them from the spec), the search space, the
+// fold (state) and the bytes of TensorBoard's event files (tboard). Their callers bring the events in and take the
 // decisions out, so the same inputs give the same answer in a test, a
 // replay and a restored run. Each names that package alone, not those
 // under it (internal/state/statetest starts servers).
@@ -19,6 +19,7 @@ var purePackages = []string{
 	"internal/search",
 	"internal/state",
 	"internal/tuner",
+	"internal/tboard",
 }
 
 // pureMayImport is what a pure package may import from the module besides
