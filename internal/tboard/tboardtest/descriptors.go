@@ -132,9 +132,12 @@ enum_type {
 `
 
 // messages are the descriptors the decoder needs.
-var messages = func() (m struct {
+var messages = struct {
 	event, pluginData protoreflect.MessageDescriptor
-}) { tf := file(tensorflowProto); hp := file(hparamsProto); m.event = tf.Messages().ByName("Event"); m.pluginData = hp.Messages().ByName("HParamsPluginData"); return m }()
+}{
+	event:      file(tensorflowProto).Messages().ByName("Event"),
+	pluginData: file(hparamsProto).Messages().ByName("HParamsPluginData"),
+}
 
 // file builds a file descriptor from its FileDescriptorProto in text.
 func file(text string) protoreflect.FileDescriptor {
