@@ -1,6 +1,7 @@
 package syncer
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,7 +11,37 @@ import (
 
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
+	"github.com/tunejet/tunejet/internal/tboard"
+	"github.com/tunejet/tunejet/internal/tboard/tboardtest"
 )
+
+// Event files in a trial folder ahead of the snapshot: the one a syncer on
+// another host started, holding results 1 to 3 and a record cut short, and
+// a trainable's own, which is left alone.
+const (
+	storedEvents  = "events.out.tfevents.1767323045.otherhost"
+	trainerEvents = "events.out.tfevents.1767323046.trainer"
+)
+
+func storedEventFiles() map[string]string {
+	data := tboard.AppendStart(nil, 1767323045)
+	for i := 1; i <= 3; i++ {
+		data = tboard.AppendResult(data, float64(i), int64(i), []tboard.Scalar{{Tag: "ray/tune/it", Value: float64(i)}})
+	}
+	data = append(data, tboard.AppendResult(nil, 4, 4, nil)[:9]...)
+	return map[string]string{storedEvents: string(data), trainerEvents: string(tboard.AppendResult(nil, 1, 1, nil))}
+}
+
+// checkEvents checks an event file resumed from a snapshot that counted
+// one result, after the second was written again: the start, result 1 as
+// stored, result 2 as written now.
+func checkEvents(t *testing.T, data []byte) {
+	t.Helper()
+	evs := tboardtest.ReadData(t, data)
+	if len(evs) != 3 || evs[0].Writer != "tunejet" || evs[1].Step != 1 || evs[1].Scalars()["ray/tune/it"] != 1 || evs[2].Step != 2 {
+		t.Errorf("the event file holds %+v; want its start, result 1 as stored and result 2", evs)
+	}
+}
 
 // TestStagingResumesFromTheSnapshot: files stored ahead of the snapshot a
 // syncer resumes from (it died after uploading them, before the snapshot)
@@ -26,6 +57,7 @@ func TestStagingResumesFromTheSnapshot(t *testing.T) {
 		storage.ProgressFile: "training_iteration\n1\n2\n3\n",
 		storage.ErrorFile:    "Failure # 1 (occurred at 2026-01-02_03-04-05)\nfirst\nFailure # 2 (occurred at 2026-01-02_03-04-06)\nsecond\n",
 	}
+	maps.Copy(stored, storedEventFiles())
 	for name, content := range stored {
 		if err := storage.WriteAtomic(ctx, bucket, dir+"/"+name, []byte(content)); err != nil {
 			t.Fatal(err)
@@ -60,7 +92,14 @@ func TestStagingResumesFromTheSnapshot(t *testing.T) {
 		dir + "/" + storage.ErrorFile:    stored[storage.ErrorFile],
 		dir + "/" + storage.ParamsFile:   "{\n  \"x\": 1\n}\n",
 	}
-	if len(uploads) != len(want) {
+	if read := uploads[dir+"/"+storedEvents]; read == nil {
+		t.Errorf("%s is not uploaded", storedEvents)
+	} else if data, err := read(); err != nil {
+		t.Error(err)
+	} else {
+		checkEvents(t, data)
+	}
+	if len(uploads) != len(want)+1 {
 		t.Errorf("uploads %d files, want %d", len(uploads), len(want))
 	}
 	for key, content := range want {
@@ -98,6 +137,7 @@ func TestStagingInPlaceResumesFromTheSnapshot(t *testing.T) {
 		storage.ProgressFile: "training_iteration\n1\n2\n3\n",
 		storage.ErrorFile:    "Failure # 1 (occurred at 2026-01-02_03-04-05)\nfirst\nFailure # 2 (occurred at 2026-01-02_03-04-06)\nsecond\n",
 	}
+	maps.Copy(stored, storedEventFiles())
 	for name, content := range stored {
 		if err := dir.WriteAtomic(trialDir+"/"+name, []byte(content)); err != nil {
 			t.Fatal(err)
@@ -139,6 +179,14 @@ func TestStagingInPlaceResumesFromTheSnapshot(t *testing.T) {
 		}
 	}
 
+	data, err := dir.Read(trialDir + "/" + storedEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEvents(t, data)
+	if data, err := dir.Read(trialDir + "/" + trainerEvents); err != nil || string(data) != stored[trainerEvents] {
+		t.Errorf("the trainable's event file changed: %q (%v)", data, err)
+	}
 	uploads, err := s.uploads(experiment(tr), s.params, s.changed)
 	if err != nil {
 		t.Fatal(err)
