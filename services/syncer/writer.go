@@ -70,6 +70,7 @@ func (w *writer) run(ctx context.Context) error {
 	}
 	defer func() { _ = w.root.Close() }()
 	w.files = newStaging(filepath.Join(w.s.cfg.WorkDir, w.exp), w.bucket, w.directDir())
+	w.files.tensorboard = !w.spec.RunConfig.DisableTensorBoard
 	defer w.files.close()
 	ops := blobsync.NewQueue(context.WithoutCancel(ctx), w.log)
 	defer ops.Close()
