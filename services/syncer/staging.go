@@ -23,11 +23,12 @@ import (
 
 // staging keeps the trials' result files while they grow, in Ray's
 // formats (storage.AppendResultLine, storage.Progress,
-// storage.AppendFailure, and the TensorBoard event file, tboard). On a bucket they grow in a local directory and a
-// sync uploads the changed files whole. On a storage path that is a
-// directory (local or NFS) they grow in place, in the trial's folder, and
-// are flushed as results arrive (flushWritten): readers see rows within a
-// second, and a sync only makes them durable before its snapshot.
+// storage.AppendFailure, and tboard's TensorBoard event file). On a
+// bucket they grow in a local directory and a sync uploads the changed
+// files whole. On a storage path that is a directory (local or NFS) they
+// grow in place, in the trial's folder, and are flushed as results arrive
+// (flushWritten): readers see rows within a second, and a sync only makes
+// them durable before its snapshot.
 type staging struct {
 	dir    string       // local staging directory of the experiment
 	bucket *blob.Bucket // the experiment's part of storage
