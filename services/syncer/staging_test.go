@@ -4,6 +4,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -197,5 +198,52 @@ func TestStagingInPlaceResumesFromTheSnapshot(t *testing.T) {
 	s.drop("t1")
 	if _, err := dir.Read(trialDir + "/" + storage.ResultFile); err != nil {
 		t.Errorf("dropping the trial's files removed them from storage: %v", err)
+	}
+}
+
+// TestStagingWritesTheHParamsOfAnEndOnce: a syncer killed after it wrote
+// a trial's hparams at its end, before a snapshot counted the end, left
+// them in the event file; the syncer that folds the end again cuts them
+// off with the rest ahead of the snapshot and writes them once.
+func TestStagingWritesTheHParamsOfAnEndOnce(t *testing.T) {
+	ctx := t.Context()
+	dir := &storage.Dir{Root: t.TempDir()}
+	trialDir := "fn_t1"
+	stored := tboard.AppendStart(nil, 1767323045)
+	for i := 1; i <= 3; i++ {
+		stored = tboard.AppendResult(stored, float64(i), int64(i), []tboard.Scalar{{Tag: "ray/tune/it", Value: float64(i)}})
+	}
+	stored = tboard.AppendHParams(stored, 4, map[string]any{"x": 1.0}, []string{"ray/tune/it"})
+	if err := dir.WriteAtomic(trialDir+"/"+storedEvents, stored); err != nil {
+		t.Fatal(err)
+	}
+	s := newStaging(t.TempDir(), memblob.OpenBucket(nil), dir)
+	defer s.close()
+	end := time.Date(2026, 1, 2, 3, 4, 9, 0, time.UTC)
+	tr := &state.Trial{ID: "t1", DirName: trialDir, Config: map[string]any{"x": 1.0}, NumResults: 3, Status: "TERMINATED",
+		LastResult: map[string]any{"training_iteration": 3.0, "it": 3.0}, EndTime: end}
+	if err := s.appendHParams(ctx, tr, map[string]any{"x": 1.0}, end); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.flushWritten(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := dir.Read(trialDir + "/" + storedEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := tboardtest.ReadData(t, data)
+	var tags []string
+	for _, ev := range evs[1:] {
+		for _, v := range ev.Values {
+			tags = append(tags, v.Tag)
+		}
+	}
+	want := []string{"ray/tune/it", "ray/tune/it", "ray/tune/it", "_hparams_/experiment", "_hparams_/session_start_info", "_hparams_/session_end_info"}
+	if !slices.Equal(tags, want) {
+		t.Fatalf("the event file holds %v, want %v", tags, want)
+	}
+	if wall := evs[len(evs)-1].WallTime; wall != float64(end.Unix()) {
+		t.Errorf("the hparams at %v, want the end of the trial %v", wall, end.Unix())
 	}
 }
