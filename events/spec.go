@@ -99,6 +99,10 @@ type RunConfig struct {
 	FailureConfig    FailureConfig    `json:"failure_config"`
 	CheckpointConfig CheckpointConfig `json:"checkpoint_config"`
 	SyncConfig       SyncConfig       `json:"sync_config"`
+	// DisableTensorBoard: the syncer writes no TensorBoard event file in
+	// the trial folders. The client sets it from Ray's
+	// TUNE_DISABLE_AUTO_CALLBACK_LOGGERS=1 where the user runs it.
+	DisableTensorBoard bool `json:"disable_tensorboard,omitempty"`
 }
 
 // FailureConfig mirrors ray.train.FailureConfig, plus the heartbeat that

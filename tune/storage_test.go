@@ -527,11 +527,14 @@ func TestStorageBackends(t *testing.T) {
 				var entries []string
 				for _, k := range keysUnder(t, b, prefix) {
 					e := strings.SplitN(strings.TrimPrefix(k, prefix), "/", 2)[0]
+					if strings.HasPrefix(e, "events.out.tfevents.") {
+						e = "events.out.tfevents.*" // the TensorBoard event file
+					}
 					if !strings.HasPrefix(e, "checkpoint_") && !slices.Contains(entries, e) {
 						entries = append(entries, e)
 					}
 				}
-				if want := []string{"artifact.txt", "params.json", "progress.csv", "result.json"}; !slices.Equal(entries, want) {
+				if want := []string{"artifact.txt", "events.out.tfevents.*", "params.json", "progress.csv", "result.json"}; !slices.Equal(entries, want) {
 					t.Errorf("trial %s: the trial folder holds %v besides checkpoints, want %v", r.TrialID, entries, want)
 				}
 

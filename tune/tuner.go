@@ -233,6 +233,7 @@ func (t *Tuner) Spec() (Spec, error) {
 	if err := strictMetricChecking(&s.TuneConfig); err != nil {
 		return s, err
 	}
+	autoCallbackLoggers(&s.RunConfig)
 	if s.Trainable.Dir == "" && len(s.Trainable.Command) > 0 {
 		if wd, err := filepath.Abs("."); err == nil {
 			s.Trainable.Dir = wd
@@ -260,6 +261,22 @@ func (t *Tuner) Spec() (Spec, error) {
 // The client reads it where the user runs, and the submitted spec carries
 // it to the controller.
 const EnvDisableStrictMetricChecking = "TUNE_DISABLE_STRICT_METRIC_CHECKING"
+
+// EnvDisableAutoCallbackLoggers is Ray's switch for its default loggers
+// (CSV, JSON and TensorBoard): "1", and only that, turns them off. Of
+// these tunejet leaves out only the TensorBoard event files: result.json
+// and progress.csv are the experiment's record, which restores and
+// results read. The client reads it where the user runs, and the
+// submitted spec carries it to the syncer.
+const EnvDisableAutoCallbackLoggers = "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"
+
+// autoCallbackLoggers applies EnvDisableAutoCallbackLoggers to rc, as Ray
+// reads it.
+func autoCallbackLoggers(rc *events.RunConfig) {
+	if os.Getenv(EnvDisableAutoCallbackLoggers) == "1" {
+		rc.DisableTensorBoard = true
+	}
+}
 
 // strictMetricChecking applies EnvDisableStrictMetricChecking to tc, as
 // Ray reads it: an integer, 1 turning the check off.

@@ -13,10 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus/bustest"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
+	"github.com/tunejet/tunejet/internal/tboard/tboardtest"
 )
 
 // syncedStepsExperiment is the steps trainable with a short sync_period
@@ -262,6 +265,9 @@ func TestKilledSyncerLosesAndRepeatsNothing(t *testing.T) {
 		} else if len(recs) != len(c.reports)+1 {
 			t.Errorf("trial %s: progress.csv has %d records, want a header and %d rows", id, len(recs), len(c.reports))
 		}
+		if s := st.Trials[id]; s != nil {
+			checkTensorBoard(t, filepath.Join(root, c.dir), id, c, s.Config["x"])
+		}
 
 		// num_to_keep 2 without a score: the two newest are kept.
 		if len(c.checkpoints) != steps {
@@ -281,5 +287,36 @@ func TestKilledSyncerLosesAndRepeatsNothing(t *testing.T) {
 				t.Errorf("trial %s: kept %s: step file %q (%v), want %d", id, ck.Name, b, err, ck.Iteration)
 			}
 		}
+	}
+}
+
+// checkTensorBoard checks a trial's TensorBoard event file, read with a
+// decoder of its own (tboardtest): one result event per report of the
+// trial's current attempt, in order, at the report's iteration and time,
+// holding its step as the scalar ray/tune/step; then the trial's hparams:
+// x, its value of the grid.
+func checkTensorBoard(t *testing.T, dir, id string, c *currentAttempt, x any) {
+	t.Helper()
+	files := tboardtest.Files(t, dir)
+	if len(files) != 1 {
+		t.Errorf("trial %s: event files %v, want one", id, files)
+		return
+	}
+	evs := tboardtest.ReadFile(t, files[0])
+	if len(evs) != 1+len(c.reports)+3 {
+		t.Errorf("trial %s: the event file holds %d events, want its start, %d results and 3 hparams", id, len(evs), len(c.reports))
+		return
+	}
+	for i, want := range c.reports {
+		ev := evs[1+i]
+		if float64(ev.Step) != want["training_iteration"] || float64(ev.Scalars()["ray/tune/step"]) != want["step"] || ev.WallTime != want["timestamp"] {
+			t.Errorf("trial %s: result event %d is step %d, ray/tune/step %v at %v; the log's report %d is iteration %v, step %v at %v",
+				id, i+1, ev.Step, ev.Scalars()["ray/tune/step"], ev.WallTime, i+1, want["training_iteration"], want["step"], want["timestamp"])
+			return
+		}
+	}
+	start := evs[len(evs)-2].Values
+	if len(start) != 1 || start[0].Tag != "_hparams_/session_start_info" || !cmp.Equal(start[0].HParams, map[string]any{"x": x}) {
+		t.Errorf("trial %s: session start %+v, want the hparams {x: %v}", id, start, x)
 	}
 }

@@ -8,12 +8,12 @@ import (
 
 // purePackages compute and do no I/O: the tuner's rules (sched, stopper,
 // tpe, and tuner, which builds them from the spec with the reader of
-// settings), the search space, the fold (state) and the resume rules
-// (restore). Their callers bring the events in and take the decisions out,
-// so the same inputs give the same answer in a test, a replay and a
-// restored run. Each names that package alone, not those under it
-// (internal/state/statetest starts servers, internal/restore/restorestate
-// reads the Object Store).
+// settings), the search space, the fold (state), the resume rules
+// (restore) and the bytes of TensorBoard's event files (tboard). Their
+// callers bring the events in and take the decisions out, so the same
+// inputs give the same answer in a test, a replay and a restored run. Each
+// names that package alone, not those under it (internal/state/statetest
+// starts servers, internal/restore/restorestate reads the Object Store).
 var purePackages = []string{
 	"internal/sched",
 	"internal/stopper",
@@ -23,6 +23,7 @@ var purePackages = []string{
 	"internal/tuning",
 	"internal/settings",
 	"internal/restore",
+	"internal/tboard",
 }
 
 // pureMayImport is what a pure package may import from the module besides

@@ -22,6 +22,10 @@
 //     writes them; on a bucket staged in a local directory and uploaded
 //     whole on SyncConfig.sync_period (an object per row would be
 //     wasteful). On a file system params.json is written at once too;
+//   - events.out.tfevents.<timestamp>.<host>, the trial's TensorBoard
+//     event file (internal/tboard), grown with result.json: a record per
+//     result, and the trial's hparams when it ends; not with the spec's
+//     run_config.disable_tensorboard;
 //   - experiment_state-<session>.json, the fold's snapshot with the stream
 //     sequence it reflects, on SyncConfig.sync_period;
 //   - checkpoint_NNNNNN/ folders, persisted promptly from the experiment's
@@ -69,7 +73,8 @@
 // before appending to a trial's files it cuts them to what that snapshot
 // counted (downloaded copies on a bucket, the files themselves on a file
 // system), so the lines written after the snapshot, folded again, are
-// written once more and only once. A syncer killed mid-batch and restarted
+// written once more and only once. The event file is found by its first
+// record (tboard.Ours) and cut to as many result records (tboard.Cut). A syncer killed mid-batch and restarted
 // therefore writes every result line and checkpoint exactly once. Each
 // line goes out in one write, so a kill leaves at most a last line cut
 // short, which the cut removes.

@@ -26,6 +26,7 @@ import (
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
 	"github.com/tunejet/tunejet/internal/storage/storagetest"
+	"github.com/tunejet/tunejet/internal/tboard/tboardtest"
 	"github.com/tunejet/tunejet/services/syncer"
 )
 
@@ -104,6 +105,8 @@ func TestSyncerWritesResultsAsTheyArriveOnADirectory(t *testing.T) {
 			s.report(2, 3)
 			s.waitLines("the failure in error.txt and the third result",
 				map[string]int{storage.ResultFile: 3, storage.ProgressFile: 4, storage.ErrorFile: 2})
+			s.waitTensorBoard("the third result in the event file", 3)
+			s.checkTensorBoard([]int{1, 2, 3}, false)
 			if s.lineCount(storage.ParamsFile) < 0 {
 				t.Error("no params.json while the trial runs")
 			}
@@ -119,15 +122,8 @@ func TestSyncerWritesResultsAsTheyArriveOnADirectory(t *testing.T) {
 			if rows := s.lines(trialD + "/" + storage.ProgressFile); len(rows) != 4 {
 				t.Errorf("progress.csv has %d lines, want a header and 3 rows", len(rows))
 			}
-			entries, err := os.ReadDir(filepath.Join(s.dir().Root, trialD))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var names []string
-			for _, e := range entries {
-				names = append(names, e.Name())
-			}
-			if want := []string{"error.txt", "params.json", "progress.csv", "result.json"}; !cmp.Equal(names, want) {
+			s.checkTensorBoard([]int{1, 2, 3}, true)
+			if names, want := s.trialDirNames(), []string{"error.txt", "events.out.tfevents.*", "params.json", "progress.csv", "result.json"}; !cmp.Equal(names, want) {
 				t.Errorf("trial dir holds %v, want %v", names, want)
 			}
 		})
@@ -206,6 +202,7 @@ func TestKilledSyncerWritesEachResultOnce(t *testing.T) {
 	s.report(2, 4, 5)
 	s.waitLines("the killed syncer's rows and failure",
 		map[string]int{storage.ResultFile: 5, storage.ProgressFile: 6, storage.ErrorFile: 2})
+	s.waitTensorBoard("the killed syncer's results in the event file", 5)
 	if n := s.storedResults(); n != 3 {
 		t.Fatalf("the newest state file counts %d results, want 3: the rows must be ahead of it when the syncer is killed", n)
 	}
@@ -235,6 +232,7 @@ func TestKilledSyncerWritesEachResultOnce(t *testing.T) {
 	if n := strings.Count(string(errTxt), "Failure # "); n != 1 {
 		t.Errorf("error.txt has %d failure entries, want 1:\n%s", n, errTxt)
 	}
+	s.checkTensorBoard([]int{1, 2, 3, 4, 5, 6}, true)
 }
 
 // TestSyncerWritesResultsToABucketOnTheSyncPeriod: a bucket gets a
@@ -286,6 +284,21 @@ func TestSyncerWritesResultsToABucketOnTheSyncPeriod(t *testing.T) {
 	if n := bytes.Count(b, []byte("\n")); n != 3 {
 		t.Errorf("result.json in the bucket has %d lines, want 3:\n%s", n, b)
 	}
+	var keys []string
+	for obj, err := range storage.Objects(t.Context(), base, &blob.ListOptions{Prefix: exp + "/" + trialD + "/events.out.tfevents."}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, obj.Key)
+	}
+	if len(keys) != 1 {
+		t.Fatalf("event files in the bucket %v, want one", keys)
+	}
+	data, err := storage.ReadAll(t.Context(), base, keys[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.checkEvents(tboardtest.ReadData(t, data), []int{1, 2, 3}, true)
 }
 
 // TestSyncerKeepsItsFilesOverArtifactsOfTheSameName: a trainable's

@@ -10,21 +10,25 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"gocloud.dev/blob"
 
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
+	"github.com/tunejet/tunejet/internal/tboard"
 )
 
 // staging keeps the trials' result files while they grow, in Ray's
 // formats (storage.AppendResultLine, storage.Progress,
-// storage.AppendFailure). On a bucket they grow in a local directory and a
-// sync uploads the changed files whole. On a storage path that is a
-// directory (local or NFS) they grow in place, in the trial's folder, and
-// are flushed as results arrive (flushWritten): readers see rows within a
-// second, and a sync only makes them durable before its snapshot.
+// storage.AppendFailure, and tboard's TensorBoard event file). On a
+// bucket they grow in a local directory and a sync uploads the changed
+// files whole. On a storage path that is a directory (local or NFS) they
+// grow in place, in the trial's folder, and are flushed as results arrive
+// (flushWritten): readers see rows within a second, and a sync only makes
+// them durable before its snapshot.
 type staging struct {
 	dir    string       // local staging directory of the experiment
 	bucket *blob.Bucket // the experiment's part of storage
@@ -40,18 +44,26 @@ type staging struct {
 	// unflushed are the trials whose files written in place hold rows
 	// not yet flushed to them.
 	unflushed map[string]*trialFiles
-	// line and row are reused for every result written.
-	line, row []byte
+	// tensorboard: write each trial's TensorBoard event file; host names
+	// the new ones (tboard.FileName).
+	tensorboard bool
+	host        string
+	// line, row and record are reused for every result written.
+	line, row, record []byte
 }
 
 // newStaging stages in dir the result files of the experiment in bucket,
 // or writes them in place in direct when storage is a file system (direct
 // not nil).
 func newStaging(dir string, bucket *blob.Bucket, direct *storage.Dir) *staging {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "localhost"
+	}
 	return &staging{
 		dir: dir, bucket: bucket, direct: direct,
 		trials: map[string]*trialFiles{}, params: map[string]bool{}, changed: map[string]bool{},
-		unflushed: map[string]*trialFiles{},
+		unflushed: map[string]*trialFiles{}, tensorboard: true, host: host,
 	}
 }
 
@@ -63,7 +75,11 @@ type trialFiles struct {
 	rows     int              // results in result.json
 	failures int              // entries in error.txt
 	progress storage.Progress // progress.csv columns
-	open     map[string]*appender
+	// events names the TensorBoard event file ("" until there is one),
+	// which holds eventRows results.
+	events    string
+	eventRows int
+	open      map[string]*appender
 }
 
 // appender is an open staged file.
@@ -184,8 +200,71 @@ func (s *staging) filesOf(ctx context.Context, t *state.Trial, rows, failures in
 			return nil, fmt.Errorf("staging for %s: %w", t.ID, err)
 		}
 	}
+	if s.tensorboard {
+		if err := s.cutEvents(ctx, t, f, rows); err != nil {
+			return nil, fmt.Errorf("staging for %s: %w", t.ID, err)
+		}
+	}
 	s.trials[t.ID] = f
 	return f, nil
+}
+
+// cutEvents finds the trial's TensorBoard event file, the one the syncer
+// started (tboard.Ours: not a trainable's own, copied as an artifact), and
+// cuts it to rows results, as filesOf cuts the other files.
+func (s *staging) cutEvents(ctx context.Context, t *state.Trial, f *trialFiles, rows int) error {
+	name, data, err := s.findEvents(ctx, t.DirName, f)
+	if err != nil || name == "" {
+		return err
+	}
+	keep, n := tboard.Cut(data, rows)
+	f.events, f.eventRows = name, n
+	return f.cut(s.direct, t.DirName+"/"+name, data, keep)
+}
+
+// findEvents returns the name and content of the event file the syncer
+// started in the trial folder dir, if there is one: its name holds the
+// time and host of the syncer that started it, which may not be this one.
+func (s *staging) findEvents(ctx context.Context, dir string, f *trialFiles) (string, []byte, error) {
+	var names []string
+	if f.inPlace {
+		entries, err := os.ReadDir(f.dir)
+		if err != nil {
+			return "", nil, fmt.Errorf("list %s: %w", f.dir, err)
+		}
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), tboard.FilePrefix) && e.Type().IsRegular() {
+				names = append(names, e.Name())
+			}
+		}
+	} else {
+		prefix := dir + "/" + tboard.FilePrefix
+		for obj, err := range storage.Objects(ctx, s.bucket, &blob.ListOptions{Prefix: prefix}) {
+			if err != nil {
+				return "", nil, err
+			}
+			if name := path.Base(obj.Key); !obj.IsDir && dir+"/"+name == obj.Key {
+				names = append(names, name)
+			}
+		}
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		var data []byte
+		var err error
+		if f.inPlace {
+			data, err = s.direct.Read(dir + "/" + name)
+		} else {
+			data, err = storage.ReadAll(ctx, s.bucket, dir+"/"+name)
+		}
+		if err != nil {
+			return "", nil, err
+		}
+		if tboard.Ours(data) {
+			return name, data, nil
+		}
+	}
+	return "", nil, nil
 }
 
 // cut makes the file rel, which holds data, hold keep: a staged copy is
@@ -260,7 +339,91 @@ func (s *staging) appendResult(ctx context.Context, t *state.Trial) error {
 	f.rows = t.NumResults
 	s.written(t.ID, f)
 	s.row = f.progress.AppendRow(s.row[:0], t.LastResult)
-	return f.append(storage.ProgressFile, s.row)
+	if err := f.append(storage.ProgressFile, s.row); err != nil {
+		return err
+	}
+	if !s.tensorboard {
+		return nil
+	}
+	return s.appendEvents(t, f)
+}
+
+// appendEvents writes the trial's newest result to its TensorBoard event
+// file, starting the file first if it has none. The file holds a record
+// per result, so results it missed (it was lost, or written with
+// TensorBoard off) get an empty one: a later cut to n results then keeps
+// the first n.
+func (s *staging) appendEvents(t *state.Trial, f *trialFiles) error {
+	if t.NumResults <= f.eventRows {
+		return nil
+	}
+	if f.events == "" {
+		if err := s.startEvents(t, f); err != nil {
+			return err
+		}
+	}
+	r := t.LastResult
+	wall := tboard.WallTime(r, t.LastResultTime)
+	s.record = s.record[:0]
+	for ; f.eventRows < t.NumResults-1; f.eventRows++ {
+		s.record = tboard.AppendResult(s.record, wall, 0, nil)
+	}
+	s.record = tboard.AppendResult(s.record, wall, tboard.Step(r), tboard.Scalars(storage.Flatten(r)))
+	if err := f.append(f.events, s.record); err != nil {
+		return err
+	}
+	f.eventRows = t.NumResults
+	return nil
+}
+
+// startEvents makes the trial's event file, named as Ray names it, holding
+// its first record; written whole, so that it is found again (findEvents)
+// after a kill.
+func (s *staging) startEvents(t *state.Trial, f *trialFiles) error {
+	created := t.StartTime
+	if created.IsZero() {
+		created = t.LastResultTime
+	}
+	name := tboard.FileName(created, s.host)
+	start := tboard.AppendStart(nil, float64(created.UnixNano())/1e9)
+	var err error
+	if f.inPlace {
+		err = s.direct.WriteAtomic(t.DirName+"/"+name, start)
+	} else {
+		err = os.WriteFile(filepath.Join(f.dir, name), start, 0o644)
+	}
+	if err != nil {
+		return fmt.Errorf("start the event file of %s: %w", t.ID, err)
+	}
+	f.events = name
+	return nil
+}
+
+// appendHParams writes the ended trial's hyperparameters (params, its
+// evaluated params) to its event file, with its last result's scalars as
+// the metrics, as Ray's logger does when a trial ends; at ended, when it
+// ended. Without results or params there is nothing to write.
+func (s *staging) appendHParams(ctx context.Context, t *state.Trial, params map[string]any, ended time.Time) error {
+	if !s.tensorboard || t.NumResults == 0 || len(params) == 0 {
+		return nil
+	}
+	f, err := s.filesOf(ctx, t, t.NumResults, t.NumFailures)
+	if err != nil {
+		return err
+	}
+	if f.events == "" {
+		return nil
+	}
+	var metrics []string
+	for _, sc := range tboard.Scalars(storage.Flatten(t.LastResult)) {
+		metrics = append(metrics, sc.Tag)
+	}
+	s.record = tboard.AppendHParams(s.record[:0], float64(ended.UnixNano())/1e9, params, metrics)
+	if err := f.append(f.events, s.record); err != nil {
+		return err
+	}
+	s.written(t.ID, f)
+	return nil
 }
 
 // appendFailure stages the trial's newest failure, which happened at at,
@@ -325,7 +488,11 @@ func (s *staging) uploads(st *state.Experiment, params, changed map[string]bool)
 		if err := f.flush(); err != nil {
 			return nil, err
 		}
-		for _, name := range storage.ResultFiles {
+		names := storage.ResultFiles
+		if f.events != "" {
+			names = append(slices.Clip(names), f.events)
+		}
+		for _, name := range names {
 			path := filepath.Join(f.dir, name)
 			if info, err := os.Stat(path); err != nil || info.Size() == 0 {
 				continue

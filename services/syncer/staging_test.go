@@ -1,8 +1,10 @@
 package syncer
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -10,7 +12,37 @@ import (
 
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
+	"github.com/tunejet/tunejet/internal/tboard"
+	"github.com/tunejet/tunejet/internal/tboard/tboardtest"
 )
+
+// Event files in a trial folder ahead of the snapshot: the one a syncer on
+// another host started, holding results 1 to 3 and a record cut short, and
+// a trainable's own, which is left alone.
+const (
+	storedEvents  = "events.out.tfevents.1767323045.otherhost"
+	trainerEvents = "events.out.tfevents.1767323046.trainer"
+)
+
+func storedEventFiles() map[string]string {
+	data := tboard.AppendStart(nil, 1767323045)
+	for i := 1; i <= 3; i++ {
+		data = tboard.AppendResult(data, float64(i), int64(i), []tboard.Scalar{{Tag: "ray/tune/it", Value: float64(i)}})
+	}
+	data = append(data, tboard.AppendResult(nil, 4, 4, nil)[:9]...)
+	return map[string]string{storedEvents: string(data), trainerEvents: string(tboard.AppendResult(nil, 1, 1, nil))}
+}
+
+// checkEvents checks an event file resumed from a snapshot that counted
+// one result, after the second was written again: the start, result 1 as
+// stored, result 2 as written now.
+func checkEvents(t *testing.T, data []byte) {
+	t.Helper()
+	evs := tboardtest.ReadData(t, data)
+	if len(evs) != 3 || evs[0].Writer != "tunejet" || evs[1].Step != 1 || evs[1].Scalars()["ray/tune/it"] != 1 || evs[2].Step != 2 {
+		t.Errorf("the event file holds %+v; want its start, result 1 as stored and result 2", evs)
+	}
+}
 
 // TestStagingResumesFromTheSnapshot: files stored ahead of the snapshot a
 // syncer resumes from (it died after uploading them, before the snapshot)
@@ -26,6 +58,7 @@ func TestStagingResumesFromTheSnapshot(t *testing.T) {
 		storage.ProgressFile: "training_iteration\n1\n2\n3\n",
 		storage.ErrorFile:    "Failure # 1 (occurred at 2026-01-02_03-04-05)\nfirst\nFailure # 2 (occurred at 2026-01-02_03-04-06)\nsecond\n",
 	}
+	maps.Copy(stored, storedEventFiles())
 	for name, content := range stored {
 		if err := storage.WriteAtomic(ctx, bucket, dir+"/"+name, []byte(content)); err != nil {
 			t.Fatal(err)
@@ -60,7 +93,14 @@ func TestStagingResumesFromTheSnapshot(t *testing.T) {
 		dir + "/" + storage.ErrorFile:    stored[storage.ErrorFile],
 		dir + "/" + storage.ParamsFile:   "{\n  \"x\": 1\n}\n",
 	}
-	if len(uploads) != len(want) {
+	if read := uploads[dir+"/"+storedEvents]; read == nil {
+		t.Errorf("%s is not uploaded", storedEvents)
+	} else if data, err := read(); err != nil {
+		t.Error(err)
+	} else {
+		checkEvents(t, data)
+	}
+	if len(uploads) != len(want)+1 {
 		t.Errorf("uploads %d files, want %d", len(uploads), len(want))
 	}
 	for key, content := range want {
@@ -98,6 +138,7 @@ func TestStagingInPlaceResumesFromTheSnapshot(t *testing.T) {
 		storage.ProgressFile: "training_iteration\n1\n2\n3\n",
 		storage.ErrorFile:    "Failure # 1 (occurred at 2026-01-02_03-04-05)\nfirst\nFailure # 2 (occurred at 2026-01-02_03-04-06)\nsecond\n",
 	}
+	maps.Copy(stored, storedEventFiles())
 	for name, content := range stored {
 		if err := dir.WriteAtomic(trialDir+"/"+name, []byte(content)); err != nil {
 			t.Fatal(err)
@@ -139,6 +180,14 @@ func TestStagingInPlaceResumesFromTheSnapshot(t *testing.T) {
 		}
 	}
 
+	data, err := dir.Read(trialDir + "/" + storedEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEvents(t, data)
+	if data, err := dir.Read(trialDir + "/" + trainerEvents); err != nil || string(data) != stored[trainerEvents] {
+		t.Errorf("the trainable's event file changed: %q (%v)", data, err)
+	}
 	uploads, err := s.uploads(experiment(tr), s.params, s.changed)
 	if err != nil {
 		t.Fatal(err)
@@ -149,5 +198,52 @@ func TestStagingInPlaceResumesFromTheSnapshot(t *testing.T) {
 	s.drop("t1")
 	if _, err := dir.Read(trialDir + "/" + storage.ResultFile); err != nil {
 		t.Errorf("dropping the trial's files removed them from storage: %v", err)
+	}
+}
+
+// TestStagingWritesTheHParamsOfAnEndOnce: a syncer killed after it wrote
+// a trial's hparams at its end, before a snapshot counted the end, left
+// them in the event file; the syncer that folds the end again cuts them
+// off with the rest ahead of the snapshot and writes them once.
+func TestStagingWritesTheHParamsOfAnEndOnce(t *testing.T) {
+	ctx := t.Context()
+	dir := &storage.Dir{Root: t.TempDir()}
+	trialDir := "fn_t1"
+	stored := tboard.AppendStart(nil, 1767323045)
+	for i := 1; i <= 3; i++ {
+		stored = tboard.AppendResult(stored, float64(i), int64(i), []tboard.Scalar{{Tag: "ray/tune/it", Value: float64(i)}})
+	}
+	stored = tboard.AppendHParams(stored, 4, map[string]any{"x": 1.0}, []string{"ray/tune/it"})
+	if err := dir.WriteAtomic(trialDir+"/"+storedEvents, stored); err != nil {
+		t.Fatal(err)
+	}
+	s := newStaging(t.TempDir(), memblob.OpenBucket(nil), dir)
+	defer s.close()
+	end := time.Date(2026, 1, 2, 3, 4, 9, 0, time.UTC)
+	tr := &state.Trial{ID: "t1", DirName: trialDir, Config: map[string]any{"x": 1.0}, NumResults: 3, Status: "TERMINATED",
+		LastResult: map[string]any{"training_iteration": 3.0, "it": 3.0}, EndTime: end}
+	if err := s.appendHParams(ctx, tr, map[string]any{"x": 1.0}, end); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.flushWritten(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := dir.Read(trialDir + "/" + storedEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := tboardtest.ReadData(t, data)
+	var tags []string
+	for _, ev := range evs[1:] {
+		for _, v := range ev.Values {
+			tags = append(tags, v.Tag)
+		}
+	}
+	want := []string{"ray/tune/it", "ray/tune/it", "ray/tune/it", "_hparams_/experiment", "_hparams_/session_start_info", "_hparams_/session_end_info"}
+	if !slices.Equal(tags, want) {
+		t.Fatalf("the event file holds %v, want %v", tags, want)
+	}
+	if wall := evs[len(evs)-1].WallTime; wall != float64(end.Unix()) {
+		t.Errorf("the hparams at %v, want the end of the trial %v", wall, end.Unix())
 	}
 }

@@ -42,6 +42,8 @@ type script struct {
 	storage string
 	now     time.Time
 	last    uint64 // sequence of the last event published
+	// reported is when each iteration was last reported.
+	reported map[int]time.Time
 }
 
 // begin publishes the experiment's submission, start, and one trial, on a
@@ -58,7 +60,7 @@ func beginAt(t testing.TB, srv *bustest.Server, storagePath string) *script {
 	s := &script{t: t, b: srv.Bus("script"), storage: storagePath, now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	s.add(events.WriterClient, &events.ExperimentSubmitted{Spec: events.ExperimentSpec{
 		Name: exp, Trainable: events.Trainable{Name: "fn"}, TuneConfig: events.TuneConfig{NumSamples: 1},
-		ParamSpace: map[string]any{"x": 1.0, "model": map[string]any{"layers": 2.0}},
+		ParamSpace: map[string]any{"x": map[string]any{"choice": []any{1.0}}, "model": map[string]any{"layers": 2.0}},
 	}})
 	s.add(events.WriterController, &events.ExperimentStarted{Run: 1, Session: session, Seed: 1, TrialIDPrefix: "abcde", NumTrials: 1, StoragePath: s.storage})
 	s.add(events.WriterController, &events.TrialCreated{TrialID: trial, Index: 0, TrialName: "fn_" + trial, ExperimentTag: "0_x=1", DirName: trialD, Config: config})
@@ -85,6 +87,10 @@ func (s *script) start(attempt int) {
 
 func (s *script) report(attempt int, its ...int) {
 	for _, it := range its {
+		if s.reported == nil {
+			s.reported = map[int]time.Time{}
+		}
+		s.reported[it] = s.now.Add(time.Second) // add's time
 		s.add(events.WriterRunner, &events.TrialReported{TrialID: trial, Attempt: attempt, Result: map[string]any{
 			"training_iteration": it, "loss": 1 / float64(it), "eval": map[string]any{"acc": float64(it) / 10}, "done": false,
 		}})
@@ -330,16 +336,9 @@ func TestSyncerRestartWritesEachResultOnce(t *testing.T) {
 	if n := strings.Count(string(errTxt), "Failure # "); n != 1 {
 		t.Errorf("error.txt has %d failure entries, want 1:\n%s", n, errTxt)
 	}
-	// Nothing but the layout's files and the marker: no temporary files.
-	entries, err := os.ReadDir(filepath.Join(s.dir().Root, trialD))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	if want := []string{"error.txt", "params.json", "progress.csv", "result.json"}; !cmp.Equal(names, want) {
+	s.checkTensorBoard([]int{1, 2, 3, 4, 5, 6, 7}, true)
+	// Nothing but the layout's files: no temporary files.
+	if names, want := s.trialDirNames(), []string{"error.txt", "events.out.tfevents.*", "params.json", "progress.csv", "result.json"}; !cmp.Equal(names, want) {
 		t.Errorf("trial dir holds %v, want %v", names, want)
 	}
 }

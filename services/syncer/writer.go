@@ -15,8 +15,10 @@ import (
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/clock"
 	"github.com/tunejet/tunejet/internal/restore/restorestate"
+	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
+	"github.com/tunejet/tunejet/internal/tboard"
 )
 
 // writer keeps one experiment's storage in step with its events: it
@@ -68,6 +70,7 @@ func (w *writer) run(ctx context.Context) error {
 	}
 	defer func() { _ = w.root.Close() }()
 	w.files = newStaging(filepath.Join(w.s.cfg.WorkDir, w.exp), w.bucket, w.directDir())
+	w.files.tensorboard = !w.spec.RunConfig.DisableTensorBoard
 	defer w.files.close()
 	ops := blobsync.NewQueue(context.WithoutCancel(ctx), w.log)
 	defer ops.Close()
@@ -227,6 +230,7 @@ func (w *writer) runJob(ctx context.Context, j job) error {
 		return w.files.appendFailure(ctx, t, j.at)
 	case uploadTrial:
 		w.files.finished = append(w.files.finished, j.trial)
+		return w.files.appendHParams(ctx, t, w.evaluatedParams(t), t.EndTime)
 	case persist:
 		w.store.checkpoint(ctx, w.st.StoragePath, t, *j.ckpt)
 	case spare:
@@ -237,6 +241,20 @@ func (w *writer) runJob(ctx context.Context, j job) error {
 		w.store.copyArtifacts(ctx, t.DirName, j.artifacts)
 	}
 	return nil
+}
+
+// evaluatedParams are the trial's values of the experiment's search
+// space's domains (Ray's trial.evaluated_params), for its hparams.
+func (w *writer) evaluatedParams(t *state.Trial) map[string]any {
+	if w.st.Spec == nil {
+		return nil
+	}
+	space, err := search.ParseSpace(w.st.Spec.ParamSpace)
+	if err != nil {
+		w.log.Warn().Err(err).Str("trial", t.ID).Msg("the param space does not parse; no hparams in the trial's event file")
+		return nil
+	}
+	return tboard.EvaluatedParams(space, t.Config)
 }
 
 // final syncs everything at the end of the experiment or of the syncer:

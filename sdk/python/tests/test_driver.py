@@ -228,6 +228,29 @@ WRONG_METRIC = textwrap.dedent(
 )
 
 
+# One trial that reports twice; TUNE_DISABLE_AUTO_CALLBACK_LOGGERS is
+# argv[1]. It prints each trial folder's files.
+TENSORBOARD = textwrap.dedent(
+    '''
+    import json, os, sys
+    from tunejet import train, tune
+
+    os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = sys.argv[1]
+
+    def trainable(config):
+        for i in range(2):
+            train.report({"loss": 1.0 / (i + 1)})
+
+    grid = tune.Tuner(
+        trainable,
+        param_space={"lr": tune.grid_search([0.1])},
+        run_config=train.RunConfig(name="tensorboard_" + sys.argv[1], storage_path="results"),
+    ).fit()
+    print("RESULT " + json.dumps([sorted(os.listdir(r.path)) for r in grid]))
+'''
+)
+
+
 UNWRITABLE = textwrap.dedent(
     '''
     import os, sys
@@ -357,6 +380,18 @@ class DriverTest(unittest.TestCase):
             "that `tune.TuneConfig()` expects.", out.get("raised", "fit() did not raise: %s" % out))
         out = _result(support.run_script(self, script, "1", home=self.home))
         self.assertEqual(out, {"statuses": ["TERMINATED", "TERMINATED"]})
+
+    def test_tensorboard_files_unless_the_auto_loggers_are_off(self):
+        # Each trial folder gets a TensorBoard event file beside result.json,
+        # as Ray's default loggers write one; TUNE_DISABLE_AUTO_CALLBACK_LOGGERS=1,
+        # set by the script as for Ray, turns it off.
+        script = self.write("tensorboard.py", TENSORBOARD)
+        for switch, want in (("0", 1), ("1", 0)):
+            with self.subTest(switch=switch):
+                (files,) = _result(support.run_script(self, script, switch, home=self.home))
+                self.assertIn("result.json", files)
+                events = [f for f in files if f.startswith("events.out.tfevents.")]
+                self.assertEqual(len(events), want, files)
 
     def test_ctrl_c_then_restore(self):
         script = self.write("interrupted.py", INTERRUPTED)
