@@ -13,10 +13,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/tunejet/tunejet/internal/storage"
 )
@@ -267,31 +267,16 @@ func Delete(ctx context.Context, b *blob.Bucket, prefix string) error {
 // error cancels the calls still running and is returned; so is the
 // context's error when ctx ends first.
 func forEach[T any](ctx context.Context, items []T, fn func(context.Context, T) error) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var (
-		wg    sync.WaitGroup
-		once  sync.Once
-		first error
-		sem   = make(chan struct{}, parallelism)
-	)
-loop:
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(parallelism)
 	for _, item := range items {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			break loop
+		if gctx.Err() != nil {
+			break
 		}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := fn(ctx, item); err != nil {
-				once.Do(func() { first = err; cancel(err) })
-			}
-		})
+		g.Go(func() error { return fn(gctx, item) })
 	}
-	wg.Wait()
-	if first != nil {
-		return first
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	return context.Cause(ctx)
 }

@@ -47,7 +47,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/ckpt"
@@ -156,47 +157,19 @@ func listSource(src string) ([]sourceFile, error) {
 // copyConcurrency bounds the files copied at once.
 const copyConcurrency = 4
 
-// copyFiles runs fn for every file, limit at a time, and launches no more
-// once one has failed.
+// copyFiles runs fn for every file, limit at a time, and starts no more
+// once one has failed or ctx has ended; it returns the first error.
 func copyFiles(ctx context.Context, limit int, files []sourceFile, fn func(int, sourceFile) error) error {
-	if len(files) <= 1 {
-		for i, f := range files {
-			if err := fn(i, f); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-	)
-	sem := make(chan struct{}, limit)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(limit)
 	for i, f := range files {
-		mu.Lock()
-		failed := first != nil
-		mu.Unlock()
-		if failed || ctx.Err() != nil {
+		if gctx.Err() != nil {
 			break
 		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if err := fn(i, f); err != nil {
-				mu.Lock()
-				if first == nil {
-					first = err
-				}
-				mu.Unlock()
-			}
-		}()
+		g.Go(func() error { return fn(i, f) })
 	}
-	wg.Wait()
-	if first != nil {
-		return first
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	return ctx.Err()
 }
