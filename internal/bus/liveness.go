@@ -3,6 +3,7 @@ package bus
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/nats-io/nats.go"
@@ -19,18 +20,48 @@ const livenessPrefix = "tunejet-alive"
 // hold (dots, wildcards, spaces) become '_'. Two names that map to the same
 // subject only hide each other's death (the survivor answers for both); they
 // never make a live runner look gone.
-func LivenessSubject(runner string) string {
+func LivenessSubject(runner string) string { return livenessPrefix + "." + token(runner) }
+
+// token makes name one subject token: characters a token cannot hold
+// (dots, wildcards, spaces) become '_'.
+func token(name string) string {
 	tok := strings.Map(func(r rune) rune {
 		switch {
 		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
 			return r
 		}
 		return '_'
-	}, runner)
+	}, name)
 	if tok == "" {
 		tok = "_"
 	}
-	return livenessPrefix + "." + tok
+	return tok
+}
+
+// workAgainPrefix starts the subjects on which a controller tells runners
+// that an experiment's work is pending again. It is no event (the log
+// holds nothing of a nak), so it is outside tunejet.>.
+const workAgainPrefix = "tunejet-work-again"
+
+// AnnounceWorkAgain tells the runners that work of experiment exp was
+// handed out again (the nak of a gone runner's work), which no event
+// announces, so that an idle runner fetches it at once instead of at its
+// next poll. It is sent, not confirmed; the poll is the fallback.
+func (b *Bus) AnnounceWorkAgain(exp string) error {
+	if err := b.nc.Publish(workAgainPrefix+"."+token(exp), nil); err != nil {
+		return fmt.Errorf("announce work of %s: %w", exp, err)
+	}
+	return nil
+}
+
+// OnWorkAgain calls fn for each AnnounceWorkAgain of experiment exp until
+// the returned stop is called.
+func (b *Bus) OnWorkAgain(exp string, fn func()) (stop func(), err error) {
+	sub, err := b.nc.Subscribe(workAgainPrefix+"."+token(exp), func(*nats.Msg) { fn() })
+	if err != nil {
+		return nil, fmt.Errorf("watch work of %s: %w", exp, err)
+	}
+	return func() { _ = sub.Unsubscribe() }, nil
 }
 
 // Liveness is what a liveness request learned about a runner.

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -211,7 +212,7 @@ func (w *livenessWatcher) probe(ctx context.Context) ([]string, []bus.Liveness) 
 // still be taken (nats-server's processNak checks only that the message is
 // pending), and would pull the trial from the runner now running it.
 func (w *livenessWatcher) handOn(ctx context.Context, r *watchedRunner) {
-	nakked := false
+	var nakked []string // the experiments whose work was handed on
 	for _, t := range r.info.Trials {
 		if t.Ack == "" {
 			continue // a runner that does not say where its work is
@@ -238,15 +239,24 @@ func (w *livenessWatcher) handOn(ctx context.Context, r *watchedRunner) {
 			continue
 		}
 		log.Warn().Msg("runner gone (its connection closed); handing its trial to another runner")
-		nakked = true
+		if !slices.Contains(nakked, t.Experiment) {
+			nakked = append(nakked, t.Experiment)
+		}
 	}
-	if !nakked {
+	if len(nakked) == 0 {
 		return
 	}
 	fctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	if err := w.bus.Flush(fctx); err != nil && ctx.Err() == nil {
 		w.log.Warn().Err(err).Msg("flush the naks")
+		return
+	}
+	// The server has the naks: an idle runner woken now finds the work.
+	for _, exp := range nakked {
+		if err := w.bus.AnnounceWorkAgain(exp); err != nil {
+			w.log.Debug().Err(err).Str("experiment", exp).Msg("announce the work handed on; idle runners find it at their next poll")
+		}
 	}
 }
 

@@ -167,6 +167,12 @@ func (f *livenessFixture) nakked() []string {
 func TestGoneRunnersWorkIsNakkedOnce(t *testing.T) {
 	f := newLivenessFixture(t, true)
 	ctx := t.Context()
+	announced := make(chan struct{}, 4)
+	stop, err := f.srv.Bus("observer").OnWorkAgain(lvExp, func() { announced <- struct{}{} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
 	f.w.poll(ctx)
 	if !f.w.runners[lvRunner].seen {
 		t.Fatal("a runner that answers is not recorded as present")
@@ -176,6 +182,13 @@ func TestGoneRunnersWorkIsNakkedOnce(t *testing.T) {
 	f.w.poll(ctx) // the second finds the runner gone again: no second nak
 	if got := f.nakked(); len(got) != 1 || got[0] != f.work.Reply() {
 		t.Fatalf("naks %q; want one, to %s", got, f.work.Reply())
+	}
+	// An idle runner polls for work handed out again only now and then: the
+	// nak is announced, so that it fetches at once.
+	select {
+	case <-announced:
+	case <-time.After(livenessWait):
+		t.Fatal("the work handed on was not announced to the runners")
 	}
 	// The heartbeat timeout is 600 s: only the nak can have redelivered it.
 	cons, err := bustest.WorkConsumer(ctx, f.srv.JetStream(), lvExp)

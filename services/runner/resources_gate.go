@@ -84,6 +84,14 @@ func (g *gate) drop(trial string) {
 	delete(g.works, trial)
 }
 
+// poke wakes what waits on the gate: work may be pending again.
+func (g *gate) poke() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	close(g.wake)
+	g.wake = make(chan struct{})
+}
+
 // skipTo counts the work before log sequence seq as read.
 func (g *gate) skipTo(seq uint64) {
 	g.mu.Lock()
@@ -134,7 +142,16 @@ func (g *gate) caughtUp(ctx context.Context, b *bus.Bus) error {
 // watchGate reads the experiment's work into g until ctx ends, from the
 // experiment's last restore on: work from before it is stale (a runner
 // drops it), and the trials it names may never complete in the log.
+//
+// It also wakes the gate when a controller announces work of the
+// experiment handed out again (bus.AnnounceWorkAgain), which no event of
+// the log announces.
 func (s *Service) watchGate(ctx context.Context, g *gate) {
+	if stop, err := s.bus.OnWorkAgain(g.exp, g.poke); err != nil {
+		s.log.Warn().Err(err).Str("experiment", g.exp).Msg("cannot hear of work handed on; polling for it")
+	} else {
+		defer stop()
+	}
 	from, err := s.bus.LastSeq(ctx, events.TypeSubjects(g.exp, events.WriterRestorer, events.TypeExperimentRestored))
 	if err != nil {
 		if ctx.Err() == nil {
@@ -160,9 +177,11 @@ func (s *Service) admit(g *gate) func(ctx context.Context) (bus.Hold, error) {
 	var last *hold
 	return func(ctx context.Context) (bus.Hold, error) {
 		if last != nil && last.missed() {
-			// The last fetch found nothing pending: wait for new work, or
-			// poll again for work handed out again (a retry's backoff, a
-			// lost runner's heartbeat timeout), which no event announces.
+			// The last fetch found nothing pending: wait for new work or for
+			// a gone runner's work, which its controller naks and announces
+			// (watchGate), or poll again for work handed out again that
+			// nothing announces (a retry's backoff, a frozen runner's
+			// heartbeat timeout).
 			_, gateChanged := g.largest()
 			t := time.NewTimer(idlePoll)
 			select {
