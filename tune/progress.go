@@ -140,7 +140,7 @@ func render(st *state.Experiment, now time.Time, elapsed time.Duration, verbose 
 		metric, mode = st.Spec.TuneConfig.Metric, st.Spec.TuneConfig.Mode
 	}
 	if best := bestTrial(st, metric, mode); best != nil {
-		fmt.Fprintf(&b, "Current best trial: %s with %s=%s and params=%s\n", best.ID, metric, show.Cell(best.LastResult[metric]), show.JSON(best.Config))
+		fmt.Fprintf(&b, "Current best trial: %s with %s=%s and params=%s\n", best.ID, metric, show.Cell(state.Lookup(best.LastResult, metric)), show.JSON(best.Config))
 	}
 	trials := tableRows(st, verbose)
 	metrics := metricColumns(st, trials, metric, verbose)
@@ -310,7 +310,7 @@ func Summary(g *ResultGrid) string {
 		fmt.Fprintf(&b, "No best trial: %v\n", err)
 		return b.String()
 	}
-	fmt.Fprintf(&b, "Best trial %s (%s %s = %s) with config %s\n", best.TrialName, g.mode, g.metric, show.Cell(best.Metrics[g.metric]), show.JSON(best.Config))
+	fmt.Fprintf(&b, "Best trial %s (%s %s = %s) with config %s\n", best.TrialName, g.mode, g.metric, show.Cell(state.Lookup(best.Metrics, g.metric)), show.JSON(best.Config))
 	return b.String()
 }
 

@@ -435,7 +435,7 @@ func (l *live) row(t *state.Trial) TrialRow {
 		Attempt: t.Attempt, NumFailures: t.NumFailures, Runner: t.Runner, EndReason: t.EndReason,
 		Error: t.LastError, Points: [][2]float64{},
 	}
-	if v, ok := number(t.LastResult[l.metric]); ok && l.metric != "" {
+	if v, ok := number(state.Lookup(t.LastResult, l.metric)); ok && l.metric != "" {
 		r.Last = &v
 	}
 	if v, ok := l.best(t); ok {

@@ -292,22 +292,33 @@ func (t *Trial) result(ev *events.Event, r map[string]any) bool {
 	}
 	t.LastResult, t.LastResultTime, t.Iteration = r, ev.Time, it
 	t.NumResults++
+	t.analyse("", r)
+	return true
+}
+
+// analyse adds the result's numbers to the trial's metric analysis. A
+// nested mapping's numbers go under their slash-joined names ("val/loss"),
+// as Ray flattens a result before it analyses it.
+func (t *Trial) analyse(prefix string, r map[string]any) {
 	for k, v := range r {
+		if nested, ok := v.(map[string]any); ok {
+			t.analyse(prefix+k+"/", nested)
+			continue
+		}
 		f, ok := v.(float64)
-		if !ok || math.IsNaN(f) || autoField[k] {
+		if !ok || math.IsNaN(f) || autoField[prefix+k] {
 			continue
 		}
 		if t.Metrics == nil {
 			t.Metrics = map[string]*MetricStats{}
 		}
-		m := t.Metrics[k]
+		m := t.Metrics[prefix+k]
 		if m == nil {
 			m = &MetricStats{}
-			t.Metrics[k] = m
+			t.Metrics[prefix+k] = m
 		}
 		m.add(f)
 	}
-	return true
 }
 
 // autoField are the result fields tunejet fills in; they are not metrics.

@@ -247,6 +247,25 @@ func TestFoldMetricAnalysis(t *testing.T) {
 	}
 }
 
+// A nested metric is analysed under its slash-joined name, as Ray flattens
+// a result (flatten_dict) before it updates a trial's metric_analysis, so
+// that the best trial by "val/loss" can be found.
+func TestFoldMetricAnalysisOfNestedMetrics(t *testing.T) {
+	l := newLog(t)
+	l.create("t1", 0)
+	l.start("t1", 1)
+	for i := 1; i <= 3; i++ {
+		l.add(events.WriterRunner, &events.TrialReported{TrialID: "t1", Attempt: 1, Result: map[string]any{
+			"training_iteration": i, "val": map[string]any{"loss": float64(10 - i), "deep": map[string]any{"acc": float64(i)}},
+		}})
+	}
+	tr := fold(l.evs).Trials["t1"]
+	loss, acc := tr.Metrics["val/loss"], tr.Metrics["val/deep/acc"]
+	if loss == nil || acc == nil || loss.Min != 7 || loss.Last != 7 || acc.Max != 3 || acc.Count != 3 {
+		t.Fatalf("metric analysis of nested metrics: val/loss %+v, val/deep/acc %+v (all: %v)", loss, acc, tr.Metrics)
+	}
+}
+
 // TestFoldTakesResultsSentTogether: results sent in one event fold as if
 // each had its own, and a batch that repeats results the attempt already
 // reported adds only the new ones.

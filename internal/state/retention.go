@@ -3,7 +3,6 @@ package state
 import (
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/tunejet/tunejet/events"
 )
@@ -81,20 +80,11 @@ func Score(c events.CheckpointRef, cfg events.CheckpointConfig) (v float64, ok b
 	return f, true
 }
 
-// Lookup reads a result key; "/" separates nested keys.
+// Lookup reads a result key; "/" separates nested keys
+// (events.ResultValue). It is nil when the result has none.
 func Lookup(m map[string]any, key string) any {
-	if v, ok := m[key]; ok {
-		return v
-	}
-	var cur any = m
-	for _, part := range strings.Split(key, "/") {
-		mm, ok := cur.(map[string]any)
-		if !ok {
-			return nil
-		}
-		cur = mm[part]
-	}
-	return cur
+	v, _ := events.ResultValue(m, key)
+	return v
 }
 
 // BestCheckpoints is Ray's best_checkpoints: the top num_to_keep kept

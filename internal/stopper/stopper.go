@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 
+	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/settings"
 )
 
@@ -161,28 +161,12 @@ func Unmarshal(b []byte) (Stopper, error) {
 // mappings, as the stop criteria are. Missing, non-numeric, NaN and
 // infinite values are not usable: ok is false.
 func metricValue(result map[string]any, metric string) (v float64, ok bool) {
-	x, found := result[metric]
-	if !found && strings.Contains(metric, "/") {
-		x, found = nested(result, strings.Split(metric, "/"))
-	}
+	x, found := events.ResultValue(result, metric)
 	if !found {
 		return 0, false
 	}
 	v, ok = toFloat(x)
 	return v, ok && !math.IsNaN(v) && !math.IsInf(v, 0)
-}
-
-// nested looks path up through nested mappings.
-func nested(m map[string]any, path []string) (any, bool) {
-	x, ok := m[path[0]]
-	if !ok || len(path) == 1 {
-		return x, ok
-	}
-	sub, ok := x.(map[string]any)
-	if !ok {
-		return nil, false
-	}
-	return nested(sub, path[1:])
 }
 
 // toFloat reads a reported number (settings.Number) or a bool, as 1 or 0:

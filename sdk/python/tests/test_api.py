@@ -236,6 +236,19 @@ class ResultTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "No metric is provided"):
             _result.ResultGrid(self.dir, [], None, None).get_best_result()
 
+    def test_best_result_by_a_nested_metric(self):
+        # Ray flattens results with "/" before it ranks them (flatten_dict in
+        # ExperimentAnalysis), so a nested metric is named val/loss.
+        a, b = self.trial("a", [1]), self.trial("b", [1])
+        a.metrics["val"], b.metrics["val"] = {"loss": 0.5}, {"loss": 0.25}
+        for name, value in (("a", 0.5), ("b", 0.25)):
+            with open(os.path.join(self.dir, name, "result.json"), "w") as f:
+                f.write(json.dumps({"val": {"loss": value}, "training_iteration": 1}) + "\n")
+        grid = _result.ResultGrid(self.dir, [a, b], "val/loss", "min")
+        self.assertEqual(grid.get_best_result().trial_id, "b")
+        self.assertEqual(grid.get_best_result(scope="all").trial_id, "b")
+        self.assertEqual(grid.get_best_result(mode="max", scope="avg").trial_id, "a")
+
     def test_dataframes_need_pandas(self):
         grid = _result.ResultGrid(self.dir, [self.trial("a", [1])])
         with mock.patch.dict("sys.modules", {"pandas": None}):

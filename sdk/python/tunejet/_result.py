@@ -157,10 +157,10 @@ class ResultGrid:
         for r in self._results:
             row = r.metrics
             if filter_metric:
-                scored = [h for h in r.history() if _number(h.get(filter_metric)) is not None]
+                scored = [h for h in r.history() if _number(_lookup(h, filter_metric)) is not None]
                 if scored:
                     pick = min if filter_mode == "min" else max
-                    row = pick(scored, key=lambda h: _number(h.get(filter_metric)))
+                    row = pick(scored, key=lambda h: _number(_lookup(h, filter_metric)))
             row = dict(row)
             row["config"] = r.config
             flat = _flatten(row)
@@ -174,16 +174,29 @@ class ResultGrid:
 
 def _score(result, metric, mode, scope):
     if scope == "last":
-        return _number(result.metrics.get(metric))
-    values = [_number(h.get(metric)) for h in result.history()]
+        return _number(_lookup(result.metrics, metric))
+    values = [_number(_lookup(h, metric)) for h in result.history()]
     values = [v for v in values if v is not None]
     if not values:
-        return _number(result.metrics.get(metric)) if scope == "all" else None
+        return _number(_lookup(result.metrics, metric)) if scope == "all" else None
     if scope == "all":
         return min(values) if mode == "min" else max(values)
     if scope.startswith("last-"):
         values = values[-int(scope.split("-")[1]):]
     return sum(values) / len(values)
+
+
+def _lookup(result, metric):
+    """result's value of metric; a name with slashes that is not a key
+    ("val/loss") is looked up in nested dicts, as Ray flattens results."""
+    if metric in result or "/" not in metric:
+        return result.get(metric)
+    value = result
+    for part in metric.split("/"):
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    return value
 
 
 def _number(v):
