@@ -161,7 +161,6 @@ func reader(f reflect.Value) Reader {
 	case reflect.Pointer:
 		return pointer(f)
 	case reflect.Struct:
-		readers(f.Addr().Interface(), nil) // panics now on a field it cannot read
 		return func(p *Problems, v any) {
 			if m, ok := Map(p, v); ok {
 				Decode(p, p.Key(""), m, f.Addr().Interface())
