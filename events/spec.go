@@ -36,7 +36,7 @@ type Trainable struct {
 	Command []string `json:"command,omitempty"`
 	// Dir is the folder the command runs relative to: the experiment file's
 	// folder. Relative command paths resolve against it.
-	Dir string `json:"dir,omitempty"`
+	Dir string `json:"dir,omitempty" settings:"-"`
 	// Resources is what each trial needs (Ray's tune.with_resources): cpu
 	// (default 1), gpu (fractions below 1 share a device), memory in
 	// bytes, and custom resources by name. An amount may read the trial's
@@ -82,7 +82,7 @@ type TuneConfig struct {
 	// ends the experiment with an error. The client sets it from
 	// TUNE_DISABLE_STRICT_METRIC_CHECKING=1 where the user runs it, so a
 	// controller anywhere honours the user's setting.
-	DisableStrictMetricChecking bool `json:"disable_strict_metric_checking,omitempty"`
+	DisableStrictMetricChecking bool `json:"disable_strict_metric_checking,omitempty" settings:"-"`
 }
 
 // RunConfig mirrors ray.tune.RunConfig.

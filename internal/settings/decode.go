@@ -32,16 +32,10 @@ type Custom interface {
 // readers; a null value keeps the field's value, its default. A key no
 // reader takes is refused with the closest known name, and a field tagged
 // `settings:"required"` that is absent is reported. extra are readers of
-// keys the caller reads besides. Every problem is recorded in p, at the
-// key below p's.
+// keys the caller reads besides, or instead of the fields'. Every problem
+// is recorded in p, at the key below p's.
 func Decode(p *Problems, name string, m map[string]any, dst any, extra ...Fields) {
-	fields, required := FieldsOf(dst)
-	if c, ok := dst.(Custom); ok {
-		maps.Copy(fields, c.Settings())
-	}
-	for _, e := range extra {
-		maps.Copy(fields, e)
-	}
+	fields, required := readers(dst, extra)
 	known := slices.Sorted(maps.Keys(fields))
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		read, ok := fields[k]
@@ -59,6 +53,24 @@ func Decode(p *Problems, name string, m map[string]any, dst any, extra ...Fields
 	}
 }
 
+// readers returns the readers of dst's settings, its Custom ones and extra
+// over its fields', and the names of the required ones.
+func readers(dst any, extra []Fields) (Fields, []string) {
+	fields, required := FieldsOf(dst)
+	if c, ok := dst.(Custom); ok {
+		maps.Copy(fields, c.Settings())
+	}
+	for _, e := range extra {
+		maps.Copy(fields, e)
+	}
+	for k, read := range fields {
+		if read == nil {
+			panic(fmt.Sprintf("settings: no reader for %T's %q: tag the field settings:\"-\" and read it in Settings(), or pass its reader", dst, k))
+		}
+	}
+	return fields, required
+}
+
 // unknown reports the unknown key k, suggesting the closest of known.
 func unknown(p *Problems, k, name string, known []string) {
 	switch s := Suggest(k, known); {
@@ -71,8 +83,32 @@ func unknown(p *Problems, k, name string, known []string) {
 	}
 }
 
+// Map reads a mapping, recording a problem for anything else.
+func Map(p *Problems, v any) (map[string]any, bool) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		p.Add("", "expected a mapping, got %s", Describe(v))
+	}
+	return m, ok
+}
+
+// For returns the reader Decode uses for a field of the type ptr points
+// to, reading into *ptr: for a caller's reader that reads a value of that
+// type among others.
+func For(ptr any) Reader {
+	v := reflect.ValueOf(ptr)
+	if v.Kind() != reflect.Pointer {
+		panic(fmt.Sprintf("settings: For needs a pointer, got %T", ptr))
+	}
+	if read := reader(v.Elem()); read != nil {
+		return read
+	}
+	panic(fmt.Sprintf("settings: no reader for a %s", v.Elem().Type()))
+}
+
 // FieldsOf returns the readers of the settings fields of the struct dst
-// points to, by json name, and the names of the required ones.
+// points to, by json name, and the names of the required ones. The reader
+// of a field of a type Decode cannot read is nil.
 func FieldsOf(dst any) (Fields, []string) {
 	v := reflect.ValueOf(dst)
 	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
@@ -107,71 +143,103 @@ func collect(v reflect.Value, fields Fields, required *[]string) {
 	}
 }
 
-// reader returns the reader of a field of a plain type: a string, a bool,
-// a number, an integer, a list of numbers or an optional number.
+// reader returns the reader of a field: a string, a bool, a number, an
+// integer, a list or a pointer of those, or a struct, read from a mapping
+// by Decode. It is nil for a field of another type.
 func reader(f reflect.Value) Reader {
-	switch {
-	case f.Kind() == reflect.String:
+	switch f.Kind() {
+	case reflect.String:
+		return scalar(f, "a string", func(v any) (any, bool) { s, ok := v.(string); return s, ok })
+	case reflect.Bool:
+		return scalar(f, "a boolean", func(v any) (any, bool) { b, ok := v.(bool); return b, ok })
+	case reflect.Int, reflect.Int64:
+		return scalar(f, "an integer", func(v any) (any, bool) { return Int(v) })
+	case reflect.Float64:
+		return scalar(f, "a finite number", func(v any) (any, bool) { return Finite(v) })
+	case reflect.Slice:
+		return list(f)
+	case reflect.Pointer:
+		return pointer(f)
+	case reflect.Struct:
 		return func(p *Problems, v any) {
-			if s, ok := v.(string); ok {
-				f.SetString(s)
-				return
+			if m, ok := Map(p, v); ok {
+				Decode(p, p.Key(""), m, f.Addr().Interface())
 			}
-			p.Add("", "expected a string, got %s", Describe(v))
 		}
-	case f.Kind() == reflect.Bool:
-		return func(p *Problems, v any) {
-			if b, ok := v.(bool); ok {
-				f.SetBool(b)
-				return
-			}
-			p.Add("", "expected a boolean, got %s", Describe(v))
-		}
-	case f.Kind() == reflect.Int || f.Kind() == reflect.Int64:
-		return func(p *Problems, v any) {
-			if n, ok := Int(v); ok {
-				f.SetInt(int64(n))
-				return
-			}
-			p.Add("", "expected an integer, got %s", Describe(v))
-		}
-	case f.Kind() == reflect.Float64:
-		return func(p *Problems, v any) { number(p, v, f.SetFloat) }
-	case f.Kind() == reflect.Pointer && f.Type().Elem().Kind() == reflect.Float64:
-		return func(p *Problems, v any) {
-			number(p, v, func(x float64) {
-				f.Set(reflect.New(f.Type().Elem()))
-				f.Elem().SetFloat(x)
-			})
-		}
-	case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Float64:
-		return func(p *Problems, v any) { numbers(p, v, f) }
 	}
-	panic(fmt.Sprintf("settings: no reader for a field of type %s: tag it settings:\"-\" and read it in Settings()", f.Type()))
+	return nil
 }
 
-func number(p *Problems, v any, set func(float64)) {
-	if x, ok := Finite(v); ok {
-		set(x)
-		return
-	}
-	p.Add("", "expected a finite number, got %s", Describe(v))
-}
-
-func numbers(p *Problems, v any, f reflect.Value) {
-	l, ok := v.([]any)
-	if !ok {
-		p.Add("", "expected a list of numbers, got %s", Describe(v))
-		return
-	}
-	out := reflect.MakeSlice(f.Type(), len(l), len(l))
-	for i, e := range l {
-		x, ok := Finite(e)
-		if !ok {
-			p.Add(strconv.Itoa(i), "expected a finite number, got %s", Describe(e))
+// scalar is the reader of a plain value, which conv converts to a value
+// of the field's kind, or refuses.
+func scalar(f reflect.Value, want string, conv func(v any) (any, bool)) Reader {
+	return func(p *Problems, v any) {
+		if x, ok := conv(v); ok {
+			f.Set(reflect.ValueOf(x).Convert(f.Type()))
 			return
 		}
-		out.Index(i).SetFloat(x)
+		p.Add("", "expected %s, got %s", want, Describe(v))
 	}
-	f.Set(out)
+}
+
+// list reads a list, each element at its index below the list's key. The
+// field is set only when every element reads.
+func list(f reflect.Value) Reader {
+	t := f.Type()
+	if reader(reflect.New(t.Elem()).Elem()) == nil {
+		return nil
+	}
+	return func(p *Problems, v any) {
+		l, ok := v.([]any)
+		if !ok {
+			p.Add("", "expected a list of %s, got %s", plural(t.Elem()), Describe(v))
+			return
+		}
+		out := reflect.MakeSlice(t, len(l), len(l))
+		n := p.Len()
+		for i, e := range l {
+			reader(out.Index(i))(p.Under(strconv.Itoa(i)), e)
+		}
+		if p.Len() == n {
+			f.Set(out)
+		}
+	}
+}
+
+// plural names the values of a list of t.
+func plural(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "strings"
+	case reflect.Bool:
+		return "booleans"
+	case reflect.Int, reflect.Int64:
+		return "integers"
+	case reflect.Float64:
+		return "numbers"
+	case reflect.Struct:
+		return "mappings"
+	}
+	return "values"
+}
+
+// pointer reads an optional value: a nil field stays nil unless a value
+// is given, and is set only when that value reads. A value read into a
+// field that is set starts from the field's value.
+func pointer(f reflect.Value) Reader {
+	t := f.Type().Elem()
+	if reader(reflect.New(t).Elem()) == nil {
+		return nil
+	}
+	return func(p *Problems, v any) {
+		x := reflect.New(t)
+		if !f.IsNil() {
+			x.Elem().Set(f.Elem())
+		}
+		n := p.Len()
+		reader(x.Elem())(p, v)
+		if p.Len() == n {
+			f.Set(x)
+		}
+	}
 }

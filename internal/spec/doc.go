@@ -11,6 +11,19 @@
 // characters); any other file is YAML. Validate applies the same checks to
 // a spec built in Go, and ApplyDefaults fills in the defaults.
 //
+// The decoder turns the file into plain values first (mappings, lists,
+// strings, booleans, ints, float64s and nulls), recording the line of
+// every dotted key and refusing duplicate keys, self-referring aliases and
+// numbers beyond float64. It then reads each section into its events
+// struct with settings.Decode, by the struct's json names: the one reader
+// of the scheduler's, stoppers' and search algorithm's settings, with its
+// wording ("expected an integer, got string "ten""). The keys of other
+// shapes have readers here: trainable (a name or a mapping), resources,
+// param_space, scheduler and search_alg (a name or the mapping form), the
+// wire forms scheduler_config, search_alg_config and points_to_evaluate,
+// run_config.name, stop, stoppers and fail_fast. Each problem is recorded
+// at its key's line; a value that could not be read is not checked again.
+//
 // # Schema
 //
 // Keys are Ray Tune's, in snake_case:

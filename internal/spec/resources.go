@@ -6,71 +6,72 @@ import (
 	"math"
 	"slices"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/tunejet/tunejet/events"
+
+	"github.com/tunejet/tunejet/internal/settings"
 )
 
-// resources decodes trainable.resources: a mapping of resource names to
+// resources reads trainable.resources: a mapping of resource names to
 // amounts, each a number, a memory size with a unit ("2G", "512Mi"), or
 // {config: "<dotted key>"}.
-func (d *decoder) resources(p *map[string]events.ResourceAmount) setter {
-	return func(key string, n *yaml.Node) {
-		if !d.expect(key, n, yaml.MappingNode, "a mapping such as {cpu: 1, gpu: 0.5, memory: 2G}") {
+func resources(dst *map[string]events.ResourceAmount) settings.Reader {
+	return func(p *settings.Problems, v any) {
+		m, ok := v.(map[string]any)
+		if !ok {
+			p.Add("", "expected a mapping such as {cpu: 1, gpu: 0.5, memory: 2G}, got %s", settings.Describe(v))
 			return
 		}
 		out := map[string]events.ResourceAmount{}
-		d.pairs(key, n, func(path string, k, v *yaml.Node) {
-			if isNull(v) {
-				delete(d.lines, path)
-				return
+		for _, name := range slices.Sorted(maps.Keys(m)) {
+			if m[name] == nil {
+				continue
 			}
-			if a, ok := d.resourceAmount(path, k.Value, v); ok {
-				out[k.Value] = a
+			if a, ok := resourceAmount(p.Under(name), name, m[name]); ok {
+				out[name] = a
 			}
-		})
+		}
 		if len(out) > 0 {
-			*p = out
+			*dst = out
 		}
 	}
 }
 
-// resourceAmount decodes one amount of resource name.
-func (d *decoder) resourceAmount(key, name string, n *yaml.Node) (events.ResourceAmount, bool) {
-	switch {
-	case n.Kind == yaml.MappingNode:
-		var ref string
-		d.mapping(key, n, fields{"config": d.str(&ref)})
-		if !d.given(join(key, "config")) || ref == "" {
-			if !d.bad[join(key, "config")] {
-				d.fail(key, "expected {config: \"<dotted key of the trial's config>\"}")
-			}
-			return events.ResourceAmount{}, false
-		}
-		return events.ResourceAmount{Config: ref}, true
-	case name == events.ResourceMemory && n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str":
-		v, err := events.ParseMemory(n.Value)
-		if err != nil {
-			d.fail(key, "%v", err)
-			return events.ResourceAmount{}, false
-		}
-		return d.checkedAmount(key, name, v)
-	default:
-		var v float64
-		d.number(&v)(key, n)
-		if d.bad[key] {
-			return events.ResourceAmount{}, false
-		}
-		return d.checkedAmount(key, name, v)
+// resourceAmount reads one amount of resource name.
+func resourceAmount(p *settings.Problems, name string, v any) (events.ResourceAmount, bool) {
+	if m, ok := v.(map[string]any); ok {
+		return resourceRef(p, name, m)
 	}
-}
-
-func (d *decoder) checkedAmount(key, name string, v float64) (events.ResourceAmount, bool) {
-	if err := events.CheckResource(name, v); err != nil {
-		d.fail(key, "%v", err)
+	var x float64
+	var err error
+	if s, ok := v.(string); ok && name == events.ResourceMemory {
+		x, err = events.ParseMemory(s)
+	} else if !reads(p, settings.For(&x), v) {
 		return events.ResourceAmount{}, false
 	}
-	return events.ResourceAmount{Value: v}, true
+	if err == nil {
+		err = events.CheckResource(name, x)
+	}
+	if err != nil {
+		p.Add("", "%v", err)
+		return events.ResourceAmount{}, false
+	}
+	return events.ResourceAmount{Value: x}, true
+}
+
+// resourceRef reads {config: "<dotted key>"}, an amount the trial's config
+// gives.
+func resourceRef(p *settings.Problems, name string, m map[string]any) (events.ResourceAmount, bool) {
+	var ref struct {
+		Config string `json:"config"`
+	}
+	settings.Decode(p, name, m, &ref)
+	if ref.Config == "" {
+		if !p.Has("config") {
+			p.Add("", "expected {config: \"<dotted key of the trial's config>\"}")
+		}
+		return events.ResourceAmount{}, false
+	}
+	return events.ResourceAmount{Config: ref.Config}, true
 }
 
 // resources checks trainable.resources: fixed amounts, and that every

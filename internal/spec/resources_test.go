@@ -26,7 +26,7 @@ func TestParseResourcesErrors(t *testing.T) {
 		{"unknown memory unit", res("    memory: 2GB\n", "  a: 1\n"),
 			`exp.yaml:5: trainable.resources.memory: unknown unit "GB" in memory "2GB": use bytes or K, M, G, T, Ki, Mi, Gi, Ti`},
 		{"string for a GPU", res("    gpu: one\n", "  a: 1\n"),
-			`exp.yaml:5: trainable.resources.gpu: expected a number, got string "one"`},
+			`exp.yaml:5: trainable.resources.gpu: expected a finite number, got string "one"`},
 		{"not a mapping", "name: exp\ntrainable:\n  name: fn\n  resources: 4\n",
 			"exp.yaml:4: trainable.resources: expected a mapping such as {cpu: 1, gpu: 0.5, memory: 2G}, got integer 4"},
 		{"missing config key", res("    gpu: {config: gpus}\n", "  lr: 0.1\n"),

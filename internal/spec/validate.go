@@ -40,7 +40,7 @@ func (d *decoder) validate(s *events.ExperimentSpec) {
 // used when it gave them in the wire form (tune_config.scheduler_config.max_t).
 func (d *decoder) fileKey(key string) string {
 	for _, f := range wireForms {
-		if _, wire := d.lines[f.wire]; !wire {
+		if !d.has(f.wire) {
 			continue
 		}
 		if rest, ok := strings.CutPrefix(key, f.mapping); ok && (rest == "" && f.whole || strings.HasPrefix(rest, ".")) {
