@@ -102,7 +102,7 @@ type RunConfig struct {
 	// DisableTensorBoard: the syncer writes no TensorBoard event file in
 	// the trial folders. The client sets it from Ray's
 	// TUNE_DISABLE_AUTO_CALLBACK_LOGGERS=1 where the user runs it.
-	DisableTensorBoard bool `json:"disable_tensorboard,omitempty"`
+	DisableTensorBoard bool `json:"disable_tensorboard,omitempty" settings:"-"`
 }
 
 // FailureConfig mirrors ray.train.FailureConfig, plus the heartbeat that
