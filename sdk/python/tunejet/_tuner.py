@@ -2,16 +2,22 @@
 
 fit() writes an experiment file whose trainable is the command
 ``python -m tunejet._worker <trainable name>``, runs ``tunejet run FILE``
-and reads the results back from storage. Each trial's worker runs the
-driver's script again, as __main__ with the driver's argv, sys.path and
-working directory, until the script's fit() call of the same rank: in a
-worker, Tuner records its trainable and fit() raises _TrainableFound, so
-that the experiment does not run again; the worker then calls that
-trainable with the trial's config. What the worker needs travels as the
-experiment's object DRIVER_OBJECT (stored with the objects of
-tunejet.put), which each worker reads over the trainable protocol: so the
-trials run alike on the embedded stack and on a deployment's runners, and
-the trainable's command stays the same across restores.
+and reads the results back from storage. The trainable goes to each
+trial's worker by value, as in Ray: pickled with cloudpickle
+(tunejet._ship), as the experiment's object TRAINABLE_OBJECT. What else
+the worker needs travels as the object DRIVER_OBJECT (both are stored
+with the objects of tunejet.put), which each worker reads over the
+trainable protocol: so the trials run alike on the embedded stack and on a
+deployment's runners, and the trainable's command stays the same across
+restores.
+
+The fallback, when cloudpickle is missing or the trainable cannot be
+pickled (fit() warns why): the worker runs the driver's script again, as
+__main__ with the driver's argv, sys.path and working directory, until
+the script's fit() call of the same rank: in a worker, Tuner records its
+trainable and fit() raises _TrainableFound, so that the experiment does
+not run again; the worker then calls that trainable with the trial's
+config.
 """
 
 import collections
@@ -27,7 +33,7 @@ import tempfile
 import threading
 import warnings
 
-from tunejet import _config, _objects, _result, _space
+from tunejet import _config, _objects, _result, _ship, _space
 
 # The object that carries the driver's description to workers.
 DRIVER_OBJECT = "py_driver"
@@ -87,8 +93,7 @@ class Trainable:
 def with_parameters(trainable, **kwargs):
     """Return trainable with kwargs passed to each call, as Ray's.
 
-    Ray ships the objects through its object store; here each trial's
-    process builds them again, by running the script up to fit().
+    The objects go to the trials pickled with the trainable.
     """
     _check_function(trainable)
 
@@ -176,8 +181,8 @@ class Tuner:
     """Ray's Tuner: ``Tuner(trainable, param_space=..., tune_config=...,
     run_config=...).fit()`` runs the experiment and returns a ResultGrid.
 
-    trainable is a function taking the config dict, defined in the script
-    that calls fit() (or importable by its module and name).
+    trainable is a function taking the config dict; it goes to the trials
+    pickled by value (cloudpickle).
     """
 
     def __init__(self, trainable=None, *, param_space=None, tune_config=None, run_config=None, _restore=None):
@@ -285,7 +290,7 @@ class Tuner:
                 args = [binary, "run", file]
             driver = os.path.join(workdir, "driver.json")
             with open(driver, "w") as f:
-                json.dump(self._driver_info(binary, rank), f)
+                json.dump(self._worker_info(binary, rank, workdir, args), f)
             args += ["--object=" + a for a in _objects.write_all(os.path.join(workdir, "objects"))]
             args.append("--object=%s=%s" % (DRIVER_OBJECT, driver))
             self._experiment_path = path
@@ -347,6 +352,34 @@ class Tuner:
                 json.dump(_space.to_spec(self._param_space), f, indent=2)
             args += ["--param-space", space]
         return args
+
+    def _worker_info(self, binary, rank, workdir, args):
+        """Return the description of this fit() call for its workers, and
+        add to args the object of the trainable, pickled by value; when it
+        cannot be, warn why and describe the replay of the script instead."""
+        data, why = _ship.pack(self._trainable)
+        if data is None:
+            warnings.warn(
+                "tunejet: the trainable %s does not go to the trials by value: %s; so each trial "
+                "runs the script again up to this fit() call to find it"
+                % (_trainable_name(self._trainable), why),
+                stacklevel=3,
+            )
+            info = self._driver_info(binary, rank)
+        else:
+            file = os.path.join(workdir, "trainable.pkl")
+            with open(file, "wb") as f:
+                f.write(data)
+            args.append("--object=%s=%s" % (_ship.TRAINABLE_OBJECT, file))
+            cwd = os.getcwd()
+            info = {
+                "trainable_object": _ship.TRAINABLE_OBJECT,
+                "bin": binary,
+                "cwd": cwd,
+                "sys_path": [p or cwd for p in sys.path],
+                "argv": list(sys.argv),
+            }
+        return info
 
     def _driver_info(self, binary, rank):
         """Return what a worker needs to find this fit() call's trainable."""
