@@ -33,7 +33,8 @@ import tempfile
 import threading
 import warnings
 
-from tunejet import _config, _objects, _result, _ship, _space
+from tunejet import _config, _objects, _result, _ship, _space, _trainable
+from tunejet._trainable import Trainable  # noqa: F401  (tune.Trainable)
 
 # The object that carries the driver's description to workers.
 DRIVER_OBJECT = "py_driver"
@@ -85,17 +86,16 @@ def _enter_worker(info):
     _worker = _Worker(info)
 
 
-class Trainable:
-    """Ray's class trainable API, which tunejet does not run: subclasses
-    are refused by Tuner. Write a function trainable instead."""
-
-
 def with_parameters(trainable, **kwargs):
     """Return trainable with kwargs passed to each call, as Ray's.
 
-    The objects go to the trials pickled with the trainable.
+    The objects go to the trials pickled with the trainable. A class
+    trainable (a tune.Trainable subclass) gets them as keyword arguments
+    of its setup(config, **kwargs).
     """
     _check_function(trainable)
+    if _trainable.is_class_trainable(trainable):
+        return _subclass(trainable, setup=_setup_with(trainable, kwargs))
 
     @functools.wraps(trainable)
     def inner(config):
@@ -115,6 +115,8 @@ def with_resources(trainable, resources):
     amounts (Ray's ``lambda config: ...``, which tunejet cannot run)."""
     _check_function(trainable)
     spec = _resources_spec(resources)
+    if _trainable.is_class_trainable(trainable):
+        return _subclass(trainable, _tunejet_resources=spec)
 
     @functools.wraps(trainable)
     def inner(config, *args, **kwargs):
@@ -122,6 +124,22 @@ def with_resources(trainable, resources):
 
     inner._tunejet_resources = spec
     return inner
+
+
+def _setup_with(cls, kwargs):
+    def setup(self, config):
+        return cls.setup(self, config, **kwargs)
+
+    return setup
+
+
+def _subclass(cls, **attrs):
+    """Return a subclass of the class trainable cls with attrs, under
+    cls's name (the trainable's name in trial names and restores)."""
+    attrs.setdefault("__module__", cls.__module__)
+    attrs.setdefault("__qualname__", cls.__qualname__)
+    attrs.setdefault("__doc__", cls.__doc__)
+    return type(cls.__name__, (cls,), attrs)
 
 
 _RESOURCE_NAMES = {"cpu": "cpu", "gpu": "gpu", "memory": "memory"}
@@ -160,14 +178,35 @@ def _resources_spec(resources):
 
 def _check_function(trainable):
     if isinstance(trainable, type):
+        if _trainable.is_class_trainable(trainable):
+            return
         raise TypeError(
-            "class trainables (%s) are not supported: pass a function that takes the "
-            "config and calls tunejet.train.report" % trainable.__name__
+            "the class %s is not a trainable: subclass tune.Trainable, or pass a function that "
+            "takes the config and calls tunejet.train.report" % trainable.__name__
         )
     if not callable(trainable):
         raise TypeError(
-            "the trainable must be a function taking the config, got %r "
-            "(registered trainable names are not supported)" % (trainable,)
+            "the trainable must be a function taking the config or a tune.Trainable subclass, "
+            "got %r (registered trainable names are not supported)" % (trainable,)
+        )
+
+
+def _check_function_checkpoints(cc):
+    """Refuse the checkpoint settings of class trainables for a function,
+    with Ray's errors."""
+    if cc is None:
+        return
+    if cc.checkpoint_at_end:
+        raise ValueError(
+            "'checkpoint_at_end' cannot be used with a function trainable. You should include one "
+            "last call to `train.report(metrics=..., checkpoint=...)` at the end of your training "
+            "loop to get this behavior."
+        )
+    if cc.checkpoint_frequency:
+        raise ValueError(
+            "'checkpoint_frequency' cannot be set for a function trainable. You will need to report "
+            "a checkpoint every `checkpoint_frequency` iterations within your training loop using "
+            "`train.report(metrics=..., checkpoint=...)` to get this behavior."
         )
 
 
@@ -181,8 +220,8 @@ class Tuner:
     """Ray's Tuner: ``Tuner(trainable, param_space=..., tune_config=...,
     run_config=...).fit()`` runs the experiment and returns a ResultGrid.
 
-    trainable is a function taking the config dict; it goes to the trials
-    pickled by value (cloudpickle).
+    trainable is a function taking the config dict, or a tune.Trainable
+    subclass; it goes to the trials pickled by value (cloudpickle).
     """
 
     def __init__(self, trainable=None, *, param_space=None, tune_config=None, run_config=None, _restore=None):
@@ -192,6 +231,8 @@ class Tuner:
         self._param_space = param_space
         self._tune_config = tune_config or _config.TuneConfig()
         self._run_config = run_config or _config.RunConfig()
+        if _worker is None and not _trainable.is_class_trainable(trainable):
+            _check_function_checkpoints(self._run_config.checkpoint_config)
         self._restore = _restore
         self._experiment_path = _restore["path"] if _restore else None
         self._records = None  # what get_results read last
@@ -379,7 +420,20 @@ class Tuner:
                 "sys_path": [p or cwd for p in sys.path],
                 "argv": list(sys.argv),
             }
+        if not self._restore:
+            info["trainable_settings"] = self._trainable_settings()
         return info
+
+    def _trainable_settings(self):
+        """Return what a class trainable's loop needs of the run config:
+        the checkpoint frequency, checkpoint at end and the stop dict."""
+        cc = self._run_config.checkpoint_config or _config.CheckpointConfig()
+        stop = self._run_config.stop
+        return {
+            "checkpoint_frequency": cc.checkpoint_frequency,
+            "checkpoint_at_end": cc.checkpoint_at_end,
+            "stop": dict(stop) if isinstance(stop, dict) else {},
+        }
 
     def _driver_info(self, binary, rank):
         """Return what a worker needs to find this fit() call's trainable."""

@@ -3,8 +3,9 @@
 The runner starts this command once per attempt, in the trial directory.
 It loads the trainable the driver pickled (tunejet._ship), or, the
 fallback, runs the driver's script (or imports the trainable's module) to
-find it. It is called with the trial's config in the trial directory, and
-the worker exits 0 when it returns. An exception is
+find it. A function is called with the trial's config in the trial
+directory, and the worker exits 0 when it returns; a tune.Trainable
+subclass runs its step() loop (tunejet._trainable.run). An exception is
 printed, from the trainable's frame on, to stderr, whose last lines become
 the trial's error, and fails the attempt (exit status 1).
 """
@@ -16,7 +17,7 @@ import sys
 import traceback
 import types
 
-from tunejet import _protocol, _session, _ship, _tuner
+from tunejet import _protocol, _session, _ship, _trainable, _tuner
 
 
 class _Fatal(Exception):
@@ -123,6 +124,9 @@ def main():
         )
     config = _protocol.get_config()
     try:
+        if _trainable.is_class_trainable(trainable):
+            _trainable.run(trainable, config, info.get("trainable_settings"))
+            return
         out = trainable(config)
     except Exception as e:
         _print_error(e, 1)
