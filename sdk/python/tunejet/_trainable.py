@@ -289,7 +289,7 @@ def _loop(instance, checkpoint, settings):
             done = bool(result.get("done")) or _stop_met(settings["stop"], result)
             freq = settings["checkpoint_frequency"]
             due = (
-                bool(result.pop("should_checkpoint", False))
+                bool(result.get("should_checkpoint"))
                 or (freq > 0 and instance.iteration % freq == 0)
                 or (done and settings["checkpoint_at_end"])
             )
