@@ -186,12 +186,35 @@ class ConfigTest(unittest.TestCase):
         with open(space) as f:
             self.assertEqual(json.load(f), {"x": {"uniform": [0, 2]}})
 
-    def test_refuses_class_trainables(self):
+    def test_class_trainables(self):
         class MyTrainable(tune.Trainable):
+            def setup(self, config, data=None):
+                self.data = data
+
+        class NotATrainable:
             pass
 
-        with self.assertRaisesRegex(TypeError, "class trainables"):
-            tune.Tuner(MyTrainable)
+        tune.Tuner(MyTrainable, run_config=train.RunConfig(checkpoint_config=train.CheckpointConfig(checkpoint_frequency=2)))
+        with self.assertRaisesRegex(TypeError, "not a trainable: subclass tune.Trainable"):
+            tune.Tuner(NotATrainable)
+        # with_parameters gives setup its objects; with_resources keeps them.
+        wrapped = tune.with_resources(tune.with_parameters(MyTrainable, data=[1, 2]), {"gpu": 1})
+        self.assertTrue(issubclass(wrapped, MyTrainable))
+        self.assertEqual(wrapped.__name__, "MyTrainable")
+        self.assertEqual(wrapped({"x": 1}).data, [1, 2])
+        self.assertEqual(MyTrainable({"x": 1}).data, None, "the class itself is not changed")
+        self.assertEqual(tune.Tuner(wrapped)._spec("MyTrainable")["trainable"]["resources"], {"gpu": 1})
+
+    def test_checkpoint_frequency_is_for_class_trainables(self):
+        def f(config):
+            pass
+
+        for cc, word in ((train.CheckpointConfig(checkpoint_frequency=2), "checkpoint_frequency"),
+                         (train.CheckpointConfig(checkpoint_at_end=True), "checkpoint_at_end")):
+            with self.assertRaisesRegex(ValueError, "'%s' cannot be .* function trainable" % word):
+                tune.Tuner(f, run_config=train.RunConfig(checkpoint_config=cc))
+        with self.assertRaisesRegex(ValueError, "checkpoint_frequency must be >=0, got -1"):
+            train.CheckpointConfig(checkpoint_frequency=-1).to_spec()
 
 
 class ResultTest(unittest.TestCase):

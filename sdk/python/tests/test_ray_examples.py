@@ -2,6 +2,7 @@
 end: the driver API, the worker, the tunejet binary and the results."""
 
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -83,6 +84,21 @@ class RayExampleTest(unittest.TestCase):
             if r.metrics["training_iteration"] < 9:
                 self.assertTrue(r.end_reason, r)
         best = grid.get_best_result("mean_loss", "min")
+        self.assertIn("Best hyperparameters found were:  %s" % (best.config,), out)
+
+    def test_a_class_trainable_under_hyperband(self):
+        out = support.run_script(self, os.path.join(support.EXAMPLES, "hyperband_class.py"), "--smoke-test", home=self.home)
+        grid = self.results("tunejet_results", "hyperband_test")
+        self.assertEqual(len(grid), 20)
+        self.assertEqual(grid.num_terminated, 20)
+        for r in grid:
+            self.assertEqual(r.metrics["training_iteration"], 1)
+            self.assertAlmostEqual(r.metrics["episode_reward_mean"], math.tanh(1 / r.config["width"]) * r.config["height"])
+            # Done at the stop: checkpoint_at_end (Ray's default for a class)
+            # saved it through save_checkpoint.
+            with r.checkpoint.as_directory() as d, open(os.path.join(d, "checkpoint")) as f:
+                self.assertEqual(json.load(f), {"timestep": 1})
+        best = grid.get_best_result("episode_reward_mean", "max")
         self.assertIn("Best hyperparameters found were:  %s" % (best.config,), out)
 
 

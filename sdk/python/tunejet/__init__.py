@@ -1,14 +1,16 @@
 """tunejet's Python package: Ray Tune's driver API, and the trial side of
 the trainable protocol.
 
-Two ways to use it, both with the standard library only (Python 3.9+):
+Two ways to use it (Python 3.9+): the trainable protocol needs only the
+standard library; the driver API pickles trainables with cloudpickle.
 
 * A Ray Tune script changes only its imports: ``from tunejet import tune``,
   ``from tunejet import train`` and ``from tunejet.train import RunConfig,
   Checkpoint``. ``tune.Tuner(...).fit()`` writes an experiment file, runs it
   with the ``tunejet`` binary (TUNEJET_BIN, else ``tunejet`` on PATH) and
-  returns a ``ResultGrid``; each trial runs the trainable function in a
-  fresh Python process. See sdk/python/README.md.
+  returns a ``ResultGrid``; each trial runs the trainable (a function or
+  a ``tune.Trainable`` subclass, pickled by value) in a fresh Python
+  process. See sdk/python/README.md.
 
 * A command trainable (``trainable: {command: ["python3", "train.py"]}`` in
   an experiment file) calls the functions below, which speak the protocol

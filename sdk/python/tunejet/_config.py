@@ -29,8 +29,9 @@ class FailureConfig:
 class CheckpointConfig:
     """As Ray's: how many checkpoints to keep and how to rank them.
 
-    checkpoint_frequency and checkpoint_at_end apply to class trainables in
-    Ray, which tunejet does not run; they must stay unset. route is
+    checkpoint_frequency and checkpoint_at_end apply to class trainables
+    (tune.Trainable), whose trials' workers read them; a function trainable
+    refuses them, as in Ray. route is
     tunejet's: "auto" (a runner that can write the storage writes each
     checkpoint straight into it, as Ray's workers do; else the bytes go
     through NATS), "storage" (straight, or an error) or "object_store".
@@ -44,11 +45,8 @@ class CheckpointConfig:
     route: Optional[str] = None
 
     def to_spec(self):
-        if self.checkpoint_frequency or self.checkpoint_at_end:
-            raise ValueError(
-                "CheckpointConfig: checkpoint_frequency and checkpoint_at_end apply to class "
-                "trainables, which tunejet does not run; report checkpoints from the function"
-            )
+        if self.checkpoint_frequency < 0:
+            raise ValueError("checkpoint_frequency must be >=0, got %s" % self.checkpoint_frequency)
         spec = {"checkpoint_score_order": self.checkpoint_score_order}
         if self.num_to_keep is not None:
             spec["num_to_keep"] = self.num_to_keep

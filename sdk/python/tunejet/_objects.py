@@ -8,9 +8,11 @@ its config (``param_space={"data": ref}``) or the trainable holds it
 itself (a closure over ``ref``). A trial fetches an object once per runner
 and keeps the file, so trials on one runner share one copy.
 
-References are named by the order of the script's put() calls, which a
-trial's worker replays as it runs the script up to its fit() call: there,
-put() only returns the same reference and stores nothing.
+References are named by the order of the script's put() calls. A
+reference the trainable holds goes pickled with it; under the replay
+fallback (tunejet._tuner), a trial's worker runs the script up to its
+fit() call, and there put() only returns the same reference and stores
+nothing.
 
 The objects are pickled, so they must be picklable; only the driver that
 submits the experiment can store them, and a trial unpickles what its own

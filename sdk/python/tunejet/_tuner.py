@@ -2,16 +2,22 @@
 
 fit() writes an experiment file whose trainable is the command
 ``python -m tunejet._worker <trainable name>``, runs ``tunejet run FILE``
-and reads the results back from storage. Each trial's worker runs the
-driver's script again, as __main__ with the driver's argv, sys.path and
-working directory, until the script's fit() call of the same rank: in a
-worker, Tuner records its trainable and fit() raises _TrainableFound, so
-that the experiment does not run again; the worker then calls that
-trainable with the trial's config. What the worker needs travels as the
-experiment's object DRIVER_OBJECT (stored with the objects of
-tunejet.put), which each worker reads over the trainable protocol: so the
-trials run alike on the embedded stack and on a deployment's runners, and
-the trainable's command stays the same across restores.
+and reads the results back from storage. The trainable goes to each
+trial's worker by value, as in Ray: pickled with cloudpickle
+(tunejet._ship), as the experiment's object TRAINABLE_OBJECT. What else
+the worker needs travels as the object DRIVER_OBJECT (both are stored
+with the objects of tunejet.put), which each worker reads over the
+trainable protocol: so the trials run alike on the embedded stack and on a
+deployment's runners, and the trainable's command stays the same across
+restores.
+
+The fallback, when cloudpickle is missing or the trainable cannot be
+pickled (fit() warns why): the worker runs the driver's script again, as
+__main__ with the driver's argv, sys.path and working directory, until
+the script's fit() call of the same rank: in a worker, Tuner records its
+trainable and fit() raises _TrainableFound, so that the experiment does
+not run again; the worker then calls that trainable with the trial's
+config.
 """
 
 import collections
@@ -27,7 +33,8 @@ import tempfile
 import threading
 import warnings
 
-from tunejet import _config, _objects, _result, _space
+from tunejet import _config, _objects, _result, _ship, _space, _trainable
+from tunejet._trainable import Trainable  # noqa: F401  (tune.Trainable)
 
 # The object that carries the driver's description to workers.
 DRIVER_OBJECT = "py_driver"
@@ -79,18 +86,16 @@ def _enter_worker(info):
     _worker = _Worker(info)
 
 
-class Trainable:
-    """Ray's class trainable API, which tunejet does not run: subclasses
-    are refused by Tuner. Write a function trainable instead."""
-
-
 def with_parameters(trainable, **kwargs):
     """Return trainable with kwargs passed to each call, as Ray's.
 
-    Ray ships the objects through its object store; here each trial's
-    process builds them again, by running the script up to fit().
+    The objects go to the trials pickled with the trainable. A class
+    trainable (a tune.Trainable subclass) gets them as keyword arguments
+    of its setup(config, **kwargs).
     """
     _check_function(trainable)
+    if _trainable.is_class_trainable(trainable):
+        return _subclass(trainable, setup=_setup_with(trainable, kwargs))
 
     @functools.wraps(trainable)
     def inner(config):
@@ -110,6 +115,8 @@ def with_resources(trainable, resources):
     amounts (Ray's ``lambda config: ...``, which tunejet cannot run)."""
     _check_function(trainable)
     spec = _resources_spec(resources)
+    if _trainable.is_class_trainable(trainable):
+        return _subclass(trainable, _tunejet_resources=spec)
 
     @functools.wraps(trainable)
     def inner(config, *args, **kwargs):
@@ -117,6 +124,22 @@ def with_resources(trainable, resources):
 
     inner._tunejet_resources = spec
     return inner
+
+
+def _setup_with(cls, kwargs):
+    def setup(self, config):
+        return cls.setup(self, config, **kwargs)
+
+    return setup
+
+
+def _subclass(cls, **attrs):
+    """Return a subclass of the class trainable cls with attrs, under
+    cls's name (the trainable's name in trial names and restores)."""
+    attrs.setdefault("__module__", cls.__module__)
+    attrs.setdefault("__qualname__", cls.__qualname__)
+    attrs.setdefault("__doc__", cls.__doc__)
+    return type(cls.__name__, (cls,), attrs)
 
 
 _RESOURCE_NAMES = {"cpu": "cpu", "gpu": "gpu", "memory": "memory"}
@@ -155,14 +178,35 @@ def _resources_spec(resources):
 
 def _check_function(trainable):
     if isinstance(trainable, type):
+        if _trainable.is_class_trainable(trainable):
+            return
         raise TypeError(
-            "class trainables (%s) are not supported: pass a function that takes the "
-            "config and calls tunejet.train.report" % trainable.__name__
+            "the class %s is not a trainable: subclass tune.Trainable, or pass a function that "
+            "takes the config and calls tunejet.train.report" % trainable.__name__
         )
     if not callable(trainable):
         raise TypeError(
-            "the trainable must be a function taking the config, got %r "
-            "(registered trainable names are not supported)" % (trainable,)
+            "the trainable must be a function taking the config or a tune.Trainable subclass, "
+            "got %r (registered trainable names are not supported)" % (trainable,)
+        )
+
+
+def _check_function_checkpoints(cc):
+    """Refuse the checkpoint settings of class trainables for a function,
+    with Ray's errors."""
+    if cc is None:
+        return
+    if cc.checkpoint_at_end:
+        raise ValueError(
+            "'checkpoint_at_end' cannot be used with a function trainable. You should include one "
+            "last call to `train.report(metrics=..., checkpoint=...)` at the end of your training "
+            "loop to get this behavior."
+        )
+    if cc.checkpoint_frequency:
+        raise ValueError(
+            "'checkpoint_frequency' cannot be set for a function trainable. You will need to report "
+            "a checkpoint every `checkpoint_frequency` iterations within your training loop using "
+            "`train.report(metrics=..., checkpoint=...)` to get this behavior."
         )
 
 
@@ -176,8 +220,8 @@ class Tuner:
     """Ray's Tuner: ``Tuner(trainable, param_space=..., tune_config=...,
     run_config=...).fit()`` runs the experiment and returns a ResultGrid.
 
-    trainable is a function taking the config dict, defined in the script
-    that calls fit() (or importable by its module and name).
+    trainable is a function taking the config dict, or a tune.Trainable
+    subclass; it goes to the trials pickled by value (cloudpickle).
     """
 
     def __init__(self, trainable=None, *, param_space=None, tune_config=None, run_config=None, _restore=None):
@@ -187,6 +231,8 @@ class Tuner:
         self._param_space = param_space
         self._tune_config = tune_config or _config.TuneConfig()
         self._run_config = run_config or _config.RunConfig()
+        if _worker is None and not _trainable.is_class_trainable(trainable):
+            _check_function_checkpoints(self._run_config.checkpoint_config)
         self._restore = _restore
         self._experiment_path = _restore["path"] if _restore else None
         self._records = None  # what get_results read last
@@ -285,7 +331,7 @@ class Tuner:
                 args = [binary, "run", file]
             driver = os.path.join(workdir, "driver.json")
             with open(driver, "w") as f:
-                json.dump(self._driver_info(binary, rank), f)
+                json.dump(self._worker_info(binary, rank, workdir, args), f)
             args += ["--object=" + a for a in _objects.write_all(os.path.join(workdir, "objects"))]
             args.append("--object=%s=%s" % (DRIVER_OBJECT, driver))
             self._experiment_path = path
@@ -347,6 +393,47 @@ class Tuner:
                 json.dump(_space.to_spec(self._param_space), f, indent=2)
             args += ["--param-space", space]
         return args
+
+    def _worker_info(self, binary, rank, workdir, args):
+        """Return the description of this fit() call for its workers, and
+        add to args the object of the trainable, pickled by value; when it
+        cannot be, warn why and describe the replay of the script instead."""
+        data, why = _ship.pack(self._trainable)
+        if data is None:
+            warnings.warn(
+                "tunejet: the trainable %s does not go to the trials by value: %s; so each trial "
+                "runs the script again up to this fit() call to find it"
+                % (_trainable_name(self._trainable), why),
+                stacklevel=3,
+            )
+            info = self._driver_info(binary, rank)
+        else:
+            file = os.path.join(workdir, "trainable.pkl")
+            with open(file, "wb") as f:
+                f.write(data)
+            args.append("--object=%s=%s" % (_ship.TRAINABLE_OBJECT, file))
+            cwd = os.getcwd()
+            info = {
+                "trainable_object": _ship.TRAINABLE_OBJECT,
+                "bin": binary,
+                "cwd": cwd,
+                "sys_path": [p or cwd for p in sys.path],
+                "argv": list(sys.argv),
+            }
+        if not self._restore:
+            info["trainable_settings"] = self._trainable_settings()
+        return info
+
+    def _trainable_settings(self):
+        """Return what a class trainable's loop needs of the run config:
+        the checkpoint frequency, checkpoint at end and the stop dict."""
+        cc = self._run_config.checkpoint_config or _config.CheckpointConfig()
+        stop = self._run_config.stop
+        return {
+            "checkpoint_frequency": cc.checkpoint_frequency,
+            "checkpoint_at_end": cc.checkpoint_at_end,
+            "stop": dict(stop) if isinstance(stop, dict) else {},
+        }
 
     def _driver_info(self, binary, rank):
         """Return what a worker needs to find this fit() call's trainable."""

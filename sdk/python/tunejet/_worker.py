@@ -1,11 +1,13 @@
 """One trial of a Python driver's experiment: ``python -m tunejet._worker NAME``.
 
 The runner starts this command once per attempt, in the trial directory.
-It runs the driver's script (or imports the trainable's module) to find
-the trainable, calls it with the trial's config in the trial directory,
-and exits 0 when it returns. An exception is printed, from the
-trainable's frame on, to stderr, whose last lines become the trial's
-error, and fails the attempt (exit status 1).
+It loads the trainable the driver pickled (tunejet._ship), or, the
+fallback, runs the driver's script (or imports the trainable's module) to
+find it. A function is called with the trial's config in the trial
+directory, and the worker exits 0 when it returns; a tune.Trainable
+subclass runs its step() loop (tunejet._trainable.run). An exception is
+printed, from the trainable's frame on, to stderr, whose last lines become
+the trial's error, and fails the attempt (exit status 1).
 """
 
 import importlib
@@ -15,7 +17,7 @@ import sys
 import traceback
 import types
 
-from tunejet import _protocol, _session, _tuner
+from tunejet import _protocol, _session, _ship, _trainable, _tuner
 
 
 class _Fatal(Exception):
@@ -60,12 +62,34 @@ def find_trainable(info, name):
     )
 
 
+def load_trainable(info):
+    """Return the trainable the driver pickled (info names its object)."""
+    sys.path[:0] = [p for p in info.get("sys_path", []) if p not in sys.path]
+    if info.get("argv"):
+        sys.argv = list(info["argv"])  # the driver's, as the trainable may read them
+    path = _protocol.get_object(info["trainable_object"])
+    try:
+        return _ship.unpack(path)
+    except Exception as e:
+        raise _Fatal(
+            "cannot load the trainable the driver pickled (object %s): %s: %s (does this host have "
+            "cloudpickle, and the modules the trainable imports, for %s?)"
+            % (info["trainable_object"], type(e).__name__, e, sys.executable)
+        ) from None
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
 def _print_error(exc, skip):
-    """Print exc's traceback without its first skip frames (the worker's)."""
+    """Print exc's traceback without its first skip frames (the worker's),
+    nor the tunejet frames that follow them (a wrapper, the class loop)."""
     tb = exc.__traceback__
     for _ in range(skip):
         if tb is not None and tb.tb_next is not None:
             tb = tb.tb_next
+    while tb is not None and tb.tb_next is not None and tb.tb_frame.f_code.co_filename.startswith(_PACKAGE):
+        tb = tb.tb_next
     sys.stderr.write("".join(traceback.format_exception(type(exc), exc, tb)))
     sys.stderr.flush()
 
@@ -82,7 +106,10 @@ def main():
     except (OSError, RuntimeError, ValueError) as e:
         sys.exit("cannot read the driver's description (object %s): %s" % (_tuner.DRIVER_OBJECT, e))
     try:
-        trainable = find_trainable(info, name)
+        if "trainable_object" in info:
+            trainable = load_trainable(info)
+        else:
+            trainable = find_trainable(info, name)
     except _Fatal as e:
         sys.exit(str(e))
     except Exception as e:
@@ -92,11 +119,14 @@ def main():
     found = _tuner._trainable_name(trainable)
     if found != name:
         sys.exit(
-            "the script's fit() call gives trainable %r, and this experiment runs %r "
+            "the driver's fit() call gives trainable %r, and this experiment runs %r "
             "(was the script changed?)" % (found, name)
         )
     config = _protocol.get_config()
     try:
+        if _trainable.is_class_trainable(trainable):
+            _trainable.run(trainable, config, info.get("trainable_settings"))
+            return
         out = trainable(config)
     except Exception as e:
         _print_error(e, 1)
