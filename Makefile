@@ -1,6 +1,10 @@
 # tunejet — one entry point per habit. `make help` lists them.
 GO ?= go
 BIN := bin/tunejet
+# The Python tests run on Debian's interpreter where there is one: .ci/run
+# installs their packages there with apt-get (python3-cloudpickle, and
+# python3-pandas for the Ray examples).
+PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 
 .DEFAULT_GOAL := help
 
@@ -30,7 +34,7 @@ test: ## run every test with the race detector
 	$(GO) test -race -count=1 -timeout 10m $(SLOW_PACKAGES) $$($(GO) list ./... | grep -v /cmd/)
 	$(GO) test -short -count=1 -run '^$$' -bench . -benchtime 1x -timeout 5m $$(grep -rl --include='*_test.go' '^func Benchmark' . | xargs -n1 dirname | sort -u)
 	$(GO) build -o $(BIN) ./cmd/tunejet
-	TUNEJET_BIN=$(CURDIR)/$(BIN) python3 -m unittest discover -s sdk/python/tests -t sdk/python
+	TUNEJET_BIN=$(CURDIR)/$(BIN) $(PYTHON) -m unittest discover -s sdk/python/tests -t sdk/python
 
 .PHONY: test-short
 test-short: ## run the fast tests only
