@@ -83,7 +83,7 @@ func (r recovery) report(b *testing.B, sig syscall.Signal) {
 	b.Logf("heartbeat timeout (work consumer AckWait) %v; runners heartbeat every third of it", r.ackWait)
 	b.Logf("%s of the runner → the trial's next trial.started on another runner, over %d signals: %s; distribution %s",
 		sigName(sig), len(r.total), total, total.histogram(250*time.Millisecond))
-	b.Logf("  of which %s → JetStream delivers the work again (a nak from the liveness watcher, or the heartbeat timeout; then the spare runner's next request for work: an idle runner asks every second for work no event announces): %s", sigName(sig), detect)
+	b.Logf("  of which %s → JetStream delivers the work again (a nak from the liveness watcher, which it announces to idle runners, or the heartbeat timeout, which an idle runner finds at its next one-second poll): %s", sigName(sig), detect)
 	b.Logf("  and redelivery → trial.started (the new runner fetches the work, checks it, replays the trial's checkpoints, publishes): %s", start)
 	b.Logf("the controller's liveness watch nakked the work of %d killed runners, and of %d others (never right)", r.naks, r.wrongNaks)
 	b.Logf("each signal landed %v–%v after the attempt started (random, so the heartbeat phase varies)", r.minUp.Round(time.Millisecond), r.maxUp.Round(time.Millisecond))
