@@ -9,13 +9,18 @@ func ResultValue(result map[string]any, metric string) (any, bool) {
 	if v, ok := result[metric]; ok || !strings.Contains(metric, "/") {
 		return v, ok
 	}
-	var cur any = result
-	for _, part := range strings.Split(metric, "/") {
-		m, ok := cur.(map[string]any)
+	return lookupPath(result, strings.Split(metric, "/"))
+}
+
+// lookupPath is the value at path through nested mappings.
+func lookupPath(m map[string]any, path []string) (any, bool) {
+	var cur any = m
+	for _, part := range path {
+		mm, ok := cur.(map[string]any)
 		if !ok {
 			return nil, false
 		}
-		if cur, ok = m[part]; !ok {
+		if cur, ok = mm[part]; !ok {
 			return nil, false
 		}
 	}

@@ -130,17 +130,7 @@ func resourceValue(name string, v any) (float64, error) {
 // ConfigValue is the value at a dotted key of a nested config (or param
 // space): the key of a resource amount {"config": key}.
 func ConfigValue(config map[string]any, key string) (any, bool) {
-	var cur any = config
-	for _, part := range strings.Split(key, ".") {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		if cur, ok = m[part]; !ok {
-			return nil, false
-		}
-	}
-	return cur, true
+	return lookupPath(config, strings.Split(key, "."))
 }
 
 // Shape resolves the trainable's resources for a trial of config: each
