@@ -114,15 +114,32 @@ class ConfigTest(unittest.TestCase):
         self.assertEqual(tune.TuneConfig(scheduler="fifo").to_spec(), {"num_samples": 1, "scheduler": "fifo"})
 
     def test_pbt_mutations(self):
+        # A list (or tuple) stays a list, which explore shifts along; a
+        # distribution, tune.choice included, is multiplied (Ray's
+        # PopulationBasedTraining docstring: "Using tune.choice is NOT
+        # equivalent to the above").
         pbt = schedulers.PopulationBasedTraining(
-            perturbation_interval=4, hyperparam_mutations={"lr": tune.loguniform(1e-4, 1e-1), "bs": [16, 32]}
+            perturbation_interval=4,
+            hyperparam_mutations={
+                "lr": tune.loguniform(1e-4, 1e-1),
+                "bs": [16, 32],
+                "opt": ("sgd", "adam"),
+                "factor": tune.choice([1, 10]),
+                "nested": {"momentum": [0.9, 0.99]},
+            },
         )
         self.assertEqual(
             pbt.to_spec(),
             {
                 "type": "pbt",
                 "perturbation_interval": 4,
-                "hyperparam_mutations": {"lr": {"loguniform": [1e-4, 1e-1]}, "bs": {"choice": [16, 32]}},
+                "hyperparam_mutations": {
+                    "lr": {"loguniform": [1e-4, 1e-1]},
+                    "bs": [16, 32],
+                    "opt": ["sgd", "adam"],
+                    "factor": {"choice": [1, 10]},
+                    "nested": {"momentum": [0.9, 0.99]},
+                },
             },
         )
 
