@@ -256,7 +256,15 @@ func (d *decoder) stop(p *map[string]float64) setter {
 				return
 			}
 			var f float64
-			d.number(&f)(path, v)
+			if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!bool" {
+				// Ray's stop={"done": True}: compared as result >= True, 1.
+				var b bool
+				if d.decode(path, v, &b) && b {
+					f = 1
+				}
+			} else {
+				d.number(&f)(path, v)
+			}
 			if !d.bad[path] {
 				m[k.Value] = f
 			}

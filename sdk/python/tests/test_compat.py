@@ -1,0 +1,74 @@
+"""Ray Tune behaviours that scripts rely on, each through fit() as a
+script runs it: what a stop dict, a trainable's return value, a metric
+value and a Result hold, and how experiments are named."""
+
+import json
+import os
+import shutil
+import tempfile
+import textwrap
+import unittest
+
+from tests import support
+
+# Ray's Trial.should_stop (python/ray/tune/experiment/trial.py,
+# ray-project/ray at f4dcee96a1a58b9c8f00329994e0ab74d79ecc60): a result
+# whose "done" is truthy stops the trial, and so does a criterion with
+# result[key] >= value, which for stop={"done": True} is done >= True.
+# Ray's pbt_function example stops its trials so. argv[1] says which run:
+# "dict" gives stop={"done": True}, "none" gives no stop at all.
+STOP_DONE = textwrap.dedent(
+    '''
+    import json, sys
+    from tunejet import train, tune
+
+    def trainable(config):
+        for step in range(1, 11):
+            train.report({"step": step, "done": step >= config["until"]})
+
+    stop = {"done": True, "training_iteration": 100} if sys.argv[1] == "dict" else None
+    grid = tune.Tuner(
+        trainable,
+        param_space={"until": tune.grid_search([3, 4])},
+        run_config=train.RunConfig(name="stop_done_" + sys.argv[1], storage_path="results", stop=stop),
+    ).fit()
+    print("RESULT " + json.dumps(sorted(
+        [r.config["until"], r.status, [h["step"] for h in r.history()]] for r in grid)))
+    '''
+)
+
+
+def _result(out):
+    for line in out.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT "):])
+    raise AssertionError("no RESULT line in:\n" + out)
+
+
+def setUpModule():
+    support.binary()
+
+
+class CompatTest(unittest.TestCase):
+    def setUp(self):
+        self.home = tempfile.mkdtemp(prefix="tunejet-home-")
+        self.addCleanup(shutil.rmtree, self.home, True)
+
+    def run_driver(self, text, *args):
+        script = os.path.join(self.home, "driver.py")
+        with open(script, "w") as f:
+            f.write(text)
+        return support.run_script(self, script, *args, home=self.home)
+
+    def test_stop_done_true(self):
+        for how in ("dict", "none"):
+            with self.subTest(stop=how):
+                out = _result(self.run_driver(STOP_DONE, how))
+                self.assertEqual(out, [
+                    [3, "TERMINATED", [1, 2, 3]],
+                    [4, "TERMINATED", [1, 2, 3, 4]],
+                ])
+
+
+if __name__ == "__main__":
+    unittest.main()
