@@ -37,6 +37,47 @@ STOP_DONE = textwrap.dedent(
     '''
 )
 
+# Ray's wrap_function (python/ray/tune/trainable/function_trainable.py,
+# ray-project/ray at 97d8aa4784931ca2efcbd952f762bbf024ba7e19) reports
+# what the trainable returns, or yields, with handle_output: a dict as
+# is, a number as {"_metric": number}, nothing for a falsy value, and
+# refuses anything else.
+RETURNS = textwrap.dedent(
+    '''
+    import json
+    from tunejet import train, tune
+
+    def trainable(config):
+        kind = config["kind"]
+        if kind == "number":
+            return 2.5
+        if kind == "dict":
+            return {"loss": 0.25}
+        if kind == "none":
+            train.report({"loss": 1})
+            return None
+        return "not a result"
+
+    def generator(config):
+        for x in (1, 2, 3):
+            yield x / 2
+
+    grids = [
+        tune.Tuner(trainable, param_space={"kind": tune.grid_search(["number", "dict", "none", "string"])},
+                   run_config=train.RunConfig(name="returns", storage_path="results")).fit(),
+        tune.Tuner(generator, run_config=train.RunConfig(name="yields", storage_path="results")).fit(),
+    ]
+    print("RESULT " + json.dumps({
+        r.config.get("kind", "generator"): {
+            "status": r.status,
+            "history": [{k: h[k] for k in ("_metric", "loss") if k in h} for h in r.history()],
+            "error": str(r.error or ""),
+        }
+        for grid in grids for r in grid
+    }))
+    '''
+)
+
 
 def _result(out):
     for line in out.splitlines():
@@ -68,6 +109,17 @@ class CompatTest(unittest.TestCase):
                     [3, "TERMINATED", [1, 2, 3]],
                     [4, "TERMINATED", [1, 2, 3, 4]],
                 ])
+
+    def test_returned_values_are_reported_as_ray_does(self):
+        out = _result(self.run_driver(RETURNS))
+        self.assertEqual(out["number"], {"status": "TERMINATED", "history": [{"_metric": 2.5}], "error": ""})
+        self.assertEqual(out["dict"], {"status": "TERMINATED", "history": [{"loss": 0.25}], "error": ""})
+        self.assertEqual(out["none"], {"status": "TERMINATED", "history": [{"loss": 1}], "error": ""})
+        self.assertEqual(out["generator"]["history"], [{"_metric": 0.5}, {"_metric": 1}, {"_metric": 1.5}])
+        self.assertEqual(out["string"]["status"], "ERROR")
+        self.assertIn(
+            "ValueError: Invalid return or yield value. Either return/yield a single number or a "
+            "dictionary object in your trainable function.", out["string"]["error"])
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@ error, and fails the attempt (exit status 1).
 """
 
 import importlib
+import inspect
 import json
+import numbers
 import os
 import sys
 import traceback
@@ -97,12 +99,31 @@ def main():
         )
     config = _protocol.get_config()
     try:
-        out = trainable(config)
+        if inspect.isgeneratorfunction(trainable):
+            for out in trainable(config):
+                _report_output(out)
+        else:
+            _report_output(trainable(config))
     except Exception as e:
         _print_error(e, 1)
         sys.exit(1)
+
+
+def _report_output(out):
+    """Report what the trainable returned or yielded, as Ray's
+    wrap_function: a dict as it is, a number as {"_metric": number},
+    nothing for a falsy value; anything else is an error."""
+    if not out:
+        return
     if isinstance(out, dict):
         _session.report(out)
+    elif isinstance(out, numbers.Number):
+        _session.report({"_metric": out})
+    else:
+        raise ValueError(
+            "Invalid return or yield value. Either return/yield a single number or a "
+            "dictionary object in your trainable function."
+        )
 
 
 if __name__ == "__main__":
