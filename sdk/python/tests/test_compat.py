@@ -78,6 +78,36 @@ RETURNS = textwrap.dedent(
     '''
 )
 
+# Ray writes results with SafeFallbackEncoder
+# (python/ray/air/_internal/json.py, ray-project/ray at
+# 52059ed2a5eb27c8761a5edf027db6c2da9f396c): an integral number is an int,
+# another number a float, and a value it cannot encode is str(value).
+NOT_JSON = textwrap.dedent(
+    '''
+    import datetime, fractions, json
+    from tunejet import train, tune
+
+    class Model:
+        def __str__(self):
+            return "Model(layers=3)"
+
+    def trainable(config):
+        train.report({
+            "loss": fractions.Fraction(1, 4),
+            "when": datetime.date(2026, 12, 3),
+            "model": Model(),
+            "nested": {"z": 1 + 2j, "tags": {"b"}},
+            "items": [fractions.Fraction(3, 1), Model()],
+        })
+
+    grid = tune.Tuner(trainable, run_config=train.RunConfig(name="not_json", storage_path="results")).fit()
+    r = grid[0]
+    print("RESULT " + json.dumps({"status": r.status, "error": str(r.error or ""),
+                                  "metrics": {k: r.metrics.get(k) for k in ("loss", "when", "model", "nested", "items")},
+                                  "history": [h.get("model") for h in r.history()]}))
+    '''
+)
+
 
 def _result(out):
     for line in out.splitlines():
@@ -120,6 +150,19 @@ class CompatTest(unittest.TestCase):
         self.assertIn(
             "ValueError: Invalid return or yield value. Either return/yield a single number or a "
             "dictionary object in your trainable function.", out["string"]["error"])
+
+    def test_a_value_json_cannot_hold_is_stored_as_its_string(self):
+        out = _result(self.run_driver(NOT_JSON))
+        self.assertEqual(out["error"], "")
+        self.assertEqual(out["status"], "TERMINATED")
+        self.assertEqual(out["metrics"], {
+            "loss": 0.25,
+            "when": "2026-12-03",
+            "model": "Model(layers=3)",
+            "nested": {"z": "(1+2j)", "tags": "{'b'}"},
+            "items": [3, "Model(layers=3)"],
+        })
+        self.assertEqual(out["history"], ["Model(layers=3)"])
 
 
 if __name__ == "__main__":

@@ -54,9 +54,11 @@ instance when ``checkpoint_dir`` is not a directory.
 ``ray.get``: the driver puts a (picklable) value, and a trial gets it back
 from the reference, passed in its config or held by the trainable.
 
-Metric values must be JSON values: numbers, strings, booleans, None, lists
-and dicts. Scalars with an ``item()`` method (NumPy, PyTorch) are converted,
-and NaN and infinities, which JSON cannot carry, are sent as null.
+Metric values are sent as JSON, as Ray writes results: scalars with an
+``item()`` method (NumPy, PyTorch) are converted, arrays with ``tolist()``
+become lists, other numbers become ints or floats, NaN and infinities
+(which JSON cannot carry) are sent as null, and any other value JSON
+cannot hold (an object, a set, a date) is sent as its ``str()``.
 """
 
 from tunejet._protocol import (
