@@ -108,6 +108,26 @@ NOT_JSON = textwrap.dedent(
     '''
 )
 
+# Ray <= 2.6's Result.log_dir is the trial's folder, a pathlib.Path: what
+# Result.path names since.
+LOG_DIR = textwrap.dedent(
+    '''
+    import json, pathlib
+    from tunejet import train, tune
+
+    def trainable(config):
+        train.report({"loss": config["x"]})
+
+    grid = tune.Tuner(trainable, param_space={"x": tune.grid_search([1, 2])},
+                      run_config=train.RunConfig(name="log_dir", storage_path="results")).fit()
+    print("RESULT " + json.dumps([
+        {"path": r.path, "log_dir": str(r.log_dir), "is_path": isinstance(r.log_dir, pathlib.Path),
+         "files": sorted(p.name for p in r.log_dir.iterdir())}
+        for r in grid
+    ]))
+    '''
+)
+
 
 def _result(out):
     for line in out.splitlines():
@@ -163,6 +183,15 @@ class CompatTest(unittest.TestCase):
             "items": [3, "Model(layers=3)"],
         })
         self.assertEqual(out["history"], ["Model(layers=3)"])
+
+    def test_result_log_dir_is_the_trial_folder(self):
+        out = _result(self.run_driver(LOG_DIR))
+        self.assertEqual(len(out), 2)
+        for r in out:
+            self.assertTrue(r["path"].startswith(os.path.join(self.home, "results", "log_dir") + os.sep), r)
+            self.assertEqual(r["log_dir"], r["path"])
+            self.assertTrue(r["is_path"], r)
+            self.assertIn("result.json", r["files"])
 
 
 if __name__ == "__main__":
