@@ -128,6 +128,33 @@ LOG_DIR = textwrap.dedent(
     '''
 )
 
+# Two fit() calls of one trainable without a RunConfig.name, in the same
+# second: the driver's clock is frozen, so that both take Ray's default
+# name "<trainable>_<date>_<time>" from the same second.
+SAME_SECOND = textwrap.dedent(
+    '''
+    import datetime, json, types
+    from tunejet import _config, train, tune
+
+    class Frozen(datetime.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return cls(2026, 12, 3, 12, 0, 0)
+
+    _config.datetime = types.SimpleNamespace(datetime=Frozen, timedelta=datetime.timedelta)
+
+    def trainable(config):
+        train.report({"x": config["x"]})
+
+    paths = []
+    for x in (1, 2):
+        grid = tune.Tuner(trainable, param_space={"x": x},
+                          run_config=train.RunConfig(storage_path="results")).fit()
+        paths.append([grid.experiment_path, [r.config["x"] for r in grid]])
+    print("RESULT " + json.dumps(paths))
+    '''
+)
+
 
 def _result(out):
     for line in out.splitlines():
@@ -192,6 +219,14 @@ class CompatTest(unittest.TestCase):
             self.assertEqual(r["log_dir"], r["path"])
             self.assertTrue(r["is_path"], r)
             self.assertIn("result.json", r["files"])
+
+    def test_default_names_differ_within_a_second(self):
+        out = _result(self.run_driver(SAME_SECOND))
+        (first, xs1), (second, xs2) = out
+        self.assertEqual((xs1, xs2), ([1], [2]))
+        self.assertEqual(first, os.path.join(self.home, "results", "trainable_2026-12-03_12-00-00"))
+        self.assertNotEqual(first, second)
+        self.assertTrue(os.path.basename(second).startswith("trainable_2026-12-03_12-00-00_"), second)
 
 
 if __name__ == "__main__":

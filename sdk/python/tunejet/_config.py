@@ -4,6 +4,7 @@ becomes the experiment file's keys."""
 import dataclasses
 import datetime
 import os
+import secrets
 from typing import Any, Optional
 
 from tunejet import _space
@@ -170,8 +171,10 @@ class RunConfig:
 
     storage_path defaults to ~/tunejet_results (Ray: ~/ray_results) and may
     be a bucket URL (s3://, gs://); name defaults to Ray's
-    "<trainable>_<date>_<time>". stop is a dict of result keys to
-    thresholds, a Stopper of tunejet.tune.stopper, or a list of Stoppers.
+    "<trainable>_<date>_<time>", with "_" and 4 hex characters appended
+    when that name is taken (two fit() calls within a second). stop is a
+    dict of result keys to thresholds, a Stopper of tunejet.tune.stopper,
+    or a list of Stoppers.
     verbose, progress_reporter, callbacks and log_to_file are accepted and
     not used.
     """
@@ -317,7 +320,20 @@ def default_storage_path():
     return os.path.join(os.path.expanduser("~"), "tunejet_results")
 
 
-def default_name(trainable_name):
-    """Return Ray's default experiment name: <trainable>_<local date_time>."""
+# The default names this process has given: a second fit() within the
+# same second must not take the first one's.
+_default_names = set()
+
+
+def default_name(trainable_name, storage_path):
+    """Return Ray's default experiment name, <trainable>_<local date_time>,
+    made unique: when this process already gave it, or the folder
+    <storage_path>/<name> exists (a local storage path), "_" and 4 hex
+    characters are appended, as Ray does to a trial folder that exists."""
     stamp = datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
-    return "%s_%s" % (trainable_name, stamp)
+    base = name = "%s_%s" % (trainable_name, stamp)
+    local = "://" not in storage_path
+    while name in _default_names or (local and os.path.exists(os.path.join(storage_path, name))):
+        name = "%s_%s" % (base, secrets.token_hex(2))
+    _default_names.add(name)
+    return name

@@ -315,7 +315,7 @@ class Tuner:
         storage = rc.storage_path or _config.default_storage_path()
         if "://" not in storage:
             storage = _absolute(storage)
-        name = rc.name or _config.default_name(trainable_name)
+        name = rc.name or _config.default_name(trainable_name, storage)
         run_config = {"storage_path": storage}
         run_config.update(rc.to_spec())
         return {
