@@ -89,6 +89,73 @@ class ResourcesTest(unittest.TestCase):
             tune.with_resources(f, [1])
 
 
+class ScalingConfigTest(unittest.TestCase):
+    """train.ScalingConfig in tune.with_resources: the trial holds Ray's
+    total_resources (python/ray/air/config.py, ray-project/ray at
+    a4217c86c5e2be79aa82f0dc3184db522c504ac9): trainer_resources (1 CPU
+    when unset) plus num_workers times resources_per_worker (1 CPU, or
+    1 GPU with use_gpu, when unset)."""
+
+    def resources(self, scaling):
+        def f(config):
+            pass
+
+        return tune.Tuner(tune.with_resources(f, scaling))._spec("f")["trainable"]["resources"]
+
+    def test_ray_faq_example(self):
+        from tunejet.train import ScalingConfig
+
+        # Ray's Tune FAQ (doc/source/tune/doc_code/faq.py at
+        # 20db9a6008999dd4b10d7cac1a0fdefd0f884674).
+        scaling = ScalingConfig(
+            trainer_resources={"CPU": 2, "GPU": 0.5, "hdd": 80},
+            num_workers=2,
+            resources_per_worker={"CPU": 1},
+        )
+        self.assertEqual(self.resources(scaling), {"cpu": 4, "gpu": 0.5, "hdd": 80})
+
+    def test_defaults(self):
+        from tunejet.train import ScalingConfig
+
+        self.assertEqual(self.resources(ScalingConfig()), {"cpu": 2})
+        self.assertEqual(self.resources(ScalingConfig(num_workers=2, use_gpu=True)), {"cpu": 1, "gpu": 2})
+        self.assertEqual(self.resources(ScalingConfig(num_workers=0)), {"cpu": 1})
+
+    def test_ray_checks(self):
+        from tunejet.train import ScalingConfig
+
+        with self.assertRaisesRegex(ValueError, "`use_gpu` is False but `GPU` was found in `resources_per_worker`"):
+            ScalingConfig(resources_per_worker={"GPU": 1})
+        with self.assertRaisesRegex(ValueError, "`use_gpu` is True but `GPU` is set to 0"):
+            ScalingConfig(use_gpu=True, resources_per_worker={"GPU": 0, "CPU": 1})
+
+
+class AirTest(unittest.TestCase):
+    """Ray <= 2.6's ray.air names are the same objects as ray.train's."""
+
+    def test_air_names(self):
+        from tunejet import air
+        from tunejet.air import session
+        from tunejet.air.checkpoint import Checkpoint
+        from tunejet.air.config import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
+        from tunejet.air.result import Result
+
+        self.assertIs(air.RunConfig, train.RunConfig)
+        self.assertIs(air.CheckpointConfig, train.CheckpointConfig)
+        self.assertIs(air.FailureConfig, train.FailureConfig)
+        self.assertIs(air.ScalingConfig, train.ScalingConfig)
+        self.assertIs(air.Checkpoint, train.Checkpoint)
+        self.assertIs(air.Result, train.Result)
+        self.assertIs(air.session, session)
+        self.assertIs(session.report, train.report)
+        self.assertIs(session.get_checkpoint, train.get_checkpoint)
+        self.assertEqual(
+            (Checkpoint, CheckpointConfig, FailureConfig, RunConfig, ScalingConfig, Result),
+            (train.Checkpoint, train.CheckpointConfig, train.FailureConfig, train.RunConfig,
+             train.ScalingConfig, train.Result),
+        )
+
+
 class ConfigTest(unittest.TestCase):
     def test_tune_config(self):
         tc = tune.TuneConfig(

@@ -155,6 +155,48 @@ SAME_SECOND = textwrap.dedent(
     '''
 )
 
+# A script in Ray <= 2.6's names (ray.air's session, Checkpoint and
+# configs, and ScalingConfig for the trial's resources) with only the
+# package renamed: its first attempt crashes after a checkpoint, and the
+# retry resumes from it through session.get_checkpoint().
+AIR = textwrap.dedent(
+    '''
+    import json, os, tempfile
+    from tunejet import air, tune
+    from tunejet.air import session
+    from tunejet.air.checkpoint import Checkpoint
+    from tunejet.air.config import ScalingConfig
+
+    def trainable(config):
+        start = 1
+        checkpoint = session.get_checkpoint()
+        if checkpoint:
+            with checkpoint.as_directory() as d, open(os.path.join(d, "step")) as f:
+                start = int(f.read()) + 1
+        for step in range(start, 4):
+            if step == 2 and checkpoint is None:
+                raise RuntimeError("crash")
+            with tempfile.TemporaryDirectory() as d:
+                with open(os.path.join(d, "step"), "w") as f:
+                    f.write(str(step))
+                session.report({"step": step, "resources": session.get_trial_resources(),
+                                "trial": session.get_trial_name()},
+                               checkpoint=Checkpoint.from_directory(d))
+
+    grid = tune.Tuner(
+        tune.with_resources(trainable, ScalingConfig(trainer_resources={"CPU": 0.5}, num_workers=1,
+                                                     resources_per_worker={"CPU": 0.5})),
+        run_config=air.RunConfig(name="air", storage_path="results",
+                                 failure_config=air.FailureConfig(max_failures=1),
+                                 checkpoint_config=air.CheckpointConfig(num_to_keep=1)),
+    ).fit()
+    r = grid[0]
+    print("RESULT " + json.dumps({"status": r.status, "steps": [h["step"] for h in r.history()],
+                                  "resources": r.metrics["resources"], "trial": r.metrics["trial"],
+                                  "name": r.trial_name}))
+    '''
+)
+
 
 def _result(out):
     for line in out.splitlines():
@@ -227,6 +269,13 @@ class CompatTest(unittest.TestCase):
         self.assertEqual(first, os.path.join(self.home, "results", "trainable_2026-12-03_12-00-00"))
         self.assertNotEqual(first, second)
         self.assertTrue(os.path.basename(second).startswith("trainable_2026-12-03_12-00-00_"), second)
+
+    def test_a_script_in_ray_air_names(self):
+        out = _result(self.run_driver(AIR))
+        self.assertEqual(out["status"], "TERMINATED", out)
+        self.assertEqual(out["steps"], [1, 2, 3], "resumed after step 1 from its checkpoint")
+        self.assertEqual(out["resources"], {"cpu": 1})
+        self.assertEqual(out["trial"], out["name"])
 
 
 if __name__ == "__main__":

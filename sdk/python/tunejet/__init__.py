@@ -5,9 +5,10 @@ Two ways to use it, both with the standard library only (Python 3.9+):
 
 * A Ray Tune script changes only its imports: ``from tunejet import tune``,
   ``from tunejet import train`` and ``from tunejet.train import RunConfig,
-  Checkpoint``. ``tune.Tuner(...).fit()`` writes an experiment file, runs it
-  with the ``tunejet`` binary (TUNEJET_BIN, else ``tunejet`` on PATH) and
-  returns a ``ResultGrid``; each trial runs the trainable function in a
+  Checkpoint`` (Ray <= 2.6's ``from tunejet import air`` and ``from
+  tunejet.air import session`` too). ``tune.Tuner(...).fit()`` writes an
+  experiment file, runs it with the ``tunejet`` binary (TUNEJET_BIN, else
+  ``tunejet`` on PATH) and returns a ``ResultGrid``; each trial runs the trainable function in a
   fresh Python process. See sdk/python/README.md.
 
 * A command trainable (``trainable: {command: ["python3", "train.py"]}`` in
@@ -75,8 +76,8 @@ from tunejet._protocol import (
     report,
 )
 from tunejet._objects import ObjectRef, get, put
-from tunejet import _protocol, train, tune  # noqa: E402  (Ray's `from ray import tune`)
+from tunejet import _protocol, air, train, tune  # noqa: E402  (Ray's `from ray import tune`)
 
 __version__ = "0.1.0"
 
-__all__ = _protocol.__all__ + ["ObjectRef", "get", "put", "train", "tune"]
+__all__ = _protocol.__all__ + ["ObjectRef", "air", "get", "put", "train", "tune"]

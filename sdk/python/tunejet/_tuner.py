@@ -103,7 +103,8 @@ def with_resources(trainable, resources):
     """Return trainable with the resources each of its trials needs, as
     Ray's: a dict of amounts, ``{"cpu": 2, "gpu": 0.5, "memory": 4e9,
     "my_custom": 1}`` (cpu defaults to 1; a GPU fraction below 1 shares a
-    device; memory is in bytes). A runner starts a trial only when its
+    device; memory is in bytes), or a train.ScalingConfig, whose
+    total_resources the trial holds. A runner starts a trial only when its
     free capacity fits, and gives it its GPUs (CUDA_VISIBLE_DEVICES). An
     amount may be ``{"config": "key"}``: the trial's own config value at
     that key, which is how trials of one experiment ask for different
@@ -124,6 +125,8 @@ _RESOURCE_NAMES = {"cpu": "cpu", "gpu": "gpu", "memory": "memory"}
 
 def _resources_spec(resources):
     """Return resources in the experiment file's syntax."""
+    if isinstance(resources, _config.ScalingConfig):
+        resources = resources.total_resources
     if callable(resources):
         raise TypeError(
             "tune.with_resources: a function of the config is not supported (tunejet runs no "
