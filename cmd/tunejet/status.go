@@ -14,6 +14,7 @@ import (
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
+	"github.com/tunejet/tunejet/internal/restore"
 	"github.com/tunejet/tunejet/internal/show"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/services/controller"
@@ -126,7 +127,7 @@ func readStatus(ctx context.Context, b *bus.Bus) (*status, error) {
 	totals := bus.Totals(runners)
 	out := &status{Experiments: []statusExperiment{}, Runners: []statusRunner{}}
 	for _, name := range names {
-		st, err := foldLogged(ctx, b, name)
+		st, err := restore.Logged(ctx, b, name)
 		if err != nil {
 			return nil, fmt.Errorf("status of %s: %w", name, err)
 		}

@@ -177,8 +177,10 @@ func (r *reconciler) apply(ctx context.Context, ev *events.Event) {
 		r.log.Error().Err(err).Msg("cannot load the restored state; the experiment waits")
 		return
 	}
-	if st.RestoredSeq != r.st.RestoredSeq {
-		r.workOK, r.space = false, nil // a restored run: new work consumer, maybe a new param space
+	if st.RestoredSeq != r.st.RestoredSeq || st.SubmittedSeq != r.st.SubmittedSeq {
+		// A restored run, or a new run of the name: new work consumer,
+		// maybe a new param space.
+		r.workOK, r.space = false, nil
 	}
 	r.st = st
 }
@@ -202,7 +204,7 @@ func (r *reconciler) reconcile(ctx context.Context) {
 	if r.space == nil {
 		sp, err := search.ParseSpace(r.st.Spec.ParamSpace)
 		if err != nil {
-			r.publish(ctx, Action{ID: r.exp + ".invalid", Payload: &events.ExperimentCompleted{Reason: "invalid", Error: err.Error()}})
+			r.publish(ctx, Action{ID: runID(r.st, r.st.Run, ".invalid"), Payload: &events.ExperimentCompleted{Reason: "invalid", Error: err.Error()}})
 			return
 		}
 		searcher, err := tuner.Searcher(r.st.Spec, sp)
@@ -211,7 +213,7 @@ func (r *reconciler) reconcile(ctx context.Context) {
 			ext, err = tuner.External(r.st.Spec)
 		}
 		if err != nil {
-			r.publish(ctx, Action{ID: r.exp + ".invalid", Payload: &events.ExperimentCompleted{Reason: "invalid", Error: err.Error()}})
+			r.publish(ctx, Action{ID: runID(r.st, r.st.Run, ".invalid"), Payload: &events.ExperimentCompleted{Reason: "invalid", Error: err.Error()}})
 			return
 		}
 		r.space, r.searcher, r.external = sp, searcher, nil
@@ -220,7 +222,7 @@ func (r *reconciler) reconcile(ctx context.Context) {
 		}
 	}
 	if err := r.st.TunerErr(); err != nil {
-		r.publish(ctx, Action{ID: r.exp + ".invalid", Payload: &events.ExperimentCompleted{Reason: "invalid", Error: err.Error()}})
+		r.publish(ctx, Action{ID: runID(r.st, r.st.Run, ".invalid"), Payload: &events.ExperimentCompleted{Reason: "invalid", Error: err.Error()}})
 		return
 	}
 	if r.st.Status == state.ExperimentRunning && !r.ensureWork(ctx) {
@@ -427,7 +429,7 @@ func (r *reconciler) shutdown(ctx context.Context) {
 		r.log.Warn().Msg("could not hold the lease (another controller leads the experiment, or NATS did not answer in time); not recording the interruption")
 		return
 	}
-	if !r.publish(ctx, Action{ID: fmt.Sprint(r.exp, ".run", r.st.Run, ".interrupted"), Payload: &events.ExperimentInterrupted{Reason: "shutdown"}}) {
+	if !r.publish(ctx, Action{ID: actionID(r.st, ".interrupted"), Payload: &events.ExperimentInterrupted{Reason: "shutdown"}}) {
 		r.log.Warn().Msg("could not record the interruption")
 	}
 }

@@ -10,6 +10,7 @@ import textwrap
 import unittest
 
 from tests import support
+from tunejet import _tuner
 
 # Ray's Trial.should_stop (python/ray/tune/experiment/trial.py,
 # ray-project/ray at f4dcee96a1a58b9c8f00329994e0ab74d79ecc60): a result
@@ -197,6 +198,29 @@ AIR = textwrap.dedent(
     '''
 )
 
+# A script with a fixed RunConfig.name, run twice. Ray's Tuner.fit()
+# without a restore starts a new experiment in the existing folder
+# (TuneController.__init__: no resume_config, "Starting a new
+# experiment."; python/ray/tune/execution/tune_controller.py,
+# ray-project/ray at bde9c15a44ce3b309504e2bce936c9e3ae4b18ed): the new
+# run's trials and state file join the folder, and its results are the new
+# run's. argv[1] is the first x of the grid.
+RERUN = textwrap.dedent(
+    '''
+    import json, sys
+    from tunejet import train, tune
+
+    def trainable(config):
+        train.report({"x": config["x"]})
+
+    x = int(sys.argv[1])
+    grid = tune.Tuner(trainable, param_space={"x": tune.grid_search([x, x + 1])},
+                      run_config=train.RunConfig(name="fixed", storage_path="results")).fit()
+    print("RESULT " + json.dumps({"path": grid.experiment_path, "xs": sorted(r.metrics["x"] for r in grid),
+                                  "trials": sorted(r.path for r in grid)}))
+    '''
+)
+
 
 def _result(out):
     for line in out.splitlines():
@@ -276,6 +300,18 @@ class CompatTest(unittest.TestCase):
         self.assertEqual(out["steps"], [1, 2, 3], "resumed after step 1 from its checkpoint")
         self.assertEqual(out["resources"], {"cpu": 1})
         self.assertEqual(out["trial"], out["name"])
+
+    def test_a_rerun_with_a_fixed_name_starts_a_new_run(self):
+        first = _result(self.run_driver(RERUN, "1"))
+        second = _result(self.run_driver(RERUN, "10"))
+        self.assertEqual(first["xs"], [1, 2])
+        self.assertEqual(second["xs"], [10, 11], "the second run's results are its own")
+        self.assertEqual(second["path"], first["path"])
+        self.assertFalse(set(first["trials"]) & set(second["trials"]), "trial folders are new")
+        for path in first["trials"] + second["trials"]:
+            self.assertTrue(os.path.isfile(os.path.join(path, "result.json")), path)
+        grid = _tuner.load_results(support.binary(), second["path"])
+        self.assertEqual(sorted(r.metrics["x"] for r in grid), [10, 11], "storage reads the new run")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Tuner: Ray Tune's driver, running experiments with the tunejet binary.
 
 fit() writes an experiment file whose trainable is the command
-``python -m tunejet._worker <trainable name>``, runs ``tunejet run FILE``
+``python -m tunejet._worker <trainable name>``, runs ``tunejet run
+--new-run FILE`` (a new run even where the name has state, as Ray's)
 and reads the results back from storage. Each trial's worker runs the
 driver's script again, as __main__ with the driver's argv, sys.path and
 working directory, until the script's fit() call of the same rank: in a
@@ -285,7 +286,8 @@ class Tuner:
                 file = os.path.join(workdir, "experiment.json")
                 with open(file, "w") as f:
                     json.dump(spec, f, indent=2)
-                args = [binary, "run", file]
+                # A new run even where the name has state, as Ray's fit().
+                args = [binary, "run", "--new-run", file]
             driver = os.path.join(workdir, "driver.json")
             with open(driver, "w") as f:
                 json.dump(self._driver_info(binary, rank), f)
