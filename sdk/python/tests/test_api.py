@@ -156,6 +156,25 @@ class AirTest(unittest.TestCase):
         )
 
 
+class DictCheckpointTest(unittest.TestCase):
+    """Ray <= 2.6's Checkpoint.from_dict and to_dict: a directory holding
+    the dict in dict_checkpoint.pkl, Ray AIR's file name."""
+
+    def test_round_trip(self):
+        from tunejet.air.checkpoint import Checkpoint
+
+        c = Checkpoint.from_dict({"acc": 0.5, "step": 3})
+        self.addCleanup(shutil.rmtree, c.path, True)
+        self.assertEqual(os.listdir(c.path), ["dict_checkpoint.pkl"])
+        self.assertEqual(Checkpoint.from_directory(c.path).to_dict(), {"acc": 0.5, "step": 3})
+        with self.assertRaisesRegex(TypeError, "takes a dict"):
+            Checkpoint.from_dict([1])
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d, True)
+        with self.assertRaisesRegex(ValueError, "not made by Checkpoint.from_dict"):
+            Checkpoint.from_directory(d).to_dict()
+
+
 class ConfigTest(unittest.TestCase):
     def test_tune_config(self):
         tc = tune.TuneConfig(
