@@ -61,14 +61,18 @@ func (t *Tuner) Fit(ctx context.Context) (*ResultGrid, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkFresh(s); err != nil {
-		return nil, err
+	if !t.newRun {
+		if err := checkFresh(s); err != nil {
+			return nil, err
+		}
 	}
-	b, _, closeFn, err := t.connect(ctx, true)
+	// The embedded workers of a new run wait until the old run has left
+	// the log: a controller must not follow the old one.
+	b, stack, closeFn, err := t.connect(ctx, !t.newRun)
 	if err != nil {
 		return nil, err
 	}
-	st, err := t.submitAndWatch(ctx, b, s)
+	st, err := t.submitAndWatch(ctx, b, stack, s)
 	if cerr := closeFn(); cerr != nil && err == nil {
 		err = cerr
 	}
@@ -149,12 +153,23 @@ func hostname() string {
 }
 
 // submitAndWatch publishes the experiment and folds its events until it
-// completes, drawing progress if asked.
-func (t *Tuner) submitAndWatch(ctx context.Context, b *bus.Bus, s Spec) (*state.Experiment, error) {
-	if last, err := b.LastSeq(ctx, events.TypeSubjects(s.Name, events.WriterClient, events.TypeExperimentSubmitted)); err != nil {
+// completes, drawing progress if asked. stack is the embedded one, whose
+// workers it starts, or nil.
+func (t *Tuner) submitAndWatch(ctx context.Context, b *bus.Bus, stack *Stack, s Spec) (*state.Experiment, error) {
+	last, err := b.LastSeq(ctx, events.TypeSubjects(s.Name, events.WriterClient, events.TypeExperimentSubmitted))
+	if err != nil {
 		return nil, err
-	} else if last != 0 {
+	}
+	if last != 0 && !t.newRun {
 		return nil, fmt.Errorf("%w: the event log already holds an experiment named %q: resume it with `tunejet run --resume auto FILE` or `tunejet restore %s`, or choose another name", ErrExists, s.Name, storage.Join(s.RunConfig.StoragePath, s.Name))
+	}
+	if last != 0 {
+		if err := forgetEnded(ctx, b, s.Name, stack == nil); err != nil {
+			return nil, err
+		}
+	}
+	if stack != nil {
+		stack.StartWorkers()
 	}
 	answered, err := claimFolder(ctx, b, s)
 	if err != nil {
@@ -170,10 +185,40 @@ func (t *Tuner) submitAndWatch(ctx context.Context, b *bus.Bus, s Spec) (*state.
 	}
 	ev := b.Event(s.Name, events.WriterClient, &events.ExperimentSubmitted{Spec: s})
 	ev.ID = s.Name + ".submitted"
-	if _, err := b.Publish(ctx, ev); err != nil {
+	if last != 0 { // a new run: its id must differ from the forgotten one's
+		ev.ID = fmt.Sprintf("%s.submitted.after%d", s.Name, last)
+	}
+	seq, err := b.Publish(ctx, ev)
+	if err != nil {
 		return nil, err
 	}
-	return t.watchFrom(ctx, b, s.Name, 0)
+	return t.watchFrom(ctx, b, s.Name, seq)
+}
+
+// forgetEnded removes experiment name's old run from the log, for
+// WithNewRun. A run that is live is refused with ErrExists: one whose
+// controller holds the lease, and on a deployment one that has neither
+// completed nor been interrupted (a controller may take it over). On the
+// embedded stack, which holds its store alone, any other run has ended.
+func forgetEnded(ctx context.Context, b *bus.Bus, name string, deployment bool) error {
+	live := func(why any) error {
+		return fmt.Errorf("%w: a run of %q is live (%v): wait for it to end, stop it (Ctrl-C its tunejet run, or tunejet stop %s), or choose another name", ErrExists, name, why, name)
+	}
+	if deployment {
+		old, err := restorestate.Logged(ctx, b, name)
+		if err != nil {
+			return err
+		}
+		if !old.Done() && old.Status != state.ExperimentInterrupted {
+			return live(old.Status)
+		}
+	}
+	if _, err := b.Forget(ctx, name); errors.Is(err, bus.ErrLeaseHeld) {
+		return live(err)
+	} else if err != nil {
+		return err
+	}
+	return nil
 }
 
 // claimFolder has the deployment's syncer make this deployment the
@@ -378,7 +423,9 @@ func (t *Tuner) watchFrom(ctx context.Context, b *bus.Bus, name string, from uin
 			return
 		}
 		st = next
-		if p, ok := ev.Data.(*events.SyncCompleted); ok {
+		// A sync of the log before from (an old run of the name) says
+		// nothing of this run.
+		if p, ok := ev.Data.(*events.SyncCompleted); ok && p.Seq >= from {
 			if synced == 0 && shareErr == nil {
 				// The first sync wrote the storage marker: a local storage
 				// path must show it here, or the syncer writes elsewhere.

@@ -76,6 +76,7 @@ type Tuner struct {
 	results  *ResultGrid     // of the last Fit
 	objects  []string        // stored by Fit besides the param space's references (WithObjects)
 	syncer   Syncer          // WithSyncer
+	newRun   bool            // WithNewRun
 }
 
 // Option configures a Tuner.
@@ -196,6 +197,17 @@ func WithVerbose(level int) Option {
 		t.verbose = level
 		return nil
 	}
+}
+
+// WithNewRun makes Fit start a new run of an experiment whose name
+// already has state, as Ray's Tuner.fit() does in an existing experiment
+// folder: the old run leaves the event log (as tunejet forget does), its
+// files stay in storage, and the new run's trials and state file join
+// them, so that the folder's results are the new run's. A run of that
+// name that is live (a controller holds its lease) is still refused with
+// ErrExists.
+func WithNewRun() Option {
+	return func(t *Tuner) error { t.newRun = true; return nil }
 }
 
 // WithProgress draws a live status table of the trials on w while Fit

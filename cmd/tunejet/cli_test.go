@@ -52,6 +52,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"run"}, "accepts 1 arg(s), received 0", "Usage: tunejet run FILE [flags]"},
 		{[]string{"run", "--no-such-flag", "x.yaml"}, "unknown flag: --no-such-flag", "Usage: tunejet run FILE [flags]"},
 		{[]string{"run", "--cpus", "many", "x.yaml"}, `invalid argument "many"`, "Usage: tunejet run FILE [flags]"},
+		{[]string{"run", "--new-run", "--resume", "auto", "x.yaml"}, "--new-run and --resume auto exclude each other", "Usage: tunejet run FILE [flags]"},
 		{[]string{"stop"}, "accepts 1 arg(s), received 0", "Usage: tunejet stop NAME [flags]"},
 		{[]string{"status", "extra"}, `unknown command "extra" for "tunejet status"`, "Usage: tunejet status [flags]"},
 		{[]string{"explain", "a"}, "accepts 2 arg(s), received 1", "Usage: tunejet explain"},

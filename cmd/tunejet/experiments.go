@@ -13,10 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/restore/restorestate"
-	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/tune"
 )
 
@@ -81,7 +79,7 @@ func printExperiments(ctx context.Context, b *bus.Bus, w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "EXPERIMENT\tSTATUS\tTRIALS\tCONTROLLER\tSTORAGE")
 	for _, name := range names {
-		st, err := foldLogged(ctx, b, name)
+		st, err := restorestate.Logged(ctx, b, name)
 		if err != nil {
 			return err
 		}
@@ -100,21 +98,6 @@ func printExperiments(ctx context.Context, b *bus.Bus, w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, st.Status, tune.TrialCounts(st.Counts()), controller, storage)
 	}
 	return tw.Flush()
-}
-
-// foldLogged folds experiment name from the log.
-func foldLogged(ctx context.Context, b *bus.Bus, name string) (*state.Experiment, error) {
-	st, load := state.New(name), restorestate.Loader(b, name)
-	var ferr error
-	err := b.Replay(ctx, events.ExperimentSubjects(name), func(ev *events.Event) {
-		if ferr == nil {
-			st, _, ferr = state.Fold(ctx, st, ev, load)
-		}
-	})
-	if err = errors.Join(err, ferr); err != nil {
-		return nil, fmt.Errorf("fold %s: %w", name, err)
-	}
-	return st, nil
 }
 
 func newForgetCmd() *cobra.Command {
@@ -145,7 +128,7 @@ first (Ctrl-C its tunejet run, or tunejet stop NAME on a deployment).`,
 			if !slices.Contains(names, name) {
 				return fmt.Errorf("the event log holds no experiment %q (tunejet experiments lists those it holds)", name)
 			}
-			st, err := foldLogged(ctx, b, name)
+			st, err := restorestate.Logged(ctx, b, name)
 			if err != nil {
 				return err
 			}

@@ -22,7 +22,7 @@ func newRunCmd() *cobra.Command {
 		dash                      runDashboard
 		storagePath, name, resume string
 		file                      string // FILE, among the arguments (see runDashboard.file)
-		failOnError               bool
+		failOnError, newRun       bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run FILE",
@@ -38,7 +38,12 @@ leaves the experiment running there.
 An experiment whose name already has state is refused, unless --resume auto:
 then it is restored when it can be (tunejet can-restore), and started fresh
 otherwise. A restore runs FILE's trainable, which must be the same as the
-stored one, never a command named by a state file.
+stored one, never a command named by a state file. With --new-run it starts
+a new run instead, as Ray's Tuner.fit() does in an existing experiment
+folder: the old run leaves the event log (as tunejet forget), its files stay
+in storage, and the new run's trials and state file join them, so that
+tunejet results (and a later restore) read the new run. A run of that name
+that is live is still refused.
 
 An experiment of 10000 trials or more (grid points × num_samples) is
 announced on stderr with its size before it starts.
@@ -56,6 +61,9 @@ flags), 130 when interrupted.`,
 			return err
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if newRun && resume != "" {
+				return usageError(cmd, fmt.Errorf("--new-run and --resume %s exclude each other", resume))
+			}
 			s, err := spec.ParseFile(file)
 			if err != nil {
 				return err
@@ -75,6 +83,9 @@ flags), 130 when interrupted.`,
 				return err
 			}
 			opts = append(opts, more...)
+			if newRun {
+				opts = append(opts, tune.WithNewRun())
+			}
 			opts, stopDashboard, err := dash.start(cmd.Context(), &sf, opts, os.Stderr)
 			if err != nil {
 				return err
@@ -117,6 +128,7 @@ flags), 130 when interrupted.`,
 	cmd.Flags().StringVar(&name, "name", "", "override the experiment name")
 	cmd.Flags().StringVar(&resume, "resume", "", "auto: restore the experiment if it has state, else start it")
 	cmd.Flags().BoolVar(&failOnError, "fail-on-error", false, failOnErrorUsage)
+	cmd.Flags().BoolVar(&newRun, "new-run", false, "start a new run when the experiment already has state and no run of it is live (Ray's Tuner.fit)")
 	return cmd
 }
 

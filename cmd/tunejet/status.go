@@ -18,6 +18,8 @@ import (
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/services/controller"
 	"github.com/tunejet/tunejet/tune"
+
+	"github.com/tunejet/tunejet/internal/restore/restorestate"
 )
 
 func newStatusCmd() *cobra.Command {
@@ -116,7 +118,7 @@ func readStatus(ctx context.Context, b *bus.Bus) (*status, error) {
 	totals := bus.Totals(runners)
 	out := &status{Experiments: []statusExperiment{}, Runners: []statusRunner{}}
 	for _, name := range names {
-		st, err := foldLogged(ctx, b, name)
+		st, err := restorestate.Logged(ctx, b, name)
 		if err != nil {
 			return nil, fmt.Errorf("status of %s: %w", name, err)
 		}

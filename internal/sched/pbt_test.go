@@ -192,6 +192,57 @@ func TestPBTExplore(t *testing.T) {
 	}
 }
 
+// TestPBTExploreListRule checks a list mutation against the rule of Ray's
+// _explore (python/ray/tune/schedulers/pbt.py, ray-project/ray at
+// bb9f11f1492da09d624152a5c6e2d4ed2cc242f5): with resample_probability,
+// or when the value is not in the list, a uniform choice from the list;
+// otherwise the value at index -1 or +1, clamped to the list. A list is
+// never multiplied by a perturbation factor: over many draws every
+// outcome is one the rule allows, and each one it allows comes up.
+func TestPBTExploreListRule(t *testing.T) {
+	type outcome struct {
+		value any
+		op    string
+	}
+	tests := []struct {
+		name     string
+		list     []any
+		value    any
+		resample float64
+		want     []outcome
+	}{
+		{"left end", []any{1, 2}, 1, 0, []outcome{{1, "shift left (noop)"}, {2, "shift right"}}},
+		// The float64 that a JSON round trip makes of the int 2.
+		{"right end as float64", []any{1, 2}, 2.0, 0, []outcome{{1, "shift left"}, {2, "shift right (noop)"}}},
+		{"Ray's default resample_probability", []any{1, 2}, 1, 0.25,
+			[]outcome{{1, "shift left (noop)"}, {2, "shift right"}, {1, "resample"}, {2, "resample"}}},
+		{"always resampled", []any{1, 2}, 2, 1, []outcome{{1, "resample"}, {2, "resample"}}},
+		{"value not in the list", []any{1, 2}, 0.8, 0, []outcome{{1, "resample"}, {2, "resample"}}},
+		{"middle", []any{"sgd", "adam", "rmsprop"}, "adam", 0, []outcome{{"sgd", "shift left"}, {"rmsprop", "shift right"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := explorer{resample: tt.resample, factors: []float64{1.2, 0.8}}
+			ms := map[string]Mutation{"k": {Choices: tt.list}}
+			seen := map[outcome]bool{}
+			for seed := range uint64(200) {
+				ops := map[string]string{}
+				got := e.explore(map[string]any{"k": tt.value}, ms, pcg(seed), "", ops)
+				o := outcome{got["k"], ops["k"]}
+				if !slices.Contains(tt.want, o) {
+					t.Fatalf("seed %d: explore gave %v (%T) by %q; Ray's rule allows only %v", seed, o.value, o.value, o.op, tt.want)
+				}
+				seen[o] = true
+			}
+			for _, o := range tt.want {
+				if !seen[o] {
+					t.Errorf("%v by %q never came up in 200 draws", o.value, o.op)
+				}
+			}
+		})
+	}
+}
+
 // TestPBTExploreNested: nested mappings are explored recursively, keys in
 // sorted order, operations dotted.
 func TestPBTExploreNested(t *testing.T) {

@@ -665,3 +665,24 @@ func TestParseTuningErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestParseStopBool: a boolean criterion is Ray's stop={"done": True},
+// which Ray's Trial.should_stop compares as result[key] >= True
+// (python/ray/tune/experiment/trial.py, ray-project/ray at
+// f4dcee96a1a58b9c8f00329994e0ab74d79ecc60): true is the threshold 1 and
+// false is 0, as Python's bools are.
+func TestParseStopBool(t *testing.T) {
+	for name, text := range map[string]string{
+		"exp.yaml": head + "run_config:\n  stop: {done: true, converged: false, training_iteration: 10}\n",
+		"exp.json": `{"name": "exp", "trainable": "fn", "run_config": {"stop": {"done": true, "converged": false, "training_iteration": 10}}}`,
+	} {
+		s, err := Parse(name, []byte(text))
+		if err != nil {
+			t.Fatalf("Parse %s: %v", name, err)
+		}
+		want := map[string]float64{"done": 1, "converged": 0, "training_iteration": 10}
+		if diff := cmp.Diff(want, s.RunConfig.Stop); diff != "" {
+			t.Errorf("%s: stop (-want +got):\n%s", name, diff)
+		}
+	}
+}

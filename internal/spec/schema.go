@@ -254,9 +254,16 @@ func stop(dst *map[string]float64) settings.Reader {
 		out := map[string]float64{}
 		for _, k := range slices.Sorted(maps.Keys(m)) {
 			var x float64
-			if _, nested := m[k].(map[string]any); nested {
+			switch b, isBool := m[k].(bool); {
+			case isBool:
+				// Ray's stop={"done": True}: compared as result >= True, 1.
+				if b {
+					x = 1
+				}
+				out[k] = x
+			case isMapping(m[k]):
 				p.Add(k, nestedStopMsg)
-			} else if reads(p.Under(k), settings.For(&x), m[k]) {
+			case reads(p.Under(k), settings.For(&x), m[k]):
 				out[k] = x
 			}
 		}
@@ -276,6 +283,12 @@ func stoppers(dst *any) settings.Reader {
 			p.Add("", "expected a list of stoppers or a mapping {type: ...}, got %s", settings.Describe(v))
 		}
 	}
+}
+
+// isMapping reports whether v is a mapping.
+func isMapping(v any) bool {
+	_, ok := v.(map[string]any)
+	return ok
 }
 
 // reads reports whether read took v without a problem.

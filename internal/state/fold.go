@@ -25,7 +25,7 @@ func (e *Experiment) apply(ev *events.Event) bool {
 	}
 	switch p := ev.Data.(type) {
 	case *events.ExperimentSubmitted:
-		return e.submitted(p)
+		return e.submitted(ev.Seq, p)
 	case *events.ExperimentStarted:
 		return e.started(ev, p)
 	case *events.ExperimentStopRequested:
@@ -117,12 +117,12 @@ func (e *Experiment) applyTrial(t *Trial, ev *events.Event) bool {
 	return false
 }
 
-func (e *Experiment) submitted(p *events.ExperimentSubmitted) bool {
+func (e *Experiment) submitted(seq uint64, p *events.ExperimentSubmitted) bool {
 	if e.Spec != nil {
 		return false
 	}
 	spec := p.Spec
-	e.Spec = &spec
+	e.Spec, e.SubmittedSeq = &spec, seq
 	e.settings, e.settingsErr = nil, nil
 	e.Status = ExperimentPending
 	if len(e.Order) > 0 { // max_failures, which says which trials are out of failures, was unknown

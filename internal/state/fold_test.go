@@ -650,3 +650,31 @@ func TestARetryDoesNotRepeatIterations(t *testing.T) {
 			tr.NumResults, tr.Iteration, tr.Metrics["loss"].Count, tr.LastResult["loss"])
 	}
 }
+
+// A second experiment.submitted of the name, as a new run publishes once
+// the old run has left the log (tune.WithNewRun), starts the experiment
+// from nothing: a reader that folded the old run ends where a reader of
+// the new run's events alone does, and the new run's ids are its own.
+func TestFoldANewRunStartsFromNothing(t *testing.T) {
+	l := newLog(t)
+	l.create("abcde_00000", 0)
+	l.start("abcde_00000", 1)
+	l.report("abcde_00000", 1, 1, 0.5)
+	l.add(events.WriterController, &events.ExperimentInterrupted{Reason: "shutdown"})
+	old := len(l.evs)
+	l.add(events.WriterClient, &events.ExperimentSubmitted{Spec: events.ExperimentSpec{
+		Name: "exp", Trainable: events.Trainable{Name: "fn"}, TuneConfig: events.TuneConfig{NumSamples: 3},
+	}})
+	l.add(events.WriterController, &events.ExperimentStarted{Run: 1, Session: "2026-01-02_03-05-00", Seed: 2, TrialIDPrefix: "f0e1d", NumTrials: 3, StoragePath: "/tmp/x"})
+	l.create("f0e1d_00000", 0)
+	all, _ := foldWith(l.evs, l.load).Snapshot()
+	fresh, _ := foldWith(l.evs[old:], l.load).Snapshot()
+	if !bytes.Equal(all, fresh) {
+		t.Errorf("the old run's events changed the new run's state:\n%s\nwant\n%s", all, fresh)
+	}
+	e := foldWith(l.evs, l.load)
+	if e.SubmittedSeq != l.evs[old].Seq || len(e.Trials) != 1 || e.Trials["f0e1d_00000"] == nil || e.Spec.TuneConfig.NumSamples != 3 {
+		t.Errorf("state after the new submission: submitted at %d, trials %v, num_samples %d; want %d, [f0e1d_00000], 3",
+			e.SubmittedSeq, e.Order, e.Spec.TuneConfig.NumSamples, l.evs[old].Seq)
+	}
+}

@@ -22,12 +22,19 @@ var ErrNoLoader = errors.New("no loader for the restored state")
 // whether anything changed. It is the one fold every reader of the log
 // uses. For experiment.restored the state after it is the restored state
 // load supplies, which replaces everything folded before; an event at or
-// before the restore's sequence, met again, changes nothing. Every other
-// event is applied to e in place. Given load's answers, Fold is deterministic: it reads no
+// before the restore's sequence, met again, changes nothing. An
+// experiment.submitted other than the one folded starts a new experiment
+// of that name from nothing: the old one was removed from the log (a new
+// run, tune.WithNewRun). Every other event is applied to e in place. Given load's answers, Fold is deterministic: it reads no
 // clock and draws no random number.
 func Fold(ctx context.Context, e *Experiment, ev *events.Event, load Loader) (*Experiment, bool, error) {
 	if ev.Seq != 0 && ev.Seq <= e.RestoredSeq {
 		return e, false, nil // the restored state holds everything before it
+	}
+	if _, ok := ev.Data.(*events.ExperimentSubmitted); ok && ev.Experiment == e.Name &&
+		e.Spec != nil && ev.Seq != 0 && ev.Seq != e.SubmittedSeq {
+		fresh := New(e.Name)
+		return fresh, fresh.apply(ev), nil
 	}
 	r, ok := ev.Data.(*events.ExperimentRestored)
 	if !ok || ev.Experiment != e.Name {

@@ -61,6 +61,10 @@ type Experiment struct {
 	// RestoredSeq is the sequence of the experiment.restored event this
 	// state was loaded from; work scheduled before it is stale.
 	RestoredSeq uint64 `json:"restored_seq,omitempty"`
+	// SubmittedSeq is the sequence of the experiment.submitted event: it
+	// tells apart two experiments of one name in one log (a new run after
+	// the first was forgotten), whose events' ids must differ.
+	SubmittedSeq uint64 `json:"submitted_seq,omitempty"`
 
 	// Judge is the scheduler and stoppers (judge.go); nil when the spec
 	// asks for FIFO alone.

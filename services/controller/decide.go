@@ -76,9 +76,16 @@ func Decide(st *state.Experiment, in Inputs) []Action {
 }
 
 func actionID(st *state.Experiment, parts ...any) string {
-	// "<name>.run<N>...": names hold no '.', so ids of different
-	// experiments or runs never collide in the stream-wide dedupe window.
-	return fmt.Sprint(append([]any{st.Name, ".run", st.Run}, parts...)...)
+	return runID(st, st.Run, parts...)
+}
+
+// runID is "<name>.<submitted seq>.run<N>...": names hold no '.', and the
+// sequence of the experiment.submitted event tells apart two experiments
+// of one name (a new run after the first was forgotten), so ids of
+// different experiments or runs never collide in the stream-wide dedupe
+// window.
+func runID(st *state.Experiment, run int, parts ...any) string {
+	return fmt.Sprint(append([]any{st.Name, ".", st.SubmittedSeq, ".run", run}, parts...)...)
 }
 
 func startAction(st *state.Experiment, in Inputs) Action {
@@ -94,7 +101,7 @@ func startAction(st *state.Experiment, in Inputs) Action {
 	if storage == "" {
 		storage = in.StoragePath
 	}
-	return Action{ID: fmt.Sprint(st.Name, ".run", st.Run+1, ".started"), Payload: &events.ExperimentStarted{
+	return Action{ID: runID(st, st.Run+1, ".started"), Payload: &events.ExperimentStarted{
 		Run: st.Run + 1, Session: nextSession(st.Session, in.Now), Seed: seed,
 		TrialIDPrefix: prefix, NumTrials: in.Space.NumTrials(st.Spec.TuneConfig.NumSamples),
 		StoragePath: storage,

@@ -179,8 +179,10 @@ func (r *reconciler) apply(ctx context.Context, ev *events.Event) {
 		r.log.Error().Err(err).Msg("cannot load the restored state; the experiment waits")
 		return
 	}
-	if st.RestoredSeq != r.st.RestoredSeq {
-		r.workOK, r.space = false, nil // a restored run: new work consumer, maybe a new param space
+	if st.RestoredSeq != r.st.RestoredSeq || st.SubmittedSeq != r.st.SubmittedSeq {
+		// A restored run, or a new run of the name: new work consumer,
+		// maybe a new param space.
+		r.workOK, r.space = false, nil
 	}
 	r.st = st
 }
@@ -205,7 +207,7 @@ func (r *reconciler) reconcile(ctx context.Context) {
 		sp, err := search.ParseSpace(r.st.Spec.ParamSpace)
 		if err != nil {
 			err = settings.Prefix("param_space", err)
-			r.publish(ctx, Action{ID: r.exp + ".invalid", Payload: &events.ExperimentCompleted{Reason: "invalid", Error: err.Error()}})
+			r.publish(ctx, Action{ID: runID(r.st, r.st.Run, ".invalid"), Payload: &events.ExperimentCompleted{Reason: "invalid", Error: err.Error()}})
 			return
 		}
 		set, err := r.st.Settings()
@@ -214,7 +216,7 @@ func (r *reconciler) reconcile(ctx context.Context) {
 			sampler, err = set.Sampler(sp)
 		}
 		if err != nil {
-			r.publish(ctx, Action{ID: r.exp + ".invalid", Payload: &events.ExperimentCompleted{Reason: "invalid", Error: err.Error()}})
+			r.publish(ctx, Action{ID: runID(r.st, r.st.Run, ".invalid"), Payload: &events.ExperimentCompleted{Reason: "invalid", Error: err.Error()}})
 			return
 		}
 		r.space, r.searcher, r.external = sp, sampler, nil
@@ -223,7 +225,7 @@ func (r *reconciler) reconcile(ctx context.Context) {
 		}
 	}
 	if err := r.st.JudgeErr(); err != nil {
-		r.publish(ctx, Action{ID: r.exp + ".invalid", Payload: &events.ExperimentCompleted{Reason: "invalid", Error: err.Error()}})
+		r.publish(ctx, Action{ID: runID(r.st, r.st.Run, ".invalid"), Payload: &events.ExperimentCompleted{Reason: "invalid", Error: err.Error()}})
 		return
 	}
 	if r.st.Status == state.ExperimentRunning && !r.ensureWork(ctx) {
@@ -430,7 +432,7 @@ func (r *reconciler) shutdown(ctx context.Context) {
 		r.log.Warn().Msg("could not hold the lease (another controller leads the experiment, or NATS did not answer in time); not recording the interruption")
 		return
 	}
-	if !r.publish(ctx, Action{ID: fmt.Sprint(r.exp, ".run", r.st.Run, ".interrupted"), Payload: &events.ExperimentInterrupted{Reason: "shutdown"}}) {
+	if !r.publish(ctx, Action{ID: actionID(r.st, ".interrupted"), Payload: &events.ExperimentInterrupted{Reason: "shutdown"}}) {
 		r.log.Warn().Msg("could not record the interruption")
 	}
 }

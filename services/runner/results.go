@@ -68,11 +68,13 @@ func (b *resultBuilder) next(metrics map[string]any, now time.Time) map[string]a
 // names a result field, nested ones as "a/b".
 type stopCriteria map[string]float64
 
-// met applies Ray's stop rule to a result: result[key] >= threshold for
-// any criterion. missing lists the criteria the result lacks.
+// met applies Ray's stop rule to a result: its "done" is true, or
+// result[key] >= threshold for any criterion. missing lists the criteria
+// the result lacks.
 func (c stopCriteria) met(result map[string]any) (hit bool, missing []string) {
+	hit = result["done"] == true
 	if len(c) == 0 {
-		return false, nil
+		return hit, nil
 	}
 	flat := storage.Flatten(result)
 	for k, threshold := range c {

@@ -112,6 +112,14 @@ func TestStopCriteria(t *testing.T) {
 		{"a bool is 0 or 1", stopCriteria{"converged": 1}, map[string]any{"converged": true}, true, nil},
 		{"not a number", stopCriteria{"acc": 0.9}, map[string]any{"acc": "high"}, false, nil},
 		{"missing keys are named", stopCriteria{"acc": 0.9, "loss": 0}, map[string]any{"training_iteration": 1}, false, []string{"acc", "loss"}},
+		// Ray's Trial.should_stop (python/ray/tune/experiment/trial.py,
+		// ray-project/ray at f4dcee96a1a58b9c8f00329994e0ab74d79ecc60)
+		// first stops on a truthy result["done"], criteria or not.
+		{"done, without criteria", nil, map[string]any{"done": true}, true, nil},
+		{"done, with criteria unmet", stopCriteria{"acc": 0.9}, map[string]any{"done": true, "acc": 0.1}, true, nil},
+		{"not done", nil, map[string]any{"done": false}, false, nil},
+		{"stop={done: True}", stopCriteria{"done": 1}, map[string]any{"done": true}, true, nil},
+		{"stop={done: True}, not done", stopCriteria{"done": 1}, map[string]any{"done": false}, false, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -89,6 +89,92 @@ class ResourcesTest(unittest.TestCase):
             tune.with_resources(f, [1])
 
 
+class ScalingConfigTest(unittest.TestCase):
+    """train.ScalingConfig in tune.with_resources: the trial holds Ray's
+    total_resources (python/ray/air/config.py, ray-project/ray at
+    a4217c86c5e2be79aa82f0dc3184db522c504ac9): trainer_resources (1 CPU
+    when unset) plus num_workers times resources_per_worker (1 CPU, or
+    1 GPU with use_gpu, when unset)."""
+
+    def resources(self, scaling):
+        def f(config):
+            pass
+
+        return tune.Tuner(tune.with_resources(f, scaling))._spec("f")["trainable"]["resources"]
+
+    def test_ray_faq_example(self):
+        from tunejet.train import ScalingConfig
+
+        # Ray's Tune FAQ (doc/source/tune/doc_code/faq.py at
+        # 20db9a6008999dd4b10d7cac1a0fdefd0f884674).
+        scaling = ScalingConfig(
+            trainer_resources={"CPU": 2, "GPU": 0.5, "hdd": 80},
+            num_workers=2,
+            resources_per_worker={"CPU": 1},
+        )
+        self.assertEqual(self.resources(scaling), {"cpu": 4, "gpu": 0.5, "hdd": 80})
+
+    def test_defaults(self):
+        from tunejet.train import ScalingConfig
+
+        self.assertEqual(self.resources(ScalingConfig()), {"cpu": 2})
+        self.assertEqual(self.resources(ScalingConfig(num_workers=2, use_gpu=True)), {"cpu": 1, "gpu": 2})
+        self.assertEqual(self.resources(ScalingConfig(num_workers=0)), {"cpu": 1})
+
+    def test_ray_checks(self):
+        from tunejet.train import ScalingConfig
+
+        with self.assertRaisesRegex(ValueError, "`use_gpu` is False but `GPU` was found in `resources_per_worker`"):
+            ScalingConfig(resources_per_worker={"GPU": 1})
+        with self.assertRaisesRegex(ValueError, "`use_gpu` is True but `GPU` is set to 0"):
+            ScalingConfig(use_gpu=True, resources_per_worker={"GPU": 0, "CPU": 1})
+
+
+class AirTest(unittest.TestCase):
+    """Ray <= 2.6's ray.air names are the same objects as ray.train's."""
+
+    def test_air_names(self):
+        from tunejet import air
+        from tunejet.air import session
+        from tunejet.air.checkpoint import Checkpoint
+        from tunejet.air.config import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
+        from tunejet.air.result import Result
+
+        self.assertIs(air.RunConfig, train.RunConfig)
+        self.assertIs(air.CheckpointConfig, train.CheckpointConfig)
+        self.assertIs(air.FailureConfig, train.FailureConfig)
+        self.assertIs(air.ScalingConfig, train.ScalingConfig)
+        self.assertIs(air.Checkpoint, train.Checkpoint)
+        self.assertIs(air.Result, train.Result)
+        self.assertIs(air.session, session)
+        self.assertIs(session.report, train.report)
+        self.assertIs(session.get_checkpoint, train.get_checkpoint)
+        self.assertEqual(
+            (Checkpoint, CheckpointConfig, FailureConfig, RunConfig, ScalingConfig, Result),
+            (train.Checkpoint, train.CheckpointConfig, train.FailureConfig, train.RunConfig,
+             train.ScalingConfig, train.Result),
+        )
+
+
+class DictCheckpointTest(unittest.TestCase):
+    """Ray <= 2.6's Checkpoint.from_dict and to_dict: a directory holding
+    the dict in dict_checkpoint.pkl, Ray AIR's file name."""
+
+    def test_round_trip(self):
+        from tunejet.air.checkpoint import Checkpoint
+
+        c = Checkpoint.from_dict({"acc": 0.5, "step": 3})
+        self.addCleanup(shutil.rmtree, c.path, True)
+        self.assertEqual(os.listdir(c.path), ["dict_checkpoint.pkl"])
+        self.assertEqual(Checkpoint.from_directory(c.path).to_dict(), {"acc": 0.5, "step": 3})
+        with self.assertRaisesRegex(TypeError, "takes a dict"):
+            Checkpoint.from_dict([1])
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d, True)
+        with self.assertRaisesRegex(ValueError, "not made by Checkpoint.from_dict"):
+            Checkpoint.from_directory(d).to_dict()
+
+
 class ConfigTest(unittest.TestCase):
     def test_tune_config(self):
         tc = tune.TuneConfig(
@@ -114,15 +200,32 @@ class ConfigTest(unittest.TestCase):
         self.assertEqual(tune.TuneConfig(scheduler="fifo").to_spec(), {"num_samples": 1, "scheduler": "fifo"})
 
     def test_pbt_mutations(self):
+        # A list (or tuple) stays a list, which explore shifts along; a
+        # distribution, tune.choice included, is multiplied (Ray's
+        # PopulationBasedTraining docstring: "Using tune.choice is NOT
+        # equivalent to the above").
         pbt = schedulers.PopulationBasedTraining(
-            perturbation_interval=4, hyperparam_mutations={"lr": tune.loguniform(1e-4, 1e-1), "bs": [16, 32]}
+            perturbation_interval=4,
+            hyperparam_mutations={
+                "lr": tune.loguniform(1e-4, 1e-1),
+                "bs": [16, 32],
+                "opt": ("sgd", "adam"),
+                "factor": tune.choice([1, 10]),
+                "nested": {"momentum": [0.9, 0.99]},
+            },
         )
         self.assertEqual(
             pbt.to_spec(),
             {
                 "type": "pbt",
                 "perturbation_interval": 4,
-                "hyperparam_mutations": {"lr": {"loguniform": [1e-4, 1e-1]}, "bs": {"choice": [16, 32]}},
+                "hyperparam_mutations": {
+                    "lr": {"loguniform": [1e-4, 1e-1]},
+                    "bs": [16, 32],
+                    "opt": ["sgd", "adam"],
+                    "factor": {"choice": [1, 10]},
+                    "nested": {"momentum": [0.9, 0.99]},
+                },
             },
         )
 

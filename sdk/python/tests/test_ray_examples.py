@@ -101,6 +101,26 @@ class RayExampleTest(unittest.TestCase):
         best = grid.get_best_result("episode_reward_mean", "max")
         self.assertIn("Best hyperparameters found were:  %s" % (best.config,), out)
 
+    def test_pbt_function_in_ray_air_names(self):
+        # Ray <= 2.6's names, a list mutation, stop={"done": True} and
+        # Checkpoint.from_dict: the smoke test's 8 trials run 10
+        # iterations each (done, the accuracy above 200, needs many more),
+        # and some_other_factor stays in its list.
+        out = support.run_script(self, os.path.join(support.EXAMPLES, "pbt_function.py"), "--smoke-test", home=self.home)
+        grid = self.results("tunejet_results", "pbt_function_api_example")
+        self.assertEqual(len(grid), 8)
+        self.assertEqual(grid.num_terminated, 8)
+        for r in grid:
+            self.assertEqual(r.metrics["training_iteration"], 10, r)
+            self.assertIn(r.config["some_other_factor"], (1, 2), r)
+            self.assertLessEqual({h["config"]["some_other_factor"] for h in r.history()}, {1, 2})
+            self.assertLessEqual(len(r.best_checkpoints), 2, "num_to_keep=2")
+            with r.checkpoint.as_directory() as d:
+                self.assertIn("dict_checkpoint.pkl", os.listdir(d))
+            self.assertEqual(r.checkpoint.to_dict()["step"], 10)
+        best = grid.get_best_result("mean_accuracy", "max")
+        self.assertIn("Best hyperparameters found were:  %s" % (best.config,), out)
+
 
 if __name__ == "__main__":
     unittest.main()

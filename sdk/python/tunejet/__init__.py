@@ -6,11 +6,12 @@ standard library; the driver API pickles trainables with cloudpickle.
 
 * A Ray Tune script changes only its imports: ``from tunejet import tune``,
   ``from tunejet import train`` and ``from tunejet.train import RunConfig,
-  Checkpoint``. ``tune.Tuner(...).fit()`` writes an experiment file, runs it
-  with the ``tunejet`` binary (TUNEJET_BIN, else ``tunejet`` on PATH) and
-  returns a ``ResultGrid``; each trial runs the trainable (a function or
-  a ``tune.Trainable`` subclass, pickled by value) in a fresh Python
-  process. See sdk/python/README.md.
+  Checkpoint`` (Ray <= 2.6's ``from tunejet import air`` and ``from
+  tunejet.air import session`` too). ``tune.Tuner(...).fit()`` writes an
+  experiment file, runs it with the ``tunejet`` binary (TUNEJET_BIN, else
+  ``tunejet`` on PATH) and returns a ``ResultGrid``; each trial runs the
+  trainable (a function or a ``tune.Trainable`` subclass, pickled by
+  value) in a fresh Python process. See sdk/python/README.md.
 
 * A command trainable (``trainable: {command: ["python3", "train.py"]}`` in
   an experiment file) calls the functions below, which speak the protocol
@@ -56,9 +57,11 @@ instance when ``checkpoint_dir`` is not a directory.
 ``ray.get``: the driver puts a (picklable) value, and a trial gets it back
 from the reference, passed in its config or held by the trainable.
 
-Metric values must be JSON values: numbers, strings, booleans, None, lists
-and dicts. Scalars with an ``item()`` method (NumPy, PyTorch) are converted,
-and NaN and infinities, which JSON cannot carry, are sent as null.
+Metric values are sent as JSON, as Ray writes results: scalars with an
+``item()`` method (NumPy, PyTorch) are converted, arrays with ``tolist()``
+become lists, other numbers become ints or floats, NaN and infinities
+(which JSON cannot carry) are sent as null, and any other value JSON
+cannot hold (an object, a set, a date) is sent as its ``str()``.
 """
 
 from tunejet._protocol import (
@@ -75,8 +78,8 @@ from tunejet._protocol import (
     report,
 )
 from tunejet._objects import ObjectRef, get, put
-from tunejet import _protocol, train, tune  # noqa: E402  (Ray's `from ray import tune`)
+from tunejet import _protocol, air, train, tune  # noqa: E402  (Ray's `from ray import tune`)
 
 __version__ = "0.1.0"
 
-__all__ = _protocol.__all__ + ["ObjectRef", "get", "put", "train", "tune"]
+__all__ = _protocol.__all__ + ["ObjectRef", "air", "get", "put", "train", "tune"]

@@ -4,6 +4,7 @@ becomes the experiment file's keys."""
 import dataclasses
 import datetime
 import os
+import secrets
 from typing import Any, Optional
 
 from tunejet import _space
@@ -59,6 +60,58 @@ class CheckpointConfig:
                 )
             spec["route"] = self.route
         return spec
+
+
+@dataclasses.dataclass
+class ScalingConfig:
+    """As Ray's ``ray.train.ScalingConfig``, for ``tune.with_resources``:
+    the trial holds total_resources, Ray's sum of trainer_resources (1 CPU
+    when unset) and num_workers times resources_per_worker (1 CPU, or 1
+    GPU with use_gpu, when unset). A trial is one process: the workers are
+    not started, their share goes to that process. placement_strategy is
+    accepted and not used; accelerator_type is refused.
+    """
+
+    trainer_resources: Optional[dict] = None
+    num_workers: int = 1
+    use_gpu: bool = False
+    resources_per_worker: Optional[dict] = None
+    placement_strategy: str = "PACK"
+    accelerator_type: Optional[str] = None
+
+    def __post_init__(self):
+        if self.resources_per_worker:
+            gpus = self.resources_per_worker.get("GPU", 0)
+            if not self.use_gpu and gpus > 0:
+                raise ValueError(
+                    "`use_gpu` is False but `GPU` was found in `resources_per_worker`. Either set "
+                    "`use_gpu` to True or remove `GPU` from `resources_per_worker."
+                )
+            if self.use_gpu and gpus == 0:
+                raise ValueError(
+                    "`use_gpu` is True but `GPU` is set to 0 in `resources_per_worker`. Either set "
+                    "`use_gpu` to False or request a positive number of `GPU` in `resources_per_worker."
+                )
+        if self.accelerator_type:
+            raise ValueError("ScalingConfig.accelerator_type is not supported: name the resource instead")
+
+    @property
+    def total_resources(self):
+        """The resources of the trial's process, by Ray's names ("CPU", "GPU")."""
+        if self.trainer_resources is None:
+            trainer = {"CPU": 1}
+        else:
+            trainer = {k: v for k, v in self.trainer_resources.items() if v != 0}
+        if self.resources_per_worker is None:
+            worker = {"GPU": 1} if self.use_gpu else {"CPU": 1}
+        else:
+            worker = {k: v for k, v in self.resources_per_worker.items() if v != 0}
+        if self.use_gpu:
+            worker.setdefault("GPU", 1)
+        total = dict(trainer)
+        for k, v in worker.items():
+            total[k] = total.get(k, 0) + v * self.num_workers
+        return total
 
 
 _SYNC_PLACEHOLDERS = ("source", "target", "exclude")
@@ -168,8 +221,10 @@ class RunConfig:
 
     storage_path defaults to ~/tunejet_results (Ray: ~/ray_results) and may
     be a bucket URL (s3://, gs://); name defaults to Ray's
-    "<trainable>_<date>_<time>". stop is a dict of result keys to
-    thresholds, a Stopper of tunejet.tune.stopper, or a list of Stoppers.
+    "<trainable>_<date>_<time>", with "_" and 4 hex characters appended
+    when that name is taken (two fit() calls within a second). stop is a
+    dict of result keys to thresholds, a Stopper of tunejet.tune.stopper,
+    or a list of Stoppers.
     verbose, progress_reporter, callbacks and log_to_file are accepted and
     not used.
     """
@@ -315,7 +370,20 @@ def default_storage_path():
     return os.path.join(os.path.expanduser("~"), "tunejet_results")
 
 
-def default_name(trainable_name):
-    """Return Ray's default experiment name: <trainable>_<local date_time>."""
+# The default names this process has given: a second fit() within the
+# same second must not take the first one's.
+_default_names = set()
+
+
+def default_name(trainable_name, storage_path):
+    """Return Ray's default experiment name, <trainable>_<local date_time>,
+    made unique: when this process already gave it, or the folder
+    <storage_path>/<name> exists (a local storage path), "_" and 4 hex
+    characters are appended, as Ray does to a trial folder that exists."""
     stamp = datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
-    return "%s_%s" % (trainable_name, stamp)
+    base = name = "%s_%s" % (trainable_name, stamp)
+    local = "://" not in storage_path
+    while name in _default_names or (local and os.path.exists(os.path.join(storage_path, name))):
+        name = "%s_%s" % (base, secrets.token_hex(2))
+    _default_names.add(name)
+    return name

@@ -7,6 +7,7 @@ The package re-exports these functions as ``tunejet.report``,
 
 import json
 import math
+import numbers
 import os
 import socket
 import sys
@@ -43,7 +44,8 @@ def in_session():
 def report(metrics, checkpoint_dir=None):
     """Report one result of the trial, with an optional checkpoint.
 
-    metrics is a dict of JSON values, for example ``{"loss": 0.25}``.
+    metrics is a dict, for example ``{"loss": 0.25}``; a value JSON cannot
+    hold is sent as its string, as Ray writes it (see _jsonable).
     checkpoint_dir, when given, is a directory whose files become the
     trial's checkpoint; the runner has copied them when report returns, so
     the directory may be deleted then. Exits the process with status 0 when
@@ -159,7 +161,11 @@ def _env(name):
 
 
 def _jsonable(value):
-    """Return value with NaN/infinities as None and item() scalars unwrapped."""
+    """Return value as JSON values, as Ray's SafeFallbackEncoder writes a
+    result: NaN and infinities as None, item() scalars (NumPy, PyTorch)
+    unwrapped, arrays by tolist(), other integral numbers as ints and other
+    numbers as floats; anything else that JSON cannot hold (an object, a
+    set, a complex number) as str(value)."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if value is None or isinstance(value, (str, int)):
@@ -168,15 +174,23 @@ def _jsonable(value):
         return {k: _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
-    item = getattr(value, "item", None)
-    if callable(item):
-        try:
-            return _jsonable(item())
-        except (TypeError, ValueError):
-            pass  # not a scalar, e.g. an array with several elements
-    raise TypeError(
-        "metric value %r of type %s is not a JSON value" % (value, type(value).__name__)
-    )
+    for unwrap in ("item", "tolist"):
+        method = getattr(value, unwrap, None)
+        if callable(method):
+            try:
+                plain = method()
+            except (TypeError, ValueError):
+                continue  # item() of an array with several elements
+            if plain is not value:
+                return _jsonable(plain)
+    try:
+        if isinstance(value, numbers.Integral):
+            return int(value)
+        if isinstance(value, numbers.Number):
+            return _jsonable(float(value))
+    except (TypeError, ValueError, OverflowError):
+        pass  # complex
+    return str(value)
 
 
 def _request(request):

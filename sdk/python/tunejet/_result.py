@@ -4,6 +4,7 @@ import glob
 import json
 import math
 import os
+import pathlib
 
 from tunejet._session import Checkpoint
 
@@ -24,7 +25,8 @@ class Result:
     """One trial's outcome, as Ray's ``ray.train.Result``.
 
     metrics is the trial's last result, config its config, checkpoint its
-    latest Checkpoint (None without one), path its directory in storage,
+    latest Checkpoint (None without one), path its directory in storage
+    (log_dir too, as a pathlib.Path, for Ray <= 2.6's scripts),
     error a TrialError when it ended in ERROR (else None), and
     best_checkpoints the kept checkpoints with the result each came with.
     """
@@ -44,6 +46,15 @@ class Result:
         self.checkpoint = Checkpoint(checkpoint) if checkpoint else None
         self._best = record.get("best_checkpoints") or []
         self._history = None
+
+    @property
+    def log_dir(self):
+        """The trial's folder as a pathlib.Path, as Ray <= 2.6's
+        Result.log_dir (Ray 2.7 on names it path); None when the storage
+        is a bucket, which has no local folder."""
+        if not self.path or "://" in self.path:
+            return None
+        return pathlib.Path(self.path)
 
     @property
     def best_checkpoints(self):

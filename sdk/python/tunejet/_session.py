@@ -3,10 +3,15 @@ get_context, over the trainable protocol (tunejet._protocol)."""
 
 import contextlib
 import os
+import pickle
 import shutil
 import tempfile
 
 from tunejet import _protocol
+
+
+# The file of a Checkpoint.from_dict, as Ray's AIR Checkpoint names it.
+_DICT_FILE = "dict_checkpoint.pkl"
 
 
 class Checkpoint:
@@ -19,11 +24,38 @@ class Checkpoint:
 
     def __init__(self, path):
         self.path = os.fspath(path)
+        self._temporary = False  # a directory from_dict made, removed once reported
 
     @classmethod
     def from_directory(cls, path):
         """Return a Checkpoint of the directory at path."""
         return cls(os.path.abspath(os.fspath(path)))
+
+    @classmethod
+    def from_dict(cls, data):
+        """Return a Checkpoint of data, a picklable dict, as Ray <= 2.6's
+        AIR Checkpoint.from_dict: a temporary directory holding it in
+        dict_checkpoint.pkl (Ray's file name), removed once reported."""
+        if not isinstance(data, dict):
+            raise TypeError("Checkpoint.from_dict takes a dict, got %s" % type(data).__name__)
+        path = tempfile.mkdtemp(prefix="checkpoint_tmp_")
+        with open(os.path.join(path, _DICT_FILE), "wb") as f:
+            pickle.dump(data, f)
+        checkpoint = cls(path)
+        checkpoint._temporary = True
+        return checkpoint
+
+    def to_dict(self):
+        """Return the dict a Checkpoint.from_dict checkpoint holds, as Ray
+        <= 2.6's AIR Checkpoint.to_dict."""
+        try:
+            with open(os.path.join(self.path, _DICT_FILE), "rb") as f:
+                return pickle.load(f)
+        except FileNotFoundError:
+            raise ValueError(
+                "%s holds no %s: it was not made by Checkpoint.from_dict; read its files with "
+                "as_directory()" % (self.path, _DICT_FILE)
+            ) from None
 
     @contextlib.contextmanager
     def as_directory(self):
@@ -77,7 +109,11 @@ def report(metrics, *, checkpoint=None, checkpoint_dir_name=None):
                 % type(checkpoint).__name__
             )
         directory = checkpoint.path
-    _protocol.report(dict(metrics), checkpoint_dir=directory)
+    try:
+        _protocol.report(dict(metrics), checkpoint_dir=directory)
+    finally:
+        if checkpoint is not None and checkpoint._temporary:
+            shutil.rmtree(checkpoint.path, ignore_errors=True)
 
 
 def get_checkpoint():

@@ -1,7 +1,8 @@
 """Tuner: Ray Tune's driver, running experiments with the tunejet binary.
 
 fit() writes an experiment file whose trainable is the command
-``python -m tunejet._worker <trainable name>``, runs ``tunejet run FILE``
+``python -m tunejet._worker <trainable name>``, runs ``tunejet run
+--new-run FILE`` (a new run even where the name has state, as Ray's)
 and reads the results back from storage. The trainable goes to each
 trial's worker by value, as in Ray: pickled with cloudpickle
 (tunejet._ship), as the experiment's object TRAINABLE_OBJECT. What else
@@ -108,7 +109,8 @@ def with_resources(trainable, resources):
     """Return trainable with the resources each of its trials needs, as
     Ray's: a dict of amounts, ``{"cpu": 2, "gpu": 0.5, "memory": 4e9,
     "my_custom": 1}`` (cpu defaults to 1; a GPU fraction below 1 shares a
-    device; memory is in bytes). A runner starts a trial only when its
+    device; memory is in bytes), or a train.ScalingConfig, whose
+    total_resources the trial holds. A runner starts a trial only when its
     free capacity fits, and gives it its GPUs (CUDA_VISIBLE_DEVICES). An
     amount may be ``{"config": "key"}``: the trial's own config value at
     that key, which is how trials of one experiment ask for different
@@ -147,6 +149,8 @@ _RESOURCE_NAMES = {"cpu": "cpu", "gpu": "gpu", "memory": "memory"}
 
 def _resources_spec(resources):
     """Return resources in the experiment file's syntax."""
+    if isinstance(resources, _config.ScalingConfig):
+        resources = resources.total_resources
     if callable(resources):
         raise TypeError(
             "tune.with_resources: a function of the config is not supported (tunejet runs no "
@@ -328,7 +332,8 @@ class Tuner:
                 file = os.path.join(workdir, "experiment.json")
                 with open(file, "w") as f:
                     json.dump(spec, f, indent=2)
-                args = [binary, "run", file]
+                # A new run even where the name has state, as Ray's fit().
+                args = [binary, "run", "--new-run", file]
             driver = os.path.join(workdir, "driver.json")
             with open(driver, "w") as f:
                 json.dump(self._worker_info(binary, rank, workdir, args), f)
@@ -361,7 +366,7 @@ class Tuner:
         storage = rc.storage_path or _config.default_storage_path()
         if "://" not in storage:
             storage = _absolute(storage)
-        name = rc.name or _config.default_name(trainable_name)
+        name = rc.name or _config.default_name(trainable_name, storage)
         run_config = {"storage_path": storage}
         run_config.update(rc.to_spec())
         return {

@@ -11,7 +11,9 @@ the trial's error, and fails the attempt (exit status 1).
 """
 
 import importlib
+import inspect
 import json
+import numbers
 import os
 import sys
 import traceback
@@ -127,12 +129,31 @@ def main():
         if _trainable.is_class_trainable(trainable):
             _trainable.run(trainable, config, info.get("trainable_settings"))
             return
-        out = trainable(config)
+        if inspect.isgeneratorfunction(trainable):
+            for out in trainable(config):
+                _report_output(out)
+        else:
+            _report_output(trainable(config))
     except Exception as e:
         _print_error(e, 1)
         sys.exit(1)
+
+
+def _report_output(out):
+    """Report what the trainable returned or yielded, as Ray's
+    wrap_function: a dict as it is, a number as {"_metric": number},
+    nothing for a falsy value; anything else is an error."""
+    if not out:
+        return
     if isinstance(out, dict):
         _session.report(out)
+    elif isinstance(out, numbers.Number):
+        _session.report({"_metric": out})
+    else:
+        raise ValueError(
+            "Invalid return or yield value. Either return/yield a single number or a "
+            "dictionary object in your trainable function."
+        )
 
 
 if __name__ == "__main__":

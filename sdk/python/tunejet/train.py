@@ -2,11 +2,11 @@
 import train`` and ``from tunejet.train import RunConfig, Checkpoint``.
 
 Inside a trial: report, get_checkpoint, get_context and Checkpoint. For
-the driver: RunConfig, FailureConfig, CheckpointConfig, SyncConfig and
-Result.
+the driver: RunConfig, FailureConfig, CheckpointConfig, SyncConfig,
+ScalingConfig (for tune.with_resources) and Result.
 """
 
-from tunejet._config import CheckpointConfig, FailureConfig, RunConfig, SyncConfig
+from tunejet._config import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig, SyncConfig
 from tunejet._result import Result
 from tunejet._session import Checkpoint, TrainContext, get_checkpoint, get_context, report
 
@@ -16,6 +16,7 @@ __all__ = [
     "FailureConfig",
     "Result",
     "RunConfig",
+    "ScalingConfig",
     "SyncConfig",
     "TrainContext",
     "get_checkpoint",

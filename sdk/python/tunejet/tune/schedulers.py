@@ -85,7 +85,10 @@ class MedianStoppingRule(TrialScheduler):
 class PopulationBasedTraining(TrialScheduler):
     """PBT: trials below the top quantile continue from a better trial's
     checkpoint with a perturbed config. hyperparam_mutations takes
-    distributions and lists (a list is a choice, as in Ray); functions
+    distributions, lists and dicts of them, as Ray's: explore moves a list's
+    value to a neighbour in the list (or resamples one from it), and
+    multiplies a distribution's value by a perturbation factor (or
+    resamples it; tune.choice is a distribution). Functions
     (custom_explore_fn, or a function as a mutation) are not supported."""
 
     _type = "pbt"
@@ -113,7 +116,9 @@ def _mutations(mutations):
         if isinstance(v, dict):
             out[k] = _mutations(v)
         elif isinstance(v, (list, tuple)):
-            out[k] = _space.choice(v)
+            # A list stays a list: explore shifts its value to a neighbour
+            # in it, where a distribution (tune.choice too) is multiplied.
+            out[k] = list(v)
         elif callable(v) and not isinstance(v, _space.Domain):
             raise ValueError("hyperparam_mutations[%r]: a function is not supported; use a distribution" % k)
         else:
