@@ -199,6 +199,23 @@ class ConfigTest(unittest.TestCase):
         )
         self.assertEqual(tune.TuneConfig(scheduler="fifo").to_spec(), {"num_samples": 1, "scheduler": "fifo"})
 
+    def test_optuna_search_with_its_own_metric_mode_and_space(self):
+        # Ray's OptunaSearch(space=, metric=, mode=) (python/ray/tune/search/optuna/optuna_search.py):
+        # the Tuner then takes no param_space, and TuneConfig no metric or mode.
+        searcher = OptunaSearch(space={"lr": tune.loguniform(1e-4, 1e-1)}, metric="loss", mode="min")
+        tuner = tune.Tuner(lambda config: None, tune_config=tune.TuneConfig(search_alg=search.ConcurrencyLimiter(searcher, 2)))
+        spec = tuner._spec("f")
+        self.assertEqual(spec["param_space"], {"lr": {"loguniform": [1e-4, 1e-1]}})
+        self.assertEqual((spec["tune_config"]["metric"], spec["tune_config"]["mode"]), ("loss", "min"))
+        self.assertEqual(spec["tune_config"]["search_alg"], {"type": "tpe"})
+        # Given in both places: refused, as Ray refuses it.
+        both = tune.TuneConfig(metric="acc", mode="max", search_alg=OptunaSearch(metric="loss", mode="min"))
+        with self.assertRaisesRegex(ValueError, "already instantiated with their own `metric` and `mode`"):
+            both.to_spec()
+        with self.assertRaisesRegex(ValueError, "search space"):
+            tune.Tuner(lambda config: None, param_space={"x": tune.uniform(0, 1)},
+                       tune_config=tune.TuneConfig(search_alg=searcher))._spec("f")
+
     def test_pbt_mutations(self):
         # A list (or tuple) stays a list, which explore shifts along; a
         # distribution, tune.choice included, is multiplied (Ray's

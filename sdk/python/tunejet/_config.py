@@ -320,10 +320,21 @@ class TuneConfig:
                 "tunejet names trials <trainable>_<id> as Ray does by default"
             )
         spec = {"num_samples": self.num_samples}
-        if self.metric is not None:
-            spec["metric"] = self.metric
-        if self.mode is not None:
-            spec["mode"] = self.mode
+        metric, mode = self.metric, self.mode
+        searcher = _searcher(self.search_alg)
+        own = (getattr(searcher, "metric", None), getattr(searcher, "mode", None))
+        if own != (None, None):
+            if (metric, mode) != (None, None):
+                raise ValueError(
+                    "You passed a `metric` or `mode` argument to `Tuner()`, but the searcher you are using "
+                    "was already instantiated with their own `metric` and `mode` parameters. Either remove "
+                    "the arguments from your searcher or from `Tuner()`."
+                )
+            metric, mode = own
+        if metric is not None:
+            spec["metric"] = metric
+        if mode is not None:
+            spec["mode"] = mode
         concurrency = self.max_concurrent_trials
         search = _tuner_part(self.search_alg, "search_alg")
         if isinstance(search, tuple):  # ConcurrencyLimiter
@@ -347,6 +358,11 @@ class TuneConfig:
         if seed is not None:
             spec["seed"] = seed
         return spec
+
+
+def _searcher(search_alg):
+    """The searcher search_alg is, or wraps (ConcurrencyLimiter)."""
+    return getattr(search_alg, "searcher", search_alg)
 
 
 def _tuner_part(value, key):

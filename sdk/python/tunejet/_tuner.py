@@ -361,6 +361,21 @@ class Tuner:
         self._records = _load_records(_binary(), self._experiment_path)
         return _result.ResultGrid(self._experiment_path, [_result.Result(r) for r in self._records], metric, mode)
 
+    def _param_space_with_searcher(self):
+        """The param space: the Tuner's, or its searcher's space (Ray's
+        OptunaSearch(space=...)), which the Tuner's may then not repeat."""
+        space = getattr(_config._searcher(self._tune_config.search_alg), "space", None)
+        if space is None:
+            return self._param_space or {}
+        if self._param_space and _space._has_domain(self._param_space):
+            raise ValueError(
+                "You passed a `param_space` parameter to `Tuner()` with unresolved parameters, but the "
+                "search algorithm was already instantiated with a search space. Make sure that `config` "
+                "does not contain any more parameter definitions - include them in the search algorithm's "
+                "search space if necessary."
+            )
+        return {**(self._param_space or {}), **space}
+
     def _spec(self, trainable_name):
         rc = self._run_config
         storage = rc.storage_path or _config.default_storage_path()
@@ -372,7 +387,7 @@ class Tuner:
         return {
             "name": name,
             "trainable": _trainable_spec(trainable_name, self._trainable),
-            "param_space": _space.to_spec(self._param_space or {}),
+            "param_space": _space.to_spec(self._param_space_with_searcher()),
             "tune_config": self._tune_config.to_spec(),
             "run_config": run_config,
         }
