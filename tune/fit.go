@@ -405,7 +405,7 @@ func (t *Tuner) watchFrom(ctx context.Context, b *bus.Bus, name string, from uin
 	var table *statusTable
 	if t.progress != nil {
 		table = newStatusTable(t.progress, t.verbose)
-		table.registry = b
+		table.registry, table.reporter = b, t.reporter
 		stop := table.run(wctx, func(f func(*state.Experiment)) { mu.Lock(); defer mu.Unlock(); f(st) })
 		defer stop()
 	}

@@ -44,8 +44,9 @@ type statusTable struct {
 	lastText string
 	lines    int // lines drawn last time (for redrawing in place)
 
-	spec   *events.ExperimentSpec // the spec params was read from
-	params []string               // the varying hyperparameters' keys
+	spec     *events.ExperimentSpec // the spec params was read from
+	params   []string               // the varying hyperparameters' keys
+	reporter Reporter               // the columns and pace asked for
 
 	// registry, when set, is read for the live runners' capacities: the
 	// table says why a trial no runner can hold stays PENDING.
@@ -53,6 +54,18 @@ type statusTable struct {
 	runnersRead time.Time
 	mu          sync.Mutex
 	totals      []events.Resources
+}
+
+// Reporter chooses the status table's columns and pace, as Ray's
+// CLIReporter: MetricColumns (default: the experiment's metric, every
+// metric at verbosity 3) and ParameterColumns (default: the
+// hyperparameters that vary), each shown in the order given, and Every,
+// how often the table is drawn at most (default: every second on a
+// terminal, every 5 s otherwise).
+type Reporter struct {
+	MetricColumns    []string
+	ParameterColumns []string
+	Every            time.Duration
 }
 
 func newStatusTable(w io.Writer, verbose int) *statusTable {
@@ -69,7 +82,10 @@ func newStatusTable(w io.Writer, verbose int) *statusTable {
 // waits for the drawing goroutine.
 func (t *statusTable) run(ctx context.Context, with func(func(*state.Experiment))) func() {
 	every := pollEvery
-	if !t.tty {
+	switch {
+	case t.reporter.Every > 0:
+		every = t.reporter.Every
+	case !t.tty:
 		every = 5 * pollEvery
 	}
 	var wg sync.WaitGroup
@@ -95,7 +111,11 @@ func (t *statusTable) draw(st *state.Experiment) {
 	if st.Spec != t.spec {
 		t.spec, t.params = st.Spec, paramColumns(st.Spec)
 	}
-	text := render(st, time.Now(), time.Since(t.started), t.verbose, t.params)
+	cols := columns{params: t.params, metrics: t.reporter.MetricColumns}
+	if t.reporter.ParameterColumns != nil {
+		cols.params = t.reporter.ParameterColumns
+	}
+	text := render(st, time.Now(), time.Since(t.started), t.verbose, cols)
 	if t.verbose > VerboseSilent {
 		text += t.waiting(st)
 	}
@@ -122,7 +142,11 @@ func (t *statusTable) final(st *state.Experiment) {
 // table of the trials with the hyperparameters that vary (params), the
 // iteration, the total time, the metric and, once a scheduler or stopper
 // ended a trial shown, why; at verbosity 3 every trial and every metric.
-func render(st *state.Experiment, now time.Time, elapsed time.Duration, verbose int, params []string) string {
+// columns are the table's columns: params the hyperparameters', metrics
+// the metrics' when a Reporter gives them (nil: the defaults).
+type columns struct{ params, metrics []string }
+
+func render(st *state.Experiment, now time.Time, elapsed time.Duration, verbose int, cols columns) string {
 	if verbose <= VerboseSilent {
 		return ""
 	}
@@ -143,7 +167,10 @@ func render(st *state.Experiment, now time.Time, elapsed time.Duration, verbose 
 		fmt.Fprintf(&b, "Current best trial: %s with %s=%s and params=%s\n", best.ID, metric, show.Cell(state.Lookup(best.LastResult, metric)), show.JSON(best.Config))
 	}
 	trials := tableRows(st, verbose)
-	metrics := metricColumns(st, trials, metric, verbose)
+	params, metrics := cols.params, cols.metrics
+	if metrics == nil {
+		metrics = metricColumns(st, trials, metric, verbose)
+	}
 	reasons := slices.ContainsFunc(trials, func(t *state.Trial) bool { return decidedEnd(t) != "" })
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	header := append([]string{"Trial name", "status"}, params...)

@@ -3,6 +3,7 @@ package tune
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -40,13 +41,28 @@ func tableState() *state.Experiment {
 	return st
 }
 
+// A Reporter's columns, as Ray's CLIReporter(metric_columns,
+// parameter_columns), replace the default ones, in the order given.
+func TestStatusTableColumnsOfAReporter(t *testing.T) {
+	st := tableState()
+	out := render(st, time.Now(), time.Second, VerboseTable, columns{params: []string{"layers"}, metrics: []string{"acc", "loss"}})
+	header := strings.Fields(strings.Split(out, "\n")[3])
+	want := []string{"Trial", "name", "status", "layers", "iter", "total", "time", "(s)", "acc", "loss", "reason"}
+	if !slices.Equal(header, want) {
+		t.Fatalf("header %q, want %q", header, want)
+	}
+	if row := strings.Fields(strings.Split(out, "\n")[4]); row[2] != "2" || row[5] != "0.5" {
+		t.Errorf("row %q: want layers 2 and acc 0.5", row)
+	}
+}
+
 // The table shows, as Ray's reporter, the hyperparameters that vary (not
 // the constant), the metric, the current best trial, and why a scheduler
 // ended or paused a trial; verbosity says how much.
 func TestStatusTableAsRay(t *testing.T) {
 	st := tableState()
 	params := paramColumns(st.Spec)
-	full := render(st, time.Now(), time.Second, VerboseTable, params)
+	full := render(st, time.Now(), time.Second, VerboseTable, columns{params: params})
 	lines := strings.Split(full, "\n")
 	header := lines[3]
 	for _, want := range []string{"Trial name", "status", "lr", "iter", "total time (s)", "loss", "reason"} {
@@ -69,13 +85,13 @@ func TestStatusTableAsRay(t *testing.T) {
 	if rows := lines[4:7]; !strings.Contains(rows[0], "RUNNING") || !strings.Contains(rows[1], "PAUSED") || !strings.Contains(rows[2], "TERMINATED") {
 		t.Errorf("rows in the order %q, want RUNNING, PAUSED, TERMINATED", rows)
 	}
-	if all := render(st, time.Now(), time.Second, VerboseAll, params); !strings.Contains(strings.Split(all, "\n")[3], "acc") {
+	if all := render(st, time.Now(), time.Second, VerboseAll, columns{params: params}); !strings.Contains(strings.Split(all, "\n")[3], "acc") {
 		t.Errorf("verbosity 3 shows no other metric:\n%s", all)
 	}
-	if s := render(st, time.Now(), time.Second, VerboseStatus, params); strings.Contains(s, "Trial name") || !strings.Contains(s, "Experiment exp: RUNNING") {
+	if s := render(st, time.Now(), time.Second, VerboseStatus, columns{params: params}); strings.Contains(s, "Trial name") || !strings.Contains(s, "Experiment exp: RUNNING") {
 		t.Errorf("verbosity 1 shows more or less than the status line:\n%s", s)
 	}
-	if s := render(st, time.Now(), time.Second, VerboseSilent, params); s != "" {
+	if s := render(st, time.Now(), time.Second, VerboseSilent, columns{params: params}); s != "" {
 		t.Errorf("verbosity 0 shows %q", s)
 	}
 }

@@ -54,13 +54,13 @@ func TestStatusLineShowsTheTotal(t *testing.T) {
 	st.Run, st.NumTrials, st.StartTime = 1, 200, now.Add(-10*time.Second)
 	st.Trials["a_00001"].EndTime = now.Add(-5 * time.Second) // the TERMINATED one
 	for _, verbose := range []int{VerboseStatus, VerboseTable} {
-		line := strings.Split(render(st, now, time.Second, verbose, nil), "\n")[1]
+		line := strings.Split(render(st, now, time.Second, verbose, columns{}), "\n")[1]
 		if !strings.Contains(line, "| 1/200 trials done (0%), ETA 33m10s | 1 RUNNING, 1 PAUSED, 1 TERMINATED") {
 			t.Errorf("verbosity %d: status line %q; want 1/200 done with the ETA at 1 trial per 10 s, then the counts", verbose, line)
 		}
 	}
 	st.NumTrials = -1
-	if line := strings.Split(render(st, now, time.Second, VerboseStatus, nil), "\n")[1]; !strings.Contains(line, "| 1/unbounded trials done (num_samples -1) |") {
+	if line := strings.Split(render(st, now, time.Second, VerboseStatus, columns{}), "\n")[1]; !strings.Contains(line, "| 1/unbounded trials done (num_samples -1) |") {
 		t.Errorf("status line %q; want the total unbounded", line)
 	}
 }

@@ -71,6 +71,7 @@ type Tuner struct {
 	log      zerolog.Logger
 	progress io.Writer
 	verbose  int
+	reporter Reporter
 	syncWait time.Duration
 	restore  *restoreOptions // set by Restore and the resume options
 	results  *ResultGrid     // of the last Fit
@@ -183,6 +184,18 @@ func WithRunnerSlots(n int) Option {
 // WithLogger sets the services' logger. Default: no logs.
 func WithLogger(l zerolog.Logger) Option {
 	return func(t *Tuner) error { t.log = l; return nil }
+}
+
+// WithReporter sets the status table's columns and pace (Ray's
+// CLIReporter).
+func WithReporter(r Reporter) Option {
+	return func(t *Tuner) error {
+		if r.Every < 0 {
+			return fmt.Errorf("the reporter's pace must be > 0, got %v", r.Every)
+		}
+		t.reporter = r
+		return nil
+	}
 }
 
 // WithVerbose sets how much the status table of WithProgress shows, as

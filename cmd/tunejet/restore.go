@@ -23,6 +23,7 @@ type stackFlags struct {
 	slots    int
 	capacity capacityFlags
 	verbose  int
+	reporter tune.Reporter
 }
 
 func (f *stackFlags) add(cmd *cobra.Command) {
@@ -30,6 +31,9 @@ func (f *stackFlags) add(cmd *cobra.Command) {
 	cmd.Flags().IntVar(&f.slots, "slots", 0, "embedded runner's trial slots: a shorthand for --cpus N (default: number of CPUs)")
 	f.capacity.addResources(cmd.Flags(), "the embedded runner")
 	cmd.Flags().IntVar(&f.verbose, "verbose", tune.VerboseTable, "status table, as Ray's verbose: 0 none, 1 the status line, 2 the trials with their varying hyperparameters and metric, 3 every trial and metric")
+	cmd.Flags().StringSliceVar(&f.reporter.MetricColumns, "metric-columns", nil, "the status table's metric columns, in order (Ray's CLIReporter metric_columns; default the experiment's metric)")
+	cmd.Flags().StringSliceVar(&f.reporter.ParameterColumns, "parameter-columns", nil, "the status table's hyperparameter columns, in order (Ray's CLIReporter parameter_columns; default those that vary)")
+	cmd.Flags().DurationVar(&f.reporter.Every, "report-every", 0, "draw the status table at most this often (Ray's CLIReporter max_report_frequency; default 1s on a terminal, 5s otherwise)")
 }
 
 // addStore adds the flags that say where the log is, the deployment or
@@ -50,7 +54,10 @@ func (f *stackFlags) options() ([]tune.Option, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := []tune.Option{tune.WithProgress(os.Stdout), tune.WithVerbose(f.verbose), tune.WithLogger(log), tune.WithRunnerCapacity(capacity)}
+	opts := []tune.Option{
+		tune.WithProgress(os.Stdout), tune.WithVerbose(f.verbose), tune.WithReporter(f.reporter),
+		tune.WithLogger(log), tune.WithRunnerCapacity(capacity),
+	}
 	if f.conn.o.URL != "" {
 		o, err := f.conn.options(log)
 		if err != nil {

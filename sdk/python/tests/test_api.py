@@ -11,7 +11,7 @@ from unittest import mock
 
 import tunejet
 from tests import support
-from tunejet import _result, _space, _tuner, _worker, train, tune
+from tunejet import _reporter, _result, _space, _tuner, _worker, train, tune
 from tunejet.tune import schedulers, search, stopper
 from tunejet.tune.search.optuna import OptunaSearch
 
@@ -215,6 +215,35 @@ class ConfigTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "search space"):
             tune.Tuner(lambda config: None, param_space={"x": tune.uniform(0, 1)},
                        tune_config=tune.TuneConfig(search_alg=searcher))._spec("f")
+
+    def test_a_custom_stopper_is_refused_with_why(self):
+        # Ray's tune.Stopper subclass (doc/source/tune/tutorials/tune-stopping.rst).
+        class CustomStopper(tune.Stopper):
+            def __init__(self):
+                self.should_stop = False
+
+            def __call__(self, trial_id, result):
+                return result["mean_accuracy"] > 0.9
+
+            def stop_all(self):
+                return False
+
+        for stop in (CustomStopper(), [CustomStopper()]):
+            with self.assertRaisesRegex(ValueError, r"a custom Stopper \(CustomStopper\) is not supported yet"):
+                train.RunConfig(stop=stop).to_spec()
+
+    def test_cli_reporter_and_verbose_become_flags(self):
+        reporter = tune.CLIReporter(metric_columns={"acc": "Accuracy"}, parameter_columns=["lr"], max_report_frequency=2)
+        reporter.add_metric_column("loss")
+        self.assertEqual(
+            _reporter.args(1, reporter),
+            ["--verbose=1", "--metric-columns=acc,loss", "--parameter-columns=lr", "--report-every=2s"],
+        )
+        self.assertEqual(_reporter.args(None, None), [])
+        with self.assertRaisesRegex(ValueError, "verbose must be 0, 1, 2 or 3"):
+            _reporter.args(5, None)
+        with self.assertRaisesRegex(ValueError, "custom ProgressReporter"):
+            _reporter.args(None, object())
 
     def test_pbt_mutations(self):
         # A list (or tuple) stays a list, which explore shifts along; a

@@ -225,8 +225,9 @@ class RunConfig:
     when that name is taken (two fit() calls within a second). stop is a
     dict of result keys to thresholds, a Stopper of tunejet.tune.stopper,
     or a list of Stoppers.
-    verbose, progress_reporter, callbacks and log_to_file are accepted and
-    not used.
+    verbose (Ray's 0 to 3) and progress_reporter (a tune.CLIReporter) set
+    the status table the tunejet process prints; log_to_file is accepted
+    and not used.
     """
 
     name: Optional[str] = None
@@ -277,6 +278,13 @@ def _stop_spec(stop):
             if not isinstance(v, (int, float)):
                 raise TypeError("stop[%r] must be a number, got %r" % (k, v))
         return dict(stop), None
+    for s in stop if isinstance(stop, (list, tuple)) else [stop]:
+        if isinstance(s, stopper.Stopper) and not s._type:
+            raise ValueError(
+                "a custom Stopper (%s) is not supported yet: Ray runs it in the driver, and tunejet "
+                "decides stops without running the driver's Python; use a dict of thresholds or the "
+                "stoppers of tunejet.tune.stopper" % type(s).__name__
+            )
     if isinstance(stop, stopper.Stopper):
         return None, stop.to_spec()
     if isinstance(stop, (list, tuple)) and all(isinstance(s, stopper.Stopper) for s in stop):

@@ -34,7 +34,7 @@ import tempfile
 import threading
 import warnings
 
-from tunejet import _config, _objects, _result, _ship, _space, _trainable
+from tunejet import _config, _objects, _reporter, _result, _ship, _space, _trainable
 from tunejet._trainable import Trainable  # noqa: F401  (tune.Trainable)
 
 # The object that carries the driver's description to workers.
@@ -334,6 +334,7 @@ class Tuner:
                     json.dump(spec, f, indent=2)
                 # A new run even where the name has state, as Ray's fit().
                 args = [binary, "run", "--new-run", file]
+            args += _reporter.args(self._run_config.verbose, self._run_config.progress_reporter)
             driver = os.path.join(workdir, "driver.json")
             with open(driver, "w") as f:
                 json.dump(self._worker_info(binary, rank, workdir, args), f)

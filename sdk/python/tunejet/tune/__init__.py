@@ -7,6 +7,7 @@ names. See sdk/python/README.md for what differs from Ray.
 """
 
 from tunejet._config import CheckpointConfig, FailureConfig, RunConfig, SyncConfig, TuneConfig
+from tunejet._reporter import CLIReporter
 from tunejet._result import Result, ResultGrid, TrialError, TuneError
 from tunejet._session import Checkpoint, get_checkpoint, get_context, report
 from tunejet._space import (
@@ -26,8 +27,11 @@ from tunejet._space import (
 )
 from tunejet._tuner import Trainable, Tuner, with_parameters, with_resources
 from tunejet.tune import schedulers, search, stopper, syncer  # noqa: E402
+from tunejet.tune.stopper import Stopper  # noqa: E402
 
 __all__ = [
+    "CLIReporter",
+    "Stopper",
     "Tuner",
     "TuneConfig",
     "ResultGrid",
