@@ -228,9 +228,11 @@ class ConfigTest(unittest.TestCase):
             def stop_all(self):
                 return False
 
-        for stop in (CustomStopper(), [CustomStopper()]):
+        for stop in (CustomStopper(), [CustomStopper()], tune.stopper.CombinedStopper(CustomStopper())):
             with self.assertRaisesRegex(ValueError, r"a custom Stopper \(CustomStopper\) is not supported yet"):
                 train.RunConfig(stop=stop).to_spec()
+        combined = tune.stopper.CombinedStopper(tune.stopper.MaximumIterationStopper(max_iter=3))
+        self.assertEqual(train.RunConfig(stop=combined).to_spec()["stoppers"], [{"type": "maximum_iteration", "max_iter": 3}])
 
     def test_cli_reporter_and_verbose_become_flags(self):
         reporter = tune.CLIReporter(metric_columns={"acc": "Accuracy"}, parameter_columns=["lr"], max_report_frequency=2)

@@ -262,6 +262,20 @@ class RunConfig:
         return spec
 
 
+def _custom_stopper(stop):
+    """The class name of a Stopper subclass of the user's in stop (a
+    stopper, a list of them or a CombinedStopper), or None."""
+    from tunejet.tune import stopper
+
+    if isinstance(stop, (list, tuple)):
+        return next(filter(None, map(_custom_stopper, stop)), None)
+    if not isinstance(stop, stopper.Stopper):
+        return None
+    if type(stop).__module__ != stopper.__name__:
+        return type(stop).__name__
+    return _custom_stopper(list(getattr(stop, "stoppers", ())))
+
+
 def _stop_spec(stop):
     """Return (stop criteria, stoppers) for the file from RunConfig.stop."""
     from tunejet.tune import stopper
@@ -278,13 +292,13 @@ def _stop_spec(stop):
             if not isinstance(v, (int, float)):
                 raise TypeError("stop[%r] must be a number, got %r" % (k, v))
         return dict(stop), None
-    for s in stop if isinstance(stop, (list, tuple)) else [stop]:
-        if isinstance(s, stopper.Stopper) and not s._type:
-            raise ValueError(
-                "a custom Stopper (%s) is not supported yet: Ray runs it in the driver, and tunejet "
-                "decides stops without running the driver's Python; use a dict of thresholds or the "
-                "stoppers of tunejet.tune.stopper" % type(s).__name__
-            )
+    custom = _custom_stopper(stop)
+    if custom:
+        raise ValueError(
+            "a custom Stopper (%s) is not supported yet: Ray runs it in the driver, and tunejet "
+            "decides stops without running the driver's Python; use a dict of thresholds or the "
+            "stoppers of tunejet.tune.stopper" % custom
+        )
     if isinstance(stop, stopper.Stopper):
         return None, stop.to_spec()
     if isinstance(stop, (list, tuple)) and all(isinstance(s, stopper.Stopper) for s in stop):
