@@ -250,6 +250,10 @@ type TrialScheduled struct {
 	// Resources is what the trial needs, resolved from the trainable's
 	// resources and the trial's config. Absent: {"cpu": 1} (Shape).
 	Resources Resources `json:"resources,omitempty"`
+	// WaitForDecisions: the runner holds each report until the controller
+	// has judged it (TuneConfig.WaitForDecisions, with a scheduler or
+	// stoppers to judge), or has stopped or paused the trial.
+	WaitForDecisions bool `json:"wait_for_decisions,omitempty"`
 }
 
 // Exploit is the checkpoint of another trial that a trial resumes from.

@@ -83,6 +83,12 @@ type TuneConfig struct {
 	// TUNE_DISABLE_STRICT_METRIC_CHECKING=1 where the user runs it, so a
 	// controller anywhere honours the user's setting.
 	DisableStrictMetricChecking bool `json:"disable_strict_metric_checking,omitempty" settings:"-"`
+	// WaitForDecisions makes each report wait until the stoppers and the
+	// scheduler have judged it, as Ray's report() does: a trial stops (or
+	// pauses) at the very result that decided it. Without, a trial runs on
+	// while its results are judged, faster, and may report a few results
+	// past a decision. The Python SDK sets it.
+	WaitForDecisions bool `json:"wait_for_decisions,omitempty"`
 }
 
 // RunConfig mirrors ray.tune.RunConfig.

@@ -2,6 +2,7 @@ package bus
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -103,4 +104,55 @@ func (b *Bus) ProbeRunner(ctx context.Context, runner string) Liveness {
 		return Gone
 	}
 	return Present
+}
+
+// judgedPrefix starts the subjects on which a controller tells the runner
+// of a trial that waits for decisions (TuneConfig.WaitForDecisions) that
+// its results are judged and it may go on. No event: a stop or pause
+// comes as trial.stop_requested instead.
+const judgedPrefix = "tunejet-judged"
+
+func judgedSubject(exp, trial string) string {
+	return judgedPrefix + "." + token(exp) + "." + token(trial)
+}
+
+// Judged says that attempt's results up to iteration are judged, and
+// that nothing stops or pauses the trial at them.
+type Judged struct {
+	Attempt   int `json:"attempt"`
+	Iteration int `json:"iteration"`
+}
+
+// AnnounceJudged tells the runner of experiment exp's trial that its
+// results up to j.Iteration are judged. It is sent, not confirmed: a
+// runner that misses it goes on after its wait runs out.
+func (b *Bus) AnnounceJudged(exp, trial string, j Judged) error {
+	data, err := json.Marshal(j)
+	if err != nil {
+		return fmt.Errorf("announce judged: %w", err)
+	}
+	if err := b.nc.Publish(judgedSubject(exp, trial), data); err != nil {
+		return fmt.Errorf("announce judged: %w", err)
+	}
+	return nil
+}
+
+// OnJudged calls fn for each AnnounceJudged of experiment exp's trial
+// until the returned stop is called.
+func (b *Bus) OnJudged(exp, trial string, fn func(Judged)) (stop func(), err error) {
+	sub, err := b.nc.Subscribe(judgedSubject(exp, trial), func(m *nats.Msg) {
+		var j Judged
+		if json.Unmarshal(m.Data, &j) == nil {
+			fn(j)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watch judgements of %s: %w", trial, err)
+	}
+	// The server knows of the interest before the trial reports.
+	if err := b.nc.Flush(); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("watch judgements of %s: %w", trial, err)
+	}
+	return func() { _ = sub.Unsubscribe() }, nil
 }

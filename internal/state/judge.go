@@ -129,6 +129,10 @@ func (tn *Judge) build(set *tuning.Settings, err error) error {
 	return nil
 }
 
+// Judges reports whether the experiment has a scheduler or stoppers that
+// judge its results.
+func (e *Experiment) Judges() bool { return e.judge() != nil }
+
 // JudgeErr says why the spec's scheduler or stoppers could not be built,
 // or is nil.
 func (e *Experiment) JudgeErr() error {

@@ -345,6 +345,7 @@ func schedule(st *state.Experiment, id, name, dir string, config map[string]any,
 		TrialID: id, TrialName: name, DirName: dir, Config: config, Trainable: spec.Trainable,
 		Stop: spec.RunConfig.Stop, AttemptBase: attemptBase, MaxFailures: fc.MaxFailures, HeartbeatTimeoutS: fc.HeartbeatTimeout().Seconds(),
 		CheckpointScoreAttribute: spec.RunConfig.CheckpointConfig.ScoreAttribute,
+		WaitForDecisions:         spec.TuneConfig.WaitForDecisions && st.Judges(),
 	}
 	if sc := spec.RunConfig.SyncConfig; sc.SyncArtifacts {
 		work.Artifacts = &events.ArtifactSync{PeriodS: sc.SyncPeriodS, OnCheckpoint: sc.SyncArtifactsOnCheckpoint == nil || *sc.SyncArtifactsOnCheckpoint}

@@ -48,6 +48,10 @@ type reconciler struct {
 	lastCtlSeq uint64
 
 	unfitTold map[string]string // trial → why it waits for a runner, as last logged
+
+	// judged is, by trial, the attempt and iteration whose results were
+	// last announced judged to a runner that waits for decisions.
+	judged map[string]bus.Judged
 }
 
 func newReconciler(s *Service, exp string) *reconciler {
@@ -265,6 +269,38 @@ func (r *reconciler) reconcile(ctx context.Context) {
 		if !r.publish(ctx, a) {
 			return
 		}
+	}
+	r.announceJudged()
+}
+
+// announceJudged tells the runners that wait for decisions
+// (TuneConfig.WaitForDecisions) which of their trials' results are judged
+// with nothing to stop or pause them: those of running trials the fold
+// holds no pending decision about and no stop or pause for. A trial that
+// is to stop or pause hears of it by trial.stop_requested instead, so it
+// ends at the result that decided it.
+func (r *reconciler) announceJudged() {
+	if !r.st.Spec.TuneConfig.WaitForDecisions || !r.st.Judges() {
+		return
+	}
+	pending := map[string]bool{}
+	for _, d := range r.st.PendingDecisions() {
+		pending[d.TrialID] = true
+	}
+	if r.judged == nil {
+		r.judged = map[string]bus.Judged{}
+	}
+	for _, t := range r.st.TrialList() {
+		j := bus.Judged{Attempt: t.Attempt, Iteration: t.AttemptIteration}
+		if t.Status != events.StatusRunning || pending[t.ID] || t.StopDecision != "" || t.PauseDecision != "" ||
+			j.Iteration == 0 || r.judged[t.ID] == j {
+			continue
+		}
+		if err := r.s.bus.AnnounceJudged(r.exp, t.ID, j); err != nil {
+			r.log.Debug().Err(err).Str("trial", t.ID).Msg("announce judged results; the runner goes on after its wait")
+			continue
+		}
+		r.judged[t.ID] = j
 	}
 }
 

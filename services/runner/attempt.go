@@ -49,6 +49,9 @@ type attempt struct {
 	cancel     context.CancelCauseFunc
 	stopper    *stopper
 	superseded atomic.Bool // a newer attempt owns the trial
+	// judged is how far the attempt's results are judged, when each report
+	// waits for its judgement (TrialScheduled.WaitForDecisions); else nil.
+	judged *judgedMark
 
 	route *route // how the experiment's checkpoints reach storage
 	// local is the checkpoint resumePoint already copied from storage.
@@ -127,6 +130,18 @@ func (a *attempt) live(ctx context.Context) (started, ended bool, err error) {
 		return false, false, fmt.Errorf("watch for stop requests: %w", err)
 	}
 	defer stopWatch()
+	if a.work.WaitForDecisions {
+		a.judged = newJudgedMark()
+		stopJudged, err := a.s.bus.OnJudged(a.exp, a.work.TrialID, func(j bus.Judged) {
+			if j.Attempt == a.num {
+				a.judged.set(j.Iteration)
+			}
+		})
+		if err != nil {
+			return false, false, err
+		}
+		defer stopJudged()
+	}
 	if a.beforeRestore(ctx) || a.returnedBefore(ctx) {
 		return false, true, nil
 	}

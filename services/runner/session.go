@@ -32,7 +32,8 @@ type trialSession struct {
 	stager    *stager
 	artifacts *artifactSyncer
 	reports   *reporter
-	restored  string // the local copy of the checkpoint resumed from, or ""
+	restored  string      // the local copy of the checkpoint resumed from, or ""
+	judged    *judgedMark // nil unless each report waits for its judgement
 
 	mu      sync.Mutex
 	results resultBuilder
@@ -51,6 +52,7 @@ func (a *attempt) newSession(start time.Time) *trialSession {
 		stager:    &stager{attemptRef: a.attemptRef, scoreAttr: a.work.CheckpointScoreAttribute, dirName: a.work.DirName, route: a.route},
 		artifacts: &artifactSyncer{attemptRef: a.attemptRef, dir: a.dir, policy: a.work.Artifacts, dirName: a.work.DirName, route: a.route},
 		reports:   &reporter{attemptRef: a.attemptRef},
+		judged:    a.judged,
 		results:   resultBuilder{TrialID: a.work.TrialID, Hostname: a.s.hostname, PID: pid, Start: start},
 		warned:    map[string]bool{},
 	}
@@ -76,6 +78,7 @@ func (t *trialSession) Report(ctx context.Context, metrics map[string]any, check
 		return true, session.ErrStopped
 	}
 	result, hit := t.result(metrics)
+	trialCtx := ctx
 	// The trial's context may already be cancelled (a preempted trainable
 	// taking its last checkpoint): its I/O must still complete.
 	ctx = context.WithoutCancel(ctx)
@@ -102,7 +105,25 @@ func (t *trialSession) Report(ctx context.Context, metrics map[string]any, check
 		t.stopper.Stop("stop_criteria")
 		return true, nil
 	}
-	return false, nil
+	return t.waitForJudgement(trialCtx, result), nil
+}
+
+// waitForJudgement holds a report, when the trial waits for decisions,
+// until the controller has judged its result: it returns true when a
+// decision stops or pauses the trial at it (its stop request ends the
+// trial's context), as Ray's report() returns only once the driver has
+// processed the result.
+func (t *trialSession) waitForJudgement(ctx context.Context, result map[string]any) (stop bool) {
+	it, _ := result["training_iteration"].(int)
+	if t.judged == nil || it == 0 {
+		return false
+	}
+	judged, late := t.judged.wait(ctx, it)
+	if late {
+		t.log.Warn().Int("training_iteration", it).Dur("waited", judgeWait).
+			Msg("no judgement of the trial's result came; going on without waiting for it (logged once per attempt)")
+	}
+	return !judged
 }
 
 // result builds a report's result and checks it against the stop

@@ -189,6 +189,7 @@ class ConfigTest(unittest.TestCase):
             tc.to_spec(),
             {
                 "num_samples": 4,
+                "wait_for_decisions": True,
                 "metric": "loss",
                 "mode": "min",
                 "scheduler": {"type": "asha", "max_t": 27, "grace_period": 1},
@@ -197,7 +198,7 @@ class ConfigTest(unittest.TestCase):
                 "time_budget_s": 60,
             },
         )
-        self.assertEqual(tune.TuneConfig(scheduler="fifo").to_spec(), {"num_samples": 1, "scheduler": "fifo"})
+        self.assertEqual(tune.TuneConfig(scheduler="fifo").to_spec(), {"num_samples": 1, "wait_for_decisions": True, "scheduler": "fifo"})
 
     def test_optuna_search_with_its_own_metric_mode_and_space(self):
         # Ray's OptunaSearch(space=, metric=, mode=) (python/ray/tune/search/optuna/optuna_search.py):

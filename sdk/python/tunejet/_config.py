@@ -341,7 +341,9 @@ class TuneConfig:
                 "TuneConfig.trial_name_creator and trial_dirname_creator are not supported: "
                 "tunejet names trials <trainable>_<id> as Ray does by default"
             )
-        spec = {"num_samples": self.num_samples}
+        # Ray's report() returns once the driver has processed the result:
+        # a trial stops or pauses at the result that decided it.
+        spec = {"num_samples": self.num_samples, "wait_for_decisions": True}
         metric, mode = self.metric, self.mode
         searcher = _searcher(self.search_alg)
         own = (getattr(searcher, "metric", None), getattr(searcher, "mode", None))
