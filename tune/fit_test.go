@@ -29,7 +29,7 @@ func steps(n int) tune.Trainable {
 	}
 }
 
-func storage(t *testing.T) tune.RunConfig { return tune.RunConfig{StoragePath: t.TempDir()} }
+func storage(t testing.TB) tune.RunConfig { return tune.RunConfig{StoragePath: t.TempDir()} }
 
 func TestGridTimesSamples(t *testing.T) {
 	d := startDeployment(t, 4, map[string]tune.Trainable{"steps": steps(2)})

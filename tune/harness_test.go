@@ -26,7 +26,7 @@ type deployment struct {
 	bus *bus.Bus
 }
 
-func startDeployment(t *testing.T, slots int, fns map[string]tune.Trainable) *deployment {
+func startDeployment(t testing.TB, slots int, fns map[string]tune.Trainable) *deployment {
 	t.Helper()
 	srv := bustest.Start(t)
 	d := &deployment{srv: srv, bus: srv.Bus("test")}
@@ -56,13 +56,13 @@ func startDeployment(t *testing.T, slots int, fns map[string]tune.Trainable) *de
 func (d *deployment) nats() tune.Option { return tune.WithNATS(tune.NATSOptions{URL: d.srv.URL()}) }
 
 // events returns every event of an experiment, in log order.
-func (d *deployment) events(t *testing.T, exp string) []*events.Event {
+func (d *deployment) events(t testing.TB, exp string) []*events.Event {
 	t.Helper()
 	return bustest.Log(t, d.bus, exp)
 }
 
 // fit runs an experiment on the deployment and fails the test on error.
-func (d *deployment) fit(t *testing.T, trainable any, opts ...tune.Option) *tune.ResultGrid {
+func (d *deployment) fit(t testing.TB, trainable any, opts ...tune.Option) *tune.ResultGrid {
 	t.Helper()
 	tuner, err := tune.NewTuner(trainable, append(opts, d.nats())...)
 	if err != nil {
@@ -88,7 +88,7 @@ func (d *deployment) fit(t *testing.T, trainable any, opts ...tune.Option) *tune
 const fitDeadline = 3 * time.Minute
 
 // dumpLog logs every event of an experiment, for a test that failed.
-func (d *deployment) dumpLog(t *testing.T, exp string) {
+func (d *deployment) dumpLog(t testing.TB, exp string) {
 	t.Helper()
 	for _, ev := range bustest.Log(t, d.bus, exp) {
 		b, _ := json.Marshal(ev.Data)
