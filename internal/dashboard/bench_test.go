@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tunejet/tunejet/events"
@@ -203,7 +202,7 @@ func benchDashboard(b *testing.B, n, reports, updates int) {
 // waitForLong is waitFor with the patience of a benchmark.
 func waitForLong(b *testing.B, ctx context.Context, what, expr string) {
 	b.Helper()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(3*time.Minute))); err != nil {
+	if err := pollPage(ctx, expr, 3*time.Minute); err != nil {
 		b.Fatalf("the page never showed %s (%s): %v", what, expr, err)
 	}
 }

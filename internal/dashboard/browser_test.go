@@ -84,8 +84,22 @@ func screenshot(t testing.TB, ctx context.Context) {
 // waitFor polls the page until the JavaScript expression is true.
 func waitFor(t testing.TB, ctx context.Context, what, expr string) {
 	t.Helper()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(browserWait))); err != nil {
+	if err := pollPage(ctx, expr, browserWait); err != nil {
 		t.Fatalf("the page never showed %s (%s): %v", what, expr, err)
+	}
+}
+
+// pollPage polls the page until the JavaScript expression is true, for at
+// most within. A poll that loses its page's JavaScript context (the page
+// navigated under it: chromedp's "Cannot find context with specified id")
+// polls again in the new one.
+func pollPage(ctx context.Context, expr string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		_, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(time.Until(deadline))))
+		if err == nil || !strings.Contains(err.Error(), "Cannot find context with specified id") || time.Now().After(deadline) {
+			return err
+		}
 	}
 }
 

@@ -1,12 +1,14 @@
 """What the end-to-end tests share: the tunejet binary, and running a
 driver script in a fresh HOME (its own results folder and JetStream store)."""
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+import unittest
 
 SDK = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REPO = os.path.dirname(os.path.dirname(SDK))
@@ -77,3 +79,26 @@ def eventually(test, condition, what, timeout_s=120, interval_s=0.05):
         if time.monotonic() > deadline:
             test.fail("timed out waiting for %s" % what)
         time.sleep(interval_s)
+
+
+def result_line(out):
+    """The JSON after "RESULT " on a line of a driver script's output."""
+    for line in out.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT "):])
+    raise AssertionError("no RESULT line in:\n" + out)
+
+
+class HomeTest(unittest.TestCase):
+    """A test with a fresh HOME of its own (self.home) for the driver
+    scripts it runs; write(name, text) puts a file there."""
+
+    def setUp(self):
+        self.home = tempfile.mkdtemp(prefix="tunejet-home-")
+        self.addCleanup(shutil.rmtree, self.home, True)
+
+    def write(self, name, text):
+        path = os.path.join(self.home, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path

@@ -4,7 +4,6 @@ value and a Result hold, and how experiments are named."""
 
 import json
 import os
-import shutil
 import tempfile
 import textwrap
 import unittest
@@ -222,22 +221,14 @@ RERUN = textwrap.dedent(
 )
 
 
-def _result(out):
-    for line in out.splitlines():
-        if line.startswith("RESULT "):
-            return json.loads(line[len("RESULT "):])
-    raise AssertionError("no RESULT line in:\n" + out)
+_result = support.result_line
 
 
 def setUpModule():
     support.binary()
 
 
-class CompatTest(unittest.TestCase):
-    def setUp(self):
-        self.home = tempfile.mkdtemp(prefix="tunejet-home-")
-        self.addCleanup(shutil.rmtree, self.home, True)
-
+class CompatTest(support.HomeTest):
     def run_driver(self, text, *args):
         script = os.path.join(self.home, "driver.py")
         with open(script, "w") as f:

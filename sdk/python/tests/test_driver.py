@@ -5,7 +5,6 @@ restore."""
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -269,28 +268,14 @@ UNWRITABLE = textwrap.dedent(
 )
 
 
-def _result(out):
-    for line in out.splitlines():
-        if line.startswith("RESULT "):
-            return json.loads(line[len("RESULT "):])
-    raise AssertionError("no RESULT line in:\n" + out)
+_result = support.result_line
 
 
 def setUpModule():
     support.binary()
 
 
-class DriverTest(unittest.TestCase):
-    def setUp(self):
-        self.home = tempfile.mkdtemp(prefix="tunejet-home-")
-        self.addCleanup(shutil.rmtree, self.home, True)
-
-    def write(self, name, text):
-        path = os.path.join(self.home, name)
-        with open(path, "w") as f:
-            f.write(text)
-        return path
-
+class DriverTest(support.HomeTest):
     def lines(self, name):
         with open(os.path.join(self.home, name)) as f:
             return f.read().split()

@@ -3,7 +3,6 @@ runs it: hyperparam_mutations holding a list and a distribution."""
 
 import json
 import os
-import shutil
 import tempfile
 import textwrap
 import unittest
@@ -67,22 +66,14 @@ PBT_FUNCTION = textwrap.dedent(
 )
 
 
-def _result(out):
-    for line in out.splitlines():
-        if line.startswith("RESULT "):
-            return json.loads(line[len("RESULT "):])
-    raise AssertionError("no RESULT line in:\n" + out)
+_result = support.result_line
 
 
 def setUpModule():
     support.binary()
 
 
-class PBTTest(unittest.TestCase):
-    def setUp(self):
-        self.home = tempfile.mkdtemp(prefix="tunejet-home-")
-        self.addCleanup(shutil.rmtree, self.home, True)
-
+class PBTTest(support.HomeTest):
     def test_a_list_mutation_shifts_among_its_values(self):
         # Ray's _explore shifts a list value to a neighbour in the list or
         # resamples one from it; only a distribution is multiplied.

@@ -5,7 +5,6 @@ fallback, with a warning saying why."""
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -124,28 +123,14 @@ UNPICKLABLE = textwrap.dedent(
 )
 
 
-def _result(out):
-    for line in out.splitlines():
-        if line.startswith("RESULT "):
-            return json.loads(line[len("RESULT "):])
-    raise AssertionError("no RESULT line in:\n" + out)
+_result = support.result_line
 
 
 def setUpModule():
     support.binary()
 
 
-class ShipTest(unittest.TestCase):
-    def setUp(self):
-        self.home = tempfile.mkdtemp(prefix="tunejet-home-")
-        self.addCleanup(shutil.rmtree, self.home, True)
-
-    def write(self, name, text):
-        path = os.path.join(self.home, name)
-        with open(path, "w") as f:
-            f.write(text)
-        return path
-
+class ShipTest(support.HomeTest):
     def run_driver(self, args, env=None):
         """Run the driver (python3 ARGS) in home; return (stdout, stderr)."""
         proc = subprocess.run(

@@ -107,11 +107,7 @@ def _states(folder):
     return sorted(os.path.basename(p) for p in glob.glob(os.path.join(folder, "experiment_state-*.json")))
 
 
-def _result(out):
-    for line in out.splitlines():
-        if line.startswith("RESULT "):
-            return json.loads(line[len("RESULT "):])
-    raise AssertionError("no RESULT line in:\n" + out)
+_result = support.result_line
 
 
 @unittest.skipUnless(all(shutil.which(t) for t in ("sh", "tar", "cp", "rm")), "needs sh, tar, cp and rm")

@@ -5,8 +5,6 @@ scheduler, with checkpoint_frequency, and resumed after an error."""
 import json
 import os
 import pickle
-import shutil
-import tempfile
 import textwrap
 import unittest
 
@@ -127,11 +125,7 @@ RESUME = textwrap.dedent(
 )
 
 
-def _result(out):
-    for line in out.splitlines():
-        if line.startswith("RESULT "):
-            return json.loads(line[len("RESULT "):])
-    raise AssertionError("no RESULT line in:\n" + out)
+_result = support.result_line
 
 
 def _checkpoints(trial_path):
@@ -142,17 +136,7 @@ def setUpModule():
     support.binary()
 
 
-class TrainableTest(unittest.TestCase):
-    def setUp(self):
-        self.home = tempfile.mkdtemp(prefix="tunejet-home-")
-        self.addCleanup(shutil.rmtree, self.home, True)
-
-    def write(self, name, text):
-        path = os.path.join(self.home, name)
-        with open(path, "w") as f:
-            f.write(text)
-        return path
-
+class TrainableTest(support.HomeTest):
     def test_a_trainable_class_under_asha(self):
         out = _result(support.run_script(self, self.write("asha.py", ASHA), home=self.home))
         self.assertEqual(out["errors"], [])
