@@ -76,6 +76,7 @@ type Tuner struct {
 	results  *ResultGrid     // of the last Fit
 	objects  []string        // stored by Fit besides the param space's references (WithObjects)
 	syncer   Syncer          // WithSyncer
+	driver   *driverConn     // WithDriver
 }
 
 // Option configures a Tuner.
