@@ -108,6 +108,7 @@ type relay struct {
 	b        *bus.Bus
 	exp      string
 	cursor   uint64 // the driver's cursor when the relay started
+	from     uint64 // the first event of this run
 	stopFn   context.CancelFunc
 	stopping atomic.Bool
 	done     chan struct{}
@@ -121,7 +122,12 @@ type relay struct {
 // startRelay starts relaying experiment exp's events to t's driver, if
 // it has one (else it returns nil, whose methods do nothing). A relay that
 // fails calls fail.
-func (t *Tuner) startRelay(ctx context.Context, b *bus.Bus, exp string, fail func()) (*relay, error) {
+//
+// from is where this run's own events start (its experiment.restored; 0
+// for a fresh run): an experiment's end before it, which the driver of an
+// earlier run did not acknowledge, is sent as a replay, not as this run's
+// end.
+func (t *Tuner) startRelay(ctx context.Context, b *bus.Bus, exp string, from uint64, fail func()) (*relay, error) {
 	if t.driver == nil {
 		return nil, nil
 	}
@@ -131,7 +137,7 @@ func (t *Tuner) startRelay(ctx context.Context, b *bus.Bus, exp string, fail fun
 	}
 	t.driver.read()
 	rctx, cancel := context.WithCancel(ctx)
-	r := &relay{d: t.driver, b: b, exp: exp, cursor: cursor, acked: cursor, stopFn: cancel, done: make(chan struct{}), changed: make(chan struct{})}
+	r := &relay{d: t.driver, b: b, exp: exp, cursor: cursor, from: from, acked: cursor, stopFn: cancel, done: make(chan struct{}), changed: make(chan struct{})}
 	go func() {
 		defer close(r.done)
 		var sendErr error
@@ -167,7 +173,7 @@ func (r *relay) send(ctx context.Context, ev *events.Event) error {
 	}
 	t := ev.Time
 	msg := DriverMessage{Kind: "event", Seq: ev.Seq, Type: strings.TrimPrefix(ev.Type(), events.TypePrefix),
-		TrialID: ev.Trial(), Time: &t, Replay: ev.Seq <= r.cursor, Data: data}
+		TrialID: ev.Trial(), Time: &t, Replay: ev.Seq <= r.cursor || ev.Seq < r.from && endsRun(ev), Data: data}
 	line, err := json.Marshal(msg)
 	if err != nil {
 		return fmt.Errorf("event %d: %w", ev.Seq, err)
@@ -204,6 +210,15 @@ func (r *relay) send(ctx context.Context, ev *events.Event) error {
 			return nil
 		}
 	}
+}
+
+// endsRun reports whether ev ends a run of the experiment.
+func endsRun(ev *events.Event) bool {
+	switch ev.Data.(type) {
+	case *events.ExperimentCompleted, *events.ExperimentInterrupted:
+		return true
+	}
+	return false
 }
 
 // set records an ack, or the relay's error.

@@ -258,9 +258,26 @@ func TestDriverRelayStartsAfterItsCursor(t *testing.T) {
 		t.Fatal(err)
 	}
 	acked2, replayed := second.seen(t)
-	want, got := seqs(acked1), seqs(replayed)
+	// Replayed: what the first driver acknowledged, and the first run's
+	// end (its experiment.interrupted), which is not the restored run's.
+	want := seqs(acked1)
+	var got []uint64
+	var ends []string
+	for _, m := range replayed {
+		if m.Seq > want[len(want)-1] {
+			ends = append(ends, m.Type)
+			continue
+		}
+		got = append(got, m.Seq)
+	}
 	if !slices.Equal(got, want) {
 		t.Errorf("the restore replayed events %v; want those the first driver acknowledged, %v", got, want)
+	}
+	if !slices.Equal(ends, []string{"experiment.interrupted"}) {
+		t.Errorf("after the cursor, the restore replayed %v; want only the first run's end, experiment.interrupted", ends)
+	}
+	if slices.Contains(types(acked2), "experiment.interrupted") {
+		t.Errorf("the second driver acknowledged %v: the first run's end as its own", types(acked2))
 	}
 	if len(acked2) == 0 || acked2[0].Seq <= want[len(want)-1] {
 		t.Fatalf("the second driver acknowledged %v, from event %v; want events after the cursor %d", types(acked2), seqs(acked2), want[len(want)-1])

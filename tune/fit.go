@@ -364,7 +364,7 @@ func (t *Tuner) watchFrom(ctx context.Context, b *bus.Bus, name string, from uin
 		stop := table.run(wctx, func(f func(*state.Experiment)) { mu.Lock(); defer mu.Unlock(); f(st) })
 		defer stop()
 	}
-	rel, err := t.startRelay(ctx, b, name, cancel) // nil without WithDriver
+	rel, err := t.startRelay(ctx, b, name, from, cancel) // nil without WithDriver
 	if err != nil {
 		return st, err
 	}
