@@ -6,7 +6,7 @@ import datetime
 import os
 from typing import Any, Optional
 
-from tunejet import _space
+from tunejet import _callbacks, _space
 
 
 @dataclasses.dataclass
@@ -172,8 +172,9 @@ class RunConfig:
     be a bucket URL (s3://, gs://); name defaults to Ray's
     "<trainable>_<date>_<time>". stop is a dict of result keys to
     thresholds, a Stopper of tunejet.tune.stopper, or a list of Stoppers.
-    verbose, progress_reporter, callbacks and log_to_file are accepted and
-    not used.
+    callbacks are tune.Callback objects, which fit() runs in the driver as
+    Ray does, fed from the experiment's event log (docs/driver.md).
+    verbose, progress_reporter and log_to_file are accepted and not used.
     """
 
     name: Optional[str] = None
@@ -192,8 +193,8 @@ class RunConfig:
         spec = {}
         if self.storage_filesystem is not None:
             raise ValueError("RunConfig.storage_filesystem is not supported: give storage_path a URL")
-        if self.callbacks:
-            raise ValueError("RunConfig.callbacks are not supported: tunejet runs no driver-side callbacks")
+        if self.callbacks is not None:
+            _callbacks.check(self.callbacks)  # run by fit() in the driver (tunejet._driver)
         stop, stoppers = _stop_spec(self.stop)
         if stop:
             spec["stop"] = stop

@@ -1,11 +1,12 @@
 """Ray Tune's API (``ray.tune``): ``from tunejet import tune``.
 
-Tuner, TuneConfig, the search space functions, with_parameters, and
+Tuner, TuneConfig, Callback, the search space functions, with_parameters, and
 Ray 2.x's re-exports of the trial side and the run configuration. The
 submodules schedulers, search and stopper hold Ray's classes of the same
 names. See sdk/python/README.md for what differs from Ray.
 """
 
+from tunejet._callbacks import Callback
 from tunejet._config import CheckpointConfig, FailureConfig, RunConfig, SyncConfig, TuneConfig
 from tunejet._result import Result, ResultGrid, TrialError, TuneError
 from tunejet._session import Checkpoint, get_checkpoint, get_context, report
@@ -25,9 +26,10 @@ from tunejet._space import (
     uniform,
 )
 from tunejet._tuner import Trainable, Tuner, with_parameters, with_resources
-from tunejet.tune import schedulers, search, stopper, syncer  # noqa: E402
+from tunejet.tune import callback, logger, schedulers, search, stopper, syncer  # noqa: E402
 
 __all__ = [
+    "Callback",
     "Tuner",
     "TuneConfig",
     "ResultGrid",
@@ -58,6 +60,7 @@ __all__ = [
     "randn",
     "sample_from",
     "uniform",
+    "logger",
     "schedulers",
     "search",
     "stopper",
