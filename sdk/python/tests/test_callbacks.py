@@ -156,6 +156,93 @@ KILLED = RECORDER + textwrap.dedent(
     '''
 )
 
+# Ray's experiment trackers, with the fake mlflow and wandb modules the
+# test puts on PYTHONPATH (FAKE_MLFLOW, FAKE_WANDB): x=2 fails after its
+# results.
+TRACKERS = textwrap.dedent(
+    """
+    import json
+    from tunejet import train, tune
+    from tunejet.air.integrations.mlflow import MLflowLoggerCallback
+    from tunejet.air.integrations.wandb import WandbLoggerCallback
+
+    def trainable(config):
+        for i in range(1, 3):
+            train.report({"loss": config["x"] / i, "name": "not a metric"})
+        if config["x"] == 2:
+            raise ValueError("x=2 fails")
+
+    grid = tune.Tuner(
+        trainable,
+        param_space={"x": tune.grid_search([1, 2]), "opt": {"lr": 0.5}},
+        run_config=train.RunConfig(name="trackers", storage_path="results", callbacks=[
+            MLflowLoggerCallback(tracking_uri="file:./mlruns", experiment_name="exp", tags={"team": "a"}),
+            WandbLoggerCallback(project="proj"),
+        ]),
+    ).fit()
+    print("RESULT " + json.dumps({r.trial_id: r.config["x"] for r in grid}))
+    """
+)
+
+# The calls the trackers make, each appended to $HOME/<module>.jsonl.
+FAKE_LOG = textwrap.dedent(
+    """
+    import json, os
+
+    def log(module, *args):
+        with open(os.path.join(os.environ["HOME"], module + ".jsonl"), "a") as f:
+            f.write(json.dumps(args) + "\\n")
+    """
+)
+
+FAKE_MLFLOW = FAKE_LOG + textwrap.dedent(
+    """
+    import types
+
+    class MlflowClient:
+        def __init__(self, tracking_uri=None, registry_uri=None):
+            log("mlflow", "client", tracking_uri)
+
+        def get_experiment_by_name(self, name):
+            return None
+
+        def create_experiment(self, name):
+            log("mlflow", "create_experiment", name)
+            return "exp-1"
+
+        def create_run(self, experiment_id, run_name=None, tags=None):
+            log("mlflow", "create_run", experiment_id, run_name, tags)
+            return types.SimpleNamespace(info=types.SimpleNamespace(run_id="run-" + run_name))
+
+        def log_param(self, run_id, key, value):
+            log("mlflow", "log_param", run_id, key, value)
+
+        def log_metric(self, run_id, key, value, step=None):
+            log("mlflow", "log_metric", run_id, key, value, step)
+
+        def set_terminated(self, run_id, status=None):
+            log("mlflow", "set_terminated", run_id, status)
+    """
+)
+
+FAKE_WANDB = FAKE_LOG + textwrap.dedent(
+    """
+    class Run:
+        def __init__(self, id):
+            self.id = id
+
+        def log(self, metrics, step=None):
+            log("wandb", "log", self.id, metrics.get("loss"), step)
+
+        def finish(self, exit_code=0):
+            log("wandb", "finish", self.id, exit_code)
+
+    def init(id=None, name=None, project=None, config=None, **kwargs):
+        log("wandb", "init", id, name, project, config)
+        return Run(id)
+    """
+)
+
 
 def _result(out):
     for line in out.splitlines():
@@ -265,6 +352,67 @@ class CallbacksTest(unittest.TestCase):
                 self.assertEqual([r["run"] for r in mine if r["hook"] == "start"], ["run", "restore"],
                                  "started once per run: the restore resumed it")
                 self.assertEqual([r["hook"] for r in mine if r["hook"] in ("complete", "error")], ["complete"])
+
+    def calls(self, module):
+        with open(os.path.join(self.home, module + ".jsonl")) as f:
+            return [json.loads(line) for line in f]
+
+    def test_mlflow_and_wandb_trackers(self):
+        # mlflow and wandb are fakes put on PYTHONPATH here: they record
+        # the calls Ray's callbacks make to the real packages' API.
+        fakes = os.path.join(self.home, "fakes")
+        os.makedirs(os.path.join(fakes, "mlflow"))
+        self.write(os.path.join("fakes", "mlflow", "__init__.py"), "")
+        self.write(os.path.join("fakes", "mlflow", "tracking.py"), FAKE_MLFLOW)
+        self.write(os.path.join("fakes", "wandb.py"), FAKE_WANDB)
+        script = self.write("trackers.py", TRACKERS)
+        env = support.environ(self.home)
+        env["PYTHONPATH"] = fakes + os.pathsep + env["PYTHONPATH"]
+        proc = subprocess.run([sys.executable, script], cwd=self.home, env=env, capture_output=True, text=True,
+                              timeout=support.SCRIPT_TIMEOUT_S)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        trials = _result(proc.stdout)
+        mlflow, wandb = self.calls("mlflow"), self.calls("wandb")
+        self.assertEqual(mlflow[:2], [["client", "file:./mlruns"], ["create_experiment", "exp"]])
+        self.assertEqual(len(trials), 2)
+        for trial_id, x in trials.items():
+            with self.subTest(x=x):
+                name = "trainable_" + trial_id
+                run = "run-" + name
+                mine = [c for c in mlflow if run in c or name in c]
+                self.assertEqual(mine[0], ["create_run", "exp-1", name, {"team": "a", "trial_name": name}])
+                self.assertEqual(sorted(c[2:] for c in mine if c[0] == "log_param"), [["opt/lr", 0.5], ["x", x]])
+                self.assertEqual([c[2:] for c in mine if c[0] == "log_metric" and c[2] == "loss"],
+                                 [["loss", x / 1, 1], ["loss", x / 2, 2]])
+                self.assertFalse([c for c in mine if c[0] == "log_metric" and c[2] == "name"], "a string is no metric")
+                self.assertEqual(mine[-1], ["set_terminated", run, "FAILED" if x == 2 else "FINISHED"])
+                runs = [c for c in wandb if c[1] == trial_id]
+                self.assertEqual(runs[0], ["init", trial_id, name, "proj", {"x": x, "opt": {"lr": 0.5}}])
+                self.assertEqual([c[2:] for c in runs if c[0] == "log"], [[x / 1, 1], [x / 2, 2]])
+                self.assertEqual(runs[-1], ["finish", trial_id, 1 if x == 2 else 0])
+
+    def test_restore_takes_callbacks_again(self):
+        # Callbacks given to Tuner.restore replace those fit() kept; the
+        # restore's hooks see only the restored run's events.
+        script = self.write("full.py", FULL)
+        support.run_script(self, script, "run", home=self.home)
+        os.remove(os.path.join(self.home, "records.jsonl"))
+        again = self.write("again.py", RECORDER + textwrap.dedent(
+            """
+            def trainable(config):
+                pass
+
+            path = os.path.abspath(os.path.join("results", "callbacks"))
+            grid = tune.Tuner.restore(path, trainable=trainable, restart_errored=True, callbacks=[Recorder("given")]).fit()
+            """
+        ))
+        support.run_script(self, again, "restore", home=self.home)
+        records = self.records()
+        self.assertEqual({r["label"] for r in records}, {"given"})
+        hooks = [r["hook"] for r in records]
+        self.assertEqual((hooks[0], hooks[-1]), ("setup", "end"))
+        self.assertEqual(hooks.count("start"), 1, "only the restarted trial started: %s" % hooks)
+        self.assertEqual(hooks.count("result"), 0, "no result of the first run is seen again")
 
 
 class CallbackAPITest(unittest.TestCase):
