@@ -271,6 +271,10 @@ def save(path, callbacks):
     defined in the script is then found again by its name, the script
     having run again up to restore()). Returns whether they were kept."""
     if "://" in path:
+        warnings.warn(
+            "RunConfig.callbacks are not kept beside an experiment in a bucket (%s): pass them again "
+            "with Tuner.restore(..., callbacks=[...])" % path
+        )
         return False
     try:
         try:
