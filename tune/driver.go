@@ -200,8 +200,11 @@ func (r *relay) send(ctx context.Context, ev *events.Event) error {
 				r.b.Log.Debug().Str("kind", m.Kind).Msg("driver: ignoring a message of a kind this version does not know")
 				continue
 			}
-			if m.Seq != ev.Seq {
-				return fmt.Errorf("the driver acknowledged event %d while event %d waits", m.Seq, ev.Seq)
+			if m.Seq < ev.Seq {
+				continue // an ack sent twice
+			}
+			if m.Seq > ev.Seq {
+				return fmt.Errorf("the driver acknowledged event %d, not sent yet, while event %d waits", m.Seq, ev.Seq)
 			}
 			if err := r.b.SetDriverCursor(ctx, r.exp, ev.Seq); err != nil {
 				return err

@@ -18,12 +18,13 @@ import (
 
 // fakeDriver is the driver's end of WithDriver's pipes, as the Python
 // Tuner.fit() speaks it: it reads each event and acknowledges it (but a
-// replay), until it has acknowledged dieAfter events (0: never), where it
-// closes both pipes without acknowledging the next one.
+// replay; twice with ackTwice), until it has acknowledged dieAfter events
+// (0: never), where it closes both pipes without acknowledging the next one.
 type fakeDriver struct {
 	toTune, fromTune *os.File // the driver's ends
 	tuneIn, tuneOut  *os.File // tunejet's ends
 	dieAfter         int
+	ackTwice         bool
 	done             chan struct{}
 
 	mu     sync.Mutex
@@ -32,7 +33,7 @@ type fakeDriver struct {
 	reason error
 }
 
-func startFakeDriver(t *testing.T, dieAfter int) *fakeDriver {
+func startFakeDriver(t *testing.T, dieAfter int, ackTwice bool) *fakeDriver {
 	t.Helper()
 	r1, w1, err := os.Pipe() // driver → tunejet
 	if err != nil {
@@ -42,7 +43,7 @@ func startFakeDriver(t *testing.T, dieAfter int) *fakeDriver {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &fakeDriver{toTune: w1, fromTune: r2, tuneIn: r1, tuneOut: w2, dieAfter: dieAfter, done: make(chan struct{})}
+	d := &fakeDriver{toTune: w1, fromTune: r2, tuneIn: r1, tuneOut: w2, dieAfter: dieAfter, ackTwice: ackTwice, done: make(chan struct{})}
 	t.Cleanup(func() {
 		for _, f := range []*os.File{r1, w1, r2, w2} {
 			_ = f.Close()
@@ -74,14 +75,23 @@ func (d *fakeDriver) run() {
 			_ = d.fromTune.Close()
 			return
 		}
-		if _, err := fmt.Fprintf(d.toTune, `{"kind":"ack","seq":%d}`+"\n", m.Seq); err != nil {
-			d.fail(err)
-			return
+		for range 1 + btoi(d.ackTwice) {
+			if _, err := fmt.Fprintf(d.toTune, `{"kind":"ack","seq":%d}`+"\n", m.Seq); err != nil {
+				d.fail(err)
+				return
+			}
 		}
 		d.mu.Lock()
 		d.acked = append(d.acked, m.Seq)
 		d.mu.Unlock()
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (d *fakeDriver) fail(err error) {
@@ -156,7 +166,7 @@ func types(msgs []tune.DriverMessage) []string {
 // every event its callbacks are made of, in log order, each once, and
 // returns only after the driver acknowledged the experiment's end.
 func TestDriverGetsEachEventOnceInOrder(t *testing.T) {
-	d := startFakeDriver(t, 0)
+	d := startFakeDriver(t, 0, false)
 	tuner, err := tune.NewTuner(steps(3), tune.WithTrainableName("steps"), tune.WithName("relayed"),
 		tune.WithStoreDir(t.TempDir()), tune.WithRunnerSlots(2), tune.WithRunConfig(storage(t)),
 		tune.WithParamSpace(tune.ParamSpace{"x": tune.GridSearch(1.0, 2.0)}), d.option())
@@ -230,7 +240,7 @@ func TestDriverRelayStartsAfterItsCursor(t *testing.T) {
 	opts := []tune.Option{tune.WithTrainableName("resumed"), tune.WithStoreDir(store), tune.WithRunnerSlots(2)}
 	// The first driver dies before acknowledging its 8th event: by then
 	// both trials were created and started and some results came.
-	first := startFakeDriver(t, 7)
+	first := startFakeDriver(t, 7, false)
 	tuner, err := tune.NewTuner(tune.Trainable(trainable), append(opts, tune.WithName("cursor"), tune.WithRunConfig(rc),
 		tune.WithParamSpace(tune.ParamSpace{"x": tune.GridSearch(1.0, 2.0)}), first.option())...)
 	if err != nil {
@@ -248,7 +258,7 @@ func TestDriverRelayStartsAfterItsCursor(t *testing.T) {
 	}
 
 	firstRun.Store(false)
-	second := startFakeDriver(t, 0)
+	second := startFakeDriver(t, 0, false)
 	restored, err := tune.Restore(ctx, filepath.Join(rc.StoragePath, "cursor"), tune.Trainable(trainable), append(opts, second.option())...)
 	if err != nil {
 		t.Fatal(err)
@@ -290,5 +300,23 @@ func TestDriverRelayStartsAfterItsCursor(t *testing.T) {
 	}
 	if n := slices.Index(types(acked2), "experiment.completed"); n != len(acked2)-1 {
 		t.Errorf("the second driver acknowledged %v; want experiment.completed last", types(acked2))
+	}
+}
+
+// TestDriverMayAckTwice: an ack sent twice is taken once; the relay goes
+// on with the next event.
+func TestDriverMayAckTwice(t *testing.T) {
+	d := startFakeDriver(t, 0, true)
+	tuner, err := tune.NewTuner(steps(2), tune.WithTrainableName("steps"), tune.WithName("twice"),
+		tune.WithStoreDir(t.TempDir()), tune.WithRunConfig(storage(t)), d.option())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tuner.Fit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	acked, _ := d.seen(t)
+	if got := types(acked); len(got) == 0 || got[len(got)-1] != "experiment.completed" {
+		t.Errorf("acknowledged %v; want it to end with experiment.completed", got)
 	}
 }
