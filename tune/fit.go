@@ -409,11 +409,16 @@ func (t *Tuner) watchFrom(ctx context.Context, b *bus.Bus, name string, from uin
 		stop := table.run(wctx, func(f func(*state.Experiment)) { mu.Lock(); defer mu.Unlock(); f(st) })
 		defer stop()
 	}
+	rel, err := t.startRelay(ctx, b, name, from, cancel) // nil without WithDriver
+	if err != nil {
+		return st, err
+	}
+	defer rel.stop()
 	var endSeq, synced uint64
 	var giveUp *time.Timer
 	var shareErr error
 	var foldErr error
-	err := b.Watch(wctx, events.ExperimentSubjects(name), from, bus.Handler{Event: func(ev *events.Event) {
+	err = b.Watch(wctx, events.ExperimentSubjects(name), from, bus.Handler{Event: func(ev *events.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		next, _, ferr := state.Fold(wctx, st, ev, restorestate.Loader(b, st.Name))
@@ -454,6 +459,9 @@ func (t *Tuner) watchFrom(ctx context.Context, b *bus.Bus, name string, from uin
 	if foldErr != nil {
 		return st, foldErr
 	}
+	if rerr := rel.failed(); rerr != nil {
+		return st, rerr
+	}
 	if endSeq != 0 && synced < endSeq {
 		b.Log.Warn().Str("experiment", name).Dur("waited", t.syncWait).Msg("the syncer did not confirm the final state; storage may lag behind")
 	}
@@ -461,7 +469,7 @@ func (t *Tuner) watchFrom(ctx context.Context, b *bus.Bus, name string, from uin
 		if table != nil {
 			table.final(st)
 		}
-		return st, nil
+		return st, rel.wait(ctx, endSeq)
 	}
 	if ctx.Err() != nil || st.Status == state.ExperimentInterrupted {
 		if table != nil {

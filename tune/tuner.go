@@ -78,6 +78,7 @@ type Tuner struct {
 	objects  []string        // stored by Fit besides the param space's references (WithObjects)
 	syncer   Syncer          // WithSyncer
 	newRun   bool            // WithNewRun
+	driver   *driverConn     // WithDriver
 }
 
 // Option configures a Tuner.

@@ -307,3 +307,29 @@ func TestNATSServerSaysWhyItCannotStart(t *testing.T) {
 		t.Errorf("tunejet nats-server --addr 4222:\n%s", r)
 	}
 }
+
+// TestDriverFDsAreChecked: a --driver-fds that names no pair of open
+// descriptors is refused before anything runs, and the flag stays out of
+// run's help (only the Python driver passes it).
+func TestDriverFDsAreChecked(t *testing.T) {
+	t.Parallel()
+	storage, expDir := t.TempDir(), t.TempDir()
+	file := writeFile(t, expDir, "experiment.yaml", fmt.Sprintf(oneMachineExperiment, storage))
+	for fds, want := range map[string]string{
+		"7":     "want R,W",
+		"x,8":   `"x" is not an inherited file descriptor`,
+		"1,2":   `"1" is not an inherited file descriptor`,
+		"97,98": "bad file descriptor",
+	} {
+		r := tunejet(t, "", baseEnv(), "run", file, "--store-dir", t.TempDir(), "--driver-fds", fds)
+		if r.code != 1 || !strings.Contains(r.stderr, "--driver-fds") || !strings.Contains(r.stderr, want) {
+			t.Errorf("run --driver-fds %s: want exit 1 naming %q:\n%s", fds, want, r)
+		}
+		if _, err := os.Stat(filepath.Join(storage, "one_machine")); err == nil {
+			t.Errorf("run --driver-fds %s: the experiment ran", fds)
+		}
+	}
+	if help := tunejet(t, "", baseEnv(), "run", "--help"); strings.Contains(help.stdout, "driver-fds") {
+		t.Errorf("run --help lists the hidden --driver-fds:\n%s", help.stdout)
+	}
+}

@@ -146,6 +146,9 @@ first (Ctrl-C its tunejet run, or tunejet stop NAME on a deployment).`,
 			if f.Checkpoints {
 				removed = append(removed, "its staged checkpoints and objects")
 			}
+			if f.DriverCursor {
+				removed = append(removed, "its driver cursor")
+			}
 			fmt.Printf("Forgot %s: removed %s from the event log.\n", name, strings.Join(removed, "; "))
 			if st.StoragePath != "" {
 				fmt.Printf("Its results in storage are left as they are: %s\n", st.StoragePath)

@@ -81,6 +81,7 @@ func newRestoreCmd() *cobra.Command {
 	var (
 		sf                                              stackFlags
 		objs                                            objectFlags
+		driver                                          driverFlag
 		resumeUnfinished, resumeErrored, restartErrored bool
 		trustStored, failOnError                        bool
 		paramSpaceFile                                  string
@@ -156,6 +157,11 @@ when interrupted.`,
 				return err
 			}
 			opts = append(opts, more...)
+			drv, err := driver.options()
+			if err != nil {
+				return err
+			}
+			opts = append(opts, drv...)
 			if paramSpaceFile != "" {
 				space, err := readParamSpace(paramSpaceFile)
 				if err != nil {
@@ -172,6 +178,7 @@ when interrupted.`,
 	}
 	sf.add(cmd)
 	objs.add(cmd)
+	driver.add(cmd)
 	cmd.Flags().BoolVar(&trustStored, "trust-stored-trainable", false, "when the state comes from an experiment_state-*.json alone, run the trainable it names (printed first)")
 	cmd.Flags().BoolVar(&resumeUnfinished, "resume-unfinished", true, "resume trials that had not finished")
 	cmd.Flags().BoolVar(&resumeErrored, "resume-errored", false, "resume errored trials from their latest checkpoint")

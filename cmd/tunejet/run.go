@@ -19,6 +19,7 @@ func newRunCmd() *cobra.Command {
 	var (
 		sf                        stackFlags
 		objs                      objectFlags
+		driver                    driverFlag
 		dash                      runDashboard
 		storagePath, name, resume string
 		file                      string // FILE, among the arguments (see runDashboard.file)
@@ -86,6 +87,11 @@ flags), 130 when interrupted.`,
 			if newRun {
 				opts = append(opts, tune.WithNewRun())
 			}
+			drv, err := driver.options()
+			if err != nil {
+				return err
+			}
+			opts = append(opts, drv...)
 			opts, stopDashboard, err := dash.start(cmd.Context(), &sf, opts, os.Stderr)
 			if err != nil {
 				return err
@@ -123,6 +129,7 @@ flags), 130 when interrupted.`,
 	}
 	sf.add(cmd)
 	objs.add(cmd)
+	driver.add(cmd)
 	dash.add(cmd.Flags())
 	cmd.Flags().StringVar(&storagePath, "storage-path", "", "override run_config.storage_path")
 	cmd.Flags().StringVar(&name, "name", "", "override the experiment name")

@@ -49,11 +49,14 @@ type Forgotten struct {
 	// Checkpoints says whether the experiment's checkpoint bucket (staged
 	// checkpoints and objects) was deleted.
 	Checkpoints bool
+	// DriverCursor says whether the experiment's driver cursor (the last
+	// event its Python driver's callbacks acknowledged) was deleted.
+	DriverCursor bool
 }
 
 // Forget removes experiment exp from NATS: its events from the log, the
 // dead letters and max-deliveries advisories about it, its consumers, its
-// checkpoint bucket and its lease. It refuses (ErrLeaseHeld) while a
+// checkpoint bucket, its driver cursor and its lease. It refuses (ErrLeaseHeld) while a
 // controller holds the experiment's lease. Storage is not touched.
 func (b *Bus) Forget(ctx context.Context, exp string) (Forgotten, error) {
 	var f Forgotten
@@ -94,6 +97,9 @@ func (b *Bus) Forget(ctx context.Context, exp string) (Forgotten, error) {
 		f.Checkpoints = true
 	case !errors.Is(err, jetstream.ErrStreamNotFound) && !errors.Is(err, jetstream.ErrBucketNotFound):
 		return f, fmt.Errorf("forget %s: delete its checkpoint bucket: %w", exp, err)
+	}
+	if f.DriverCursor, err = b.dropDriverCursor(ctx, exp); err != nil {
+		return f, err
 	}
 	return f, b.dropLease(ctx, exp)
 }

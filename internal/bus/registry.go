@@ -98,13 +98,16 @@ func (b *Bus) runners(ctx context.Context) (jetstream.KeyValue, error) {
 }
 
 // ProvisionBuckets creates the KV buckets the controller owns: the runner
-// registry and the controller leases. Runners only use the registry, so
-// they need no right to create streams.
+// registry, the controller leases and the driver cursors. Runners and
+// clients only use them, so they need no right to create streams.
 func (b *Bus) ProvisionBuckets(ctx context.Context) error {
 	if _, err := b.runners(ctx); err != nil {
 		return err
 	}
-	_, err := b.leases(ctx)
+	if _, err := b.leases(ctx); err != nil {
+		return err
+	}
+	_, err := b.drivers(ctx)
 	return err
 }
 

@@ -747,6 +747,13 @@ func TestServicesCanDoTheirWork(t *testing.T) {
 		if _, err := leases.Get(ctx, exp); err != nil {
 			t.Fatalf("read the lease: %v", err)
 		}
+		// A Python driver's cursor, in the bucket the controller made.
+		if err := b.SetDriverCursor(ctx, exp, 7); err != nil {
+			t.Fatalf("move the driver cursor: %v", err)
+		}
+		if seq, err := b.DriverCursor(ctx, exp); err != nil || seq != 7 {
+			t.Fatalf("read the driver cursor: %d, %v; want 7", seq, err)
+		}
 		c.noViolations(t)
 	})
 

@@ -14,7 +14,7 @@ import (
 // names start with "_", such as __init__.py. TestEveryModuleIsEmbedded
 // checks that a new subpackage is listed.
 //
-//go:embed tunejet/*.py tunejet/air/*.py tunejet/tune/*.py tunejet/tune/search/*.py
+//go:embed tunejet/*.py tunejet/tune/*.py tunejet/tune/search/*.py tunejet/air/*.py tunejet/air/integrations/*.py
 var files embed.FS
 
 // Package is the Python package: its root holds the tunejet folder.

@@ -7,7 +7,7 @@ import os
 import secrets
 from typing import Any, Optional
 
-from tunejet import _space
+from tunejet import _callbacks, _space
 
 
 @dataclasses.dataclass
@@ -224,10 +224,11 @@ class RunConfig:
     "<trainable>_<date>_<time>", with "_" and 4 hex characters appended
     when that name is taken (two fit() calls within a second). stop is a
     dict of result keys to thresholds, a Stopper of tunejet.tune.stopper,
-    or a list of Stoppers.
-    verbose (Ray's 0 to 3) and progress_reporter (a tune.CLIReporter) set
-    the status table the tunejet process prints; log_to_file is accepted
-    and not used.
+    or a list of Stoppers. callbacks are tune.Callback objects, which fit()
+    runs in the driver as Ray does, fed from the experiment's event log
+    (docs/driver.md). verbose (Ray's 0 to 3) and progress_reporter (a
+    tune.CLIReporter) set the status table the tunejet process prints;
+    log_to_file is accepted and not used.
     """
 
     name: Optional[str] = None
@@ -246,8 +247,8 @@ class RunConfig:
         spec = {}
         if self.storage_filesystem is not None:
             raise ValueError("RunConfig.storage_filesystem is not supported: give storage_path a URL")
-        if self.callbacks:
-            raise ValueError("RunConfig.callbacks are not supported: tunejet runs no driver-side callbacks")
+        if self.callbacks is not None:
+            _callbacks.check(self.callbacks)  # run by fit() in the driver (tunejet._driver)
         stop, stoppers = _stop_spec(self.stop)
         if stop:
             spec["stop"] = stop

@@ -34,7 +34,7 @@ import tempfile
 import threading
 import warnings
 
-from tunejet import _config, _objects, _reporter, _result, _ship, _space, _trainable
+from tunejet import _config, _driver, _objects, _reporter, _result, _ship, _space, _trainable
 from tunejet._trainable import Trainable  # noqa: F401  (tune.Trainable)
 
 # The object that carries the driver's description to workers.
@@ -253,6 +253,7 @@ class Tuner:
         storage_filesystem=None,
         _resume_config=None,
         sync_config=None,
+        callbacks=None,
     ):
         """Return a Tuner whose fit() continues the experiment at path, as
         Ray's: finished trials are kept, unfinished ones resume from their
@@ -268,7 +269,12 @@ class Tuner:
         <upload_dir>/<name> with the syncer's sync_down; the restored run
         then mirrors there with them. Without it, a restore from a state
         file does not mirror, and one from the event log keeps the
-        experiment's mirror. Its other settings are not used."""
+        experiment's mirror. Its other settings are not used.
+
+        callbacks (tunejet's) are the restored fit()'s RunConfig callbacks;
+        without it, those the first fit() kept beside the experiment (Ray
+        restores them from its pickled RunConfig). Each hook sees each
+        event once across the runs (docs/driver.md)."""
         if storage_filesystem is not None:
             raise ValueError("storage_filesystem is not supported: give path as a URL")
         if _worker is None:
@@ -283,6 +289,8 @@ class Tuner:
             if not isinstance(sync_config, _config.SyncConfig):
                 raise ValueError("sync_config must be a SyncConfig, got %r" % (sync_config,))
             restore["sync_config"] = sync_config.to_spec()  # checked here, as Tuner() checks run_config
+        if callbacks is not None:
+            restore["callbacks"] = callbacks
         return cls(trainable, param_space=param_space, _restore=restore)
 
     @classmethod
@@ -342,7 +350,7 @@ class Tuner:
             args.append("--object=%s=%s" % (DRIVER_OBJECT, driver))
             self._experiment_path = path
             _fits[rank] = path
-            _run(args, _environ(), path, trainable_name)
+            _run(args, _environ(), path, trainable_name, _driver.for_fit(self, path, trainable_name))
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
         grid = self.get_results()
@@ -548,11 +556,18 @@ def _binary():
     return binary
 
 
-def _run(args, env, path, trainable_name):
+def _run(args, env, path, trainable_name, driver=None):
     """Run the tunejet process to its end, its stdout on ours and its
     stderr both on ours and kept for errors. Ctrl-C is forwarded once per
-    press (the second one makes tunejet exit at once), then re-raised."""
-    proc = subprocess.Popen(args, env=env, stderr=subprocess.PIPE, start_new_session=True)
+    press (the second one makes tunejet exit at once), then re-raised.
+    With a driver (callbacks), this thread runs their hooks on the events
+    tunejet relays; a hook's exception stops the experiment and is raised."""
+    fds = ()
+    if driver is not None:
+        args, fds = args + driver.args(), driver.child_fds
+    proc = subprocess.Popen(args, env=env, stderr=subprocess.PIPE, start_new_session=True, pass_fds=fds)
+    if driver is not None:
+        driver.started()
     tail = collections.deque(maxlen=_STDERR_TAIL)
 
     def copy():
@@ -565,14 +580,25 @@ def _run(args, env, path, trainable_name):
     copier = threading.Thread(target=copy, daemon=True)
     copier.start()
     interrupted = False
+    failed = None  # a hook's exception
     while True:
         try:
+            if driver is not None and not interrupted:
+                try:
+                    driver.serve()
+                except Exception as e:  # noqa: BLE001 (raised below, once tunejet has ended)
+                    failed = e
+                driver.close()
             code = proc.wait()
             break
         except KeyboardInterrupt:
             interrupted = True
+            if driver is not None:
+                driver.close()  # no more hooks: the event being handled is not acknowledged
             proc.send_signal(signal.SIGINT)
     copier.join()
+    if failed is not None:
+        raise failed
     if interrupted or code == 130:
         sys.stderr.write(
             "Resume it from Python with:\n    tuner = Tuner.restore(%r, trainable=%s)\n    tuner.fit()\n"

@@ -4,7 +4,8 @@
 ``air.Result``), ``from tunejet.air import session`` (``session.report``,
 ``session.get_checkpoint``, ...), ``tunejet.air.checkpoint``,
 ``tunejet.air.config`` and ``tunejet.air.result``. Each is the object of
-tunejet.train by the same name.
+tunejet.train by the same name. Ray AIR's integrations module paths too:
+``from tunejet.air.integrations.mlflow import MLflowLoggerCallback``.
 """
 
 from tunejet._config import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig, SyncConfig

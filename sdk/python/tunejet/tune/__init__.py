@@ -1,11 +1,12 @@
 """Ray Tune's API (``ray.tune``): ``from tunejet import tune``.
 
-Tuner, TuneConfig, the search space functions, with_parameters, and
+Tuner, TuneConfig, Callback, the search space functions, with_parameters, and
 Ray 2.x's re-exports of the trial side and the run configuration. The
 submodules schedulers, search and stopper hold Ray's classes of the same
 names. See sdk/python/README.md for what differs from Ray.
 """
 
+from tunejet._callbacks import Callback
 from tunejet._config import CheckpointConfig, FailureConfig, RunConfig, SyncConfig, TuneConfig
 from tunejet._reporter import CLIReporter
 from tunejet._result import Result, ResultGrid, TrialError, TuneError
@@ -26,10 +27,11 @@ from tunejet._space import (
     uniform,
 )
 from tunejet._tuner import Trainable, Tuner, with_parameters, with_resources
-from tunejet.tune import schedulers, search, stopper, syncer  # noqa: E402
+from tunejet.tune import callback, logger, schedulers, search, stopper, syncer  # noqa: E402
 from tunejet.tune.stopper import Stopper  # noqa: E402
 
 __all__ = [
+    "Callback",
     "CLIReporter",
     "Stopper",
     "Tuner",
@@ -62,6 +64,7 @@ __all__ = [
     "randn",
     "sample_from",
     "uniform",
+    "logger",
     "schedulers",
     "search",
     "stopper",

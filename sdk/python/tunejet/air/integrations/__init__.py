@@ -1,0 +1,2 @@
+"""Ray's experiment tracking callbacks: mlflow.MLflowLoggerCallback and
+wandb.WandbLoggerCallback, which need mlflow and wandb installed."""
