@@ -235,6 +235,21 @@ class ConfigTest(unittest.TestCase):
         combined = tune.stopper.CombinedStopper(tune.stopper.MaximumIterationStopper(max_iter=3))
         self.assertEqual(train.RunConfig(stop=combined).to_spec()["stoppers"], [{"type": "maximum_iteration", "max_iter": 3}])
 
+    def test_a_searcher_of_ones_own_is_refused_with_why(self):
+        # Ray's Searcher subclass (python/ray/tune/search/searcher.py: suggest, on_trial_complete).
+        class Mine(search.Searcher):
+            def suggest(self, trial_id):
+                return {"x": 1}
+
+            def on_trial_complete(self, trial_id, result=None, error=False):
+                pass
+
+        with self.assertRaisesRegex(ValueError, "Repeater is not supported yet"):
+            search.Repeater(Mine(), repeat=3)
+        for alg in (Mine(), search.ConcurrencyLimiter(Mine(), 2)):
+            with self.assertRaisesRegex(ValueError, r"a search algorithm of your own \(Mine\) is not supported yet"):
+                tune.TuneConfig(search_alg=alg).to_spec()
+
     def test_cli_reporter_and_verbose_become_flags(self):
         reporter = tune.CLIReporter(metric_columns={"acc": "Accuracy"}, parameter_columns=["lr"], max_report_frequency=2)
         reporter.add_metric_column("loss")

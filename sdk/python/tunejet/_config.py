@@ -397,6 +397,13 @@ def _tuner_part(value, key):
         return value
     if isinstance(value, dict):
         return _space._plain(value, "tune_config." + key)
+    own = _searcher(value)
+    if key == "search_alg" and not type(own).__module__.startswith("tunejet."):
+        raise ValueError(
+            "a search algorithm of your own (%s) is not supported yet: Ray runs it in the driver, and "
+            "tunejet's controller does not yet ask the driver for trials; use tune.search's "
+            "BasicVariantGenerator or OptunaSearch (TPE), or {\"type\": \"external\", ...}" % type(own).__name__
+        )
     to_spec = getattr(value, "to_spec", None)
     if callable(to_spec):
         return to_spec()

@@ -46,6 +46,17 @@ class BasicVariantGenerator(Searcher):
         return spec
 
 
+class Repeater:
+    """Ray's Repeater (each suggestion run repeat times, the searcher told
+    their average) is not supported yet: it runs in Ray's driver."""
+
+    def __init__(self, searcher, repeat=1, set_index=True):
+        raise ValueError(
+            "Repeater is not supported yet: Ray runs it in the driver, and tunejet's controller does not "
+            "yet ask the driver for trials; use num_samples with a seeded search instead"
+        )
+
+
 class ConcurrencyLimiter:
     """Limits the concurrent trials of searcher to max_concurrent."""
 
