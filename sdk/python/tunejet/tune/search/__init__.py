@@ -74,4 +74,4 @@ class ConcurrencyLimiter:
         return spec, self.max_concurrent
 
 
-__all__ = ["Searcher", "BasicVariantGenerator", "ConcurrencyLimiter"]
+__all__ = ["Searcher", "BasicVariantGenerator", "ConcurrencyLimiter", "Repeater"]
