@@ -123,16 +123,7 @@ func pruned(stopDecision string) bool {
 
 // metricValue reads a result's metric ("a/b" nests), a finite number.
 func metricValue(r map[string]any, metric string) (float64, bool) {
-	var v any = r
-	for _, k := range strings.Split(metric, "/") {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return 0, false
-		}
-		if v, ok = m[k]; !ok {
-			return 0, false
-		}
-	}
+	v, _ := events.ResultValue(r, metric)
 	f, ok := v.(float64)
 	return f, ok && !math.IsNaN(f) && !math.IsInf(f, 0)
 }
