@@ -53,7 +53,9 @@ func checkRoundTrip(t *testing.T, data []byte, e *Experiment) {
 		t.Fatalf("Load accepted a state whose snapshot it refuses: %v\nfirst %s\nsnapshot %s", err, data, snap)
 	}
 	// Nil and empty lists and maps are the same state: omitempty writes
-	// neither. The counts kept beside the state must survive too. The snapshots, below, must be the same bytes.
+	// neither. The counts kept beside the state must survive too; the
+	// settings read from the spec are derived from it and read on use. The
+	// snapshots, below, must be the same bytes.
 	if diff := cmp.Diff(e, again, cmp.AllowUnexported(Experiment{}, Trial{}, tally{}), cmpopts.IgnoreUnexported(Judge{}), cmpopts.IgnoreFields(Experiment{}, "settings", "settingsErr"), cmpopts.EquateEmpty()); diff != "" {
 		t.Fatalf("Load, Snapshot, Load changed the state (-first +second):\n%s", diff)
 	}

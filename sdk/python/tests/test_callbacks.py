@@ -14,7 +14,6 @@ on_experiment_end(trials, **info)).
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -244,28 +243,14 @@ FAKE_WANDB = FAKE_LOG + textwrap.dedent(
 )
 
 
-def _result(out):
-    for line in out.splitlines():
-        if line.startswith("RESULT "):
-            return json.loads(line[len("RESULT "):])
-    raise AssertionError("no RESULT line in:\n" + out)
+_result = support.result_line
 
 
 def setUpModule():
     support.binary()
 
 
-class CallbacksTest(unittest.TestCase):
-    def setUp(self):
-        self.home = tempfile.mkdtemp(prefix="tunejet-home-")
-        self.addCleanup(shutil.rmtree, self.home, True)
-
-    def write(self, name, text):
-        path = os.path.join(self.home, name)
-        with open(path, "w") as f:
-            f.write(text)
-        return path
-
+class CallbacksTest(support.HomeTest):
     def records(self):
         with open(os.path.join(self.home, "records.jsonl")) as f:
             return [json.loads(line) for line in f]
