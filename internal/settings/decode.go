@@ -56,7 +56,7 @@ func Decode(p *Problems, name string, m map[string]any, dst any, extra ...Fields
 // readers returns the readers of dst's settings, its Custom ones and extra
 // over its fields', and the names of the required ones.
 func readers(dst any, extra []Fields) (Fields, []string) {
-	fields, required := FieldsOf(dst)
+	fields, required := fieldsOf(dst)
 	if c, ok := dst.(Custom); ok {
 		maps.Copy(fields, c.Settings())
 	}
@@ -106,10 +106,10 @@ func For(ptr any) Reader {
 	panic(fmt.Sprintf("settings: no reader for a %s", v.Elem().Type()))
 }
 
-// FieldsOf returns the readers of the settings fields of the struct dst
+// fieldsOf returns the readers of the settings fields of the struct dst
 // points to, by json name, and the names of the required ones. The reader
 // of a field of a type Decode cannot read is nil.
-func FieldsOf(dst any) (Fields, []string) {
+func fieldsOf(dst any) (Fields, []string) {
 	v := reflect.ValueOf(dst)
 	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
 		panic(fmt.Sprintf("settings: Decode needs a pointer to a struct, got %T", dst))

@@ -39,16 +39,16 @@ func (e *Error) Error() string {
 // Is reports whether target is ErrInvalid.
 func (e *Error) Is(target error) bool { return target == ErrInvalid }
 
-// Errors returns the *Errors in err, which may join them, in order; an
+// errorsIn returns the *Errors in err, which may join them, in order; an
 // error of another kind is returned as one at no key.
-func Errors(err error) []*Error {
+func errorsIn(err error) []*Error {
 	if err == nil {
 		return nil
 	}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		var out []*Error
 		for _, e := range j.Unwrap() {
-			out = append(out, Errors(e)...)
+			out = append(out, errorsIn(e)...)
 		}
 		return out
 	}
@@ -126,7 +126,7 @@ func (p *Problems) Has(k string) bool { return p.init().seen[p.Key(k)] }
 // AddErr records the problems of err at k: each *Error in it at its key
 // below k, anything else at k.
 func (p *Problems) AddErr(k string, err error) {
-	for _, e := range Errors(err) {
+	for _, e := range errorsIn(err) {
 		p.Add(Join(k, e.Key), "%s", e.Msg)
 	}
 }

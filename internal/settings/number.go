@@ -66,7 +66,7 @@ func Describe(v any) string {
 	case nil:
 		return "null"
 	case string:
-		return "string " + strconv.Quote(Shorten(x))
+		return "string " + strconv.Quote(shorten(x))
 	case bool:
 		return "boolean " + strconv.FormatBool(x)
 	case map[string]any:
@@ -83,8 +83,8 @@ func Describe(v any) string {
 	return fmt.Sprintf("%T %v", v, v)
 }
 
-// Shorten cuts a value's text to 40 characters for a message.
-func Shorten(s string) string {
+// shorten cuts a value's text to 40 characters for a message.
+func shorten(s string) string {
 	if len(s) > 40 {
 		return s[:37] + "..."
 	}
