@@ -217,8 +217,9 @@ class ConfigTest(unittest.TestCase):
             tune.Tuner(lambda config: None, param_space={"x": tune.uniform(0, 1)},
                        tune_config=tune.TuneConfig(search_alg=searcher))._spec("f")
 
-    def test_a_custom_stopper_is_refused_with_why(self):
-        # Ray's tune.Stopper subclass (doc/source/tune/tutorials/tune-stopping.rst).
+    def test_a_custom_stopper_is_the_drivers(self):
+        # Ray's tune.Stopper subclass (doc/source/tune/tutorials/tune-stopping.rst),
+        # whose __init__ does not call super().__init__(): the driver runs it.
         class CustomStopper(tune.Stopper):
             def __init__(self):
                 self.should_stop = False
@@ -230,12 +231,14 @@ class ConfigTest(unittest.TestCase):
                 return False
 
         for stop in (CustomStopper(), [CustomStopper()], tune.stopper.CombinedStopper(CustomStopper())):
-            with self.assertRaisesRegex(ValueError, r"a custom Stopper \(CustomStopper\) is not supported yet"):
-                train.RunConfig(stop=stop).to_spec()
+            self.assertNotIn("stoppers", train.RunConfig(stop=stop).to_spec())
+            spec = tune.Tuner(lambda config: None, run_config=train.RunConfig(stop=stop))._spec("f")
+            self.assertEqual(spec["driver"], {"stopper": "CustomStopper"})
         combined = tune.stopper.CombinedStopper(tune.stopper.MaximumIterationStopper(max_iter=3))
         self.assertEqual(train.RunConfig(stop=combined).to_spec()["stoppers"], [{"type": "maximum_iteration", "max_iter": 3}])
+        self.assertNotIn("driver", tune.Tuner(lambda config: None, run_config=train.RunConfig(stop=combined))._spec("f"))
 
-    def test_a_searcher_of_ones_own_is_refused_with_why(self):
+    def test_a_searcher_of_ones_own_is_the_drivers(self):
         # Ray's Searcher subclass (python/ray/tune/search/searcher.py: suggest, on_trial_complete).
         class Mine(search.Searcher):
             def suggest(self, trial_id):
@@ -244,11 +247,11 @@ class ConfigTest(unittest.TestCase):
             def on_trial_complete(self, trial_id, result=None, error=False):
                 pass
 
-        with self.assertRaisesRegex(ValueError, "Repeater is not supported yet"):
-            search.Repeater(Mine(), repeat=3)
-        for alg in (Mine(), search.ConcurrencyLimiter(Mine(), 2)):
-            with self.assertRaisesRegex(ValueError, r"a search algorithm of your own \(Mine\) is not supported yet"):
-                tune.TuneConfig(search_alg=alg).to_spec()
+        for alg, name in ((Mine(), "Mine"), (search.ConcurrencyLimiter(Mine(), 2), "Mine"),
+                          (search.Repeater(Mine(), repeat=3), "Repeater")):
+            spec = tune.Tuner(lambda config: None, tune_config=tune.TuneConfig(search_alg=alg))._spec("f")
+            self.assertEqual(spec["driver"], {"searcher": name})
+            self.assertNotIn("search_alg", spec["tune_config"])
 
     def test_cli_reporter_and_verbose_become_flags(self):
         reporter = tune.CLIReporter(metric_columns={"acc": "Accuracy"}, parameter_columns=["lr"], max_report_frequency=2)
@@ -311,8 +314,9 @@ class ConfigTest(unittest.TestCase):
         )
         with self.assertRaisesRegex(ValueError, "flattened"):
             train.RunConfig(stop={"a": {"b": 1}}).to_spec()
-        with self.assertRaisesRegex(ValueError, "stop function"):
-            train.RunConfig(stop=lambda trial_id, result: False).to_spec()
+        self.assertEqual(train.RunConfig(stop=lambda trial_id, result: False).to_spec(), {})  # the driver's
+        with self.assertRaisesRegex(TypeError, "must be a dict, a Stopper or a function"):
+            train.RunConfig(stop=3).to_spec()
         self.assertEqual(train.CheckpointConfig(route="object_store").to_spec()["route"], "object_store")
         with self.assertRaisesRegex(ValueError, "auto, storage or object_store"):
             train.CheckpointConfig(route="nfs").to_spec()

@@ -266,10 +266,8 @@ class _Dispatcher:
 
 def save(path, callbacks):
     """Keep callbacks beside the experiment at path (a local folder), for
-    Tuner.restore, as Ray keeps them in its pickled RunConfig. The one place
-    that pickles them: cloudpickle when importable, else pickle (a class
-    defined in the script is then found again by its name, the script
-    having run again up to restore()). Returns whether they were kept."""
+    Tuner.restore, as Ray keeps them in its pickled RunConfig. Returns
+    whether they were kept."""
     if "://" in path:
         warnings.warn(
             "RunConfig.callbacks are not kept beside an experiment in a bucket (%s): pass them again "
@@ -277,34 +275,54 @@ def save(path, callbacks):
         )
         return False
     try:
-        try:
-            import cloudpickle as pickler
-        except ImportError:
-            import pickle as pickler
-        data = pickler.dumps(callbacks)
+        data = dumps(callbacks)
     except Exception as e:  # what cannot be pickled is passed again to restore
         warnings.warn(
             "RunConfig.callbacks cannot be pickled (%s): Tuner.restore will not have them; pass "
             "them again with Tuner.restore(..., callbacks=[...])" % e
         )
         return False
+    write(path, CALLBACKS_FILE, data)
+    return True
+
+
+def dumps(obj):
+    """The one place that pickles what the driver keeps beside an
+    experiment (its callbacks, its stopper and searcher): cloudpickle when
+    importable, else pickle (a class defined in the script is then found
+    again by its name, the script having run again up to restore())."""
+    try:
+        import cloudpickle as pickler
+    except ImportError:
+        import pickle as pickler
+    return pickler.dumps(obj)
+
+
+def write(path, name, data):
+    """Write data to the file name in the experiment's local folder path,
+    whole or not at all."""
     os.makedirs(path, exist_ok=True)
-    tmp = os.path.join(path, "." + CALLBACKS_FILE + ".tmp")
+    tmp = os.path.join(path, "." + name + ".tmp")
     with open(tmp, "wb") as f:
         f.write(data)
-    os.replace(tmp, os.path.join(path, CALLBACKS_FILE))
-    return True
+    os.replace(tmp, os.path.join(path, name))
+
+
+def read(path, name):
+    """Unpickle the file name that write kept at path; None when there is
+    none. An unloadable file raises."""
+    file = os.path.join(path, name) if "://" not in path else None
+    if file is None or not os.path.exists(file):
+        return None
+    import pickle  # cloudpickle's output loads with pickle
+
+    with open(file, "rb") as f:
+        return pickle.load(f)
 
 
 def load(path):
     """Return the callbacks save kept at path, [] when there are none."""
-    file = os.path.join(path, CALLBACKS_FILE) if "://" not in path else None
-    if file is None or not os.path.exists(file):
-        return []
-    import pickle  # cloudpickle's output loads with pickle
-
-    with open(file, "rb") as f:
-        return check(pickle.load(f))
+    return check(read(path, CALLBACKS_FILE) or [])
 
 
 # The file in the experiment's folder that keeps its driver's callbacks.

@@ -263,26 +263,15 @@ class RunConfig:
         return spec
 
 
-def _custom_stopper(stop):
-    """The class name of a Stopper subclass of the user's in stop (a
-    stopper, a list of them or a CombinedStopper), or None."""
-    from tunejet.tune import stopper
-
-    if isinstance(stop, (list, tuple)):
-        return next(filter(None, map(_custom_stopper, stop)), None)
-    if not isinstance(stop, stopper.Stopper):
-        return None
-    if type(stop).__module__ != stopper.__name__:
-        return type(stop).__name__
-    return _custom_stopper(list(getattr(stop, "stoppers", ())))
-
-
-def _stop_spec(stop):
-    """Return (stop criteria, stoppers) for the file from RunConfig.stop."""
+def _stop_parts(stop):
+    """Split RunConfig.stop into (stop criteria, built-in stoppers, driver
+    stoppers): a dict is criteria; tunejet.tune.stopper's own stoppers go to
+    the file; a Stopper subclass of the user's, a FunctionStopper or a stop
+    function run in the driver (a CombinedStopper or a list may mix them)."""
     from tunejet.tune import stopper
 
     if stop is None:
-        return None, None
+        return None, [], []
     if isinstance(stop, dict):
         for k, v in stop.items():
             if isinstance(v, dict):
@@ -292,24 +281,95 @@ def _stop_spec(stop):
                 )
             if not isinstance(v, (int, float)):
                 raise TypeError("stop[%r] must be a number, got %r" % (k, v))
-        return dict(stop), None
-    custom = _custom_stopper(stop)
-    if custom:
-        raise ValueError(
-            "a custom Stopper (%s) is not supported yet: Ray runs it in the driver, and tunejet "
-            "decides stops without running the driver's Python; use a dict of thresholds or the "
-            "stoppers of tunejet.tune.stopper" % custom
-        )
+        return dict(stop), [], []
+    if isinstance(stop, stopper.CombinedStopper):
+        stop = list(stop.stoppers)
+    if isinstance(stop, (list, tuple)):
+        builtin, driver = [], []
+        for s in stop:
+            if isinstance(s, (dict, list, tuple)):
+                raise TypeError("RunConfig.stop: a list holds Stoppers or stop functions, got %r" % (s,))
+            _, b, d = _stop_parts(s)
+            builtin += b
+            driver += d
+        return None, builtin, driver
     if isinstance(stop, stopper.Stopper):
-        return None, stop.to_spec()
-    if isinstance(stop, (list, tuple)) and all(isinstance(s, stopper.Stopper) for s in stop):
-        return None, [s.to_spec() for s in stop]
+        return (None, [stop], []) if stopper.is_builtin(stop) else (None, [], [stop])
     if callable(stop):
-        raise ValueError(
-            "a stop function is not supported (tunejet decides stops without running Python); "
-            "use a dict of thresholds or the stoppers of tunejet.tune.stopper"
-        )
-    raise TypeError("RunConfig.stop must be a dict or a Stopper, got %s" % type(stop).__name__)
+        return None, [], [stopper.FunctionStopper(stop)]
+    raise TypeError("RunConfig.stop must be a dict, a Stopper or a function, got %s" % type(stop).__name__)
+
+
+def _stop_spec(stop):
+    """Return (stop criteria, stoppers) for the file from RunConfig.stop."""
+    from tunejet.tune import stopper
+
+    criteria, builtin, _ = _stop_parts(stop)
+    if not builtin:
+        return criteria, None
+    if isinstance(stop, stopper.Stopper) and not isinstance(stop, stopper.CombinedStopper):
+        return criteria, stop.to_spec()
+    stoppers = []
+    for s in builtin:
+        spec = s.to_spec()
+        stoppers += spec if isinstance(spec, list) else [spec]
+    return criteria, stoppers
+
+
+class _AnyStopper:
+    """The driver's stopper made of several: a trial stops when any of them
+    says so (in order, as Ray's CombinedStopper asks them), the experiment
+    when any stop_all does."""
+
+    def __init__(self, stoppers):
+        self.stoppers = list(stoppers)
+
+    def __call__(self, trial_id, result):
+        return any(s(trial_id, result) for s in self.stoppers)
+
+    def stop_all(self):
+        return any(s.stop_all() for s in self.stoppers)
+
+    @property
+    def name(self):
+        return "+".join(_object_name(s) for s in self.stoppers)
+
+
+def _object_name(obj):
+    """A driver object's name, for the file's driver section and explain."""
+    name = getattr(obj, "name", None)
+    if isinstance(name, str) and name:
+        return name
+    return type(obj).__name__
+
+
+def driver_stopper(stop):
+    """The stopper RunConfig.stop has the driver run, or None."""
+    _, _, driver = _stop_parts(stop)
+    if not driver:
+        return None
+    return driver[0] if len(driver) == 1 else _AnyStopper(driver)
+
+
+def driver_searcher(search_alg):
+    """The Searcher TuneConfig.search_alg has the driver run (a
+    ConcurrencyLimiter's searcher), or None for tunejet's own."""
+    from tunejet.tune import search
+
+    own = _searcher(search_alg)
+    if isinstance(own, search.Searcher) and not search.is_native(own):
+        return own
+    return None
+
+
+def driver_spec(stopper, searcher):
+    """The experiment file's driver section, or None."""
+    spec = {}
+    if stopper is not None:
+        spec["stopper"] = _object_name(stopper)
+    if searcher is not None:
+        spec["searcher"] = _object_name(searcher)
+    return spec or None
 
 
 @dataclasses.dataclass
@@ -387,7 +447,11 @@ class TuneConfig:
 
 def _searcher(search_alg):
     """The searcher search_alg is, or wraps (ConcurrencyLimiter)."""
-    return getattr(search_alg, "searcher", search_alg)
+    from tunejet.tune import search
+
+    if isinstance(search_alg, search.ConcurrencyLimiter):
+        return search_alg.searcher
+    return search_alg
 
 
 def _tuner_part(value, key):
@@ -397,13 +461,10 @@ def _tuner_part(value, key):
         return value
     if isinstance(value, dict):
         return _space._plain(value, "tune_config." + key)
-    own = _searcher(value)
-    if key == "search_alg" and not type(own).__module__.startswith("tunejet."):
-        raise ValueError(
-            "a search algorithm of your own (%s) is not supported yet: Ray runs it in the driver, and "
-            "tunejet's controller does not yet ask the driver for trials; use tune.search's "
-            "BasicVariantGenerator or OptunaSearch (TPE), or {\"type\": \"external\", ...}" % type(own).__name__
-        )
+    if key == "search_alg" and driver_searcher(value) is not None:
+        # The driver runs it (the file's driver section); a limiter's bound
+        # stays the file's.
+        return (None, value.max_concurrent) if value is not _searcher(value) else None
     to_spec = getattr(value, "to_spec", None)
     if callable(to_spec):
         return to_spec()

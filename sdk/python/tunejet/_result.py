@@ -253,16 +253,24 @@ def _pandas():
     return pandas
 
 
+def read_spec(experiment_path):
+    """Return the experiment file of the experiment from its newest state
+    file (local paths only), or None."""
+    files = sorted(glob.glob(os.path.join(glob.escape(experiment_path), "experiment_state-*.json")))
+    if not files:
+        return None
+    try:
+        with open(files[-1]) as f:
+            spec = json.load(f)["state"]["spec"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return spec if isinstance(spec, dict) else None
+
+
 def read_objective(experiment_path):
     """Return (metric, mode) of the experiment from its newest state file
     (local paths only), or (None, None)."""
-    files = sorted(glob.glob(os.path.join(glob.escape(experiment_path), "experiment_state-*.json")))
-    if not files:
-        return None, None
-    try:
-        with open(files[-1]) as f:
-            state = json.load(f)
-        tc = state["state"]["spec"].get("tune_config") or {}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    tc = (read_spec(experiment_path) or {}).get("tune_config")
+    if not isinstance(tc, dict):
         return None, None
     return tc.get("metric"), tc.get("mode")

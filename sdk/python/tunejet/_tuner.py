@@ -393,13 +393,21 @@ class Tuner:
         name = rc.name or _config.default_name(trainable_name, storage)
         run_config = {"storage_path": storage}
         run_config.update(rc.to_spec())
-        return {
+        spec = {
             "name": name,
             "trainable": _trainable_spec(trainable_name, self._trainable),
             "param_space": _space.to_spec(self._param_space_with_searcher()),
             "tune_config": self._tune_config.to_spec(),
             "run_config": run_config,
         }
+        # What the driver runs, as Ray does (tunejet._driver): a stopper
+        # and a searcher of the user's.
+        driver = _config.driver_spec(
+            _config.driver_stopper(rc.stop), _config.driver_searcher(self._tune_config.search_alg)
+        )
+        if driver:
+            spec["driver"] = driver
+        return spec
 
     def _restore_args(self, binary, workdir, trainable_name):
         r = self._restore

@@ -1,10 +1,10 @@
 """``ray.tune.search.optuna``: OptunaSearch is tunejet's TPE, which runs in
 Go with Optuna's TPE defaults (no Optuna needed)."""
 
-from tunejet.tune.search import Searcher
+from tunejet.tune.search import _Native
 
 
-class OptunaSearch(Searcher):
+class OptunaSearch(_Native):
     """Optuna's TPE sampler. space is a dict of Tune's search space
     functions (tune.uniform, tune.choice, ...), which the Tuner then takes
     as its param_space; metric and mode are the experiment's when
@@ -26,8 +26,8 @@ class OptunaSearch(Searcher):
                 "OptunaSearch(space=...) takes a dict of Tune's search space functions "
                 "(tune.uniform, tune.choice, ...); a define-by-run function is not supported"
             )
-        super().__init__(points_to_evaluate, seed=seed, **tpe_settings)
-        self.space, self.metric, self.mode = space, metric, mode
+        super().__init__(points_to_evaluate, metric, mode, seed=seed, **tpe_settings)
+        self.space = space
 
 
 __all__ = ["OptunaSearch"]

@@ -1,0 +1,5 @@
+"""``ray.tune.search.searcher``: the Searcher base class."""
+
+from tunejet.tune.search import Searcher
+
+__all__ = ["Searcher"]
