@@ -441,6 +441,49 @@ const (
 	DecidedByStopper   = "stopper"
 )
 
+// DriverAnswered is an answer of the experiment's driver (the Python
+// Tuner.fit() that serves the user's stopper and searcher, spec section
+// driver) to a question the controller asked it, with the question's
+// inputs. The controller publishes it before acting on it, and a restore
+// replays it rather than asking again (docs/driver.md).
+type DriverAnswered struct {
+	// Key names the decision: "stop/<trial>/<iteration>" or
+	// "suggest/<index>".
+	Key string `json:"key"`
+	// Method is DriverStop or DriverSuggest.
+	Method string `json:"method"`
+	// Through is the log sequence the controller had folded when it asked:
+	// the driver's objects had seen the events up to it.
+	Through uint64 `json:"through"`
+	// TrialID is the trial judged, or the new trial's id.
+	TrialID string `json:"trial_id"`
+	// Index is the new trial's search index (suggest).
+	Index *int `json:"index,omitempty"`
+	// Result and ResultSeq are the result judged and its event (stop).
+	Result    map[string]any `json:"result,omitempty"`
+	ResultSeq uint64         `json:"result_seq,omitempty"`
+	// Answer is the driver's answer.
+	Answer DriverAnswer `json:"answer"`
+	// By names the user object that answered ("MyStopper").
+	By string `json:"by,omitempty"`
+}
+
+// DriverAnswer is the driver's answer to one question: Stop and StopAll
+// for a stop; Config, or Finished (Ray's Searcher.FINISHED: no trial from
+// this index on), for a suggestion.
+type DriverAnswer struct {
+	Stop     bool           `json:"stop,omitempty"`
+	StopAll  bool           `json:"stop_all,omitempty"`
+	Config   map[string]any `json:"config,omitempty"`
+	Finished bool           `json:"finished,omitempty"`
+}
+
+// The questions the controller asks a driver.
+const (
+	DriverStop    = "stop"
+	DriverSuggest = "suggest"
+)
+
 // TrialCompleted is a trial's terminal status.
 type TrialCompleted struct {
 	TrialID string `json:"trial_id"`
@@ -512,6 +555,7 @@ func (*CheckpointPersisted) Type() string     { return TypeCheckpointPersisted }
 func (*CheckpointDeleted) Type() string       { return TypeCheckpointDeleted }
 func (*SyncCompleted) Type() string           { return TypeSyncCompleted }
 func (*SyncFailed) Type() string              { return TypeSyncFailed }
+func (*DriverAnswered) Type() string          { return TypeDriverAnswered }
 
 // TrialOf returns the trial id a per-trial payload is about, or "".
 func TrialOf(p Payload) string {
@@ -909,6 +953,27 @@ func (p *TrialDecided) Validate() error {
 	}
 	if err := checkOneOf("action", p.Action, "continue", "stop", "pause", "resume", "exploit", "record"); err != nil {
 		return err
+	}
+	return nil
+}
+
+func (p *DriverAnswered) Validate() error {
+	if err := checkNonEmpty("key", p.Key); err != nil {
+		return err
+	}
+	if err := checkOneOf("method", p.Method, DriverStop, DriverSuggest); err != nil {
+		return err
+	}
+	if err := checkID("trial_id", p.TrialID); err != nil {
+		return err
+	}
+	switch {
+	case p.Method == DriverSuggest && (p.Index == nil || *p.Index < 0):
+		return fieldErr("index", "a suggestion needs the new trial's index, >= 0")
+	case p.Method == DriverSuggest && p.Answer.Config == nil && !p.Answer.Finished:
+		return fieldErr("answer", "a suggestion is a config or finished")
+	case p.Method == DriverStop && p.Result == nil:
+		return fieldErr("result", "a stop answer needs the result it judged")
 	}
 	return nil
 }

@@ -23,7 +23,26 @@ type ExperimentSpec struct {
 	TuneConfig TuneConfig `json:"tune_config"`
 	// RunConfig holds Ray's RunConfig fields.
 	RunConfig RunConfig `json:"run_config"`
+	// Driver names the decisions the experiment's driver makes, as Ray
+	// runs a custom stopper and searcher in the driver; nil: none.
+	Driver *DriverSpec `json:"driver,omitempty"`
 }
+
+// DriverSpec names the user objects a driver serves (docs/driver.md): the
+// controller asks it whether each result stops its trial, after the
+// spec's own stoppers, when Stopper is set, and for each new trial's
+// config when Searcher is (which replaces search_alg). The names are for
+// people: the Python SDK writes the objects' class names.
+type DriverSpec struct {
+	Stopper  string `json:"stopper,omitempty"`
+	Searcher string `json:"searcher,omitempty"`
+}
+
+// Stops reports whether the driver judges results; nil-safe.
+func (d *DriverSpec) Stops() bool { return d != nil && d.Stopper != "" }
+
+// Searches reports whether the driver suggests configs; nil-safe.
+func (d *DriverSpec) Searches() bool { return d != nil && d.Searcher != "" }
 
 // Trainable names a registered Go function or a command to execute.
 // Exactly one of Name (for Go trainables) and Command is set; a command

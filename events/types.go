@@ -39,6 +39,8 @@ const (
 	TypeCheckpointDeleted   = "io.tunejet.checkpoint.deleted"
 	TypeSyncCompleted       = "io.tunejet.sync.completed"
 	TypeSyncFailed          = "io.tunejet.sync.failed"
+
+	TypeDriverAnswered = "io.tunejet.driver.answered"
 )
 
 // Writer names the service that publishes an event. It is a subject token.
@@ -83,6 +85,7 @@ var registry = map[string]typeInfo{
 	TypeCheckpointDeleted:       {[]Writer{WriterSyncer}, true, func() Payload { return &CheckpointDeleted{} }},
 	TypeSyncCompleted:           {[]Writer{WriterSyncer}, false, func() Payload { return &SyncCompleted{} }},
 	TypeSyncFailed:              {[]Writer{WriterSyncer}, false, func() Payload { return &SyncFailed{} }},
+	TypeDriverAnswered:          {[]Writer{WriterController}, false, func() Payload { return &DriverAnswered{} }},
 }
 
 // Types returns every event type of the contract, sorted.

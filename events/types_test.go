@@ -17,8 +17,8 @@ var allWriters = []events.Writer{
 
 func TestRegistry(t *testing.T) {
 	types := events.Types()
-	if len(types) != 22 {
-		t.Errorf("%d types, want 22: %v", len(types), types)
+	if len(types) != 23 {
+		t.Errorf("%d types, want 23: %v", len(types), types)
 	}
 	if !slices.IsSorted(types) {
 		t.Errorf("Types() is not sorted: %v", types)
@@ -69,6 +69,7 @@ func TestWriters(t *testing.T) {
 		events.TypeTrialStopRequested:      {events.WriterController, events.WriterClient},
 		events.TypeTrialPaused:             {events.WriterRunner, events.WriterController},
 		events.TypeTrialDecided:            {events.WriterController},
+		events.TypeDriverAnswered:          {events.WriterController},
 		events.TypeTrialCompleted:          {events.WriterRunner, events.WriterController},
 		events.TypeTrialArtifacts:          {events.WriterRunner},
 		events.TypeTrialReturned:           {events.WriterRunner},

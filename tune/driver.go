@@ -7,10 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
@@ -41,26 +44,36 @@ func WithDriver(in io.Reader, out io.Writer) Option {
 type driverConn struct {
 	in  io.Reader
 	out io.Writer
-	// lines are the driver's messages, read by one goroutine started with
-	// the first relay; readErr ends them.
+	wmu sync.Mutex // one message at a time on out
+
+	// The driver's messages are read by one goroutine started with the
+	// first relay: acks go to acks, replies to the request waiting for
+	// them; readErr ends them.
 	once    sync.Once
-	lines   chan []byte
+	acks    chan uint64
 	readErr chan error
+
+	rmu     sync.Mutex
+	lastID  uint64
+	waiting map[uint64]chan DriverMessage
 }
 
 // maxDriverLine bounds one message from the driver.
 const maxDriverLine = 1 << 20
 
-func (d *driverConn) read() {
+func (d *driverConn) read(log zerolog.Logger) {
 	d.once.Do(func() {
-		d.lines, d.readErr = make(chan []byte), make(chan error, 1)
+		d.acks, d.readErr, d.waiting = make(chan uint64, 16), make(chan error, 1), map[uint64]chan DriverMessage{}
 		go func() {
 			sc := bufio.NewScanner(d.in)
 			sc.Buffer(make([]byte, 64*1024), maxDriverLine)
-			for sc.Scan() {
-				d.lines <- append([]byte(nil), sc.Bytes()...)
+			var err error
+			for err == nil && sc.Scan() {
+				err = d.route(sc.Bytes(), log)
 			}
-			err := sc.Err()
+			if err == nil {
+				err = sc.Err()
+			}
 			if err == nil {
 				err = io.EOF
 			}
@@ -69,10 +82,78 @@ func (d *driverConn) read() {
 	})
 }
 
-// DriverMessage is one JSON line between tunejet and the driver. Kind
-// "event" goes to the driver (Seq, Type, TrialID, Time, Data, Replay);
-// "ack" comes back (Seq). Other kinds are for requests and replies to
-// come, and are ignored by this version.
+// route passes one message from the driver to whoever waits for it.
+func (d *driverConn) route(raw []byte, log zerolog.Logger) error {
+	var m DriverMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return fmt.Errorf("the driver sent %q: %w", raw, err)
+	}
+	switch m.Kind {
+	case "ack":
+		d.acks <- m.Seq
+	case "reply":
+		d.rmu.Lock()
+		ch := d.waiting[m.ID]
+		delete(d.waiting, m.ID)
+		d.rmu.Unlock()
+		if ch != nil {
+			ch <- m
+		}
+	default:
+		log.Debug().Str("kind", m.Kind).Msg("driver: ignoring a message of a kind this version does not know")
+	}
+	return nil
+}
+
+// write sends one message to the driver.
+func (d *driverConn) write(msg DriverMessage) error {
+	line, err := json.Marshal(msg)
+	if err != nil {
+		return fmt.Errorf("message to the driver: %w", err)
+	}
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	if _, err := d.out.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("the driver went away: %w", err)
+	}
+	return nil
+}
+
+// ask sends the driver a question and returns its reply.
+func (d *driverConn) ask(ctx context.Context, q bus.DriverQuestion) (bus.DriverReply, error) {
+	ch := make(chan DriverMessage, 1)
+	d.rmu.Lock()
+	d.lastID++
+	id := d.lastID
+	d.waiting[id] = ch
+	d.rmu.Unlock()
+	defer func() { d.rmu.Lock(); delete(d.waiting, id); d.rmu.Unlock() }()
+	msg := DriverMessage{Kind: "request", ID: id, Method: q.Method, Key: q.Key, Through: q.Through, TrialID: q.TrialID, Index: q.Index, Result: q.Result}
+	if err := d.write(msg); err != nil {
+		return bus.DriverReply{}, err
+	}
+	select {
+	case <-ctx.Done():
+		return bus.DriverReply{}, ctx.Err()
+	case m := <-ch:
+		reply := bus.DriverReply{By: m.By, Error: m.Error}
+		if len(m.Answer) > 0 {
+			if err := json.Unmarshal(m.Answer, &reply.Answer); err != nil {
+				return reply, fmt.Errorf("the driver's answer to %s: %w", q.Key, err)
+			}
+		}
+		return reply, nil
+	case err := <-d.readErr:
+		d.readErr <- err // for whoever reads next
+		return bus.DriverReply{}, fmt.Errorf("the driver went away before answering %s: %w", q.Key, err)
+	}
+}
+
+// DriverMessage is one JSON line between tunejet and the driver
+// (docs/driver.md). Kind "event" goes to the driver (Seq, Type, TrialID,
+// Time, Data, Replay) and "ack" comes back (Seq); "request" goes to it
+// (ID, Method, Key, Through, TrialID, Index, Result) and "reply" comes
+// back (ID, Answer, By, or Error). Other kinds are ignored.
 type DriverMessage struct {
 	Kind    string          `json:"kind"`
 	Seq     uint64          `json:"seq,omitempty"`
@@ -81,6 +162,16 @@ type DriverMessage struct {
 	Time    *time.Time      `json:"time,omitempty"`
 	Replay  bool            `json:"replay,omitempty"`
 	Data    json.RawMessage `json:"data,omitempty"`
+
+	ID      uint64          `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Key     string          `json:"key,omitempty"`
+	Through uint64          `json:"through,omitempty"`
+	Index   *int            `json:"index,omitempty"`
+	Result  map[string]any  `json:"result,omitempty"`
+	Answer  json.RawMessage `json:"answer,omitempty"`
+	By      string          `json:"by,omitempty"`
+	Error   string          `json:"error,omitempty"`
 }
 
 // driverTypes are the event types relayed to the driver: what Ray's
@@ -89,20 +180,11 @@ var driverTypes = []string{
 	events.TypeExperimentStarted, events.TypeExperimentRestored, events.TypeExperimentInterrupted, events.TypeExperimentCompleted,
 	events.TypeTrialCreated, events.TypeTrialStarted, events.TypeTrialReported, events.TypeTrialCheckpointed,
 	events.TypeTrialFailed, events.TypeTrialPaused, events.TypeTrialCompleted, events.TypeCheckpointPersisted,
+	events.TypeDriverAnswered,
 }
 
-// driverFilters are the subjects of experiment exp's driverTypes.
-func driverFilters(exp string) []string {
-	var out []string
-	for _, typ := range driverTypes {
-		for _, w := range events.Writers(typ) {
-			out = append(out, events.TypeSubjects(exp, w, typ))
-		}
-	}
-	return out
-}
-
-// relay sends one experiment's events to the driver.
+// relay sends one experiment's events to the driver, and passes it the
+// controller's questions.
 type relay struct {
 	d        *driverConn
 	b        *bus.Bus
@@ -115,13 +197,18 @@ type relay struct {
 
 	mu      sync.Mutex
 	acked   uint64
+	passed  uint64 // the last event the relay sent, or had no need to
 	err     error
-	changed chan struct{} // closed and replaced when acked or err changes
+	changed chan struct{} // closed and replaced when acked, passed or err changes
 }
 
+// relayed reports whether events of type typ go to the driver.
+func relayed(typ string) bool { return slices.Contains(driverTypes, typ) }
+
 // startRelay starts relaying experiment exp's events to t's driver, if
-// it has one (else it returns nil, whose methods do nothing). A relay that
-// fails calls fail.
+// it has one (else it returns nil, whose methods do nothing), and
+// answering the controller's questions to the driver. A relay that fails
+// calls fail.
 //
 // from is where this run's own events start (its experiment.restored; 0
 // for a fresh run): an experiment's end before it, which the driver of an
@@ -135,19 +222,31 @@ func (t *Tuner) startRelay(ctx context.Context, b *bus.Bus, exp string, from uin
 	if err != nil {
 		return nil, err
 	}
-	t.driver.read()
+	t.driver.read(b.Log)
 	rctx, cancel := context.WithCancel(ctx)
 	r := &relay{d: t.driver, b: b, exp: exp, cursor: cursor, from: from, acked: cursor, stopFn: cancel, done: make(chan struct{}), changed: make(chan struct{})}
+	stopServing, err := b.ServeDriver(rctx, exp, r.question)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
 	go func() {
 		defer close(r.done)
+		defer stopServing()
 		var sendErr error
-		err := b.WatchSubjects(rctx, driverFilters(exp), 1, bus.Handler{Event: func(ev *events.Event) {
+		// Every event of the experiment, so that the relay knows how far
+		// the driver has the log when a question comes (question).
+		err := b.Watch(rctx, events.ExperimentSubjects(exp), 1, bus.Handler{Event: func(ev *events.Event) {
 			if sendErr != nil {
 				return
 			}
-			if sendErr = r.send(rctx, ev); sendErr != nil {
-				cancel()
+			if relayed(ev.Type()) {
+				if sendErr = r.send(rctx, ev); sendErr != nil {
+					cancel()
+					return
+				}
 			}
+			r.set(0, ev.Seq, nil)
 		}})
 		if ctx.Err() != nil || r.stopping.Load() {
 			return // stopped, not failed
@@ -158,10 +257,24 @@ func (t *Tuner) startRelay(ctx context.Context, b *bus.Bus, exp string, from uin
 		if err == nil {
 			err = errors.New("the relay's watch ended")
 		}
-		r.set(0, fmt.Errorf("driver of %s: %w", exp, err))
+		r.set(0, 0, fmt.Errorf("driver of %s: %w", exp, err))
 		fail()
 	}()
 	return r, nil
+}
+
+// question passes one of the controller's questions to the driver, once
+// the driver has every event up to the log sequence the controller had
+// folded (docs/driver.md), and returns its reply.
+func (r *relay) question(ctx context.Context, q bus.DriverQuestion) bus.DriverReply {
+	if err := r.until(ctx, func() bool { return r.passed >= q.Through }); err != nil {
+		return bus.DriverReply{Error: err.Error()}
+	}
+	reply, err := r.d.ask(ctx, q)
+	if err != nil {
+		return bus.DriverReply{Error: err.Error()}
+	}
+	return reply
 }
 
 // send writes ev to the driver and, unless it is a replay, waits for its
@@ -174,12 +287,8 @@ func (r *relay) send(ctx context.Context, ev *events.Event) error {
 	t := ev.Time
 	msg := DriverMessage{Kind: "event", Seq: ev.Seq, Type: strings.TrimPrefix(ev.Type(), events.TypePrefix),
 		TrialID: ev.Trial(), Time: &t, Replay: ev.Seq <= r.cursor || ev.Seq < r.from && endsRun(ev), Data: data}
-	line, err := json.Marshal(msg)
-	if err != nil {
-		return fmt.Errorf("event %d: %w", ev.Seq, err)
-	}
-	if _, err := r.d.out.Write(append(line, '\n')); err != nil {
-		return fmt.Errorf("the driver went away: %w", err)
+	if err := r.d.write(msg); err != nil {
+		return err
 	}
 	if msg.Replay {
 		return nil
@@ -191,25 +300,17 @@ func (r *relay) send(ctx context.Context, ev *events.Event) error {
 		case err := <-r.d.readErr:
 			r.d.readErr <- err // for whoever reads next
 			return fmt.Errorf("the driver went away before acknowledging event %d: %w", ev.Seq, err)
-		case raw := <-r.d.lines:
-			var m DriverMessage
-			if err := json.Unmarshal(raw, &m); err != nil {
-				return fmt.Errorf("the driver sent %q: %w", raw, err)
-			}
-			if m.Kind != "ack" {
-				r.b.Log.Debug().Str("kind", m.Kind).Msg("driver: ignoring a message of a kind this version does not know")
-				continue
-			}
-			if m.Seq < ev.Seq {
+		case seq := <-r.d.acks:
+			if seq < ev.Seq {
 				continue // an ack sent twice
 			}
-			if m.Seq > ev.Seq {
-				return fmt.Errorf("the driver acknowledged event %d, not sent yet, while event %d waits", m.Seq, ev.Seq)
+			if seq > ev.Seq {
+				return fmt.Errorf("the driver acknowledged event %d, not sent yet, while event %d waits", seq, ev.Seq)
 			}
 			if err := r.b.SetDriverCursor(ctx, r.exp, ev.Seq); err != nil {
 				return err
 			}
-			r.set(ev.Seq, nil)
+			r.set(ev.Seq, 0, nil)
 			return nil
 		}
 	}
@@ -224,11 +325,11 @@ func endsRun(ev *events.Event) bool {
 	return false
 }
 
-// set records an ack, or the relay's error.
-func (r *relay) set(acked uint64, err error) {
+// set records an ack, the relay's progress, or its error.
+func (r *relay) set(acked, passed uint64, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.acked = max(r.acked, acked)
+	r.acked, r.passed = max(r.acked, acked), max(r.passed, passed)
 	if err != nil && r.err == nil {
 		r.err = err
 	}
@@ -246,28 +347,40 @@ func (r *relay) failed() error {
 	return r.err
 }
 
+// until returns once cond, called under the relay's lock, holds, or the
+// relay failed, or ctx is done.
+func (r *relay) until(ctx context.Context, cond func() bool) error {
+	for {
+		r.mu.Lock()
+		ok, err, changed := cond(), r.err, r.changed
+		r.mu.Unlock()
+		switch {
+		case err != nil:
+			return err
+		case ok:
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
+		}
+	}
+}
+
 // wait returns once the driver has acknowledged the event at seq (the
 // experiment's end), or the relay failed, or ctx is done.
 func (r *relay) wait(ctx context.Context, seq uint64) error {
 	if r == nil {
 		return nil
 	}
-	for {
-		r.mu.Lock()
-		acked, err, changed := r.acked, r.err, r.changed
-		r.mu.Unlock()
-		switch {
-		case err != nil:
-			return err
-		case acked >= seq:
-			return nil
-		}
-		select {
-		case <-ctx.Done():
+	if err := r.until(ctx, func() bool { return r.acked >= seq }); err != nil {
+		if ctx.Err() != nil {
 			return fmt.Errorf("%w: waiting for the driver to acknowledge the experiment's end", ErrInterrupted)
-		case <-changed:
 		}
+		return err
 	}
+	return nil
 }
 
 // stop ends the relay and waits for it.

@@ -26,6 +26,9 @@ type fakeDriver struct {
 	dieAfter         int
 	ackTwice         bool
 	done             chan struct{}
+	// answer, when set, answers the requests (docs/driver.md): the
+	// reply's answer, or nil to reply an error.
+	answer func(m tune.DriverMessage) map[string]any
 
 	mu     sync.Mutex
 	got    []tune.DriverMessage // every message, replays too
@@ -33,7 +36,7 @@ type fakeDriver struct {
 	reason error
 }
 
-func startFakeDriver(t *testing.T, dieAfter int, ackTwice bool) *fakeDriver {
+func startFakeDriver(t *testing.T, dieAfter int, ackTwice bool, answer ...func(tune.DriverMessage) map[string]any) *fakeDriver {
 	t.Helper()
 	r1, w1, err := os.Pipe() // driver → tunejet
 	if err != nil {
@@ -44,6 +47,9 @@ func startFakeDriver(t *testing.T, dieAfter int, ackTwice bool) *fakeDriver {
 		t.Fatal(err)
 	}
 	d := &fakeDriver{toTune: w1, fromTune: r2, tuneIn: r1, tuneOut: w2, dieAfter: dieAfter, ackTwice: ackTwice, done: make(chan struct{})}
+	if len(answer) > 0 {
+		d.answer = answer[0]
+	}
 	t.Cleanup(func() {
 		for _, f := range []*os.File{r1, w1, r2, w2} {
 			_ = f.Close()
@@ -67,6 +73,13 @@ func (d *fakeDriver) run() {
 		d.got = append(d.got, m)
 		die := !m.Replay && d.dieAfter > 0 && len(d.acked) == d.dieAfter
 		d.mu.Unlock()
+		if m.Kind == "request" {
+			if err := d.reply(m); err != nil {
+				d.fail(err)
+				return
+			}
+			continue
+		}
 		if m.Replay {
 			continue
 		}
@@ -85,6 +98,22 @@ func (d *fakeDriver) run() {
 		d.acked = append(d.acked, m.Seq)
 		d.mu.Unlock()
 	}
+}
+
+// reply answers a request with d.answer.
+func (d *fakeDriver) reply(m tune.DriverMessage) error {
+	reply := map[string]any{"kind": "reply", "id": m.ID, "by": "FakeDriver"}
+	if a := d.answer(m); a != nil {
+		reply["answer"] = a
+	} else {
+		reply["error"] = "no answer"
+	}
+	b, err := json.Marshal(reply)
+	if err != nil {
+		return err
+	}
+	_, err = d.toTune.Write(append(b, '\n'))
+	return err
 }
 
 func btoi(b bool) int {

@@ -2,11 +2,15 @@ package bus
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tunejet/tunejet/events"
 )
 
 // DriverBucket is the KV bucket of driver cursors, one key per experiment:
@@ -79,4 +83,71 @@ func (b *Bus) dropDriverCursor(ctx context.Context, exp string) (bool, error) {
 		return false, fmt.Errorf("forget %s: its driver cursor: %w", exp, err)
 	}
 	return true, nil
+}
+
+// driverPrefix starts the core subject on which the controller asks an
+// experiment's driver its questions: tunejet-driver.<exp>.
+const driverPrefix = "tunejet-driver"
+
+func driverSubject(exp string) string { return driverPrefix + "." + token(exp) }
+
+// DriverQuestion is a question the controller asks an experiment's
+// driver (docs/driver.md): whether a result stops its trial (Method
+// events.DriverStop, TrialID, Result) or the config of a new trial
+// (events.DriverSuggest, TrialID, Index). Key names the decision; Through
+// is the log sequence the controller had folded when it asked.
+type DriverQuestion struct {
+	Method  string         `json:"method"`
+	Key     string         `json:"key"`
+	Through uint64         `json:"through"`
+	TrialID string         `json:"trial_id"`
+	Index   *int           `json:"index,omitempty"`
+	Result  map[string]any `json:"result,omitempty"`
+}
+
+// DriverReply is the driver's reply: its answer and the user object that
+// gave it, or why it could not answer.
+type DriverReply struct {
+	Answer DriverAnswer `json:"answer"`
+	By     string       `json:"by,omitempty"`
+	Error  string       `json:"error,omitempty"`
+}
+
+// DriverAnswer is an answer as recorded, or Wait: the searcher has no
+// config now (Ray's suggest returned None), ask again later.
+type DriverAnswer struct {
+	events.DriverAnswer
+	Wait bool `json:"wait,omitempty"`
+}
+
+// ErrNoDriver means that no driver serves the experiment now.
+var ErrNoDriver = errors.New("no driver serves the experiment")
+
+// AskDriver asks experiment exp's driver q and returns its reply;
+// ErrNoDriver when none is attached.
+func (b *Bus) AskDriver(ctx context.Context, exp string, q DriverQuestion) (DriverReply, error) {
+	var reply DriverReply
+	err := b.Request(ctx, driverSubject(exp), q, &reply)
+	if errors.Is(err, nats.ErrNoResponders) {
+		return reply, fmt.Errorf("ask the driver of %s: %w", exp, ErrNoDriver)
+	}
+	if err != nil {
+		return reply, err
+	}
+	if reply.Error != "" {
+		return reply, fmt.Errorf("the driver of %s could not answer %s: %s", exp, q.Key, reply.Error)
+	}
+	return reply, nil
+}
+
+// ServeDriver answers the controller's questions to experiment exp's
+// driver with h until the returned stop is called.
+func (b *Bus) ServeDriver(ctx context.Context, exp string, h func(ctx context.Context, q DriverQuestion) DriverReply) (stop func(), err error) {
+	return b.Serve(ctx, driverSubject(exp), "", func(ctx context.Context, req []byte) any {
+		var q DriverQuestion
+		if err := json.Unmarshal(req, &q); err != nil {
+			return DriverReply{Error: "not a question: " + err.Error()}
+		}
+		return h(ctx, q)
+	})
 }

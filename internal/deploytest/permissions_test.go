@@ -702,6 +702,47 @@ func TestServicesCanDoTheirWork(t *testing.T) {
 		c.noViolations(t)
 	})
 
+	// Core subjects between services: the controller tells a runner that
+	// waits for decisions its results are judged, and asks a client's
+	// driver its questions, which the client answers.
+	t.Run("core", func(t *testing.T) {
+		ctl, run, cli := connect(t, s, "controller"), connect(t, s, "runner"), connect(t, s, "client")
+		cb, rb, clb := ctl.bus(t), run.bus(t), cli.bus(t)
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		heard := make(chan bus.Judged, 1)
+		stop, err := rb.OnJudged(exp, trial, func(j bus.Judged) { heard <- j })
+		if err != nil {
+			t.Fatalf("runner: watch judgements: %v", err)
+		}
+		defer stop()
+		if err := cb.AnnounceJudged(exp, trial, bus.Judged{Attempt: 1, Iteration: 3}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case j := <-heard:
+			if j.Iteration != 3 {
+				t.Fatalf("runner heard %+v", j)
+			}
+		case <-ctx.Done():
+			t.Fatal("the runner never heard the controller's judgement")
+		}
+		stopServing, err := clb.ServeDriver(ctx, exp, func(_ context.Context, q bus.DriverQuestion) bus.DriverReply {
+			return bus.DriverReply{By: "MyStopper", Answer: bus.DriverAnswer{DriverAnswer: events.DriverAnswer{Stop: q.Key == "stop/t1/3"}}}
+		})
+		if err != nil {
+			t.Fatalf("client: serve the driver: %v", err)
+		}
+		defer stopServing()
+		reply, err := cb.AskDriver(ctx, exp, bus.DriverQuestion{Method: events.DriverStop, Key: "stop/t1/3", TrialID: trial})
+		if err != nil || !reply.Answer.Stop || reply.By != "MyStopper" {
+			t.Fatalf("controller: ask the driver: %+v, %v", reply, err)
+		}
+		for _, c := range []*conn{ctl, run, cli} {
+			c.noViolations(t)
+		}
+	})
+
 	t.Run("client", func(t *testing.T) {
 		c := connect(t, s, "client")
 		b := openStreams(t, c)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -683,6 +684,29 @@ func TestParseStopBool(t *testing.T) {
 		want := map[string]float64{"done": 1, "converged": 0, "training_iteration": 10}
 		if diff := cmp.Diff(want, s.RunConfig.Stop); diff != "" {
 			t.Errorf("%s: stop (-want +got):\n%s", name, diff)
+		}
+	}
+}
+
+// TestParseDriver: the driver section names the driver's stopper and
+// searcher; the searcher replaces search_alg, so both is an error at the
+// line of the searcher, and an unknown key is one too.
+func TestParseDriver(t *testing.T) {
+	s, err := Parse("exp.yaml", []byte(head+"driver:\n  stopper: MyStopper\n  searcher: MySearcher\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (&events.DriverSpec{Stopper: "MyStopper", Searcher: "MySearcher"}); !reflect.DeepEqual(s.Driver, want) {
+		t.Errorf("driver %+v; want %+v", s.Driver, want)
+	}
+	for file, want := range map[string]string{
+		head + "tune_config:\n  search_alg: grid\ndriver:\n  searcher: MySearcher\n": `exp.yaml:6: driver.searcher: the driver's searcher replaces tune_config.search_alg, which is "grid": give one of them`,
+		head + "driver:\n  stoper: MyStopper\n":                                      `exp.yaml:4: driver.stoper: unknown key, did you mean "stopper"?`,
+		head + "driver:\n  stopper: \"\"\n":                                          `exp.yaml:4: driver.stopper: must name the driver's stopper, got ""`,
+	} {
+		_, err := Parse("exp.yaml", []byte(file))
+		if err == nil || err.Error() != want {
+			t.Errorf("Parse(%q) = %v; want %s", file, err, want)
 		}
 	}
 }

@@ -110,7 +110,26 @@ func check(s *events.ExperimentSpec, given func(string) bool) *settings.Problems
 	c.tuneConfig(&s.TuneConfig)
 	c.runConfig(&s.RunConfig)
 	c.tuner(s)
+	c.driver(s)
 	return &c.p
+}
+
+// driver checks the driver section: names given are not empty, and a
+// driver's searcher replaces search_alg, which must then be unset.
+func (c *checker) driver(s *events.ExperimentSpec) {
+	d := s.Driver
+	if d == nil {
+		return
+	}
+	if d.Stopper == "" && c.given("driver.stopper") {
+		c.add("driver.stopper", "must name the driver's stopper, got \"\"")
+	}
+	if d.Searcher == "" && c.given("driver.searcher") {
+		c.add("driver.searcher", "must name the driver's searcher, got \"\"")
+	}
+	if sa := s.TuneConfig.SearchAlg; d.Searches() && sa != "" && sa != tuning.SearchRandom {
+		c.add("driver.searcher", "the driver's searcher replaces tune_config.search_alg, which is %q: give one of them", sa)
+	}
 }
 
 // tuner adds the problems of the scheduler, the search algorithm, the

@@ -34,6 +34,8 @@ func (e *Experiment) apply(ev *events.Event) bool {
 		return e.interrupted(p)
 	case *events.ExperimentCompleted:
 		return e.completed(ev, p)
+	case *events.DriverAnswered:
+		return e.driverAnswered(p)
 	case *events.TrialCreated:
 		if !e.trialCreated(p) {
 			return false
@@ -188,6 +190,29 @@ func (e *Experiment) trialCreated(p *events.TrialCreated) bool {
 	if p.Index >= e.NextIndex {
 		e.NextIndex = p.Index + 1
 	}
+	if e.Suggested != nil && e.Suggested.Index < e.NextIndex {
+		e.Suggested = nil
+	}
+	return true
+}
+
+// driverAnswered folds an answer of the experiment's driver: a stop
+// answer is judged (driverStop); a suggestion becomes the config of trial
+// NextIndex, and Searcher.FINISHED ends the search there.
+func (e *Experiment) driverAnswered(p *events.DriverAnswered) bool {
+	if p.Method == events.DriverStop {
+		return e.driverStop(p)
+	}
+	if p.Index == nil || *p.Index != e.NextIndex || e.Spec == nil || !e.Spec.Driver.Searches() {
+		return false
+	}
+	if p.Answer.Finished {
+		if e.NumTrials < 0 || *p.Index < e.NumTrials {
+			e.NumTrials = *p.Index
+		}
+		return true
+	}
+	e.Suggested = &Suggested{Index: *p.Index, Config: p.Answer.Config, Seq: p.Through}
 	return true
 }
 

@@ -45,6 +45,10 @@ type Judge struct {
 	// Stopping are the trials a decision stops (or pauses) that have not
 	// ended (or paused) yet.
 	Stopping []string `json:"stopping,omitempty"`
+	// Asks are the results the driver's stopper (spec driver.stopper) is
+	// to judge, oldest first: the controller asks it, and its answer
+	// (driver.answered) has the result judged on, by the scheduler too.
+	Asks []Ask `json:"asks,omitempty"`
 	// Exploiting are the trials with a PBT exploit pending or a donor's
 	// checkpoint to resume from (Trial.Exploit, Trial.ResumeFrom), in the
 	// order they exploited: retention keeps those checkpoints.
@@ -53,6 +57,18 @@ type Judge struct {
 	sched sched.Scheduler
 	stop  stopper.Stopper // nil: no stoppers
 	err   error           // the spec's tuner could not be built
+}
+
+// Ask is a result waiting for the driver's stopper: Key names the
+// question (driver.answered's key), Checkpoint is the trial's checkpoint
+// as of the result.
+type Ask struct {
+	Key        string         `json:"key"`
+	TrialID    string         `json:"trial_id"`
+	Iteration  int            `json:"iteration"`
+	ResultSeq  uint64         `json:"result_seq"`
+	Result     map[string]any `json:"result"`
+	Checkpoint string         `json:"checkpoint,omitempty"`
 }
 
 // Decision is what a trial keeps of a decision about it; the log's
@@ -68,7 +84,7 @@ type Decision struct {
 // dict: without, the fold keeps no tuner and results cost nothing more.
 func tunes(spec *events.ExperimentSpec) bool {
 	s := spec.TuneConfig.Scheduler
-	return (s != "" && s != "fifo") || spec.RunConfig.Stoppers != nil
+	return (s != "" && s != "fifo") || spec.RunConfig.Stoppers != nil || spec.Driver.Stops()
 }
 
 // tuner returns the experiment's tuner, built from the spec (and the state
@@ -206,6 +222,18 @@ func (e *Experiment) tuneResult(t *Trial, ev *events.Event, r map[string]any) {
 			return
 		}
 	}
+	if e.Spec.Driver.Stops() {
+		// The driver's stopper judges it next, and the scheduler once the
+		// log holds its answer (driverStop).
+		tn.Asks = append(tn.Asks, Ask{Key: StopKey(t.ID, it), TrialID: t.ID, Iteration: it, ResultSeq: ev.Seq, Result: r, Checkpoint: res.Checkpoint})
+		return
+	}
+	e.scheduleResult(t, res, ev.Seq)
+}
+
+// scheduleResult has the scheduler judge a result of trial t.
+func (e *Experiment) scheduleResult(t *Trial, res sched.Result, resultSeq uint64) {
+	tn := e.Judge
 	tn.Judged++
 	ds := tn.sched.Result(res, sched.Context{Rand: tuning.Rand(e.Seed, "result", tn.Judged), Waiting: e.othersWait(), Config: e.config})
 	for _, d := range ds {
@@ -213,10 +241,76 @@ func (e *Experiment) tuneResult(t *Trial, ev *events.Event, r map[string]any) {
 		if about == nil || d.Quiet() {
 			continue
 		}
-		e.decided(about, events.DecidedByScheduler, d, ev.Seq)
+		e.decided(about, events.DecidedByScheduler, d, resultSeq)
 		if about == t && d.Action == sched.Stop {
-			e.letGo(t, tn.sched.Complete(res), ev.Seq)
+			e.letGo(t, tn.sched.Complete(res), resultSeq)
 		}
+	}
+}
+
+// StopKey is the key of the driver's stop answer about trial's result of
+// iteration.
+func StopKey(trial string, iteration int) string { return fmt.Sprintf("stop/%s/%d", trial, iteration) }
+
+// SuggestKey is the key of the driver's suggestion for trial index.
+func SuggestKey(index int) string { return fmt.Sprintf("suggest/%d", index) }
+
+// DriverAsks are the results waiting for the driver's stopper, oldest
+// first.
+func (e *Experiment) DriverAsks() []Ask {
+	if e.Judge == nil {
+		return nil
+	}
+	return e.Judge.Asks
+}
+
+// driverStop folds the driver's stopper's answer about a result: a stop
+// is a stopper's decision, else the scheduler judges the result; a
+// stop_all stops the experiment. An answer about a trial that ended or was
+// stopped meanwhile changes nothing but its stop_all.
+func (e *Experiment) driverStop(p *events.DriverAnswered) bool {
+	tn := e.judge()
+	if tn == nil {
+		return false
+	}
+	i := slices.IndexFunc(tn.Asks, func(a Ask) bool { return a.Key == p.Key })
+	if i < 0 {
+		return false
+	}
+	a := tn.Asks[i]
+	tn.Asks = slices.Delete(tn.Asks, i, i+1)
+	if p.Answer.StopAll && tn.StopAll == "" {
+		tn.StopAll = by(p) + " stopped the experiment (stop_all)"
+	}
+	t := e.Trials[a.TrialID]
+	if t == nil || t.Finished() || t.JudgeDone || t.StopRequested || t.PauseDecision != "" {
+		return true
+	}
+	defer e.moved(t, e.standing(t))
+	res := sched.Result{Trial: t.ID, Metrics: numeric(a.Result, tn.sched.Attrs()), Checkpoint: a.Checkpoint}
+	if p.Answer.Stop {
+		reason := fmt.Sprintf("%s stopped the trial at training_iteration %d", by(p), a.Iteration)
+		e.decided(t, events.DecidedByStopper, sched.Decision{Trial: t.ID, Action: sched.Stop, Reason: reason}, a.ResultSeq)
+		e.letGo(t, tn.sched.Complete(res), a.ResultSeq)
+		return true
+	}
+	e.scheduleResult(t, res, a.ResultSeq)
+	return true
+}
+
+// by names the driver's object that answered.
+func by(p *events.DriverAnswered) string {
+	if p.By != "" {
+		return p.By
+	}
+	return "the driver's stopper"
+}
+
+// dropAsks forgets the results of t waiting for the driver's stopper.
+func (tn *Judge) dropAsks(t *Trial) {
+	tn.Asks = slices.DeleteFunc(tn.Asks, func(a Ask) bool { return a.TrialID == t.ID })
+	if len(tn.Asks) == 0 {
+		tn.Asks = nil
 	}
 }
 
@@ -232,6 +326,7 @@ func (e *Experiment) tuneEnded(t *Trial, ev *events.Event) {
 	}
 	t.Exploit, t.ResumeFrom = nil, nil
 	e.exploiting(t)
+	tn.dropAsks(t)
 	if t.JudgeDone {
 		return
 	}
@@ -246,6 +341,7 @@ func (e *Experiment) tuneEnded(t *Trial, ev *events.Event) {
 // restarted trial's old id, or a skipped unfinished trial).
 func (e *Experiment) JudgeRemove(t *Trial) {
 	if tn := e.judge(); tn != nil && !t.JudgeDone {
+		tn.dropAsks(t)
 		e.letGo(t, tn.sched.Remove(t.ID), 0)
 	}
 }

@@ -52,6 +52,9 @@ type Experiment struct {
 	Order  []string          `json:"order"`
 	// NextIndex is the search index of the next trial to create.
 	NextIndex int `json:"next_index"`
+	// Suggested is the config the driver's searcher (spec driver.searcher)
+	// suggested for trial NextIndex, once the log holds it.
+	Suggested *Suggested `json:"suggested,omitempty"`
 
 	// LastSeq is the stream sequence of the last event folded, and
 	// LastEventID its id: together they tell whether a snapshot belongs to
@@ -74,6 +77,14 @@ type Experiment struct {
 
 	settings    *tuning.Settings // the spec's, read on first use (Settings)
 	settingsErr error
+}
+
+// Suggested is a config the driver's searcher suggested for the trial of
+// Index, having seen the log up to Seq.
+type Suggested struct {
+	Index  int            `json:"index"`
+	Config map[string]any `json:"config"`
+	Seq    uint64         `json:"seq"`
 }
 
 // Trial is the folded state of one trial.

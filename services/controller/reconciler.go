@@ -31,6 +31,7 @@ type reconciler struct {
 	space    *search.Space
 	searcher *tpe.Sampler       // search_alg tpe; nil for random and grid
 	external *externalSearcher  // search_alg external; nil for the others
+	driver   *driverAsker       // the spec's driver section; nil without
 	evs      chan *events.Event // nil marks "caught up"
 	// exhausted receives the log sequences of trial work that ran out of
 	// deliveries; dead holds those not handled yet.
@@ -111,6 +112,8 @@ func (r *reconciler) run(ctx context.Context) error {
 			r.dead = append(r.dead, seq)
 		case res := <-r.external.replies():
 			r.external.answered(ctx, res)
+		case res := <-r.driver.replies():
+			r.driver.answered(ctx, r.st, res)
 		case <-tick.C:
 		case err := <-watchErr:
 			return err
@@ -223,9 +226,12 @@ func (r *reconciler) reconcile(ctx context.Context) {
 			r.publish(ctx, Action{ID: runID(r.st, r.st.Run, ".invalid"), Payload: &events.ExperimentCompleted{Reason: "invalid", Error: err.Error()}})
 			return
 		}
-		r.space, r.searcher, r.external = sp, sampler, nil
+		r.space, r.searcher, r.external, r.driver = sp, sampler, nil, nil
 		if ext, ok := set.Search.(*tuning.ExternalConfig); ok {
 			r.external = newExternalSearcher(r.s.bus, *ext, r.st, sp, r.log)
+		}
+		if r.st.Spec.Driver != nil {
+			r.driver = newDriverAsker(r.s.bus, r.exp, r.log)
 		}
 	}
 	if err := r.st.JudgeErr(); err != nil {
@@ -260,6 +266,15 @@ func (r *reconciler) reconcile(ctx context.Context) {
 		// trial, asked for when Decide would create it.
 		in.Suggestion = r.external.suggestion(ctx, r.st, wantsTrial(r.st, in))
 	}
+	if r.driver != nil {
+		// The driver's answers go into the log before anything acts on
+		// them; the next question is asked beside the loop.
+		if a := r.driver.answer(r.st); a != nil {
+			r.publish(ctx, Action{ID: actionID(r.st, ".driver.", a.Key), Payload: a})
+			return
+		}
+		r.driver.ask(ctx, r.st, wantsTrial(r.st, in))
+	}
 	acts := Decide(r.st, in)
 	r.warnUnfit(in.Runners)
 	for _, a := range acts {
@@ -286,6 +301,9 @@ func (r *reconciler) announceJudged() {
 	pending := map[string]bool{}
 	for _, d := range r.st.PendingDecisions() {
 		pending[d.TrialID] = true
+	}
+	for _, a := range r.st.DriverAsks() { // the driver's stopper has not judged them
+		pending[a.TrialID] = true
 	}
 	if r.judged == nil {
 		r.judged = map[string]bus.Judged{}

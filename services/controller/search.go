@@ -20,11 +20,12 @@ type searcher struct {
 	st       *state.Experiment
 	in       Inputs
 	external bool        // search_alg external: in.Suggestion is the config
+	driver   bool        // the driver's searcher: st.Suggested is the config
 	history  []tpe.Trial // for TPE: the trials so far, and those created since
 }
 
 func newSearcher(st *state.Experiment, in Inputs) *searcher {
-	s := &searcher{st: st, in: in, external: st.Spec.TuneConfig.SearchAlg == tuning.SearchExternal}
+	s := &searcher{st: st, in: in, external: st.Spec.TuneConfig.SearchAlg == tuning.SearchExternal, driver: st.Spec.Driver.Searches()}
 	if in.Searcher != nil {
 		s.history = tpeHistory(st)
 	}
@@ -42,6 +43,17 @@ func (s *searcher) config(index int) (config map[string]any, tag string, seq uin
 			return nil, "", 0, false
 		}
 		config, seq = search.CopyValue(sg.Config).(map[string]any), sg.Seq
+	case s.driver:
+		// As Ray merges a searcher's config into the param space: the
+		// space's constants, and its domains the suggestion leaves out
+		// drawn as random search would.
+		sg := s.st.Suggested
+		if sg == nil || sg.Index != index {
+			return nil, "", 0, false
+		}
+		config, _ = s.in.Space.Trial(index, s.st.Seed)
+		overlay(config, search.CopyValue(sg.Config).(map[string]any))
+		seq = sg.Seq
 	case s.in.Searcher == nil:
 		config, tag = s.in.Space.Trial(index, s.st.Seed)
 	default:
@@ -52,7 +64,7 @@ func (s *searcher) config(index int) (config map[string]any, tag string, seq uin
 		overlay(config, points[index])
 	}
 	filled := s.st.FillConfig(config, index)
-	if s.in.Searcher != nil || s.external || index < len(s.st.Spec.TuneConfig.PointsToEvaluate) || filled {
+	if s.in.Searcher != nil || s.external || s.driver || index < len(s.st.Spec.TuneConfig.PointsToEvaluate) || filled {
 		tag = s.in.Space.Tag(index, config)
 	}
 	if s.in.Searcher != nil {
