@@ -164,6 +164,21 @@ class RequestsTest(unittest.TestCase):
             ("suggest", "t3"),
         ])
 
+    def test_the_end_tells_the_searcher_what_it_is_owed(self):
+        # No request follows the experiment's last trials: their
+        # notifications are called at experiment.completed, in log order
+        # (replayed too), and those left at the end of the pipe then.
+        searcher = Recording()
+        Pipes(self, _driver.Objects(searcher=searcher)).feed(
+            reported(1, "t0", 1, replay=True),
+            completed(2, "t0", replay=True),
+            event(3, "experiment.completed", {}, replay=True),
+        )
+        self.assertEqual(searcher.calls, [("result", "t0", 1), ("complete", "t0", 1, False)])
+        searcher = Recording()
+        Pipes(self, _driver.Objects(searcher=searcher)).feed(reported(1, "t0", 1), completed(2, "t0"))
+        self.assertEqual(searcher.calls, [("result", "t0", 1), ("complete", "t0", 1, False)], "at the pipe's end")
+
     def test_a_final_failure_completes_the_trial_once(self):
         searcher = Recording()
         Pipes(self, _driver.Objects(searcher=searcher)).feed(

@@ -61,6 +61,9 @@ class Driver:
         while not self._closed:
             line = self._events.readline()
             if not line:
+                # The tunejet process has ended: the searcher is told of
+                # the trials that completed since its last call.
+                self.objects.notify(float("inf"))
                 return
             msg = json.loads(line)
             if self._keep is not None:
@@ -154,7 +157,11 @@ class Objects:
             return
         if self.searcher is None:
             return
-        if kind == "trial.reported":
+        if kind == "experiment.completed":
+            # No call follows the end: what the searcher is owed is called
+            # now, as Ray tells it of each trial that completes.
+            self.notify(seq)
+        elif kind == "trial.reported":
             for result in list(data.get("earlier") or []) + [data.get("result") or {}]:
                 self.pending.append((seq, "on_trial_result", (data["trial_id"], result), {}))
         elif kind in ("trial.completed", "trial.failed"):
