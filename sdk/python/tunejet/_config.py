@@ -223,8 +223,10 @@ class RunConfig:
     be a bucket URL (s3://, gs://); name defaults to Ray's
     "<trainable>_<date>_<time>", with "_" and 4 hex characters appended
     when that name is taken (two fit() calls within a second). stop is a
-    dict of result keys to thresholds, a Stopper of tunejet.tune.stopper,
-    or a list of Stoppers. callbacks are tune.Callback objects, which fit()
+    dict of result keys to thresholds, a Stopper, a stop function
+    (trial_id, result) -> bool, or a list of Stoppers and functions: those
+    of tunejet.tune.stopper run in tunejet's controller, the others in the
+    driver, as in Ray (tunejet._driver). callbacks are tune.Callback objects, which fit()
     runs in the driver as Ray does, fed from the experiment's event log
     (docs/driver.md). verbose (Ray's 0 to 3) and progress_reporter (a
     tune.CLIReporter) set the status table the tunejet process prints;
@@ -331,13 +333,14 @@ class _AnyStopper:
         return any(s.stop_all() for s in self.stoppers)
 
     @property
-    def name(self):
+    def _driver_name(self):
         return "+".join(_object_name(s) for s in self.stoppers)
 
 
 def _object_name(obj):
-    """A driver object's name, for the file's driver section and explain."""
-    name = getattr(obj, "name", None)
+    """A driver object's name, for the file's driver section and explain:
+    its class's (a stop function's own name)."""
+    name = getattr(obj, "_driver_name", None)
     if isinstance(name, str) and name:
         return name
     return type(obj).__name__
@@ -379,7 +382,8 @@ class TuneConfig:
 
     search_alg and scheduler take a name ("tpe", "asha"), a dict with a
     "type" and Ray's settings, or the classes of tunejet.tune.search and
-    tunejet.tune.schedulers. seed makes the run repeatable (tunejet picks
+    tunejet.tune.schedulers; a tune.search.Searcher subclass of the user's
+    (or a Repeater) runs in the driver, as in Ray (tunejet._driver). seed makes the run repeatable (tunejet picks
     one when unset). reuse_actors is accepted and not used.
     """
 

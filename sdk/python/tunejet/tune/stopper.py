@@ -57,7 +57,7 @@ class FunctionStopper(Stopper):
         return False
 
     @property
-    def name(self):
+    def _driver_name(self):
         return getattr(self._fn, "__name__", None) or type(self._fn).__name__
 
 
