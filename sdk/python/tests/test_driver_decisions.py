@@ -175,7 +175,7 @@ REPEATER = textwrap.dedent(
 )
 
 # The stopper's budget shrinks with each trial it has seen (6, 5, 4, 3
-# steps): state across trials. The searcher chains each config on the
+# iterations): state across trials. The searcher chains each config on the
 # final score of the trial before. The callback appends each result to
 # results.jsonl; with KILL_AT=K, the first run's driver kills itself with
 # SIGKILL at the K-th result it is given, before writing it.
@@ -192,7 +192,7 @@ DONE = textwrap.dedent(
         def __call__(self, trial_id, result):
             if trial_id not in self.order:
                 self.order.append(trial_id)
-            return result["step"] >= 6 - self.order.index(trial_id)
+            return result["training_iteration"] >= 6 - self.order.index(trial_id)
 
         def stop_all(self):
             return False
@@ -236,7 +236,7 @@ DONE = textwrap.dedent(
                     json.dump(_children(), f)
                 os.kill(os.getpid(), signal.SIGKILL)
             with open("results.jsonl", "a") as f:
-                f.write(json.dumps([trial.trial_id, result["step"]]) + "\\n")
+                f.write(json.dumps([trial.trial_id, result["training_iteration"], result["step"]]) + "\\n")
                 f.flush()
                 os.fsync(f.fileno())
 
@@ -262,7 +262,7 @@ DONE = textwrap.dedent(
     else:
         tuner = tune.Tuner.restore(path, trainable=trainable)
     grid = tuner.fit()
-    print("RESULT " + json.dumps({r.trial_id: [r.config["x"], r.metrics.get("step"), r.status] for r in grid}))
+    print("RESULT " + json.dumps({r.trial_id: [r.config["x"], r.metrics.get("training_iteration"), r.status] for r in grid}))
     '''
 )
 
@@ -315,14 +315,26 @@ class DecisionsTest(support.HomeTest):
         shutil.copy(script, reference_home)
         reference = _result(support.run_script(self, os.path.join(reference_home, "done.py"), "run", home=reference_home))
         want = sorted(v for v in reference.values())
-        # 1 stops at 6 (score 6), x=7 at 5 (35), x=36 at 4 (144), x=145 at 3.
+        # x=1 stops at iteration 6 (score 6), x=7 at 5 (35), x=36 at 4 (144), x=145 at 3.
         self.assertEqual(want, [[1, 6, "TERMINATED"], [7, 5, "TERMINATED"], [36, 4, "TERMINATED"], [145, 3, "TERMINATED"]])
 
-        env = dict(support.environ(self.home), KILL_AT="8")  # the second trial's second result
-        proc = subprocess.run([sys.executable, script, "run"], cwd=self.home, env=env, capture_output=True,
+        # Killed at the second trial's second result, and at the first
+        # trial's last one (the result its stop answer ends it at, before
+        # the searcher has been asked for the second trial).
+        for kill_at in (8, 6):
+            with self.subTest(kill_at=kill_at):
+                self.killed_then_restored(kill_at, want)
+
+    def killed_then_restored(self, kill_at, want):
+        home = tempfile.mkdtemp(prefix="tunejet-home-")
+        self.addCleanup(shutil.rmtree, home, True)
+        script = os.path.join(home, "done.py")
+        shutil.copy(os.path.join(self.home, "done.py"), script)
+        env = dict(support.environ(home), KILL_AT=str(kill_at))
+        proc = subprocess.run([sys.executable, script, "run"], cwd=home, env=env, capture_output=True,
                               text=True, timeout=support.SCRIPT_TIMEOUT_S)
         self.assertEqual(proc.returncode, -signal.SIGKILL, proc.stdout + proc.stderr)
-        with open(os.path.join(self.home, "children.json")) as f:
+        with open(os.path.join(home, "children.json")) as f:
             children = json.load(f)
         self.assertEqual(len(children), 1, "the driver's one child, its tunejet process")
 
@@ -334,17 +346,29 @@ class DecisionsTest(support.HomeTest):
             return False
 
         support.eventually(self, gone, "the killed driver's tunejet process to end")
-        with open(os.path.join(self.home, "results.jsonl")) as f:
-            self.assertEqual(len(f.readlines()), 7, "seven results written before the kill")
+        with open(os.path.join(home, "results.jsonl")) as f:
+            self.assertEqual(len(f.readlines()), kill_at - 1, "the results written before the kill")
 
-        restored = _result(support.run_script(self, script, "restore", home=self.home))
-        self.assertEqual(sorted(restored.values()), want, "the same trials stop at the same steps")
-        with open(os.path.join(self.home, "results.jsonl")) as f:
+        if kill_at == 8:
+            # Without the objects fit() kept, the restore fails saying why
+            # (no state file tells it beforehand: it learns it from the log).
+            kept = os.path.join(home, "results", "done", "tunejet_driver.pkl")
+            os.rename(kept, kept + ".away")
+            proc = subprocess.run([sys.executable, script, "restore"], cwd=home, env=support.environ(home),
+                                  capture_output=True, text=True, timeout=support.SCRIPT_TIMEOUT_S)
+            self.assertNotEqual(proc.returncode, 0, proc.stdout)
+            self.assertIn("TuneError: the experiment asks the driver's searcher, and this fit() has none (no "
+                          "tunejet_driver.pkl at ", proc.stderr)
+            os.rename(kept + ".away", kept)
+
+        restored = _result(support.run_script(self, script, "restore", home=home))
+        self.assertEqual(sorted(restored.values()), want, "the same trials stop at the same iterations")
+        with open(os.path.join(home, "results.jsonl")) as f:
             seen = [tuple(json.loads(line)) for line in f]
-        self.assertEqual(len(seen), len(set(seen)), "each (trial, step) once: %s" % seen)
-        expected = {(t, s) for t, (_, last, _) in restored.items() for s in range(1, last + 1)}
-        self.assertEqual(set(seen), expected)
-
+        pairs = [(t, i) for t, i, _ in seen]
+        self.assertEqual(len(pairs), len(set(pairs)), "each (trial, training_iteration) once: %s" % seen)
+        expected = {(t, i, i) for t, (_, last, _) in restored.items() for i in range(1, last + 1)}
+        self.assertEqual(set(seen), expected, "iteration i is the trial's step i: resumed, not restarted")
 
 if __name__ == "__main__":
     import unittest
