@@ -371,6 +371,12 @@ class SpecTest(unittest.TestCase):
         self.assertEqual(spec["driver"], {"searcher": "Recording"})
         self.assertNotIn("search_alg", spec["tune_config"])
         self.assertEqual(spec["tune_config"]["max_concurrent_trials"], 2)
+        # A searcher of one's own may hold a "space" of its own: it is not
+        # OptunaSearch's, which becomes the param space.
+        spaced = Recording()
+        spaced.space = {"x": [1, 2]}
+        spec = tune.Tuner(lambda c: None, param_space={"c": 1}, tune_config=tune.TuneConfig(search_alg=spaced))._spec("f")
+        self.assertEqual(spec["param_space"], {"c": 1})
         spec = tune.Tuner(lambda c: None, tune_config=tune.TuneConfig(search_alg=search.Repeater(Recording(), 2)))._spec("f")
         self.assertEqual(spec["driver"], {"searcher": "Repeater"})
         # tunejet's own searchers stay in the file.

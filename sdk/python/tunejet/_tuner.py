@@ -373,7 +373,10 @@ class Tuner:
     def _param_space_with_searcher(self):
         """The param space: the Tuner's, or its searcher's space (Ray's
         OptunaSearch(space=...)), which the Tuner's may then not repeat."""
-        space = getattr(_config._searcher(self._tune_config.search_alg), "space", None)
+        from tunejet.tune import search
+
+        searcher = _config._searcher(self._tune_config.search_alg)
+        space = getattr(searcher, "space", None) if search.is_native(searcher) else None
         if space is None:
             return self._param_space or {}
         if self._param_space and _space._has_domain(self._param_space):
