@@ -53,6 +53,15 @@ STOPPERS = textwrap.dedent(
         def stop_all(self):
             return self.seen >= 5
 
+    class Boom(tune.Stopper):
+        def __call__(self, trial_id, result):
+            if result["step"] == 2:
+                raise ValueError("boom at step 2")
+            return False
+
+        def stop_all(self):
+            return False
+
     def reach_six(trial_id, result):
         return result["score"] >= 6
 
@@ -62,7 +71,7 @@ STOPPERS = textwrap.dedent(
 
     how = sys.argv[1]
     stop = {"class": AtStep(4), "function": reach_six, "mixed": [MaximumIterationStopper(3), reach_six],
-            "all": FirstFive()}[how]
+            "all": FirstFive(), "raises": Boom()}[how]
     concurrency = 1 if how == "all" else None
     grid = tune.Tuner(
         trainable,
@@ -289,6 +298,16 @@ class DecisionsTest(support.HomeTest):
         # at a time, the others are never made.
         out = _result(support.run_script(self, script, "all", home=self.home))
         self.assertEqual(out["steps"], {"1": 5})
+        # The stopper's exception fails fit(), as in Ray; the experiment stays restorable.
+        proc = subprocess.run([sys.executable, script, "raises"], cwd=self.home, env=support.environ(self.home),
+                              capture_output=True, text=True, timeout=support.SCRIPT_TIMEOUT_S)
+        self.assertNotEqual(proc.returncode, 0, proc.stdout)
+        self.assertIn("ValueError: boom at step 2", proc.stderr)
+        self.assertIn("in __call__", proc.stderr, "the stopper's own traceback")
+        self.assertNotIn("RESULT", proc.stdout)
+        can = subprocess.run([support.binary(), "can-restore", os.path.join(self.home, "results", "stop_raises")],
+                             capture_output=True, text=True)
+        self.assertEqual(can.returncode, 0, can.stderr)
 
     def test_a_searcher_of_ones_own_under_a_concurrency_limiter(self):
         script = self.write("searcher.py", SEARCHER)
