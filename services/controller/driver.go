@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -170,4 +172,26 @@ func (d *driverAsker) answered(ctx context.Context, st *state.Experiment, res dr
 	}
 	d.log.Warn().Err(res.err).Str("question", res.q.Key).Int("failures", d.failures).Msg("the driver did not answer; the experiment waits and asks again")
 	d.lastLog, d.lastErr = time.Now(), res.err.Error()
+}
+
+// DriverWait says what a running experiment waits for from its driver:
+// results its stopper is to judge, the next trial's config from its
+// searcher; "" when it waits for nothing of the driver's. While a driver
+// answers, these come and go within moments; while none does, they stay.
+func DriverWait(st *state.Experiment, now time.Time) string {
+	if st.Spec == nil || st.Spec.Driver == nil || st.Status != state.ExperimentRunning {
+		return ""
+	}
+	d := st.Spec.Driver
+	var parts []string
+	if n := len(st.DriverAsks()); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d result(s) for %s to judge", n, d.Stopper))
+	}
+	if d.Searches() && st.Suggested == nil && wantsTrial(st, Inputs{Now: now}) {
+		parts = append(parts, fmt.Sprintf("the config of trial %d from %s", st.NextIndex, d.Searcher))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "waits for its driver: " + strings.Join(parts, "; ")
 }
