@@ -447,10 +447,10 @@ const (
 // inputs. The controller publishes it before acting on it, and a restore
 // replays it rather than asking again (docs/driver.md).
 type DriverAnswered struct {
-	// Key names the decision: "stop/<trial>/<iteration>" or
-	// "suggest/<index>".
+	// Key names the decision: "stop/<trial>/<iteration>",
+	// "suggest/<index>" or "sample/<index>".
 	Key string `json:"key"`
-	// Method is DriverStop or DriverSuggest.
+	// Method is DriverStop, DriverSuggest or DriverSample.
 	Method string `json:"method"`
 	// Through is the log sequence the controller had folded when it asked:
 	// the driver's objects had seen the events up to it.
@@ -462,6 +462,9 @@ type DriverAnswered struct {
 	// Result and ResultSeq are the result judged and its event (stop).
 	Result    map[string]any `json:"result,omitempty"`
 	ResultSeq uint64         `json:"result_seq,omitempty"`
+	// Config is the new trial's config as drawn, its sample_from values
+	// null (sample).
+	Config map[string]any `json:"config,omitempty"`
 	// Answer is the driver's answer.
 	Answer DriverAnswer `json:"answer"`
 	// By names the user object that answered ("MyStopper").
@@ -478,10 +481,13 @@ type DriverAnswer struct {
 	Finished bool           `json:"finished,omitempty"`
 }
 
-// The questions the controller asks a driver.
+// The questions the controller asks a driver: whether a result stops its
+// trial (its stopper), a new trial's config (its searcher), the values of
+// a new trial's sample_from domains (its functions).
 const (
 	DriverStop    = "stop"
 	DriverSuggest = "suggest"
+	DriverSample  = "sample"
 )
 
 // TrialCompleted is a trial's terminal status.
@@ -961,17 +967,20 @@ func (p *DriverAnswered) Validate() error {
 	if err := checkNonEmpty("key", p.Key); err != nil {
 		return err
 	}
-	if err := checkOneOf("method", p.Method, DriverStop, DriverSuggest); err != nil {
+	if err := checkOneOf("method", p.Method, DriverStop, DriverSuggest, DriverSample); err != nil {
 		return err
 	}
+	newTrial := p.Method == DriverSuggest || p.Method == DriverSample
 	if err := checkID("trial_id", p.TrialID); err != nil {
 		return err
 	}
 	switch {
-	case p.Method == DriverSuggest && (p.Index == nil || *p.Index < 0):
-		return fieldErr("index", "a suggestion needs the new trial's index, >= 0")
+	case newTrial && (p.Index == nil || *p.Index < 0):
+		return fieldErr("index", "a new trial's config needs its index, >= 0")
 	case p.Method == DriverSuggest && p.Answer.Config == nil && !p.Answer.Finished:
 		return fieldErr("answer", "a suggestion is a config or finished")
+	case p.Method == DriverSample && p.Answer.Config == nil:
+		return fieldErr("answer", "a sample is the config with its sample_from values")
 	case p.Method == DriverStop && p.Result == nil:
 		return fieldErr("result", "a stop answer needs the result it judged")
 	}

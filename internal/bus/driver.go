@@ -93,8 +93,9 @@ func driverSubject(exp string) string { return driverPrefix + "." + token(exp) }
 
 // DriverQuestion is a question the controller asks an experiment's
 // driver (docs/driver.md): whether a result stops its trial (Method
-// events.DriverStop, TrialID, Result) or the config of a new trial
-// (events.DriverSuggest, TrialID, Index). Key names the decision; Through
+// events.DriverStop, TrialID, Result), the config of a new trial
+// (events.DriverSuggest, TrialID, Index) or its sample_from values
+// (events.DriverSample, TrialID, Index, Config as drawn). Key names the decision; Through
 // is the log sequence the controller had folded when it asked.
 type DriverQuestion struct {
 	Method  string         `json:"method"`
@@ -103,6 +104,7 @@ type DriverQuestion struct {
 	TrialID string         `json:"trial_id"`
 	Index   *int           `json:"index,omitempty"`
 	Result  map[string]any `json:"result,omitempty"`
+	Config  map[string]any `json:"config,omitempty"`
 }
 
 // DriverReply is the driver's reply: its answer and the user object that

@@ -255,6 +255,9 @@ func StopKey(trial string, iteration int) string { return fmt.Sprintf("stop/%s/%
 // SuggestKey is the key of the driver's suggestion for trial index.
 func SuggestKey(index int) string { return fmt.Sprintf("suggest/%d", index) }
 
+// SampleKey is the key of the driver's sample_from values for trial index.
+func SampleKey(index int) string { return fmt.Sprintf("sample/%d", index) }
+
 // DriverAsks are the results waiting for the driver's stopper, oldest
 // first.
 func (e *Experiment) DriverAsks() []Ask {

@@ -53,7 +53,8 @@ type Experiment struct {
 	// NextIndex is the search index of the next trial to create.
 	NextIndex int `json:"next_index"`
 	// Suggested is the config the driver's searcher (spec driver.searcher)
-	// suggested for trial NextIndex, once the log holds it.
+	// suggested for trial NextIndex, or the driver's resolution of its
+	// sample_from domains, once the log holds it.
 	Suggested *Suggested `json:"suggested,omitempty"`
 
 	// LastSeq is the stream sequence of the last event folded, and

@@ -2,6 +2,7 @@ package tuning
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/sched"
@@ -86,7 +87,8 @@ func read(spec *events.ExperimentSpec) (*Settings, *settings.Problems) {
 	p := &settings.Problems{}
 	s := &Settings{Scheduler: readScheduler(spec, p), Search: readSearch(spec, p)}
 	if space, err := search.ParseSpace(spec.ParamSpace); err == nil {
-		if t, ok := s.Search.(*TPEConfig); ok {
+		checkSampleFrom(spec, space, p)
+		if t, ok := s.Search.(*TPEConfig); ok && len(space.SampledByDriver()) == 0 {
 			_, err := t.New(space)
 			p.AddErr("", err)
 		}
@@ -106,4 +108,22 @@ func didYouMean(name string, known []string) string {
 		return ` (did you mean "` + s + `"?)`
 	}
 	return ""
+}
+
+// checkSampleFrom checks the sample_from domains: the driver resolves
+// them (a spec without a driver section has none to ask), after random or
+// grid search drew the rest, as Ray's BasicVariantGenerator does; a
+// searcher that models the space cannot take them.
+func checkSampleFrom(spec *events.ExperimentSpec, space *search.Space, p *settings.Problems) {
+	for _, path := range space.SampledByDriver() {
+		key := "param_space." + strings.Join(path, ".")
+		switch sa := spec.TuneConfig.SearchAlg; {
+		case spec.Driver == nil:
+			p.Add(key, "sample_from calls a function of the driver's, and the spec has no driver section (the Python SDK's Tuner.fit writes one)")
+		case spec.Driver.Searches():
+			p.Add(key, "sample_from is resolved with random or grid search, not with the driver's searcher %s", spec.Driver.Searcher)
+		case sa != "" && sa != SearchRandom && sa != SearchGrid:
+			p.Add(key, "sample_from is resolved with search_alg %q or %q; %q cannot model it", SearchRandom, SearchGrid, sa)
+		}
+	}
 }

@@ -13,12 +13,12 @@ import (
 // answer folds the driver's answer to the question nextQuestion asks now.
 func (h *history) answer(want bool, a events.DriverAnswer) {
 	h.t.Helper()
-	q, ok := nextQuestion(h.st, want)
+	q, ok := nextQuestion(h.st, h.space, want)
 	if !ok {
 		h.t.Fatal("no question for the driver")
 	}
 	h.add(events.WriterController, &events.DriverAnswered{Key: q.Key, Method: q.Method, Through: q.Through, TrialID: q.TrialID,
-		Index: q.Index, Result: q.Result, Answer: a, By: "MyObject"})
+		Index: q.Index, Result: q.Result, Config: q.Config, Answer: a, By: "MyObject"})
 }
 
 // TestDriverStopperJudgesBeforeTheScheduler: a result waits for the
@@ -103,5 +103,35 @@ func TestDriverSearcherSuggests(t *testing.T) {
 	h.finish("finished", 0)
 	if acts := describeAll(h.step()); !slices.Contains(acts, "completed finished") {
 		t.Errorf("after the only trial: %v; want the experiment completed", acts)
+	}
+}
+
+// TestDriverSamplesFrom: a trial of a space with sample_from domains is
+// created once the log holds the driver's values for them, asked with the
+// config drawn so far (grid and random values set, sample_from null); the
+// values go into the config and the tag.
+func TestDriverSamplesFrom(t *testing.T) {
+	h := newHistory(t, func(s *events.ExperimentSpec) {
+		s.Driver = &events.DriverSpec{}
+		s.ParamSpace = map[string]any{"x": map[string]any{"grid_search": []any{1.0, 2.0}}, "wd": map[string]any{"sample_from": "<lambda>"}}
+	})
+	h.launch()
+	if len(h.st.Trials) != 0 {
+		t.Fatalf("trials created before the driver's values: %v", h.st.Order)
+	}
+	if got := DriverWait(h.st, h.now); !strings.Contains(got, "the sample_from values of trial 0") {
+		t.Errorf("DriverWait = %q", got)
+	}
+	q, ok := nextQuestion(h.st, h.space, true)
+	if !ok || q.Method != events.DriverSample || q.Config["x"] != 1.0 || q.Config["wd"] != nil {
+		t.Fatalf("question %+v; want a sample of trial 0 with x drawn and wd null", q)
+	}
+	h.answer(true, events.DriverAnswer{Config: map[string]any{"x": 1.0, "wd": 0.5}})
+	h.step()
+	if c := h.trial(0).Config; c["wd"] != 0.5 || c["x"] != 1.0 {
+		t.Errorf("trial 0's config %v; want wd 0.5 from the driver", c)
+	}
+	if tag := h.trial(0).Tag; tag != "0_wd=0.5000,x=1" {
+		t.Errorf("tag %q", tag)
 	}
 }

@@ -231,7 +231,7 @@ func (r *reconciler) reconcile(ctx context.Context) {
 			r.external = newExternalSearcher(r.s.bus, *ext, r.st, sp, r.log)
 		}
 		if r.st.Spec.Driver != nil {
-			r.driver = newDriverAsker(r.s.bus, r.exp, r.log)
+			r.driver = newDriverAsker(r.s.bus, r.exp, sp, r.log)
 		}
 	}
 	if err := r.st.JudgeErr(); err != nil {
