@@ -448,9 +448,10 @@ const (
 // replays it rather than asking again (docs/driver.md).
 type DriverAnswered struct {
 	// Key names the decision: "stop/<trial>/<iteration>",
-	// "suggest/<index>" or "sample/<index>".
+	// "suggest/<index>", "sample/<index>" or "explore/<trial>/<ordinal>"
+	// (the ordinal of the exploit's trial.decided).
 	Key string `json:"key"`
-	// Method is DriverStop, DriverSuggest or DriverSample.
+	// Method is DriverStop, DriverSuggest, DriverSample or DriverExplore.
 	Method string `json:"method"`
 	// Through is the log sequence the controller had folded when it asked:
 	// the driver's objects had seen the events up to it.
@@ -463,8 +464,12 @@ type DriverAnswered struct {
 	Result    map[string]any `json:"result,omitempty"`
 	ResultSeq uint64         `json:"result_seq,omitempty"`
 	// Config is the new trial's config as drawn, its sample_from values
-	// null (sample).
+	// null (sample), or the exploit's as explored, the keys the driver
+	// resamples null (explore).
 	Config map[string]any `json:"config,omitempty"`
+	// Resample are the keys whose function mutation the driver called
+	// (explore).
+	Resample []string `json:"resample,omitempty"`
 	// Answer is the driver's answer.
 	Answer DriverAnswer `json:"answer"`
 	// By names the user object that answered ("MyStopper").
@@ -483,11 +488,13 @@ type DriverAnswer struct {
 
 // The questions the controller asks a driver: whether a result stops its
 // trial (its stopper), a new trial's config (its searcher), the values of
-// a new trial's sample_from domains (its functions).
+// a new trial's sample_from domains (its functions), a PBT exploit's
+// config (PBT's function mutations and custom_explore_fn).
 const (
 	DriverStop    = "stop"
 	DriverSuggest = "suggest"
 	DriverSample  = "sample"
+	DriverExplore = "explore"
 )
 
 // TrialCompleted is a trial's terminal status.
@@ -967,7 +974,7 @@ func (p *DriverAnswered) Validate() error {
 	if err := checkNonEmpty("key", p.Key); err != nil {
 		return err
 	}
-	if err := checkOneOf("method", p.Method, DriverStop, DriverSuggest, DriverSample); err != nil {
+	if err := checkOneOf("method", p.Method, DriverStop, DriverSuggest, DriverSample, DriverExplore); err != nil {
 		return err
 	}
 	newTrial := p.Method == DriverSuggest || p.Method == DriverSample
@@ -981,6 +988,8 @@ func (p *DriverAnswered) Validate() error {
 		return fieldErr("answer", "a suggestion is a config or finished")
 	case p.Method == DriverSample && p.Answer.Config == nil:
 		return fieldErr("answer", "a sample is the config with its sample_from values")
+	case p.Method == DriverExplore && p.Answer.Config == nil:
+		return fieldErr("answer", "an explore answer is the exploit's config")
 	case p.Method == DriverStop && p.Result == nil:
 		return fieldErr("result", "a stop answer needs the result it judged")
 	}

@@ -95,7 +95,9 @@ func driverSubject(exp string) string { return driverPrefix + "." + token(exp) }
 // driver (docs/driver.md): whether a result stops its trial (Method
 // events.DriverStop, TrialID, Result), the config of a new trial
 // (events.DriverSuggest, TrialID, Index) or its sample_from values
-// (events.DriverSample, TrialID, Index, Config as drawn). Key names the decision; Through
+// (events.DriverSample, TrialID, Index, Config as drawn) or a PBT
+// exploit's config (events.DriverExplore, TrialID, Config as explored,
+// Resample). Key names the decision; Through
 // is the log sequence the controller had folded when it asked.
 type DriverQuestion struct {
 	Method  string         `json:"method"`
@@ -105,6 +107,9 @@ type DriverQuestion struct {
 	Index   *int           `json:"index,omitempty"`
 	Result  map[string]any `json:"result,omitempty"`
 	Config  map[string]any `json:"config,omitempty"`
+	// Resample are the keys of a PBT exploit's config (explore) whose
+	// function mutation the driver calls.
+	Resample []string `json:"resample,omitempty"`
 }
 
 // DriverReply is the driver's reply: its answer and the user object that

@@ -201,7 +201,7 @@ func (e *Experiment) trialCreated(p *events.TrialCreated) bool {
 // become the config of trial NextIndex, and Searcher.FINISHED ends the
 // search there.
 func (e *Experiment) driverAnswered(p *events.DriverAnswered) bool {
-	if p.Method == events.DriverStop {
+	if p.Method == events.DriverStop || p.Method == events.DriverExplore {
 		return e.driverStop(p)
 	}
 	if p.Index == nil || *p.Index != e.NextIndex || e.Spec == nil || e.Spec.Driver == nil {

@@ -194,6 +194,10 @@ type Trial struct {
 type Exploit struct {
 	events.Exploit
 	Config map[string]any `json:"config"`
+	// Driver is set while the config waits for the experiment's driver
+	// (PBT's function mutations, custom_explore_fn): the trial is not
+	// scheduled again before the log holds its answer.
+	Driver bool `json:"driver,omitempty"`
 }
 
 // MetricStats is Ray's per-trial metric_analysis: computed incrementally

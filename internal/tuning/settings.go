@@ -86,6 +86,7 @@ func Check(spec *events.ExperimentSpec) []*settings.Error {
 func read(spec *events.ExperimentSpec) (*Settings, *settings.Problems) {
 	p := &settings.Problems{}
 	s := &Settings{Scheduler: readScheduler(spec, p), Search: readSearch(spec, p)}
+	checkPBTFunctions(spec, s.Scheduler, p)
 	if space, err := search.ParseSpace(spec.ParamSpace); err == nil {
 		checkSampleFrom(spec, space, p)
 		if t, ok := s.Search.(*TPEConfig); ok && len(space.SampledByDriver()) == 0 {
@@ -125,5 +126,21 @@ func checkSampleFrom(spec *events.ExperimentSpec, space *search.Space, p *settin
 		case sa != "" && sa != SearchRandom && sa != SearchGrid:
 			p.Add(key, "sample_from is resolved with search_alg %q or %q; %q cannot model it", SearchRandom, SearchGrid, sa)
 		}
+	}
+}
+
+// checkPBTFunctions checks that PBT's functions of the driver's (function
+// mutations, custom_explore_fn) have a driver to call them.
+func checkPBTFunctions(spec *events.ExperimentSpec, cfg sched.Config, p *settings.Problems) {
+	pbt, ok := cfg.(*sched.PBTConfig)
+	if !ok || spec.Driver != nil {
+		return
+	}
+	const why = "calls a function of the driver's, and the spec has no driver section (the Python SDK's Tuner.fit writes one)"
+	if pbt.CustomExploreFn != "" {
+		p.Add(keyScheduler+".custom_explore_fn", "%s", why)
+	}
+	for _, k := range sched.DriverMutations(pbt.HyperparamMutations) {
+		p.Add(keyScheduler+".hyperparam_mutations."+k, "%s", why)
 	}
 }

@@ -119,6 +119,9 @@ func (d *driverAsker) ask(ctx context.Context, st *state.Experiment, want bool) 
 func nextQuestion(st *state.Experiment, space *search.Space, want bool) (bus.DriverQuestion, bool) {
 	if asks := st.DriverAsks(); len(asks) > 0 {
 		a := asks[0]
+		if a.Explore {
+			return bus.DriverQuestion{Method: events.DriverExplore, Key: a.Key, Through: st.LastSeq, TrialID: a.TrialID, Config: a.Config, Resample: a.Resample}, true
+		}
 		return bus.DriverQuestion{Method: events.DriverStop, Key: a.Key, Through: st.LastSeq, TrialID: a.TrialID, Result: a.Result}, true
 	}
 	if !want || st.Suggested != nil {
@@ -157,7 +160,7 @@ func (d *driverAsker) answered(ctx context.Context, st *state.Experiment, res dr
 		}
 		q := res.q
 		d.ready = &events.DriverAnswered{
-			Key: q.Key, Method: q.Method, Through: q.Through, TrialID: q.TrialID, Index: q.Index, Result: q.Result, Config: q.Config,
+			Key: q.Key, Method: q.Method, Through: q.Through, TrialID: q.TrialID, Index: q.Index, Result: q.Result, Config: q.Config, Resample: q.Resample,
 			Answer: res.reply.Answer.DriverAnswer, By: res.reply.By,
 		}
 		if q.Method == events.DriverStop {
@@ -183,6 +186,10 @@ func (d *driverAsker) usable(res driverResult) error {
 		}
 		if err := d.space.TakeSampled(search.CopyValue(res.q.Config).(map[string]any), a.Config); err != nil {
 			return fmt.Errorf("the driver's answer to %s: %w", res.q.Key, err)
+		}
+	case events.DriverExplore:
+		if a.Config == nil {
+			return fmt.Errorf("the driver's answer to %s has no config", res.q.Key)
 		}
 	case events.DriverSuggest:
 		if a.Config == nil && !a.Finished {
@@ -225,8 +232,19 @@ func DriverWait(st *state.Experiment, now time.Time) string {
 	}
 	d := st.Spec.Driver
 	var parts []string
-	if n := len(st.DriverAsks()); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d result(s) for %s to judge", n, d.Stopper))
+	results, explores := 0, 0
+	for _, a := range st.DriverAsks() {
+		if a.Explore {
+			explores++
+		} else {
+			results++
+		}
+	}
+	if results > 0 {
+		parts = append(parts, fmt.Sprintf("%d result(s) for %s to judge", results, d.Stopper))
+	}
+	if explores > 0 {
+		parts = append(parts, fmt.Sprintf("%d PBT exploit(s) to explore", explores))
 	}
 	if st.Suggested == nil && wantsTrial(st, Inputs{Now: now}) {
 		switch space, err := search.ParseSpace(st.Spec.ParamSpace); {
