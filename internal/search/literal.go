@@ -25,15 +25,14 @@ var spellings = func() []string {
 
 // keyProblem returns why a mapping whose only key is k, which is neither a
 // domain keyword nor kwLiteral, must not be taken as a plain mapping: k is
-// a Ray keyword that tunejet does not support, or a misspelled keyword. It
-// returns "" for any other k.
+// a misspelled keyword. It returns "" for any other k.
 func keyProblem(k string) string {
 	s := settings.Suggest(k, spellings)
 	var msg string
-	switch {
-	case s == "":
+	switch s {
+	case "":
 		return ""
-	case s == kwLiteral || s == kwSampleFrom:
+	case kwLiteral, kwSampleFrom:
 		msg = fmt.Sprintf("unknown keyword, did you mean %q?", s)
 	default:
 		msg = fmt.Sprintf("unknown distribution, did you mean %q?", s)
