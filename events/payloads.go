@@ -442,11 +442,23 @@ const (
 )
 
 // DriverAnswered is an answer of the experiment's driver (the Python
-// Tuner.fit() that serves the user's stopper and searcher, spec section
-// driver) to a question the controller asked it, with the question's
-// inputs. The controller publishes it before acting on it, and a restore
+// Tuner.fit() that serves the user's stopper, searcher and functions, spec
+// section driver) to a question the controller asked it, with the
+// question. The controller publishes it before acting on it, and a restore
 // replays it rather than asking again (docs/driver.md).
 type DriverAnswered struct {
+	DriverQuestion
+	// ResultSeq is the log sequence of the result judged (stop).
+	ResultSeq uint64 `json:"result_seq,omitempty"`
+	// Answer is the driver's answer.
+	Answer DriverAnswer `json:"answer"`
+	// By names the user object that answered ("MyStopper").
+	By string `json:"by,omitempty"`
+}
+
+// DriverQuestion is a question the controller asks the experiment's
+// driver, with its inputs.
+type DriverQuestion struct {
 	// Key names the decision: "stop/<trial>/<iteration>",
 	// "suggest/<index>", "sample/<index>" or "explore/<trial>/<ordinal>"
 	// (the ordinal of the exploit's trial.decided).
@@ -456,24 +468,19 @@ type DriverAnswered struct {
 	// Through is the log sequence the controller had folded when it asked:
 	// the driver's objects had seen the events up to it.
 	Through uint64 `json:"through"`
-	// TrialID is the trial judged, or the new trial's id.
+	// TrialID is the trial judged or explored, or the new trial's id.
 	TrialID string `json:"trial_id"`
-	// Index is the new trial's search index (suggest).
+	// Index is the new trial's search index (suggest, sample).
 	Index *int `json:"index,omitempty"`
-	// Result and ResultSeq are the result judged and its event (stop).
-	Result    map[string]any `json:"result,omitempty"`
-	ResultSeq uint64         `json:"result_seq,omitempty"`
+	// Result is the result judged (stop).
+	Result map[string]any `json:"result,omitempty"`
 	// Config is the new trial's config as drawn, its sample_from values
 	// null (sample), or the exploit's as explored, the keys the driver
 	// resamples null (explore).
 	Config map[string]any `json:"config,omitempty"`
-	// Resample are the keys whose function mutation the driver called
+	// Resample are the keys whose function mutation the driver calls
 	// (explore).
 	Resample []string `json:"resample,omitempty"`
-	// Answer is the driver's answer.
-	Answer DriverAnswer `json:"answer"`
-	// By names the user object that answered ("MyStopper").
-	By string `json:"by,omitempty"`
 }
 
 // DriverAnswer is the driver's answer to one question: Stop and StopAll

@@ -120,7 +120,7 @@ func (d *driverConn) write(msg DriverMessage) error {
 }
 
 // ask sends the driver a question and returns its reply.
-func (d *driverConn) ask(ctx context.Context, q bus.DriverQuestion) (bus.DriverReply, error) {
+func (d *driverConn) ask(ctx context.Context, q events.DriverQuestion) (bus.DriverReply, error) {
 	ch := make(chan DriverMessage, 1)
 	d.rmu.Lock()
 	d.lastID++
@@ -268,7 +268,7 @@ func (t *Tuner) startRelay(ctx context.Context, b *bus.Bus, exp string, from uin
 // question passes one of the controller's questions to the driver, once
 // the driver has every event up to the log sequence the controller had
 // folded (docs/driver.md), and returns its reply.
-func (r *relay) question(ctx context.Context, q bus.DriverQuestion) bus.DriverReply {
+func (r *relay) question(ctx context.Context, q events.DriverQuestion) bus.DriverReply {
 	if err := r.until(ctx, func() bool { return r.passed >= q.Through }); err != nil {
 		return bus.DriverReply{Error: err.Error()}
 	}

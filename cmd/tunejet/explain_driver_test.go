@@ -16,9 +16,12 @@ func TestExplainNamesTheDriversObjects(t *testing.T) {
 		Experiment: "e", Source: fromLog, TrialID: "abc_00000", TrialName: "fn_abc_00000", Config: map[string]any{"x": 1.0},
 		SearchAlg: "random", Status: events.StatusTerminated, EndReason: "stopper: MyStopper stopped the trial at training_iteration 2",
 		Driver: []events.DriverAnswered{
-			{Key: "suggest/0", Method: events.DriverSuggest, Through: 7, TrialID: "abc_00000", Index: &zero, By: "MySearcher", Answer: events.DriverAnswer{Config: map[string]any{"x": 1.0}}},
-			{Key: "stop/abc_00000/1", Method: events.DriverStop, TrialID: "abc_00000", Result: map[string]any{"training_iteration": 1.0}, By: "MyStopper"},
-			{Key: "stop/abc_00000/2", Method: events.DriverStop, TrialID: "abc_00000", Result: map[string]any{"training_iteration": 2.0}, By: "MyStopper", Answer: events.DriverAnswer{Stop: true}},
+			{DriverQuestion: events.DriverQuestion{Key: "suggest/0", Method: events.DriverSuggest, Through: 7, TrialID: "abc_00000", Index: &zero},
+				By: "MySearcher", Answer: events.DriverAnswer{Config: map[string]any{"x": 1.0}}},
+			{DriverQuestion: events.DriverQuestion{Key: "stop/abc_00000/1", Method: events.DriverStop, TrialID: "abc_00000", Result: map[string]any{"training_iteration": 1.0}},
+				By: "MyStopper"},
+			{DriverQuestion: events.DriverQuestion{Key: "stop/abc_00000/2", Method: events.DriverStop, TrialID: "abc_00000", Result: map[string]any{"training_iteration": 2.0}},
+				By: "MyStopper", Answer: events.DriverAnswer{Stop: true}},
 		},
 		Decisions: []events.TrialDecided{{TrialID: "abc_00000", Ordinal: 1, By: events.DecidedByStopper, Action: "stop", Reason: "MyStopper stopped the trial at training_iteration 2"}},
 	}

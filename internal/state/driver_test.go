@@ -47,8 +47,8 @@ func TestPBTExploitWaitsForTheDriversConfig(t *testing.T) {
 	if n := fold(l.evs).NeedingSchedule(2); len(n) != 0 {
 		t.Fatalf("needing schedule %v before the driver's config", n)
 	}
-	l.add(events.WriterController, &events.DriverAnswered{Key: asks[0].Key, Method: events.DriverExplore, TrialID: "b",
-		Config: asks[0].Config, Resample: asks[0].Resample, Answer: events.DriverAnswer{Config: map[string]any{"x": 1.0, "lr": 0.5}}})
+	l.add(events.WriterController, &events.DriverAnswered{DriverQuestion: events.DriverQuestion{Key: asks[0].Key, Method: events.DriverExplore, TrialID: "b",
+		Config: asks[0].Config, Resample: asks[0].Resample}, Answer: events.DriverAnswer{Config: map[string]any{"x": 1.0, "lr": 0.5}}})
 	e = fold(l.evs)
 	if n := e.NeedingSchedule(2); len(n) != 1 || n[0].ID != "b" {
 		t.Fatalf("needing schedule %v; want b once the driver answered", n)

@@ -52,7 +52,7 @@ type driverAsker struct {
 }
 
 type driverResult struct {
-	q     bus.DriverQuestion
+	q     events.DriverQuestion
 	reply bus.DriverReply
 	err   error
 }
@@ -116,26 +116,26 @@ func (d *driverAsker) ask(ctx context.Context, st *state.Experiment, want bool) 
 // nextQuestion is the oldest result waiting for the driver's stopper, or
 // else, when want, the config of trial st.NextIndex for the driver's
 // searcher, or its sample_from values for the driver's functions.
-func nextQuestion(st *state.Experiment, space *search.Space, want bool) (bus.DriverQuestion, bool) {
+func nextQuestion(st *state.Experiment, space *search.Space, want bool) (events.DriverQuestion, bool) {
 	if asks := st.DriverAsks(); len(asks) > 0 {
 		a := asks[0]
 		if a.Explore {
-			return bus.DriverQuestion{Method: events.DriverExplore, Key: a.Key, Through: st.LastSeq, TrialID: a.TrialID, Config: a.Config, Resample: a.Resample}, true
+			return events.DriverQuestion{Method: events.DriverExplore, Key: a.Key, Through: st.LastSeq, TrialID: a.TrialID, Config: a.Config, Resample: a.Resample}, true
 		}
-		return bus.DriverQuestion{Method: events.DriverStop, Key: a.Key, Through: st.LastSeq, TrialID: a.TrialID, Result: a.Result}, true
+		return events.DriverQuestion{Method: events.DriverStop, Key: a.Key, Through: st.LastSeq, TrialID: a.TrialID, Result: a.Result}, true
 	}
 	if !want || st.Suggested != nil {
-		return bus.DriverQuestion{}, false
+		return events.DriverQuestion{}, false
 	}
 	i := st.NextIndex
-	q := bus.DriverQuestion{Through: st.LastSeq, TrialID: search.TrialID(st.TrialIDPrefix, i), Index: &i}
+	q := events.DriverQuestion{Through: st.LastSeq, TrialID: search.TrialID(st.TrialIDPrefix, i), Index: &i}
 	switch {
 	case st.Spec.Driver.Searches():
 		q.Method, q.Key = events.DriverSuggest, state.SuggestKey(i)
 	case space != nil && len(space.SampledByDriver()) > 0:
 		q.Method, q.Key, q.Config = events.DriverSample, state.SampleKey(i), driverSample(st, space, i)
 	default:
-		return bus.DriverQuestion{}, false
+		return events.DriverQuestion{}, false
 	}
 	return q, true
 }
@@ -159,10 +159,7 @@ func (d *driverAsker) answered(ctx context.Context, st *state.Experiment, res dr
 			return
 		}
 		q := res.q
-		d.ready = &events.DriverAnswered{
-			Key: q.Key, Method: q.Method, Through: q.Through, TrialID: q.TrialID, Index: q.Index, Result: q.Result, Config: q.Config, Resample: q.Resample,
-			Answer: res.reply.Answer.DriverAnswer, By: res.reply.By,
-		}
+		d.ready = &events.DriverAnswered{DriverQuestion: q, Answer: res.reply.Answer.DriverAnswer, By: res.reply.By}
 		if q.Method == events.DriverStop {
 			for _, a := range st.DriverAsks() {
 				if a.Key == q.Key {

@@ -17,8 +17,7 @@ func (h *history) answer(want bool, a events.DriverAnswer) {
 	if !ok {
 		h.t.Fatal("no question for the driver")
 	}
-	h.add(events.WriterController, &events.DriverAnswered{Key: q.Key, Method: q.Method, Through: q.Through, TrialID: q.TrialID,
-		Index: q.Index, Result: q.Result, Config: q.Config, Resample: q.Resample, Answer: a, By: "MyObject"})
+	h.add(events.WriterController, &events.DriverAnswered{DriverQuestion: q, Answer: a, By: "MyObject"})
 }
 
 // TestDriverStopperJudgesBeforeTheScheduler: a result waits for the
