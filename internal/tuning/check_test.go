@@ -156,3 +156,26 @@ func TestDriverFunctionsNeedADriver(t *testing.T) {
 		t.Errorf("Check with tpe: %v", errs)
 	}
 }
+
+// TestEvaluatedRewardsCheck: evaluated_rewards gives one value per point,
+// and each point is then a whole trial.
+func TestEvaluatedRewardsCheck(t *testing.T) {
+	spec := &events.ExperimentSpec{
+		Name: "e", Trainable: events.Trainable{Name: "fn"},
+		ParamSpace: map[string]any{"x": map[string]any{"uniform": []any{0.0, 1.0}}, "y": map[string]any{"choice": []any{1.0, 2.0}}},
+		TuneConfig: events.TuneConfig{Metric: "loss", Mode: "min", SearchAlg: SearchTPE,
+			SearchAlgConfig:  map[string]any{"evaluated_rewards": []any{0.5}},
+			PointsToEvaluate: []map[string]any{{"x": 0.5}, {"x": 0.2, "y": 1.0}}},
+	}
+	var got []string
+	for _, e := range Check(spec) {
+		got = append(got, e.Error())
+	}
+	want := []string{
+		"tune_config.search_alg.evaluated_rewards: must give a value for each of the 2 points_to_evaluate, got 1",
+		"tune_config.search_alg.points_to_evaluate.0.y: missing: with evaluated_rewards each point is a trial already run, and gives every domain of param_space a value",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("Check:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

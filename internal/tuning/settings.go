@@ -48,10 +48,19 @@ func (s *Settings) NewStopper() (stopper.Stopper, error) {
 	return stopper.Unmarshal(b)
 }
 
+// TPE returns search_alg tpe's settings, if the search is tpe; nil-safe.
+func (s *Settings) TPE() (*TPEConfig, bool) {
+	if s == nil {
+		return nil, false
+	}
+	t, ok := s.Search.(*TPEConfig)
+	return t, ok
+}
+
 // Sampler builds the TPE sampler of space for search_alg tpe; it is nil
 // for other search algorithms.
 func (s *Settings) Sampler(space *search.Space) (*tpe.Sampler, error) {
-	if t, ok := s.Search.(*TPEConfig); ok {
+	if t, ok := s.TPE(); ok {
 		return t.New(space)
 	}
 	return nil, nil
@@ -92,6 +101,7 @@ func read(spec *events.ExperimentSpec) (*Settings, *settings.Problems) {
 		if t, ok := s.Search.(*TPEConfig); ok && len(space.SampledByDriver()) == 0 {
 			_, err := t.New(space)
 			p.AddErr("", err)
+			t.checkEvaluated(space, spec.TuneConfig.PointsToEvaluate, p)
 		}
 		checkPoints(spec, space, p)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/state"
+	"github.com/tunejet/tunejet/internal/tuning"
 )
 
 // answer folds the driver's answer to the question nextQuestion asks now.
@@ -132,5 +133,55 @@ func TestDriverSamplesFrom(t *testing.T) {
 	}
 	if tag := h.trial(0).Tag; tag != "0_wd=0.5000,x=1" {
 		t.Errorf("tag %q", tag)
+	}
+}
+
+// TestTPELearnsFromEvaluatedRewards: with Ray's evaluated_rewards, the
+// points to evaluate are trials already run: none runs them, and TPE,
+// past its startup trials with them, suggests near the best of them.
+func TestTPELearnsFromEvaluatedRewards(t *testing.T) {
+	h := newHistory(t, func(sp *events.ExperimentSpec) {
+		sp.ParamSpace = map[string]any{"x": map[string]any{"uniform": []any{0.0, 1.0}}}
+		sp.TuneConfig.NumSamples, sp.TuneConfig.MaxConcurrentTrials = 3, 1
+		sp.TuneConfig.Metric, sp.TuneConfig.Mode, sp.TuneConfig.SearchAlg = "score", "max", "tpe"
+		sp.TuneConfig.SearchAlgConfig = map[string]any{"n_startup_trials": 4.0, "evaluated_rewards": []any{0.1, 0.2, 0.9, 1.0}}
+		sp.TuneConfig.PointsToEvaluate = []map[string]any{{"x": 0.05}, {"x": 0.1}, {"x": 0.9}, {"x": 0.95}}
+	})
+	set, err := tuning.Parse(h.st.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, _ := set.TPE()
+	if h.in.Searcher, err = set.Sampler(h.space); err != nil {
+		t.Fatal(err)
+	}
+	if h.in.Evaluated, err = tc.Evaluated(h.space, h.st.Spec.ParamSpace, h.st.Spec.TuneConfig.PointsToEvaluate); err != nil || len(h.in.Evaluated) != 4 {
+		t.Fatalf("Evaluated: %v, %v", h.in.Evaluated, err)
+	}
+	h.launch()
+	x := h.trial(0).Config["x"].(float64)
+	for _, p := range h.st.Spec.TuneConfig.PointsToEvaluate {
+		if x == p["x"] {
+			t.Fatalf("trial 0 runs the evaluated point x=%v", x)
+		}
+	}
+	if x < 0.5 {
+		t.Errorf("trial 0 x=%v; want TPE's suggestion near the evaluated best (0.9, 0.95), not a startup draw", x)
+	}
+	// Without the rewards the first trial is the first point.
+	h2 := newHistory(t, func(sp *events.ExperimentSpec) {
+		sp.ParamSpace = map[string]any{"x": map[string]any{"uniform": []any{0.0, 1.0}}}
+		sp.TuneConfig.NumSamples, sp.TuneConfig.MaxConcurrentTrials = 3, 1
+		sp.TuneConfig.Metric, sp.TuneConfig.Mode, sp.TuneConfig.SearchAlg = "score", "max", "tpe"
+		sp.TuneConfig.PointsToEvaluate = []map[string]any{{"x": 0.05}}
+	})
+	set2, err := tuning.Parse(h2.st.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2.in.Searcher, _ = set2.Sampler(h2.space)
+	h2.launch()
+	if x := h2.trial(0).Config["x"]; x != 0.05 {
+		t.Errorf("without evaluated_rewards trial 0 x=%v; want the point 0.05", x)
 	}
 }

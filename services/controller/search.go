@@ -2,6 +2,7 @@ package controller
 
 import (
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/tunejet/tunejet/events"
@@ -28,7 +29,7 @@ type searcher struct {
 func newSearcher(st *state.Experiment, in Inputs) *searcher {
 	s := &searcher{st: st, in: in, external: st.Spec.TuneConfig.SearchAlg == tuning.SearchExternal, driver: st.Spec.Driver.Searches()}
 	if in.Searcher != nil {
-		s.history = tpeHistory(st)
+		s.history = append(slices.Clone(in.Evaluated), tpeHistory(st)...)
 	}
 	s.sampled = in.Space != nil && len(in.Space.SampledByDriver()) > 0
 	return s
@@ -87,11 +88,11 @@ func (s *searcher) draft(index int) (config map[string]any, tag string, seq uint
 		config = s.in.Searcher.Suggest(s.history, tuning.Rand(s.st.Seed, "suggest", uint64(index)))
 		seq = s.st.LastSeq
 	}
-	if points := s.st.Spec.TuneConfig.PointsToEvaluate; index < len(points) {
+	if points := s.st.Spec.TuneConfig.PointsToEvaluate; index < len(points) && s.in.Evaluated == nil {
 		overlay(config, points[index])
 	}
 	filled := s.st.FillConfig(config, index)
-	if s.in.Searcher != nil || s.external || s.driver || index < len(s.st.Spec.TuneConfig.PointsToEvaluate) || filled {
+	if s.in.Searcher != nil || s.external || s.driver || index < len(s.st.Spec.TuneConfig.PointsToEvaluate) && s.in.Evaluated == nil || filled {
 		tag = s.in.Space.Tag(index, config)
 	}
 	if s.in.Searcher != nil {
