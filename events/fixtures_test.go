@@ -130,8 +130,10 @@ func fixtures() []*events.Event {
 			TrialID: fxTrial, Attempt: 4, WorkSeq: 1290, Runner: "runner-cpu-host-1-2c9e", Reason: "needs gpu=0.5; runner runner-cpu-host-1-2c9e has gpu=0",
 		}},
 		{Writer: events.WriterController, Source: controller, Data: &events.DriverAnswered{
-			Key: "stop/" + fxTrial + "/5", Method: events.DriverStop, Through: 1301, TrialID: fxTrial,
-			Result:    map[string]any{"loss": 0.41, "training_iteration": 5.0},
+			DriverQuestion: events.DriverQuestion{
+				Key: "stop/" + fxTrial + "/5", Method: events.DriverStop, Through: 1301, TrialID: fxTrial,
+				Result: map[string]any{"loss": 0.41, "training_iteration": 5.0},
+			},
 			ResultSeq: 1299, Answer: events.DriverAnswer{Stop: true}, By: "PlateauStopper",
 		}},
 	}

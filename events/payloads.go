@@ -442,30 +442,45 @@ const (
 )
 
 // DriverAnswered is an answer of the experiment's driver (the Python
-// Tuner.fit() that serves the user's stopper and searcher, spec section
-// driver) to a question the controller asked it, with the question's
-// inputs. The controller publishes it before acting on it, and a restore
+// Tuner.fit() that serves the user's stopper, searcher and functions, spec
+// section driver) to a question the controller asked it, with the
+// question. The controller publishes it before acting on it, and a restore
 // replays it rather than asking again (docs/driver.md).
 type DriverAnswered struct {
-	// Key names the decision: "stop/<trial>/<iteration>" or
-	// "suggest/<index>".
-	Key string `json:"key"`
-	// Method is DriverStop or DriverSuggest.
-	Method string `json:"method"`
-	// Through is the log sequence the controller had folded when it asked:
-	// the driver's objects had seen the events up to it.
-	Through uint64 `json:"through"`
-	// TrialID is the trial judged, or the new trial's id.
-	TrialID string `json:"trial_id"`
-	// Index is the new trial's search index (suggest).
-	Index *int `json:"index,omitempty"`
-	// Result and ResultSeq are the result judged and its event (stop).
-	Result    map[string]any `json:"result,omitempty"`
-	ResultSeq uint64         `json:"result_seq,omitempty"`
+	DriverQuestion
+	// ResultSeq is the log sequence of the result judged (stop).
+	ResultSeq uint64 `json:"result_seq,omitempty"`
 	// Answer is the driver's answer.
 	Answer DriverAnswer `json:"answer"`
 	// By names the user object that answered ("MyStopper").
 	By string `json:"by,omitempty"`
+}
+
+// DriverQuestion is a question the controller asks the experiment's
+// driver, with its inputs.
+type DriverQuestion struct {
+	// Key names the decision: "stop/<trial>/<iteration>",
+	// "suggest/<index>", "sample/<index>" or "explore/<trial>/<ordinal>"
+	// (the ordinal of the exploit's trial.decided).
+	Key string `json:"key"`
+	// Method is DriverStop, DriverSuggest, DriverSample or DriverExplore.
+	Method string `json:"method"`
+	// Through is the log sequence the controller had folded when it asked:
+	// the driver's objects had seen the events up to it.
+	Through uint64 `json:"through"`
+	// TrialID is the trial judged or explored, or the new trial's id.
+	TrialID string `json:"trial_id"`
+	// Index is the new trial's search index (suggest, sample).
+	Index *int `json:"index,omitempty"`
+	// Result is the result judged (stop).
+	Result map[string]any `json:"result,omitempty"`
+	// Config is the new trial's config as drawn, its sample_from values
+	// null (sample), or the exploit's as explored, the keys the driver
+	// resamples null (explore).
+	Config map[string]any `json:"config,omitempty"`
+	// Resample are the keys whose function mutation the driver calls
+	// (explore).
+	Resample []string `json:"resample,omitempty"`
 }
 
 // DriverAnswer is the driver's answer to one question: Stop and StopAll
@@ -478,10 +493,15 @@ type DriverAnswer struct {
 	Finished bool           `json:"finished,omitempty"`
 }
 
-// The questions the controller asks a driver.
+// The questions the controller asks a driver: whether a result stops its
+// trial (its stopper), a new trial's config (its searcher), the values of
+// a new trial's sample_from domains (its functions), a PBT exploit's
+// config (PBT's function mutations and custom_explore_fn).
 const (
 	DriverStop    = "stop"
 	DriverSuggest = "suggest"
+	DriverSample  = "sample"
+	DriverExplore = "explore"
 )
 
 // TrialCompleted is a trial's terminal status.
@@ -961,17 +981,22 @@ func (p *DriverAnswered) Validate() error {
 	if err := checkNonEmpty("key", p.Key); err != nil {
 		return err
 	}
-	if err := checkOneOf("method", p.Method, DriverStop, DriverSuggest); err != nil {
+	if err := checkOneOf("method", p.Method, DriverStop, DriverSuggest, DriverSample, DriverExplore); err != nil {
 		return err
 	}
+	newTrial := p.Method == DriverSuggest || p.Method == DriverSample
 	if err := checkID("trial_id", p.TrialID); err != nil {
 		return err
 	}
 	switch {
-	case p.Method == DriverSuggest && (p.Index == nil || *p.Index < 0):
-		return fieldErr("index", "a suggestion needs the new trial's index, >= 0")
+	case newTrial && (p.Index == nil || *p.Index < 0):
+		return fieldErr("index", "a new trial's config needs its index, >= 0")
 	case p.Method == DriverSuggest && p.Answer.Config == nil && !p.Answer.Finished:
 		return fieldErr("answer", "a suggestion is a config or finished")
+	case p.Method == DriverSample && p.Answer.Config == nil:
+		return fieldErr("answer", "a sample is the config with its sample_from values")
+	case p.Method == DriverExplore && p.Answer.Config == nil:
+		return fieldErr("answer", "an explore answer is the exploit's config")
 	case p.Method == DriverStop && p.Result == nil:
 		return fieldErr("result", "a stop answer needs the result it judged")
 	}

@@ -120,7 +120,7 @@ func (d *driverConn) write(msg DriverMessage) error {
 }
 
 // ask sends the driver a question and returns its reply.
-func (d *driverConn) ask(ctx context.Context, q bus.DriverQuestion) (bus.DriverReply, error) {
+func (d *driverConn) ask(ctx context.Context, q events.DriverQuestion) (bus.DriverReply, error) {
 	ch := make(chan DriverMessage, 1)
 	d.rmu.Lock()
 	d.lastID++
@@ -128,7 +128,7 @@ func (d *driverConn) ask(ctx context.Context, q bus.DriverQuestion) (bus.DriverR
 	d.waiting[id] = ch
 	d.rmu.Unlock()
 	defer func() { d.rmu.Lock(); delete(d.waiting, id); d.rmu.Unlock() }()
-	msg := DriverMessage{Kind: "request", ID: id, Method: q.Method, Key: q.Key, Through: q.Through, TrialID: q.TrialID, Index: q.Index, Result: q.Result}
+	msg := DriverMessage{Kind: "request", ID: id, Method: q.Method, Key: q.Key, Through: q.Through, TrialID: q.TrialID, Index: q.Index, Result: q.Result, Config: q.Config, Resample: q.Resample}
 	if err := d.write(msg); err != nil {
 		return bus.DriverReply{}, err
 	}
@@ -152,7 +152,7 @@ func (d *driverConn) ask(ctx context.Context, q bus.DriverQuestion) (bus.DriverR
 // DriverMessage is one JSON line between tunejet and the driver
 // (docs/driver.md). Kind "event" goes to the driver (Seq, Type, TrialID,
 // Time, Data, Replay) and "ack" comes back (Seq); "request" goes to it
-// (ID, Method, Key, Through, TrialID, Index, Result) and "reply" comes
+// (ID, Method, Key, Through, TrialID, Index, Result, Config, Resample) and "reply" comes
 // back (ID, Answer, By, or Error). Other kinds are ignored.
 type DriverMessage struct {
 	Kind    string          `json:"kind"`
@@ -163,15 +163,17 @@ type DriverMessage struct {
 	Replay  bool            `json:"replay,omitempty"`
 	Data    json.RawMessage `json:"data,omitempty"`
 
-	ID      uint64          `json:"id,omitempty"`
-	Method  string          `json:"method,omitempty"`
-	Key     string          `json:"key,omitempty"`
-	Through uint64          `json:"through,omitempty"`
-	Index   *int            `json:"index,omitempty"`
-	Result  map[string]any  `json:"result,omitempty"`
-	Answer  json.RawMessage `json:"answer,omitempty"`
-	By      string          `json:"by,omitempty"`
-	Error   string          `json:"error,omitempty"`
+	ID       uint64          `json:"id,omitempty"`
+	Method   string          `json:"method,omitempty"`
+	Key      string          `json:"key,omitempty"`
+	Through  uint64          `json:"through,omitempty"`
+	Index    *int            `json:"index,omitempty"`
+	Result   map[string]any  `json:"result,omitempty"`
+	Config   map[string]any  `json:"config,omitempty"`
+	Resample []string        `json:"resample,omitempty"`
+	Answer   json.RawMessage `json:"answer,omitempty"`
+	By       string          `json:"by,omitempty"`
+	Error    string          `json:"error,omitempty"`
 }
 
 // driverTypes are the event types relayed to the driver: what Ray's
@@ -266,7 +268,7 @@ func (t *Tuner) startRelay(ctx context.Context, b *bus.Bus, exp string, from uin
 // question passes one of the controller's questions to the driver, once
 // the driver has every event up to the log sequence the controller had
 // folded (docs/driver.md), and returns its reply.
-func (r *relay) question(ctx context.Context, q bus.DriverQuestion) bus.DriverReply {
+func (r *relay) question(ctx context.Context, q events.DriverQuestion) bus.DriverReply {
 	if err := r.until(ctx, func() bool { return r.passed >= q.Through }); err != nil {
 		return bus.DriverReply{Error: err.Error()}
 	}

@@ -111,3 +111,42 @@ func TestDriverStopperAndSearcherDecide(t *testing.T) {
 		t.Errorf("the driver was asked %d questions, the log answers %d: %v vs %v", len(asked), len(answered), asked, answered)
 	}
 }
+
+// TestDriverSamplesFrom: sample_from values come from the driver, asked
+// with the config drawn so far (Ray's spec.config view).
+func TestDriverSamplesFrom(t *testing.T) {
+	d := startFakeDriver(t, 0, false, func(m tune.DriverMessage) map[string]any {
+		if m.Method != "sample" || m.Config["wd"] != nil {
+			return nil
+		}
+		config := map[string]any{}
+		for k, v := range m.Config {
+			config[k] = v
+		}
+		config["wd"] = m.Config["x"].(float64) * 2
+		return map[string]any{"config": config}
+	})
+	spec := tune.Spec{
+		Name: "sampled", ParamSpace: map[string]any{"x": map[string]any{"grid_search": []any{1.0, 2.0, 3.0}}, "wd": map[string]any{"sample_from": "<lambda>"}},
+		TuneConfig: tune.TuneConfig{NumSamples: 1}, RunConfig: storage(t), Driver: &events.DriverSpec{},
+	}
+	tuner, err := tune.NewTuner(steps(1), tune.WithTrainableName("steps"), tune.WithSpec(spec),
+		tune.WithStoreDir(t.TempDir()), tune.WithRunnerSlots(2), d.option())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), fitDeadline)
+	defer cancel()
+	g, err := tuner.Fit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Len() != 3 {
+		t.Fatalf("%d trials; want the grid's 3", g.Len())
+	}
+	for _, r := range g.Results() {
+		if x, wd := r.Config["x"].(float64), r.Config["wd"]; wd != 2*x {
+			t.Errorf("trial %s: config %v; want wd = 2x from the driver", r.TrialID, r.Config)
+		}
+	}
+}

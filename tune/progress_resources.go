@@ -33,12 +33,17 @@ func (t *statusTable) refreshRunners(ctx context.Context) {
 }
 
 // waiting are the lines under the table that say why PENDING trials wait
-// for a runner, as Ray warns of trials no node can hold.
+// for a runner, as Ray warns of trials no node can hold, and what the
+// experiment waits for from its driver.
 func (t *statusTable) waiting(st *state.Experiment) string {
 	t.mu.Lock()
 	totals := t.totals
 	t.mu.Unlock()
-	return pendingReasons(st, totals)
+	text := pendingReasons(st, totals)
+	if why := controller.DriverWait(st, time.Now()); why != "" {
+		text += "The experiment " + why + "\n"
+	}
+	return text
 }
 
 // pendingReasons says, a line each, why PENDING trials of st wait for a

@@ -38,3 +38,17 @@ func TestStatusTableSaysWhyATrialWaits(t *testing.T) {
 		t.Fatalf("the table's lines: %q", got)
 	}
 }
+
+// An experiment whose next trial waits for its driver's searcher says so
+// under the table.
+func TestStatusTableSaysTheExperimentWaitsForItsDriver(t *testing.T) {
+	st := state.New("exp")
+	st.Status = state.ExperimentRunning
+	st.NumTrials = 4
+	st.Spec = &events.ExperimentSpec{Name: "exp", Trainable: events.Trainable{Name: "train"},
+		TuneConfig: events.TuneConfig{NumSamples: 4}, Driver: &events.DriverSpec{Searcher: "MySearcher"}}
+	table := &statusTable{verbose: VerboseStatus}
+	if got, want := table.waiting(st), "The experiment waits for its driver: the config of trial 0 from MySearcher\n"; got != want {
+		t.Fatalf("the table's lines: %q, want %q", got, want)
+	}
+}

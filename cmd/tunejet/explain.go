@@ -94,8 +94,12 @@ type explanation struct {
 	// not hold yet.
 	Decisions []events.TrialDecided `json:"decisions"`
 	Pending   []events.TrialDecided `json:"pending,omitempty"`
-	Status    string                `json:"status"`
-	EndReason string                `json:"end_reason,omitempty"`
+	// Driver are the answers of the experiment's driver about the trial
+	// (its config from the driver's searcher, whether each result stops it
+	// from the driver's stopper), with the questions, oldest first.
+	Driver    []events.DriverAnswered `json:"driver,omitempty"`
+	Status    string                  `json:"status"`
+	EndReason string                  `json:"end_reason,omitempty"`
 
 	timeAttr string // the scheduler's, to say where a decision was made
 }
@@ -194,6 +198,7 @@ func explainFromLog(ctx context.Context, b *bus.Bus, name, trial string) (*expla
 	st, load := state.New(name), restorestate.Loader(b, name)
 	created := map[string]*events.TrialCreated{}
 	decided := map[string][]events.TrialDecided{}
+	answered := map[string][]events.DriverAnswered{}
 	var ferr error
 	err = b.Replay(ctx, events.ExperimentSubjects(name), func(ev *events.Event) {
 		if ferr != nil {
@@ -204,6 +209,8 @@ func explainFromLog(ctx context.Context, b *bus.Bus, name, trial string) (*expla
 			created[p.TrialID] = p
 		case *events.TrialDecided:
 			decided[p.TrialID] = append(decided[p.TrialID], *p)
+		case *events.DriverAnswered:
+			answered[p.TrialID] = append(answered[p.TrialID], *p)
 		}
 		st, _, ferr = state.Fold(ctx, st, ev, load)
 	})
@@ -216,6 +223,7 @@ func explainFromLog(ctx context.Context, b *bus.Bus, name, trial string) (*expla
 	}
 	x := newExplanation(st, t, fromLog)
 	x.Decisions = append(x.Decisions, decided[t.ID]...)
+	x.Driver = answered[t.ID]
 	if c := created[t.ID]; c != nil {
 		x.Config, x.SearcherSeq = c.Config, c.SearcherSeq
 	}
@@ -335,7 +343,24 @@ func (x *explanation) print(w io.Writer) error {
 	case x.SearchAlg == tuning.SearchExternal:
 		created += ", suggested by the external searcher"
 	}
+	for _, a := range x.Driver {
+		if a.Method == events.DriverSuggest {
+			created += fmt.Sprintf(", suggested by %s, the driver's searcher, from the log up to seq %d", a.By, a.Through)
+		}
+	}
 	fmt.Fprintf(tw, "created\t\t%s\n", created)
+	for _, a := range x.Driver {
+		if a.Method == events.DriverStop {
+			verdict := "goes on"
+			if a.Answer.Stop {
+				verdict = "stop"
+			}
+			if a.Answer.StopAll {
+				verdict += ", stop_all"
+			}
+			fmt.Fprintf(tw, "asked %s\t%s\t%s(trial_id, result of training_iteration %v)\n", a.By, verdict, a.By, a.Result["training_iteration"])
+		}
+	}
 	end := x.EndReason
 	for _, d := range x.Decisions {
 		fmt.Fprintf(tw, "#%d %s\t%s\t%s\n", d.Ordinal, d.By, d.Action, x.inputs(d))

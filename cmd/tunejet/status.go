@@ -68,6 +68,9 @@ type statusExperiment struct {
 	progress state.Progress
 	// Pending are the trials no live runner can hold, and why.
 	Pending []statusPending `json:"pending,omitempty"`
+	// Driver says what the experiment waits for from its driver (the
+	// Python Tuner.fit() serving its stopper or searcher), if anything.
+	Driver string `json:"driver,omitempty"`
 }
 
 // statusProgress is state.Progress as JSON: total -1 is unbounded
@@ -125,6 +128,7 @@ func readStatus(ctx context.Context, b *bus.Bus) (*status, error) {
 		p := st.Progress(time.Now())
 		e := statusExperiment{Name: name, Status: st.Status, Trials: st.Counts(), Progress: statusProgress{Ended: p.Ended, Total: p.Total, ETASeconds: p.ETA.Seconds()}, progress: p}
 		if st.Status == state.ExperimentRunning {
+			e.Driver = controller.DriverWait(st, time.Now())
 			for _, t := range st.TrialList() {
 				if why := controller.Unfit(st.Spec, t, totals); why != "" {
 					e.Pending = append(e.Pending, statusPending{TrialID: t.ID, Reason: why})
@@ -162,6 +166,9 @@ func printStatus(ctx context.Context, b *bus.Bus, w io.Writer, asJSON bool) erro
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Name, e.Status, tune.TrialCounts(e.Trials), show.Progress(e.progress))
 		for _, p := range e.Pending {
 			waiting = append(waiting, fmt.Sprintf("%s/%s PENDING: %s", e.Name, p.TrialID, p.Reason))
+		}
+		if e.Driver != "" {
+			waiting = append(waiting, e.Name+" "+e.Driver)
 		}
 	}
 	tw.Flush()

@@ -91,20 +91,6 @@ const driverPrefix = "tunejet-driver"
 
 func driverSubject(exp string) string { return driverPrefix + "." + token(exp) }
 
-// DriverQuestion is a question the controller asks an experiment's
-// driver (docs/driver.md): whether a result stops its trial (Method
-// events.DriverStop, TrialID, Result) or the config of a new trial
-// (events.DriverSuggest, TrialID, Index). Key names the decision; Through
-// is the log sequence the controller had folded when it asked.
-type DriverQuestion struct {
-	Method  string         `json:"method"`
-	Key     string         `json:"key"`
-	Through uint64         `json:"through"`
-	TrialID string         `json:"trial_id"`
-	Index   *int           `json:"index,omitempty"`
-	Result  map[string]any `json:"result,omitempty"`
-}
-
 // DriverReply is the driver's reply: its answer and the user object that
 // gave it, or why it could not answer.
 type DriverReply struct {
@@ -125,7 +111,7 @@ var ErrNoDriver = errors.New("no driver serves the experiment")
 
 // AskDriver asks experiment exp's driver q and returns its reply;
 // ErrNoDriver when none is attached.
-func (b *Bus) AskDriver(ctx context.Context, exp string, q DriverQuestion) (DriverReply, error) {
+func (b *Bus) AskDriver(ctx context.Context, exp string, q events.DriverQuestion) (DriverReply, error) {
 	var reply DriverReply
 	err := b.Request(ctx, driverSubject(exp), q, &reply)
 	if errors.Is(err, nats.ErrNoResponders) {
@@ -142,9 +128,9 @@ func (b *Bus) AskDriver(ctx context.Context, exp string, q DriverQuestion) (Driv
 
 // ServeDriver answers the controller's questions to experiment exp's
 // driver with h until the returned stop is called.
-func (b *Bus) ServeDriver(ctx context.Context, exp string, h func(ctx context.Context, q DriverQuestion) DriverReply) (stop func(), err error) {
+func (b *Bus) ServeDriver(ctx context.Context, exp string, h func(ctx context.Context, q events.DriverQuestion) DriverReply) (stop func(), err error) {
 	return b.Serve(ctx, driverSubject(exp), "", func(ctx context.Context, req []byte) any {
-		var q DriverQuestion
+		var q events.DriverQuestion
 		if err := json.Unmarshal(req, &q); err != nil {
 			return DriverReply{Error: "not a question: " + err.Error()}
 		}

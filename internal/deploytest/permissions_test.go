@@ -727,14 +727,14 @@ func TestServicesCanDoTheirWork(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatal("the runner never heard the controller's judgement")
 		}
-		stopServing, err := clb.ServeDriver(ctx, exp, func(_ context.Context, q bus.DriverQuestion) bus.DriverReply {
+		stopServing, err := clb.ServeDriver(ctx, exp, func(_ context.Context, q events.DriverQuestion) bus.DriverReply {
 			return bus.DriverReply{By: "MyStopper", Answer: bus.DriverAnswer{DriverAnswer: events.DriverAnswer{Stop: q.Key == "stop/t1/3"}}}
 		})
 		if err != nil {
 			t.Fatalf("client: serve the driver: %v", err)
 		}
 		defer stopServing()
-		reply, err := cb.AskDriver(ctx, exp, bus.DriverQuestion{Method: events.DriverStop, Key: "stop/t1/3", TrialID: trial})
+		reply, err := cb.AskDriver(ctx, exp, events.DriverQuestion{Method: events.DriverStop, Key: "stop/t1/3", TrialID: trial})
 		if err != nil || !reply.Answer.Stop || reply.By != "MyStopper" {
 			t.Fatalf("controller: ask the driver: %+v, %v", reply, err)
 		}

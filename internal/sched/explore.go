@@ -27,11 +27,15 @@ type Mutation struct {
 	Int bool
 	// Nested holds the mutations of a nested mapping of the config.
 	Nested map[string]Mutation
+	// Driver is a function of the experiment's driver (Ray's function
+	// mutation, {sample_from: name}): explore perturbs the value as a
+	// distribution's, and a resample is left to the driver (ExploitInputs.Driver).
+	Driver bool
 }
 
 func (m Mutation) kinds() int {
 	n := 0
-	for _, set := range []bool{m.Choices != nil, m.Sample != nil, m.Nested != nil} {
+	for _, set := range []bool{m.Choices != nil, m.Sample != nil, m.Nested != nil, m.Driver} {
 		if set {
 			n++
 		}
@@ -50,6 +54,23 @@ func validateMutations(p *settings.Problems, prefix string, ms map[string]Mutati
 			validateMutations(p, key+".", m.Nested)
 		}
 	}
+}
+
+// DriverMutations returns the keys (nested ones dotted) of the function
+// mutations in ms, sorted.
+func DriverMutations(ms map[string]Mutation) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(ms)) {
+		switch m := ms[k]; {
+		case m.Driver:
+			out = append(out, k)
+		case m.Nested != nil:
+			for _, sub := range DriverMutations(m.Nested) {
+				out = append(out, k+"."+sub)
+			}
+		}
+	}
+	return out
 }
 
 // explorer is Ray's _explore with its knobs.
@@ -116,9 +137,13 @@ func (e explorer) perturb(old any, m Mutation, r *rand.Rand) (any, string) {
 	isInt = isInt || (m.Int && isNum && x == math.Trunc(x))
 	var v any
 	var op string
-	if r.Float64() < e.resample || !isNum {
+	switch {
+	case r.Float64() < e.resample || !isNum:
+		if m.Driver {
+			return nil, OpDriverResample // the driver calls the function
+		}
 		v, op = m.Sample(r), "resample"
-	} else {
+	default:
 		f := e.factors[r.IntN(len(e.factors))]
 		v, op = x*f, "* "+strconv.FormatFloat(f, 'g', -1, 64)
 	}
@@ -129,6 +154,10 @@ func (e explorer) perturb(old any, m Mutation, r *rand.Rand) (any, string) {
 	}
 	return v, op
 }
+
+// OpDriverResample is the operation of a function mutation explore leaves
+// to the driver: it calls the function for the value.
+const OpDriverResample = "resample (the driver's function)"
 
 // sameValue is Python's == for config values: numbers compare by value
 // (1 == 1.0), anything else by its formatting.
@@ -178,6 +207,9 @@ func fill(config map[string]any, ms map[string]Mutation, r *rand.Rand) {
 			config[k] = sub
 		case m.Choices != nil:
 			config[k] = deepCopy(m.Choices[r.IntN(len(m.Choices))])
+		case m.Driver:
+			// The driver's function: the SDK puts it in the param space
+			// (sample_from), which gives the trial its first value.
 		default:
 			config[k] = m.Sample(r)
 		}

@@ -97,4 +97,8 @@ type ExploitInputs struct {
 	// Operations say how each mutated key changed: "resample",
 	// "shift left", "shift right (noop)", "* 1.2"; nested keys are dotted.
 	Operations map[string]string `json:"operations,omitempty"`
+	// Driver is set when the experiment's driver finishes NewConfig: it
+	// calls the function mutations of the keys OpDriverResample resampled
+	// (null in NewConfig), then custom_explore_fn, if any.
+	Driver bool `json:"driver,omitempty"`
 }

@@ -60,6 +60,10 @@ func mutationsOf(p *settings.Problems, path []string, config map[string]any, spa
 				p.Add(dotted, "grid_search cannot be explored; use a list of values instead")
 				continue
 			}
+			if d.Kind == "sample_from" {
+				out[k] = Mutation{Driver: true}
+				continue
+			}
 			out[k] = Mutation{Sample: sampler(space, d), Int: d.Int}
 			continue
 		}

@@ -35,6 +35,9 @@ type PBTConfig struct {
 	// PerturbationFactors are the factors explore multiplies a
 	// distribution's value by. Default [1.2, 0.8].
 	PerturbationFactors []float64 `json:"perturbation_factors"`
+	// CustomExploreFn names Ray's custom_explore_fn, a function of the
+	// experiment's driver that takes each explored config last.
+	CustomExploreFn string `json:"custom_explore_fn"`
 }
 
 func init() {
@@ -265,6 +268,7 @@ func (p *PBT) exploit(st, donor *pbtTrial, d *Decision, ctx Context) {
 	}
 	d.Exploit.NewConfig = p.explorer.explore(config, p.cfg.HyperparamMutations, ctx.Rand, "", ops)
 	d.Exploit.Operations = ops
+	d.Exploit.Driver = p.cfg.CustomExploreFn != "" || slices.Contains(slices.Collect(maps.Values(ops)), OpDriverResample)
 	st.LastPerturbationTime, st.LastTrainTime = donor.LastPerturbationTime, donor.LastTrainTime
 	st.PendingExploit = donor.LastCheckpoint
 }

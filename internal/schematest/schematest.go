@@ -81,7 +81,12 @@ func (w walker) checkStruct(path string, node map[string]any, typ reflect.Type) 
 	props, _ := node["properties"].(map[string]any)
 	var required []string
 	seen := map[string]bool{}
-	for f := range typ.Fields() {
+	// The fields encoding/json writes: an embedded struct without a json
+	// name is flattened into its parent.
+	for _, f := range reflect.VisibleFields(typ) {
+		if f.Anonymous && f.Type.Kind() == reflect.Struct && f.Tag.Get("json") == "" {
+			continue
+		}
 		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if !f.IsExported() || name == "-" || name == "" {
 			w.t.Fatalf("%s.%s: every field needs a json name", path, f.Name)

@@ -65,6 +65,9 @@ func HasDomainUnder(domains map[string]Domain, k string) bool {
 
 func (p *param) describe() Domain {
 	d := Domain{Path: slices.Clone(p.path), Kind: p.kind}
+	if p.kind == kwSampleFrom {
+		return d // the driver's: nothing to model
+	}
 	switch x := p.dist.(type) {
 	case nil: // grid_search
 		d.Choices = copyList(p.values)

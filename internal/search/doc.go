@@ -15,7 +15,7 @@
 //
 // A mapping with exactly one key that is a domain keyword is a domain; every
 // other mapping is a nested object. Domains may also appear inside lists.
-// The keywords are Ray Tune's, all of them but sample_from:
+// The keywords are Ray Tune's:
 //
 //	grid_search: [v, ...]                every value, once per sample
 //	choice:      [v, ...]                one value, uniformly
@@ -29,6 +29,7 @@
 //	qlograndint: [low, high, q(, base)]  lograndint, rounded to a multiple of q
 //	randn:       [(mean(, sd))]          normal float; mean 0, sd 1
 //	qrandn:      [mean, sd, q]           randn, rounded to a multiple of q
+//	sample_from: "name"                  the driver's function (Ray's tune.sample_from)
 //
 // Numeric domains also take a mapping with Ray's argument names, e.g.
 // {lower: 0, upper: 1}, {lower, upper, q}, {lower, upper, base} or
@@ -37,7 +38,10 @@
 // an error. Following Ray, the bounds of quniform and qloguniform must be
 // divisible by q; qrandint requires the same of its bounds, so that every
 // sample lies within them. randint, qrandint, lograndint and qlograndint
-// give int; the float domains give float64.
+// give int; the float domains give float64. A sample_from domain names a
+// function of the experiment's driver (the Python Tuner.fit()): Trial
+// leaves it null, and the driver, asked with the rest of the config
+// (docs/driver.md), gives its value (TakeSampled).
 //
 // lograndint and qlograndint sample as Ray does: a log-uniform float in
 // [low, high) is floored to an int, and qlograndint first moves both bounds
@@ -53,11 +57,10 @@
 //
 // A single-key mapping whose key is not a keyword but close to one — the
 // same letters in another case or with '_' or '-' (log_uniform, LogUniform,
-// grid-search), at most two edits away (unifrom, choices), or Ray's
-// sample_from, which calls Python code — is refused with a "did you mean"
-// (or "is not supported") error at its key, rather than passed to the
-// trials as a constant mapping. To pass such a mapping, or any value, as it
-// is, wrap it in literal:
+// grid-search), at most two edits away (unifrom, choices) — is refused
+// with a "did you mean" error at its key, rather than passed to the trials
+// as a constant mapping. To pass such a mapping, or any value, as it is,
+// wrap it in literal:
 //
 //	wd: {literal: {sample_from: "x"}}   # the trial gets {"sample_from": "x"}
 //	c:  {literal: {uniform: [0, 1]}}    # a constant mapping, not a domain

@@ -13,6 +13,7 @@ import (
 // Domain keywords. A mapping with exactly one of these keys is a domain.
 const (
 	kwGrid        = "grid_search"
+	kwSampleFrom  = "sample_from"
 	kwChoice      = "choice"
 	kwUniform     = "uniform"
 	kwQUniform    = "quniform"
@@ -68,7 +69,7 @@ var numericDomains = map[string]numericDomain{
 // isKeyword reports whether k is a domain keyword.
 func isKeyword(k string) bool {
 	_, ok := numericDomains[k]
-	return ok || k == kwGrid || k == kwChoice
+	return ok || k == kwGrid || k == kwChoice || k == kwSampleFrom
 }
 
 // single returns the only entry of m.

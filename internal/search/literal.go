@@ -12,20 +12,11 @@ import (
 // when v is a mapping that reads like a domain ({literal: {uniform: 1}}).
 const kwLiteral = "literal"
 
-// unsupported are Ray's domain keywords that tunejet cannot offer, with the
-// reason.
-var unsupported = map[string]string{
-	"sample_from": "it calls a Python function; compute the value in the trainable instead",
-}
-
 // spellings are the keywords a single-key mapping is compared with: every
-// domain keyword, kwLiteral and the unsupported ones, sorted.
+// domain keyword and kwLiteral, sorted.
 var spellings = func() []string {
-	s := []string{kwGrid, kwChoice, kwLiteral}
+	s := []string{kwGrid, kwChoice, kwSampleFrom, kwLiteral}
 	for kw := range numericDomains {
-		s = append(s, kw)
-	}
-	for kw := range unsupported {
 		s = append(s, kw)
 	}
 	slices.Sort(s)
@@ -34,17 +25,14 @@ var spellings = func() []string {
 
 // keyProblem returns why a mapping whose only key is k, which is neither a
 // domain keyword nor kwLiteral, must not be taken as a plain mapping: k is
-// a Ray keyword that tunejet does not support, or a misspelled keyword. It
-// returns "" for any other k.
+// a misspelled keyword. It returns "" for any other k.
 func keyProblem(k string) string {
 	s := settings.Suggest(k, spellings)
 	var msg string
-	switch {
-	case s == "":
+	switch s {
+	case "":
 		return ""
-	case unsupported[s] != "":
-		msg = fmt.Sprintf("%s is not supported: %s", s, unsupported[s])
-	case s == kwLiteral:
+	case kwLiteral, kwSampleFrom:
 		msg = fmt.Sprintf("unknown keyword, did you mean %q?", s)
 	default:
 		msg = fmt.Sprintf("unknown distribution, did you mean %q?", s)

@@ -18,6 +18,7 @@ type Space struct {
 	params   []*param       // every domain, sorted by path
 	grid     []*param       // the grid_search domains, sorted by path
 	random   []*param       // the random domains, sorted by path
+	driven   []*param       // the sample_from domains, sorted by path
 	gridSize int            // product of the grid_search lengths
 	flat     []string       // FlatKeys
 }
@@ -105,6 +106,12 @@ func (s *Space) domain(path []string, kw string, raw any) (*param, error) {
 		var values []any
 		values, err = valueList(path, kw, raw)
 		p.dist = choiceDist{values: values}
+	case kwSampleFrom:
+		// Ray's tune.sample_from: a function of the driver's, named here
+		// for people; the driver resolves it (docs/driver.md).
+		if name, ok := raw.(string); !ok || name == "" {
+			err = keyError(path, fmt.Sprintf("sample_from: expected the name of the driver's function, got %s", settings.Describe(raw)))
+		}
 	default:
 		p.dist, err = parseNumeric(kw, raw)
 	}
@@ -134,6 +141,10 @@ func (s *Space) index() error {
 	slices.SortFunc(s.params, func(a, b *param) int { return slices.Compare(a.path, b.path) })
 	for i, p := range s.params {
 		p.id = i
+		if p.kind == kwSampleFrom {
+			s.driven = append(s.driven, p)
+			continue
+		}
 		if p.kind != kwGrid {
 			s.random = append(s.random, p)
 			continue
@@ -145,6 +156,66 @@ func (s *Space) index() error {
 		s.gridSize *= len(p.values)
 	}
 	return nil
+}
+
+// SampledByDriver returns the paths of the sample_from domains, sorted:
+// Trial leaves them null, for the driver to resolve (Ray's tune.sample_from,
+// called with the config drawn so far).
+func (s *Space) SampledByDriver() [][]string {
+	out := make([][]string, len(s.driven))
+	for i, p := range s.driven {
+		out[i] = slices.Clone(p.path)
+	}
+	return out
+}
+
+// TakeSampled sets, in config (a trial's, from Trial), the value of each
+// sample_from domain to resolved's (the driver's config for the trial). It
+// fails when resolved lacks one.
+func (s *Space) TakeSampled(config, resolved map[string]any) error {
+	for _, p := range s.driven {
+		d := p.describe()
+		v, ok := d.Lookup(resolved)
+		if !ok {
+			return keyError(p.path, "sample_from: the driver's config has no value here")
+		}
+		if !setPath(config, p.path, CopyValue(v)) {
+			return keyError(p.path, "sample_from: the trial's config has no place for the value")
+		}
+	}
+	return nil
+}
+
+// setPath sets the value at path in config, a tree of mappings and lists
+// that already has a value there.
+func setPath(tree any, path []string, v any) bool {
+	for i, k := range path {
+		last := i == len(path)-1
+		switch x := tree.(type) {
+		case map[string]any:
+			if _, ok := x[k]; !ok {
+				return false
+			}
+			if last {
+				x[k] = v
+				return true
+			}
+			tree = x[k]
+		case []any:
+			j, err := strconv.Atoi(k)
+			if err != nil || j < 0 || j >= len(x) {
+				return false
+			}
+			if last {
+				x[j] = v
+				return true
+			}
+			tree = x[j]
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // GridSize is the number of grid points: the product of the lengths of all

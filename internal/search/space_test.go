@@ -223,3 +223,41 @@ func TestParseSpaceCycle(t *testing.T) {
 		t.Errorf("ParseSpace of a cyclic map: %v", err)
 	}
 }
+
+// TestSampleFromIsTheDrivers: a sample_from domain names the driver's
+// function; Trial leaves it null for the driver, which does not count as
+// a random domain (grid search takes it), and TakeSampled takes its value
+// from the driver's config, nothing else.
+func TestSampleFromIsTheDrivers(t *testing.T) {
+	s, err := ParseSpace(map[string]any{
+		"x":  map[string]any{"grid_search": []any{1.0, 2.0}},
+		"wd": map[string]any{"sample_from": "<lambda>"},
+		"m":  map[string]any{"layers": []any{map[string]any{"sample_from": "layer"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.OnlyGrid(); err != nil {
+		t.Errorf("OnlyGrid: %v; sample_from is not a random domain", err)
+	}
+	if got := s.SampledByDriver(); len(got) != 2 || strings.Join(got[0], ".") != "m.layers.0" || strings.Join(got[1], ".") != "wd" {
+		t.Fatalf("SampledByDriver = %v", got)
+	}
+	config, _ := s.Trial(1, 7)
+	if config["wd"] != nil || config["x"] != 2.0 {
+		t.Fatalf("Trial(1) = %v; want wd null for the driver, x from the grid", config)
+	}
+	resolved := map[string]any{"x": 99.0, "wd": 0.5, "m": map[string]any{"layers": []any{3.0}}}
+	if err := s.TakeSampled(config, resolved); err != nil {
+		t.Fatal(err)
+	}
+	if config["wd"] != 0.5 || config["x"] != 2.0 || config["m"].(map[string]any)["layers"].([]any)[0] != 3.0 {
+		t.Errorf("TakeSampled: %v; want wd and the layer from the driver, x kept", config)
+	}
+	if err := s.TakeSampled(config, map[string]any{"x": 1.0}); err == nil || !strings.Contains(err.Error(), "wd") && !strings.Contains(err.Error(), "m.layers.0") {
+		t.Errorf("TakeSampled of a config without the values: %v", err)
+	}
+	if _, err := ParseSpace(map[string]any{"wd": map[string]any{"sample_from": 3.0}}); err == nil || !strings.Contains(err.Error(), "expected the name of the driver's function") {
+		t.Errorf("sample_from of a number: %v", err)
+	}
+}

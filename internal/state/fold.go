@@ -197,13 +197,14 @@ func (e *Experiment) trialCreated(p *events.TrialCreated) bool {
 }
 
 // driverAnswered folds an answer of the experiment's driver: a stop
-// answer is judged (driverStop); a suggestion becomes the config of trial
-// NextIndex, and Searcher.FINISHED ends the search there.
+// answer is judged (driverStop); a suggestion, or the sample_from values,
+// become the config of trial NextIndex, and Searcher.FINISHED ends the
+// search there.
 func (e *Experiment) driverAnswered(p *events.DriverAnswered) bool {
-	if p.Method == events.DriverStop {
+	if p.Method == events.DriverStop || p.Method == events.DriverExplore {
 		return e.driverStop(p)
 	}
-	if p.Index == nil || *p.Index != e.NextIndex || e.Spec == nil || !e.Spec.Driver.Searches() {
+	if p.Index == nil || *p.Index != e.NextIndex || e.Spec == nil || e.Spec.Driver == nil {
 		return false
 	}
 	if p.Answer.Finished {

@@ -65,10 +65,17 @@ type Judge struct {
 type Ask struct {
 	Key        string         `json:"key"`
 	TrialID    string         `json:"trial_id"`
-	Iteration  int            `json:"iteration"`
-	ResultSeq  uint64         `json:"result_seq"`
-	Result     map[string]any `json:"result"`
+	Iteration  int            `json:"iteration,omitempty"`
+	ResultSeq  uint64         `json:"result_seq,omitempty"`
+	Result     map[string]any `json:"result,omitempty"`
 	Checkpoint string         `json:"checkpoint,omitempty"`
+	// Explore is set for a PBT exploit's config, Config as explored: the
+	// driver finishes it (events.DriverExplore).
+	Explore bool           `json:"explore,omitempty"`
+	Config  map[string]any `json:"config,omitempty"`
+	// Resample are the keys (nested ones dotted) whose function mutation
+	// the driver calls, null in Config.
+	Resample []string `json:"resample,omitempty"`
 }
 
 // Decision is what a trial keeps of a decision about it; the log's
@@ -255,6 +262,15 @@ func StopKey(trial string, iteration int) string { return fmt.Sprintf("stop/%s/%
 // SuggestKey is the key of the driver's suggestion for trial index.
 func SuggestKey(index int) string { return fmt.Sprintf("suggest/%d", index) }
 
+// ExploreKey is the key of the driver's explored config of trial's PBT
+// exploit decided by decision ordinal.
+func ExploreKey(trial string, ordinal int) string {
+	return fmt.Sprintf("explore/%s/%d", trial, ordinal)
+}
+
+// SampleKey is the key of the driver's sample_from values for trial index.
+func SampleKey(index int) string { return fmt.Sprintf("sample/%d", index) }
+
 // DriverAsks are the results waiting for the driver's stopper, oldest
 // first.
 func (e *Experiment) DriverAsks() []Ask {
@@ -266,7 +282,7 @@ func (e *Experiment) DriverAsks() []Ask {
 
 // driverStop folds the driver's stopper's answer about a result: a stop
 // is a stopper's decision, else the scheduler judges the result; a
-// stop_all stops the experiment. An answer about a trial that ended or was
+// stop_all stops the experiment. An explore answer goes to driverExplore. An answer about a trial that ended or was
 // stopped meanwhile changes nothing but its stop_all.
 func (e *Experiment) driverStop(p *events.DriverAnswered) bool {
 	tn := e.judge()
@@ -279,6 +295,9 @@ func (e *Experiment) driverStop(p *events.DriverAnswered) bool {
 	}
 	a := tn.Asks[i]
 	tn.Asks = slices.Delete(tn.Asks, i, i+1)
+	if a.Explore {
+		return e.driverExplore(a, p)
+	}
 	if p.Answer.StopAll && tn.StopAll == "" {
 		tn.StopAll = by(p) + " stopped the experiment (stop_all)"
 	}
@@ -295,6 +314,18 @@ func (e *Experiment) driverStop(p *events.DriverAnswered) bool {
 		return true
 	}
 	e.scheduleResult(t, res, a.ResultSeq)
+	return true
+}
+
+// driverExplore takes the driver's config for a PBT exploit: the trial
+// runs again with it.
+func (e *Experiment) driverExplore(a Ask, p *events.DriverAnswered) bool {
+	t := e.Trials[a.TrialID]
+	if t == nil || t.Exploit == nil || !t.Exploit.Driver || p.Answer.Config == nil {
+		return true
+	}
+	defer e.moved(t, e.standing(t))
+	t.Exploit.Config, t.Exploit.Driver = p.Answer.Config, false
 	return true
 }
 
@@ -388,6 +419,19 @@ func (e *Experiment) decided(t *Trial, by string, d sched.Decision, resultSeq ui
 		if d.Action == sched.Exploit {
 			t.Exploit = e.exploitOf(d.Exploit)
 			e.exploiting(t)
+			if t.Exploit != nil && d.Exploit.Driver && e.Spec.Driver != nil {
+				// The driver finishes the explored config before the trial
+				// runs again (driverExplore).
+				t.Exploit.Driver = true
+				var resample []string
+				for k, op := range d.Exploit.Operations {
+					if op == sched.OpDriverResample {
+						resample = append(resample, k)
+					}
+				}
+				slices.Sort(resample)
+				tn.Asks = append(tn.Asks, Ask{Key: ExploreKey(t.ID, ev.Ordinal), TrialID: t.ID, Explore: true, Config: t.Exploit.Config, Resample: resample})
+			}
 		}
 		if !slices.Contains(tn.Stopping, t.ID) {
 			tn.Stopping = append(tn.Stopping, t.ID)

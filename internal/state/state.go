@@ -53,7 +53,8 @@ type Experiment struct {
 	// NextIndex is the search index of the next trial to create.
 	NextIndex int `json:"next_index"`
 	// Suggested is the config the driver's searcher (spec driver.searcher)
-	// suggested for trial NextIndex, once the log holds it.
+	// suggested for trial NextIndex, or the driver's resolution of its
+	// sample_from domains, once the log holds it.
 	Suggested *Suggested `json:"suggested,omitempty"`
 
 	// LastSeq is the stream sequence of the last event folded, and
@@ -193,6 +194,10 @@ type Trial struct {
 type Exploit struct {
 	events.Exploit
 	Config map[string]any `json:"config"`
+	// Driver is set while the config waits for the experiment's driver
+	// (PBT's function mutations, custom_explore_fn): the trial is not
+	// scheduled again before the log holds its answer.
+	Driver bool `json:"driver,omitempty"`
 }
 
 // MetricStats is Ray's per-trial metric_analysis: computed incrementally

@@ -59,7 +59,7 @@ func (e *Experiment) standing(t *Trial) standing {
 		s.queue = queueInFlight
 	case e.failureConfig().Exhausted(t.RunFailures()):
 		s.queue = queueSpent
-	case (t.Status == events.StatusPaused && t.Held) || t.PauseDecision != "":
+	case (t.Status == events.StatusPaused && t.Held) || t.PauseDecision != "" || (t.Exploit != nil && t.Exploit.Driver):
 		// A trial to be paused (a restore or a lost runner left it PENDING
 		// before its pause was requested) waits for its pause, not for work.
 		s.queue = queueHeld

@@ -2,6 +2,7 @@ package tuning
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tunejet/tunejet/events"
@@ -123,5 +124,58 @@ func TestStopper(t *testing.T) {
 	s.RunConfig.Stoppers = map[string]any{"type": "trial_plateau", "metric": "loss", "std": -1}
 	if _, err := newStopper(s); err == nil || err.Error() != "run_config.stoppers.std: must be > 0, got -1" {
 		t.Errorf("bad std: %v", err)
+	}
+}
+
+// TestDriverFunctionsNeedADriver: sample_from and PBT's functions are the
+// driver's; a spec without a driver section is refused at their keys, and
+// sample_from is refused with a searcher that models the space.
+func TestDriverFunctionsNeedADriver(t *testing.T) {
+	spec := &events.ExperimentSpec{
+		Name: "e", Trainable: events.Trainable{Name: "fn"},
+		ParamSpace: map[string]any{"wd": map[string]any{"sample_from": "f"}},
+		TuneConfig: events.TuneConfig{Metric: "loss", Mode: "min", Scheduler: "pbt", SchedulerConfig: map[string]any{
+			"custom_explore_fn": "clamp", "hyperparam_mutations": map[string]any{"lr": map[string]any{"sample_from": "g"}},
+		}},
+	}
+	var got []string
+	for _, e := range Check(spec) {
+		got = append(got, e.Error())
+	}
+	want := []string{
+		"tune_config.scheduler.custom_explore_fn: calls a function of the driver's, and the spec has no driver section (the Python SDK's Tuner.fit writes one)",
+		"tune_config.scheduler.hyperparam_mutations.lr: calls a function of the driver's, and the spec has no driver section (the Python SDK's Tuner.fit writes one)",
+		"param_space.wd: sample_from calls a function of the driver's, and the spec has no driver section (the Python SDK's Tuner.fit writes one)",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("Check:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	spec.Driver = &events.DriverSpec{}
+	spec.TuneConfig.Scheduler, spec.TuneConfig.SchedulerConfig, spec.TuneConfig.SearchAlg = "", nil, SearchTPE
+	if errs := Check(spec); len(errs) != 1 || !strings.Contains(errs[0].Error(), `"tpe" cannot model it`) {
+		t.Errorf("Check with tpe: %v", errs)
+	}
+}
+
+// TestEvaluatedRewardsCheck: evaluated_rewards gives one value per point,
+// and each point is then a whole trial.
+func TestEvaluatedRewardsCheck(t *testing.T) {
+	spec := &events.ExperimentSpec{
+		Name: "e", Trainable: events.Trainable{Name: "fn"},
+		ParamSpace: map[string]any{"x": map[string]any{"uniform": []any{0.0, 1.0}}, "y": map[string]any{"choice": []any{1.0, 2.0}}},
+		TuneConfig: events.TuneConfig{Metric: "loss", Mode: "min", SearchAlg: SearchTPE,
+			SearchAlgConfig:  map[string]any{"evaluated_rewards": []any{0.5}},
+			PointsToEvaluate: []map[string]any{{"x": 0.5}, {"x": 0.2, "y": 1.0}}},
+	}
+	var got []string
+	for _, e := range Check(spec) {
+		got = append(got, e.Error())
+	}
+	want := []string{
+		"tune_config.search_alg.evaluated_rewards: must give a value for each of the 2 points_to_evaluate, got 1",
+		"tune_config.search_alg.points_to_evaluate.0.y: missing: with evaluated_rewards each point is a trial already run, and gives every domain of param_space a value",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("Check:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -1,6 +1,9 @@
 package tuning
 
 import (
+	"strconv"
+	"strings"
+
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/settings"
@@ -19,11 +22,16 @@ const (
 // TPEConfig is search_alg tpe's settings: tpe.Options by Optuna's names
 // (n_startup_trials, n_ei_candidates, gamma, prior_weight, consider_prior,
 // consider_magic_clip, consider_endpoints, multivariate, constant_liar,
-// seed) on top of tpe.Defaults. The mode is tune_config's.
+// seed) on top of tpe.Defaults, and Ray's evaluated_rewards. The mode is
+// tune_config's.
 type TPEConfig struct {
 	tpe.Options
-	considerPrior bool
-	seed          *int64
+	// EvaluatedRewards are the metric values of points_to_evaluate, as
+	// Ray's OptunaSearch takes them: those points are then known, not run,
+	// and TPE learns from them as completed trials.
+	EvaluatedRewards []float64 `json:"evaluated_rewards"`
+	considerPrior    bool
+	seed             *int64
 }
 
 func init() {
@@ -99,6 +107,45 @@ func (c *TPEConfig) check(p *settings.Problems, tc events.TuneConfig) {
 	case *c.seed != *tc.Seed:
 		at.Add("seed", "must equal tune_config.seed (%d), which tpe draws from, got %d; set only one of them", *tc.Seed, *c.seed)
 	}
+	if n := len(c.EvaluatedRewards); n > 0 {
+		at.Check(n == len(tc.PointsToEvaluate), "evaluated_rewards",
+			"must give a value for each of the %d points_to_evaluate, got %d", len(tc.PointsToEvaluate), n)
+	}
 	needObjective(tc, p)
 	c.Maximize = tc.Mode == "max"
+}
+
+// Evaluated returns points_to_evaluate with their evaluated_rewards as
+// completed trials, numbered before the experiment's first (-n to -1), for
+// TPE's history; nil without evaluated_rewards. Each point must give every
+// domain of the space a value.
+func (c *TPEConfig) Evaluated(space *search.Space, paramSpace map[string]any, points []map[string]any) ([]tpe.Trial, error) {
+	if len(c.EvaluatedRewards) == 0 {
+		return nil, nil
+	}
+	out := make([]tpe.Trial, 0, len(points))
+	for i, point := range points {
+		config, err := SuggestedConfig(paramSpace, space, point)
+		if err != nil {
+			return nil, err // checkEvaluated refused it
+		}
+		out = append(out, tpe.Trial{Number: i - len(points), State: tpe.Complete, Config: config, Value: c.EvaluatedRewards[i]})
+	}
+	return out, nil
+}
+
+// checkEvaluated checks that, with evaluated_rewards, each point to
+// evaluate gives every domain a value: Optuna adds it as a completed trial.
+func (c *TPEConfig) checkEvaluated(space *search.Space, points []map[string]any, p *settings.Problems) {
+	if len(c.EvaluatedRewards) == 0 {
+		return
+	}
+	for i, point := range points {
+		for _, d := range space.Domains() {
+			if _, ok := d.Lookup(point); !ok {
+				p.Add(keyPoints+"."+strconv.Itoa(i)+"."+strings.Join(d.Path, "."),
+					"missing: with evaluated_rewards each point is a trial already run, and gives every domain of param_space a value")
+			}
+		}
+	}
 }

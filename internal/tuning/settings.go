@@ -2,6 +2,7 @@ package tuning
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/sched"
@@ -47,10 +48,19 @@ func (s *Settings) NewStopper() (stopper.Stopper, error) {
 	return stopper.Unmarshal(b)
 }
 
+// TPE returns search_alg tpe's settings, if the search is tpe; nil-safe.
+func (s *Settings) TPE() (*TPEConfig, bool) {
+	if s == nil {
+		return nil, false
+	}
+	t, ok := s.Search.(*TPEConfig)
+	return t, ok
+}
+
 // Sampler builds the TPE sampler of space for search_alg tpe; it is nil
 // for other search algorithms.
 func (s *Settings) Sampler(space *search.Space) (*tpe.Sampler, error) {
-	if t, ok := s.Search.(*TPEConfig); ok {
+	if t, ok := s.TPE(); ok {
 		return t.New(space)
 	}
 	return nil, nil
@@ -85,10 +95,13 @@ func Check(spec *events.ExperimentSpec) []*settings.Error {
 func read(spec *events.ExperimentSpec) (*Settings, *settings.Problems) {
 	p := &settings.Problems{}
 	s := &Settings{Scheduler: readScheduler(spec, p), Search: readSearch(spec, p)}
+	checkPBTFunctions(spec, s.Scheduler, p)
 	if space, err := search.ParseSpace(spec.ParamSpace); err == nil {
-		if t, ok := s.Search.(*TPEConfig); ok {
+		checkSampleFrom(spec, space, p)
+		if t, ok := s.Search.(*TPEConfig); ok && len(space.SampledByDriver()) == 0 {
 			_, err := t.New(space)
 			p.AddErr("", err)
+			t.checkEvaluated(space, spec.TuneConfig.PointsToEvaluate, p)
 		}
 		checkPoints(spec, space, p)
 	}
@@ -106,4 +119,38 @@ func didYouMean(name string, known []string) string {
 		return ` (did you mean "` + s + `"?)`
 	}
 	return ""
+}
+
+// checkSampleFrom checks the sample_from domains: the driver resolves
+// them (a spec without a driver section has none to ask), after random or
+// grid search drew the rest, as Ray's BasicVariantGenerator does; a
+// searcher that models the space cannot take them.
+func checkSampleFrom(spec *events.ExperimentSpec, space *search.Space, p *settings.Problems) {
+	for _, path := range space.SampledByDriver() {
+		key := "param_space." + strings.Join(path, ".")
+		switch sa := spec.TuneConfig.SearchAlg; {
+		case spec.Driver == nil:
+			p.Add(key, "sample_from calls a function of the driver's, and the spec has no driver section (the Python SDK's Tuner.fit writes one)")
+		case spec.Driver.Searches():
+			p.Add(key, "sample_from is resolved with random or grid search, not with the driver's searcher %s", spec.Driver.Searcher)
+		case sa != "" && sa != SearchRandom && sa != SearchGrid:
+			p.Add(key, "sample_from is resolved with search_alg %q or %q; %q cannot model it", SearchRandom, SearchGrid, sa)
+		}
+	}
+}
+
+// checkPBTFunctions checks that PBT's functions of the driver's (function
+// mutations, custom_explore_fn) have a driver to call them.
+func checkPBTFunctions(spec *events.ExperimentSpec, cfg sched.Config, p *settings.Problems) {
+	pbt, ok := cfg.(*sched.PBTConfig)
+	if !ok || spec.Driver != nil {
+		return
+	}
+	const why = "calls a function of the driver's, and the spec has no driver section (the Python SDK's Tuner.fit writes one)"
+	if pbt.CustomExploreFn != "" {
+		p.Add(keyScheduler+".custom_explore_fn", "%s", why)
+	}
+	for _, k := range sched.DriverMutations(pbt.HyperparamMutations) {
+		p.Add(keyScheduler+".hyperparam_mutations."+k, "%s", why)
+	}
 }

@@ -30,6 +30,10 @@ type Inputs struct {
 	// Searcher suggests configs for search_alg tpe; nil for random and
 	// grid, whose configs Space draws.
 	Searcher *tpe.Sampler
+	// Evaluated are tpe's points_to_evaluate with their
+	// evaluated_rewards: TPE's history before the first trial, and no
+	// trial runs them.
+	Evaluated []tpe.Trial
 	// Suggestion is an external searcher's config for trial st.NextIndex
 	// (search_alg external), which the reconciler asked for; without it
 	// Decide creates no trial.

@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -30,6 +32,7 @@ const driverTimeout = 60 * time.Second
 type driverAsker struct {
 	bus     *bus.Bus
 	exp     string
+	space   *search.Space
 	log     zerolog.Logger
 	answers chan driverResult // one question at a time, so one slot
 
@@ -49,13 +52,13 @@ type driverAsker struct {
 }
 
 type driverResult struct {
-	q     bus.DriverQuestion
+	q     events.DriverQuestion
 	reply bus.DriverReply
 	err   error
 }
 
-func newDriverAsker(b *bus.Bus, exp string, log zerolog.Logger) *driverAsker {
-	return &driverAsker{bus: b, exp: exp, answers: make(chan driverResult, 1), waitIndex: -1, log: log.With().Str("component", "driver").Logger()}
+func newDriverAsker(b *bus.Bus, exp string, space *search.Space, log zerolog.Logger) *driverAsker {
+	return &driverAsker{bus: b, exp: exp, space: space, answers: make(chan driverResult, 1), waitIndex: -1, log: log.With().Str("component", "driver").Logger()}
 }
 
 // replies is where the answers arrive; nil (never ready) without a
@@ -79,7 +82,7 @@ func (d *driverAsker) answer(st *state.Experiment) *events.DriverAnswered {
 // answeredAlready reports whether the fold holds no question for a's key
 // any more.
 func answeredAlready(st *state.Experiment, a *events.DriverAnswered) bool {
-	if a.Method == events.DriverSuggest {
+	if a.Method != events.DriverStop {
 		return st.Suggested != nil || *a.Index != st.NextIndex || (st.NumTrials >= 0 && st.NumTrials <= *a.Index)
 	}
 	for _, ask := range st.DriverAsks() {
@@ -97,7 +100,7 @@ func (d *driverAsker) ask(ctx context.Context, st *state.Experiment, want bool) 
 	if d.asking || d.ready != nil || time.Now().Before(d.nextTry) {
 		return
 	}
-	q, ok := nextQuestion(st, want)
+	q, ok := nextQuestion(st, d.space, want)
 	if !ok || (q.Method == events.DriverSuggest && *q.Index == d.waitIndex && st.LastSeq <= d.waitSeq) {
 		return
 	}
@@ -112,17 +115,29 @@ func (d *driverAsker) ask(ctx context.Context, st *state.Experiment, want bool) 
 
 // nextQuestion is the oldest result waiting for the driver's stopper, or
 // else, when want, the config of trial st.NextIndex for the driver's
-// searcher.
-func nextQuestion(st *state.Experiment, want bool) (bus.DriverQuestion, bool) {
+// searcher, or its sample_from values for the driver's functions.
+func nextQuestion(st *state.Experiment, space *search.Space, want bool) (events.DriverQuestion, bool) {
 	if asks := st.DriverAsks(); len(asks) > 0 {
 		a := asks[0]
-		return bus.DriverQuestion{Method: events.DriverStop, Key: a.Key, Through: st.LastSeq, TrialID: a.TrialID, Result: a.Result}, true
+		if a.Explore {
+			return events.DriverQuestion{Method: events.DriverExplore, Key: a.Key, Through: st.LastSeq, TrialID: a.TrialID, Config: a.Config, Resample: a.Resample}, true
+		}
+		return events.DriverQuestion{Method: events.DriverStop, Key: a.Key, Through: st.LastSeq, TrialID: a.TrialID, Result: a.Result}, true
 	}
-	if !want || !st.Spec.Driver.Searches() || st.Suggested != nil {
-		return bus.DriverQuestion{}, false
+	if !want || st.Suggested != nil {
+		return events.DriverQuestion{}, false
 	}
 	i := st.NextIndex
-	return bus.DriverQuestion{Method: events.DriverSuggest, Key: state.SuggestKey(i), Through: st.LastSeq, TrialID: search.TrialID(st.TrialIDPrefix, i), Index: &i}, true
+	q := events.DriverQuestion{Through: st.LastSeq, TrialID: search.TrialID(st.TrialIDPrefix, i), Index: &i}
+	switch {
+	case st.Spec.Driver.Searches():
+		q.Method, q.Key = events.DriverSuggest, state.SuggestKey(i)
+	case space != nil && len(space.SampledByDriver()) > 0:
+		q.Method, q.Key, q.Config = events.DriverSample, state.SampleKey(i), driverSample(st, space, i)
+	default:
+		return events.DriverQuestion{}, false
+	}
+	return q, true
 }
 
 // answered takes a reply: an answer to publish, a "wait" to ask again
@@ -134,15 +149,17 @@ func (d *driverAsker) answered(ctx context.Context, st *state.Experiment, res dr
 			d.log.Info().Int("failures", d.failures).Msg("the driver answers again")
 		}
 		d.failures, d.wait, d.lastErr, d.noDriverWarned = 0, 0, "", false
-		if res.reply.Answer.Wait {
+		if res.reply.Answer.Wait && res.q.Method == events.DriverSuggest {
 			d.waitIndex, d.waitSeq = *res.q.Index, st.LastSeq
 			return
 		}
-		q := res.q
-		d.ready = &events.DriverAnswered{
-			Key: q.Key, Method: q.Method, Through: q.Through, TrialID: q.TrialID, Index: q.Index, Result: q.Result,
-			Answer: res.reply.Answer.DriverAnswer, By: res.reply.By,
+		if err := d.usable(res); err != nil {
+			res.err = err
+			d.failed(ctx, res)
+			return
 		}
+		q := res.q
+		d.ready = &events.DriverAnswered{DriverQuestion: q, Answer: res.reply.Answer.DriverAnswer, By: res.reply.By}
 		if q.Method == events.DriverStop {
 			for _, a := range st.DriverAsks() {
 				if a.Key == q.Key {
@@ -152,6 +169,36 @@ func (d *driverAsker) answered(ctx context.Context, st *state.Experiment, res dr
 		}
 		return
 	}
+	d.failed(ctx, res)
+}
+
+// usable checks that a reply answers its question: a sample gives every
+// sample_from domain a value, a suggestion is a config or FINISHED.
+func (d *driverAsker) usable(res driverResult) error {
+	a := res.reply.Answer
+	switch res.q.Method {
+	case events.DriverSample:
+		if a.Config == nil {
+			return fmt.Errorf("the driver's answer to %s has no config", res.q.Key)
+		}
+		if err := d.space.TakeSampled(search.CopyValue(res.q.Config).(map[string]any), a.Config); err != nil {
+			return fmt.Errorf("the driver's answer to %s: %w", res.q.Key, err)
+		}
+	case events.DriverExplore:
+		if a.Config == nil {
+			return fmt.Errorf("the driver's answer to %s has no config", res.q.Key)
+		}
+	case events.DriverSuggest:
+		if a.Config == nil && !a.Finished {
+			return fmt.Errorf("the driver's answer to %s is neither a config nor FINISHED", res.q.Key)
+		}
+	}
+	return nil
+}
+
+// failed logs a question that got no usable answer and sets when to ask
+// again.
+func (d *driverAsker) failed(ctx context.Context, res driverResult) {
 	if ctx.Err() != nil {
 		return // stopping
 	}
@@ -170,4 +217,42 @@ func (d *driverAsker) answered(ctx context.Context, st *state.Experiment, res dr
 	}
 	d.log.Warn().Err(res.err).Str("question", res.q.Key).Int("failures", d.failures).Msg("the driver did not answer; the experiment waits and asks again")
 	d.lastLog, d.lastErr = time.Now(), res.err.Error()
+}
+
+// DriverWait says what a running experiment waits for from its driver:
+// results its stopper is to judge, the next trial's config from its
+// searcher; "" when it waits for nothing of the driver's. While a driver
+// answers, these come and go within moments; while none does, they stay.
+func DriverWait(st *state.Experiment, now time.Time) string {
+	if st.Spec == nil || st.Spec.Driver == nil || st.Status != state.ExperimentRunning {
+		return ""
+	}
+	d := st.Spec.Driver
+	var parts []string
+	results, explores := 0, 0
+	for _, a := range st.DriverAsks() {
+		if a.Explore {
+			explores++
+		} else {
+			results++
+		}
+	}
+	if results > 0 {
+		parts = append(parts, fmt.Sprintf("%d result(s) for %s to judge", results, d.Stopper))
+	}
+	if explores > 0 {
+		parts = append(parts, fmt.Sprintf("%d PBT exploit(s) to explore", explores))
+	}
+	if st.Suggested == nil && wantsTrial(st, Inputs{Now: now}) {
+		switch space, err := search.ParseSpace(st.Spec.ParamSpace); {
+		case d.Searches():
+			parts = append(parts, fmt.Sprintf("the config of trial %d from %s", st.NextIndex, d.Searcher))
+		case err == nil && len(space.SampledByDriver()) > 0:
+			parts = append(parts, fmt.Sprintf("the sample_from values of trial %d", st.NextIndex))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "waits for its driver: " + strings.Join(parts, "; ")
 }

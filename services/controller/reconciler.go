@@ -30,6 +30,7 @@ type reconciler struct {
 	st       *state.Experiment
 	space    *search.Space
 	searcher *tpe.Sampler       // search_alg tpe; nil for random and grid
+	known    []tpe.Trial        // tpe's evaluated points_to_evaluate
 	external *externalSearcher  // search_alg external; nil for the others
 	driver   *driverAsker       // the spec's driver section; nil without
 	evs      chan *events.Event // nil marks "caught up"
@@ -219,19 +220,23 @@ func (r *reconciler) reconcile(ctx context.Context) {
 		}
 		set, err := r.st.Settings()
 		var sampler *tpe.Sampler
+		var known []tpe.Trial
 		if err == nil {
 			sampler, err = set.Sampler(sp)
+		}
+		if t, ok := set.TPE(); ok && err == nil {
+			known, err = t.Evaluated(sp, r.st.Spec.ParamSpace, r.st.Spec.TuneConfig.PointsToEvaluate)
 		}
 		if err != nil {
 			r.publish(ctx, Action{ID: runID(r.st, r.st.Run, ".invalid"), Payload: &events.ExperimentCompleted{Reason: "invalid", Error: err.Error()}})
 			return
 		}
-		r.space, r.searcher, r.external, r.driver = sp, sampler, nil, nil
+		r.space, r.searcher, r.known, r.external, r.driver = sp, sampler, known, nil, nil
 		if ext, ok := set.Search.(*tuning.ExternalConfig); ok {
 			r.external = newExternalSearcher(r.s.bus, *ext, r.st, sp, r.log)
 		}
 		if r.st.Spec.Driver != nil {
-			r.driver = newDriverAsker(r.s.bus, r.exp, r.log)
+			r.driver = newDriverAsker(r.s.bus, r.exp, sp, r.log)
 		}
 	}
 	if err := r.st.JudgeErr(); err != nil {
@@ -258,7 +263,7 @@ func (r *reconciler) reconcile(ctx context.Context) {
 	}
 	in := Inputs{
 		Now: time.Now(), Space: r.space, NewSeed: randomSeed(), NewPrefix: randomPrefix(),
-		StoragePath: r.storagePath(), MaxPending: r.s.cfg.MaxPending, Searcher: r.searcher,
+		StoragePath: r.storagePath(), MaxPending: r.s.cfg.MaxPending, Searcher: r.searcher, Evaluated: r.known,
 		Runners: r.s.live.totals(),
 	}
 	if r.external != nil {

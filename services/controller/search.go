@@ -2,6 +2,7 @@ package controller
 
 import (
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/tunejet/tunejet/events"
@@ -21,21 +22,48 @@ type searcher struct {
 	in       Inputs
 	external bool        // search_alg external: in.Suggestion is the config
 	driver   bool        // the driver's searcher: st.Suggested is the config
+	sampled  bool        // sample_from domains: st.Suggested holds their values
 	history  []tpe.Trial // for TPE: the trials so far, and those created since
 }
 
 func newSearcher(st *state.Experiment, in Inputs) *searcher {
 	s := &searcher{st: st, in: in, external: st.Spec.TuneConfig.SearchAlg == tuning.SearchExternal, driver: st.Spec.Driver.Searches()}
 	if in.Searcher != nil {
-		s.history = tpeHistory(st)
+		s.history = append(slices.Clone(in.Evaluated), tpeHistory(st)...)
 	}
+	s.sampled = in.Space != nil && len(in.Space.SampledByDriver()) > 0
 	return s
+}
+
+// driverSample returns the config of trial index with its sample_from
+// values null, as the driver is asked to resolve them (Ray's
+// BasicVariantGenerator calls the functions after drawing the rest).
+func driverSample(st *state.Experiment, space *search.Space, index int) map[string]any {
+	s := &searcher{st: st, in: Inputs{Space: space}}
+	config, _, _, _ := s.draft(index)
+	return config
 }
 
 // config returns the config and experiment tag of trial index, and the
 // log sequence its suggestion saw (0 when no model was asked); ok is false
 // when an external searcher's config for index is not in the inputs.
 func (s *searcher) config(index int) (config map[string]any, tag string, seq uint64, ok bool) {
+	if s.sampled {
+		sg := s.st.Suggested
+		if sg == nil || sg.Index != index {
+			return nil, "", 0, false
+		}
+		config, _, _, _ = s.draft(index)
+		if err := s.in.Space.TakeSampled(config, sg.Config); err != nil {
+			return nil, "", 0, false // the asker checked it: not reached
+		}
+		return config, s.in.Space.Tag(index, config), sg.Seq, true
+	}
+	return s.draft(index)
+}
+
+// draft is config without the driver's sample_from values.
+func (s *searcher) draft(index int) (config map[string]any, tag string, seq uint64, ok bool) {
 	switch {
 	case s.external:
 		sg := s.in.Suggestion
@@ -60,11 +88,11 @@ func (s *searcher) config(index int) (config map[string]any, tag string, seq uin
 		config = s.in.Searcher.Suggest(s.history, tuning.Rand(s.st.Seed, "suggest", uint64(index)))
 		seq = s.st.LastSeq
 	}
-	if points := s.st.Spec.TuneConfig.PointsToEvaluate; index < len(points) {
+	if points := s.st.Spec.TuneConfig.PointsToEvaluate; index < len(points) && s.in.Evaluated == nil {
 		overlay(config, points[index])
 	}
 	filled := s.st.FillConfig(config, index)
-	if s.in.Searcher != nil || s.external || s.driver || index < len(s.st.Spec.TuneConfig.PointsToEvaluate) || filled {
+	if s.in.Searcher != nil || s.external || s.driver || index < len(s.st.Spec.TuneConfig.PointsToEvaluate) && s.in.Evaluated == nil || filled {
 		tag = s.in.Space.Tag(index, config)
 	}
 	if s.in.Searcher != nil {

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tunejet/tunejet/events"
+)
+
+// TestExplainNamesTheDriversObjects: explain says which of the driver's
+// objects suggested the trial's config and what its stopper was asked and
+// answered about each result.
+func TestExplainNamesTheDriversObjects(t *testing.T) {
+	zero := 0
+	x := &explanation{
+		Experiment: "e", Source: fromLog, TrialID: "abc_00000", TrialName: "fn_abc_00000", Config: map[string]any{"x": 1.0},
+		SearchAlg: "random", Status: events.StatusTerminated, EndReason: "stopper: MyStopper stopped the trial at training_iteration 2",
+		Driver: []events.DriverAnswered{
+			{DriverQuestion: events.DriverQuestion{Key: "suggest/0", Method: events.DriverSuggest, Through: 7, TrialID: "abc_00000", Index: &zero},
+				By: "MySearcher", Answer: events.DriverAnswer{Config: map[string]any{"x": 1.0}}},
+			{DriverQuestion: events.DriverQuestion{Key: "stop/abc_00000/1", Method: events.DriverStop, TrialID: "abc_00000", Result: map[string]any{"training_iteration": 1.0}},
+				By: "MyStopper"},
+			{DriverQuestion: events.DriverQuestion{Key: "stop/abc_00000/2", Method: events.DriverStop, TrialID: "abc_00000", Result: map[string]any{"training_iteration": 2.0}},
+				By: "MyStopper", Answer: events.DriverAnswer{Stop: true}},
+		},
+		Decisions: []events.TrialDecided{{TrialID: "abc_00000", Ordinal: 1, By: events.DecidedByStopper, Action: "stop", Reason: "MyStopper stopped the trial at training_iteration 2"}},
+	}
+	var b strings.Builder
+	if err := x.print(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"suggested by MySearcher, the driver's searcher, from the log up to seq 7",
+		"asked MyStopper  goes on",
+		"MyStopper(trial_id, result of training_iteration 1)",
+		"asked MyStopper  stop",
+		"stopped by #1",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explain does not say %q:\n%s", want, out)
+		}
+	}
+}
