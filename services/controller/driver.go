@@ -39,8 +39,8 @@ type driverAsker struct {
 	asking bool
 	ready  *events.DriverAnswered // an answer to publish
 	// waitIndex and waitSeq: the searcher had no config for trial
-	// waitIndex when the log was at waitSeq; it is asked again once the
-	// log moves on.
+	// waitIndex when it had seen the log up to waitSeq; it is asked again
+	// once the log moves on.
 	waitIndex      int
 	waitSeq        uint64
 	nextTry        time.Time
@@ -150,7 +150,9 @@ func (d *driverAsker) answered(ctx context.Context, st *state.Experiment, res dr
 		}
 		d.failures, d.wait, d.lastErr, d.noDriverWarned = 0, 0, "", false
 		if res.reply.Answer.Wait && res.q.Method == events.DriverSuggest {
-			d.waitIndex, d.waitSeq = *res.q.Index, st.LastSeq
+			// Asked again once the log moves past what the searcher saw:
+			// an event folded while the question was on its way counts.
+			d.waitIndex, d.waitSeq = *res.q.Index, res.q.Through
 			return
 		}
 		if err := d.usable(res); err != nil {
