@@ -233,6 +233,19 @@ func (t *Tuner) startRelay(ctx context.Context, b *bus.Bus, exp string, from uin
 		return nil, err
 	}
 	go func() {
+		// A driver that goes away while nothing is on its way to it (its
+		// trials wait) ends the relay too, not only at the next event.
+		select {
+		case err := <-r.d.readErr:
+			r.d.readErr <- err // for whoever reads next
+			if !r.stopping.Load() && ctx.Err() == nil {
+				r.set(0, 0, fmt.Errorf("driver of %s: the driver went away: %w", exp, err))
+				fail()
+			}
+		case <-rctx.Done():
+		}
+	}()
+	go func() {
 		defer close(r.done)
 		defer stopServing()
 		var sendErr error

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/tunejet/tunejet/internal/bus/bustest"
 	"github.com/tunejet/tunejet/tune"
 )
 
@@ -347,5 +348,42 @@ func TestDriverMayAckTwice(t *testing.T) {
 	acked, _ := d.seen(t)
 	if got := types(acked); len(got) == 0 || got[len(got)-1] != "experiment.completed" {
 		t.Errorf("acknowledged %v; want it to end with experiment.completed", got)
+	}
+}
+
+// TestDriverGoneWhileIdleEndsFit: a driver that goes away while no event
+// is on its way (its trials wait) ends Fit with an error at once, the
+// experiment restorable, rather than leaving the run behind it.
+func TestDriverGoneWhileIdleEndsFit(t *testing.T) {
+	d := startFakeDriver(t, 0, false)
+	blocked := make(chan struct{})
+	trainable := func(ctx context.Context, config map[string]any) error {
+		if err := tune.Report(ctx, map[string]any{"score": 1.0}); err != nil {
+			return err
+		}
+		close(blocked)
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	tuner, err := tune.NewTuner(trainable, tune.WithTrainableName("idle"), tune.WithName("idle"),
+		tune.WithStoreDir(t.TempDir()), tune.WithRunConfig(storage(t)), d.option())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), fitDeadline)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { _, err := tuner.Fit(ctx); done <- err }()
+	<-blocked
+	// Once the driver has the result, nothing more comes its way.
+	bustest.Eventually(t, fitDeadline, "the driver acknowledges the result", func() bool {
+		acked, _ := d.seen(t)
+		return slices.Contains(types(acked), "trial.reported")
+	})
+	_ = d.toTune.Close()
+	_ = d.fromTune.Close()
+	err = <-done
+	if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "driver") {
+		t.Fatalf("Fit: %v (context: %v); want an error saying the driver went away, before the deadline", err, ctx.Err())
 	}
 }
