@@ -204,8 +204,15 @@ type relay struct {
 	changed chan struct{} // closed and replaced when acked, passed or err changes
 }
 
-// relayed reports whether events of type typ go to the driver.
-func relayed(typ string) bool { return slices.Contains(driverTypes, typ) }
+// relayed reports whether ev goes to the driver: one of driverTypes, or
+// the controller's stop of a trial, which ends a trial not running
+// (docs/driver.md).
+func relayed(ev *events.Event) bool {
+	if p, ok := ev.Data.(*events.TrialStopRequested); ok {
+		return ev.Writer == events.WriterController && !p.Pause
+	}
+	return slices.Contains(driverTypes, ev.Type())
+}
 
 // startRelay starts relaying experiment exp's events to t's driver, if
 // it has one (else it returns nil, whose methods do nothing), and
@@ -255,7 +262,7 @@ func (t *Tuner) startRelay(ctx context.Context, b *bus.Bus, exp string, from uin
 			if sendErr != nil {
 				return
 			}
-			if relayed(ev.Type()) {
+			if relayed(ev) {
 				if sendErr = r.send(rctx, ev); sendErr != nil {
 					cancel()
 					return

@@ -190,6 +190,35 @@ class RequestsTest(unittest.TestCase):
         )
         self.assertEqual(searcher.calls, [("result", "t0", 1), ("complete", "t0", 1, True), ("suggest", "t1")])
 
+    def test_a_stop_of_a_trial_not_running_completes_it(self):
+        # The controller's stop request ends a PENDING or PAUSED trial (the
+        # fold's rule, and no trial.completed follows): the searcher and
+        # the callbacks hear of it then; a RUNNING trial ends by its
+        # trial.completed. A restore makes the unfinished trials PENDING.
+        searcher = Recording()
+        ended = []
+
+        class Ends(tune.Callback):
+            def on_trial_complete(self, iteration, trials, trial, **info):
+                ended.append(trial.trial_id)
+
+        stopping = {"reason": "stopper: S stopped the trial at training_iteration 1"}
+        Pipes(self, _driver.Objects(searcher=searcher), callbacks=[Ends()]).feed(
+            event(1, "trial.created", {"trial_id": "t0", "index": 0, "config": {}}),
+            event(2, "trial.created", {"trial_id": "t1", "index": 1, "config": {}}),
+            event(3, "trial.started", {"trial_id": "t1", "attempt": 1}),
+            event(4, "trial.stop_requested", dict(stopping, trial_id="t0")),  # PENDING: ends now
+            event(5, "trial.stop_requested", dict(stopping, trial_id="t1")),  # RUNNING: ends later
+            suggest(1, 2, through=5),
+            event(6, "experiment.restored", {"resume": {}, "source": "log"}),
+            event(7, "trial.stop_requested", dict(stopping, trial_id="t1")),  # PENDING after the restore
+            suggest(2, 3, through=7),
+        )
+        self.assertEqual(searcher.calls, [
+            ("complete", "t0", None, False), ("suggest", "t2"), ("complete", "t1", None, False), ("suggest", "t3"),
+        ])
+        self.assertEqual(ended, ["t0", "t1"])
+
     def test_a_recorded_answer_not_its_own_is_replayed(self):
         # A killed driver answered suggest/0 and stop/t0/1; this one gets
         # them as events, replays included, and makes the same calls

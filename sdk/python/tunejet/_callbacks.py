@@ -227,6 +227,19 @@ class _Dispatcher:
                 calls.append(("on_trial_recover", {"trial": t}))
         elif kind == "trial.paused":
             self.trial(data["trial_id"]).status = Trial.PAUSED
+        elif kind == "trial.stop_requested":
+            # The controller's stop ends a trial that is not running at
+            # once (no trial.completed follows), as the fold does.
+            t = self.trial(data["trial_id"])
+            if t.status in (Trial.PENDING, Trial.PAUSED):
+                t.status, t.end_reason = Trial.TERMINATED, data.get("reason")
+                t._ended_seq = msg.get("seq")
+                calls.append(("on_trial_complete", {"trial": t}))
+        elif kind == "experiment.restored":
+            # The restored run starts its unfinished trials anew.
+            for t in self.trials.values():
+                if t.status in (Trial.RUNNING, Trial.PAUSED):
+                    t.status = Trial.PENDING
         elif kind == "trial.completed":
             t = self.trial(data["trial_id"])
             was = t.status

@@ -164,11 +164,13 @@ class Objects:
         elif kind == "trial.reported":
             for result in list(data.get("earlier") or []) + [data.get("result") or {}]:
                 self.pending.append((seq, "on_trial_result", (data["trial_id"], result), {}))
-        elif kind in ("trial.completed", "trial.failed"):
+        elif kind in ("trial.completed", "trial.failed", "trial.stop_requested"):
             trial_id = data["trial_id"]
-            error = data.get("status") == "ERROR" if kind == "trial.completed" else True
+            error = data.get("status") == "ERROR" if kind == "trial.completed" else kind == "trial.failed"
             if kind == "trial.failed" and not data.get("final"):
                 return  # a retry follows
+            if kind == "trial.stop_requested" and getattr(dispatcher.trial(trial_id), "_ended_seq", None) != seq:
+                return  # a running trial: its trial.completed follows
             if trial_id in self._completed:
                 return  # a terminal trial ends once
             self._completed.add(trial_id)
