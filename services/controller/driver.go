@@ -82,7 +82,7 @@ func (d *driverAsker) answer(st *state.Experiment) *events.DriverAnswered {
 // answeredAlready reports whether the fold holds no question for a's key
 // any more.
 func answeredAlready(st *state.Experiment, a *events.DriverAnswered) bool {
-	if a.Method != events.DriverStop {
+	if a.Method == events.DriverSuggest || a.Method == events.DriverSample {
 		return st.Suggested != nil || *a.Index != st.NextIndex || (st.NumTrials >= 0 && st.NumTrials <= *a.Index)
 	}
 	for _, ask := range st.DriverAsks() {

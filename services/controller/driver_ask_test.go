@@ -61,3 +61,19 @@ func TestDriverAskerAsksAgainAfterAWait(t *testing.T) {
 
 // askWait bounds a wait for the driver's reply.
 const askWait = 15 * time.Second
+
+// An explore answer (no index: it is about a trial, not a new one) waits
+// to be published while the fold holds its question, then is dropped.
+func TestDriverAskerHoldsAnExploreAnswerUntilTheLogHasIt(t *testing.T) {
+	st := state.New("exp")
+	st.Judge = &state.Judge{Asks: []state.Ask{{Key: "explore/t0/3", TrialID: "t0", Explore: true}}}
+	d := newDriverAsker(nil, "exp", nil, zerolog.Nop())
+	d.ready = &events.DriverAnswered{DriverQuestion: events.DriverQuestion{Key: "explore/t0/3", Method: events.DriverExplore, TrialID: "t0"}}
+	if d.answer(st) == nil {
+		t.Fatal("the answer was dropped while its question is open")
+	}
+	st.Judge.Asks = nil
+	if d.answer(st) != nil {
+		t.Fatal("the answer is kept once the log holds it")
+	}
+}
