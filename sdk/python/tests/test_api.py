@@ -53,8 +53,29 @@ class SpaceTest(unittest.TestCase):
             _space.to_spec({"data": object()})
         with self.assertRaisesRegex(ValueError, "JSON"):
             _space.to_spec({"x": float("nan")})
-        with self.assertRaisesRegex(NotImplementedError, "sample_from"):
-            tune.sample_from(lambda spec: 1)
+
+    def test_sample_from_is_the_drivers(self):
+        # Ray's sample_from and PBT's functions run in the driver: the file
+        # names them, has a driver section, and a function mutation the
+        # space lacks gives each trial its first value as a sample_from.
+        def double(spec):
+            return spec.config.x * 2
+
+        def fresh_lr():
+            return 0.1
+
+        pbt = tune.schedulers.PopulationBasedTraining(
+            metric="m", mode="max", hyperparam_mutations={"lr": fresh_lr, "x": [1, 2]}, custom_explore_fn=lambda c: c)
+        spec = tune.Tuner(lambda config: None, param_space={"x": 1, "y": tune.sample_from(double)},
+                          tune_config=tune.TuneConfig(scheduler=pbt))._spec("f")
+        self.assertEqual(spec["param_space"], {"x": 1, "y": {"sample_from": double.__name__},
+                                               "lr": {"sample_from": fresh_lr.__name__}})
+        self.assertEqual(spec["driver"], {})
+        sched = spec["tune_config"]["scheduler"]
+        self.assertEqual(sched["hyperparam_mutations"], {"lr": {"sample_from": fresh_lr.__name__}, "x": [1, 2]})
+        self.assertEqual(sched["custom_explore_fn"], "<lambda>")
+        with self.assertRaisesRegex(TypeError, "takes a function"):
+            tune.sample_from(3)
 
 
 class ResourcesTest(unittest.TestCase):

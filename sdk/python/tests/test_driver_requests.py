@@ -219,6 +219,55 @@ class RequestsTest(unittest.TestCase):
         ])
         self.assertEqual(ended, ["t0", "t1"])
 
+    def test_sample_and_explore_call_the_functions(self):
+        # sample: each sample_from function with Ray's spec view (one that
+        # reads another's value is called after it); explore: each
+        # resampled key's function, then custom_explore_fn. A recorded
+        # answer is not called again: the log holds its values.
+        from tunejet import _functions
+
+        calls = []
+
+        def area(spec):
+            calls.append("area")
+            return spec.config.height * spec.config["width"]
+
+        def height(spec):
+            calls.append("height")
+            return spec.config.width * 10
+
+        def clamp(config):
+            calls.append("clamp")
+            return dict(config, lr=min(config["lr"], 0.5))
+
+        functions = _functions.Functions(
+            sample_from={("area",): area, ("nested", "height"): lambda spec: spec.config.nested.h, ("height",): height},
+            mutations={"lr": lambda: 0.9, "opt.momentum": lambda: 0.7}, custom_explore_fn=clamp)
+        out = Pipes(self, _driver.Objects(functions=functions)).feed(
+            answered(2, "sample/0", {"config": {"width": 1}}, "sample_from", through=1, trial_id="t0", index=0,
+                     config={"width": 1, "height": None}),
+            {"kind": "request", "id": 1, "method": "sample", "key": "sample/1", "through": 2, "trial_id": "t1", "index": 1,
+             "config": {"width": 2, "height": None, "area": None, "nested": {"h": 5, "height": None}}},
+            {"kind": "request", "id": 2, "method": "explore", "key": "explore/t1/4", "through": 2, "trial_id": "t1",
+             "config": {"width": 2, "lr": None, "opt": {"momentum": None, "beta": 0.9}}, "resample": ["lr", "opt.momentum"]},
+        )
+        self.assertEqual(out, [
+            {"kind": "ack", "seq": 2},
+            {"kind": "reply", "id": 1, "by": "sample_from", "answer": {"config": {
+                "width": 2, "height": 20, "area": 40, "nested": {"h": 5, "height": 5}}}},
+            {"kind": "reply", "id": 2, "by": "clamp", "answer": {"config": {
+                "width": 2, "lr": 0.5, "opt": {"momentum": 0.7, "beta": 0.9}}}},
+        ])
+        self.assertEqual(calls.count("height"), 1)
+        self.assertEqual(calls[-1], "clamp")
+
+    def test_sample_from_functions_in_a_cycle_fail(self):
+        from tunejet import _functions
+
+        functions = _functions.Functions(sample_from={("a",): lambda s: s.config.b, ("b",): lambda s: s.config.a})
+        with self.assertRaisesRegex(ValueError, "in a cycle"):
+            functions.sample({"a": None, "b": None})
+
     def test_a_recorded_answer_not_its_own_is_replayed(self):
         # A killed driver answered suggest/0 and stop/t0/1; this one gets
         # them as events, replays included, and makes the same calls

@@ -21,7 +21,7 @@ import json
 import os
 import warnings
 
-from tunejet import _callbacks, _config, _result
+from tunejet import _callbacks, _config, _functions, _result
 
 # The file in the experiment's folder that keeps its driver's stopper and
 # searcher (and the search properties the searcher was given), pickled
@@ -108,9 +108,10 @@ class Objects:
     set_search_properties by prepare(); missing says why a restore has no
     objects (a request for one then gets an error reply and fails fit)."""
 
-    def __init__(self, stopper=None, searcher=None, properties=None, missing=None):
+    def __init__(self, stopper=None, searcher=None, properties=None, missing=None, functions=None):
         self.stopper = stopper
         self.searcher = searcher
+        self.functions = functions if functions is not None else _functions.Functions()
         self.properties = properties
         self.missing = missing
         self.missing_error = None
@@ -120,9 +121,12 @@ class Objects:
         self._completed = set()  # trials whose on_trial_complete is pending or called
 
     def names(self):
+        f = self.functions
         return {
             "stop": _config._object_name(self.stopper) if self.stopper is not None else None,
             "suggest": _config._object_name(self.searcher) if self.searcher is not None else None,
+            "sample": "sample_from" if f.sample_from else None,
+            "explore": f.explore_name() if f.mutations or f.custom_explore_fn else None,
         }
 
     def prepare(self):
@@ -204,7 +208,7 @@ class Objects:
         return {"kind": "reply", "id": rid, "answer": answer, "by": names[method]}
 
     def _no_object(self, method):
-        what = "stopper" if method == "stop" else "searcher"
+        what = {"stop": "stopper", "suggest": "searcher", "sample": "sample_from functions"}.get(method, "PBT functions")
         error = "this driver has no %s%s" % (what, ": " + self.missing if self.missing else "")
         self.missing_error = _result.TuneError(
             "the experiment asks the driver's %s, and this fit() has none%s"
@@ -221,13 +225,19 @@ class Objects:
         if method in names and names[method] is None:
             self._no_object(method)
             raise self.missing_error
-        if method in names:
+        if method in ("stop", "suggest"):
+            # The stopper and the searcher keep state; sample_from and
+            # PBT's functions draw values the log already holds.
             self._call(method, data)
         self.answers[key] = (data.get("answer"), data.get("by"))
 
     def _call(self, method, inputs):
         """Call the object for method with inputs (a request, or a recorded
         answer's data); return its answer."""
+        if method == "sample":
+            return {"config": self.functions.sample(inputs.get("config") or {})}
+        if method == "explore":
+            return {"config": self.functions.explore(inputs.get("config") or {}, inputs.get("resample") or [])}
         self.notify(inputs.get("through", 0))
         trial_id = inputs.get("trial_id")
         if method == "stop":
@@ -269,15 +279,16 @@ def _fresh_objects(tuner, path):
     none, or when the experiment is in a bucket, where they are not kept)."""
     stopper = _config.driver_stopper(tuner._run_config.stop)
     searcher = _config.driver_searcher(tuner._tune_config.search_alg)
-    if stopper is None and searcher is None:
+    functions = _functions.collect(tuner._param_space_with_searcher(), tuner._tune_config.scheduler)
+    if stopper is None and searcher is None and not functions:
         return None, None
     tc = tuner._tune_config
     properties = (tc.metric, tc.mode, tuner._param_space or {})
-    kept = {"stopper": stopper, "searcher": searcher, "properties": properties}
+    kept = {"stopper": stopper, "searcher": searcher, "properties": properties, "functions": functions}
     data = None
     if "://" in path:
         warnings.warn(
-            "the driver's stopper and searcher are not kept beside an experiment in a bucket (%s): "
+            "the driver's stopper, searcher and functions are not kept beside an experiment in a bucket (%s): "
             "Tuner.restore cannot continue it" % path
         )
     else:
@@ -285,10 +296,10 @@ def _fresh_objects(tuner, path):
             data = _callbacks.dumps(kept)
         except Exception as e:  # noqa: BLE001 (said with why)
             raise TypeError(
-                "RunConfig.stop or TuneConfig.search_alg cannot be pickled (%s): fit() keeps the driver's "
-                "stopper and searcher beside the experiment, for Tuner.restore" % e
+                "RunConfig.stop, TuneConfig.search_alg or a function of the param space or of PBT cannot be "
+                "pickled (%s): fit() keeps what the driver runs beside the experiment, for Tuner.restore" % e
             ) from e
-    return Objects(stopper, searcher, properties), data
+    return Objects(stopper, searcher, properties, functions=functions), data
 
 
 def _restored_objects(tuner, path):
@@ -305,10 +316,11 @@ def _restored_objects(tuner, path):
     if kept is None:
         spec = _result.read_spec(path)
         named = (spec or {}).get("driver")
-        if named:
+        if named is not None:
+            what = json.dumps(named) if named else "functions of its param space or of PBT"
             raise _result.TuneError(
                 "the experiment at %s has its driver run %s, and %s is missing: Tuner.restore cannot "
-                "continue it without them" % (path, json.dumps(named), os.path.join(path, OBJECTS_FILE))
+                "continue it without them" % (path, what, os.path.join(path, OBJECTS_FILE))
             )
         if spec is not None:
             return None  # its file names no driver objects
@@ -317,7 +329,7 @@ def _restored_objects(tuner, path):
     metric, mode, config = kept.get("properties") or (None, None, {})
     if tuner._param_space is not None:
         config = tuner._param_space  # Ray's restore(param_space=...) re-specifies it
-    return Objects(kept.get("stopper"), kept.get("searcher"), (metric, mode, config))
+    return Objects(kept.get("stopper"), kept.get("searcher"), (metric, mode, config), functions=kept.get("functions"))
 
 
 def for_fit(tuner, path, trainable_name):

@@ -107,13 +107,28 @@ def grid_search(values):
     return {"grid_search": list(values)}
 
 
+class SampleFrom(Domain):
+    """Ray's tune.sample_from: a function the driver calls for each new
+    trial with Ray's ``spec`` (``spec.config``: the config drawn so far);
+    ``{"sample_from": "<name>"}`` in the file (docs/driver.md)."""
+
+    def __init__(self, func):
+        if not callable(func):
+            raise TypeError("tune.sample_from takes a function, got %r" % (func,))
+        super().__init__("sample_from", [])
+        self.func = func
+
+    def to_spec(self):
+        return {"sample_from": getattr(self.func, "__name__", None) or type(self.func).__name__}
+
+    def __repr__(self):
+        return "sample_from(%s)" % self.to_spec()["sample_from"]
+
+
 def sample_from(func):
-    """Not there: the experiment file cannot hold Python code."""
-    raise NotImplementedError(
-        "tune.sample_from is not supported: the param space is sampled by tunejet, "
-        "which cannot run Python code. Use a distribution (tune.uniform, tune.choice, ...), "
-        "or compute the value inside the trainable from sampled ones."
-    )
+    """A value the driver's function gives each trial, as Ray's: func(spec)
+    with spec.config the trial's config resolved so far."""
+    return SampleFrom(func)
 
 
 def to_spec(space, key="param_space"):

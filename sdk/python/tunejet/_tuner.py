@@ -34,7 +34,7 @@ import tempfile
 import threading
 import warnings
 
-from tunejet import _config, _driver, _objects, _reporter, _result, _ship, _space, _trainable
+from tunejet import _config, _driver, _functions, _objects, _reporter, _result, _ship, _space, _trainable
 from tunejet._trainable import Trainable  # noqa: F401  (tune.Trainable)
 
 # The object that carries the driver's description to workers.
@@ -408,8 +408,14 @@ class Tuner:
         driver = _config.driver_spec(
             _config.driver_stopper(rc.stop), _config.driver_searcher(self._tune_config.search_alg)
         )
-        if driver:
-            spec["driver"] = driver
+        # sample_from and PBT's functions run in the driver too; a
+        # function mutation the param space lacks gives each trial its
+        # first value, as Ray's PBT fills the config.
+        functions = _functions.collect(self._param_space_with_searcher(), self._tune_config.scheduler)
+        for path in functions.fills(self._param_space_with_searcher()):
+            _set_path(spec["param_space"], path, {"sample_from": functions.sample_from[path].name})
+        if driver or functions:
+            spec["driver"] = driver or {}
         return spec
 
     def _restore_args(self, binary, workdir, trainable_name):
@@ -633,3 +639,10 @@ def _load_records(binary, path):
 def load_results(binary, path, metric=None, mode=None):
     """Return the ResultGrid of the experiment at path."""
     return _result.ResultGrid(path, [_result.Result(r) for r in _load_records(binary, path)], metric, mode)
+
+
+def _set_path(tree, path, value):
+    """Set value at path in a tree of mappings, making the mappings."""
+    for key in path[:-1]:
+        tree = tree.setdefault(key, {})
+    tree[path[-1]] = value

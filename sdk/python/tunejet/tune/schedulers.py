@@ -88,11 +88,11 @@ class PopulationBasedTraining(TrialScheduler):
     distributions, lists and dicts of them, as Ray's: explore moves a list's
     value to a neighbour in the list (or resamples one from it), and
     multiplies a distribution's value by a perturbation factor (or
-    resamples it; tune.choice is a distribution). Functions
-    (custom_explore_fn, or a function as a mutation) are not supported."""
+    resamples it; tune.choice is a distribution). A function as a
+    mutation, and custom_explore_fn, run in the driver as in Ray: the
+    controller asks the driver to call them (docs/driver.md)."""
 
     _type = "pbt"
-    _unsupported = ("custom_explore_fn",)
 
     def __init__(self, time_attr=None, metric=None, mode=None, perturbation_interval=None,
                  burn_in_period=None, hyperparam_mutations=None, quantile_fraction=None,
@@ -101,29 +101,54 @@ class PopulationBasedTraining(TrialScheduler):
         del log_config, require_attrs  # Ray's logging and checks; nothing to do here
         if synch:
             raise ValueError("PopulationBasedTraining(synch=True) is not supported")
+        if custom_explore_fn is not None and not callable(custom_explore_fn):
+            raise TypeError("custom_explore_fn must be a function, got %r" % (custom_explore_fn,))
+        self._functions = {}
+        self._custom_explore_fn = custom_explore_fn
         super().__init__(time_attr=time_attr, metric=metric, mode=mode,
                          perturbation_interval=perturbation_interval, burn_in_period=burn_in_period,
-                         hyperparam_mutations=_mutations(hyperparam_mutations),
+                         hyperparam_mutations=_mutations(hyperparam_mutations, self._functions),
                          quantile_fraction=quantile_fraction, resample_probability=resample_probability,
-                         perturbation_factors=perturbation_factors, custom_explore_fn=custom_explore_fn)
+                         perturbation_factors=perturbation_factors,
+                         custom_explore_fn=_name(custom_explore_fn) if custom_explore_fn else None)
+
+    def _driver_functions(self):
+        """Return the function mutations (by dotted key) and
+        custom_explore_fn, which the driver calls."""
+        return dict(self._functions), self._custom_explore_fn
 
 
-def _mutations(mutations):
+def _name(fn):
+    return getattr(fn, "__name__", None) or type(fn).__name__
+
+
+def _mutations(mutations, functions, prefix=""):
+    """Return hyperparam_mutations for the file: a function becomes
+    {"sample_from": name}, kept in functions by its dotted key."""
     if mutations is None:
         return None
     out = {}
     for k, v in mutations.items():
         if isinstance(v, dict):
-            out[k] = _mutations(v)
+            out[k] = _mutations(v, functions, prefix + k + ".")
         elif isinstance(v, (list, tuple)):
             # A list stays a list: explore shifts its value to a neighbour
             # in it, where a distribution (tune.choice too) is multiplied.
             out[k] = list(v)
+        elif isinstance(v, _space.SampleFrom):
+            functions[prefix + k] = _no_spec(v.func)
+            out[k] = v
         elif callable(v) and not isinstance(v, _space.Domain):
-            raise ValueError("hyperparam_mutations[%r]: a function is not supported; use a distribution" % k)
+            functions[prefix + k] = v
+            out[k] = {"sample_from": _name(v)}
         else:
             out[k] = v
     return out
+
+
+def _no_spec(func):
+    """A sample_from function as a mutation: Ray calls it with no spec."""
+    return lambda: func(None)
 
 
 __all__ = [
