@@ -19,6 +19,7 @@ import (
 	"github.com/tunejet/tunejet/internal/show"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
+	"github.com/tunejet/tunejet/services/controller"
 )
 
 // live is one experiment as the log tells it: its state, folded with the
@@ -298,6 +299,9 @@ type Summary struct {
 	EndTime    *time.Time     `json:"end_time,omitempty"`
 	EndReason  string         `json:"end_reason,omitempty"`
 	Error      string         `json:"error,omitempty"`
+	// Waiting says what a running experiment waits for from its driver
+	// (the Python Tuner.fit() serving its stopper, searcher or functions).
+	Waiting string `json:"waiting,omitempty"`
 	// Best is the best value of the metric any trial reported, by mode
 	// (the lowest without one).
 	Best *float64 `json:"best,omitempty"`
@@ -402,6 +406,8 @@ func (l *live) summary() Summary {
 		Metrics: slices.Sorted(maps.Keys(l.fields))}
 	if l.fromFiles {
 		s.Source = "files"
+	} else {
+		s.Waiting = controller.DriverWait(st, time.Now())
 	}
 	if st.Spec != nil {
 		s.Mode = st.Spec.TuneConfig.Mode

@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,8 @@ import (
 	"github.com/tunejet/tunejet/internal/bus/bustest"
 	"github.com/tunejet/tunejet/internal/dashboard"
 	"github.com/tunejet/tunejet/internal/state"
+	"github.com/tunejet/tunejet/tune"
+	"github.com/tunejet/tunejet/tune/tunetest"
 )
 
 type experimentList struct {
@@ -102,4 +105,27 @@ func storedDashboard(t *testing.T, st *state.Experiment) *dashboard.Server {
 		t.Fatal(err)
 	}
 	return srv
+}
+
+// An experiment whose driver does not answer (none attached) says what it
+// waits for in its summary.
+func TestSummarySaysWhatTheExperimentWaitsForFromItsDriver(t *testing.T) {
+	opts := tunetest.Start(t, tunetest.Config{Trainables: map[string]tune.Trainable{"fn": func(context.Context, map[string]any) error { return nil }}, Slots: 1})
+	dash := serveDashboard(t, dashboard.New(dashCtx(t), dashBus(t, opts.URL), dashboard.Config{Log: testLog(t)}))
+	tuner, err := tune.NewTuner(func(context.Context, map[string]any) error { return nil }, tune.WithNATS(opts), tune.WithTrainableName("fn"),
+		tune.WithSpec(tune.Spec{Name: "undriven", TuneConfig: tune.TuneConfig{NumSamples: 2}, RunConfig: tune.RunConfig{StoragePath: t.TempDir()},
+			Driver: &events.DriverSpec{Searcher: "MySearcher"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	fit := make(chan error, 1)
+	go func() { _, err := tuner.Fit(ctx); fit <- err }()
+	t.Cleanup(func() { cancel(); <-fit })
+	var list experimentList
+	bustest.Eventually(t, 20*time.Second, "the summary says the experiment waits for its driver", func() bool {
+		list = experimentList{}
+		getJSON(t, dash.URL+"/api/experiments", &list)
+		return len(list.Experiments) == 1 && list.Experiments[0].Waiting == "waits for its driver: the config of trial 0 from MySearcher"
+	})
 }

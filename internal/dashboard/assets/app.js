@@ -264,6 +264,7 @@ function drawSummary() {
   if (s.start_time) parts.push("elapsed " + elapsed(s));
   if (s.end_reason) parts.push("ended: " + s.end_reason);
   if (s.error) parts.push(s.error);
+  if (s.waiting) parts.push("the experiment " + s.waiting);
   if (s.source === "files") parts.push("read from its files");
   const p = $("summary");
   p.textContent = parts.join(" · ");
