@@ -40,7 +40,7 @@ func (t *statusTable) waiting(st *state.Experiment) string {
 	totals := t.totals
 	t.mu.Unlock()
 	text := pendingReasons(st, totals)
-	if why := controller.DriverWait(st, time.Now()); why != "" {
+	if why := st.DriverWait(); why != "" {
 		text += "The experiment " + why + "\n"
 	}
 	return text

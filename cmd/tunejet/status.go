@@ -128,7 +128,7 @@ func readStatus(ctx context.Context, b *bus.Bus) (*status, error) {
 		p := st.Progress(time.Now())
 		e := statusExperiment{Name: name, Status: st.Status, Trials: st.Counts(), Progress: statusProgress{Ended: p.Ended, Total: p.Total, ETASeconds: p.ETA.Seconds()}, progress: p}
 		if st.Status == state.ExperimentRunning {
-			e.Driver = controller.DriverWait(st, time.Now())
+			e.Driver = st.DriverWait()
 			for _, t := range st.TrialList() {
 				if why := controller.Unfit(st.Spec, t, totals); why != "" {
 					e.Pending = append(e.Pending, statusPending{TrialID: t.ID, Reason: why})

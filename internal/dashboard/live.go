@@ -19,7 +19,6 @@ import (
 	"github.com/tunejet/tunejet/internal/show"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
-	"github.com/tunejet/tunejet/services/controller"
 )
 
 // live is one experiment as the log tells it: its state, folded with the
@@ -407,7 +406,7 @@ func (l *live) summary() Summary {
 	if l.fromFiles {
 		s.Source = "files"
 	} else {
-		s.Waiting = controller.DriverWait(st, time.Now())
+		s.Waiting = st.DriverWait()
 	}
 	if st.Spec != nil {
 		s.Mode = st.Spec.TuneConfig.Mode

@@ -8,10 +8,12 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/sched"
+	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/stopper"
 	"github.com/tunejet/tunejet/internal/tuning"
 )
@@ -685,4 +687,53 @@ func checkpointName(t *Trial) string {
 		return c.Name
 	}
 	return ""
+}
+
+// DriverWait says what a running experiment waits for from its driver:
+// results its stopper is to judge, PBT exploits its functions are to
+// explore, the next trial's config from its searcher or its sample_from
+// values; "" when it waits for nothing of the driver's. While a driver
+// answers, these come and go within moments; while none does, they stay.
+func (e *Experiment) DriverWait() string {
+	if e.Spec == nil || e.Spec.Driver == nil || e.Status != ExperimentRunning {
+		return ""
+	}
+	d := e.Spec.Driver
+	var parts []string
+	results, explores := 0, 0
+	for _, a := range e.DriverAsks() {
+		if a.Explore {
+			explores++
+		} else {
+			results++
+		}
+	}
+	if results > 0 {
+		parts = append(parts, fmt.Sprintf("%d result(s) for %s to judge", results, d.Stopper))
+	}
+	if explores > 0 {
+		parts = append(parts, fmt.Sprintf("%d PBT exploit(s) to explore", explores))
+	}
+	if e.Suggested == nil && e.wantsTrial() {
+		switch space, err := search.ParseSpace(e.Spec.ParamSpace); {
+		case d.Searches():
+			parts = append(parts, fmt.Sprintf("the config of trial %d from %s", e.NextIndex, d.Searcher))
+		case err == nil && len(space.SampledByDriver()) > 0:
+			parts = append(parts, fmt.Sprintf("the sample_from values of trial %d", e.NextIndex))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "waits for its driver: " + strings.Join(parts, "; ")
+}
+
+// wantsTrial reports whether the search has a trial left and room for it
+// under max_concurrent_trials: then the next trial's config is due.
+func (e *Experiment) wantsTrial() bool {
+	if e.NumTrials >= 0 && e.NextIndex >= e.NumTrials {
+		return false
+	}
+	limit := e.Spec.TuneConfig.MaxConcurrentTrials
+	return limit <= 0 || e.Unfinished() < limit
 }

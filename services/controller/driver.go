@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -219,42 +218,4 @@ func (d *driverAsker) failed(ctx context.Context, res driverResult) {
 	}
 	d.log.Warn().Err(res.err).Str("question", res.q.Key).Int("failures", d.failures).Msg("the driver did not answer; the experiment waits and asks again")
 	d.lastLog, d.lastErr = time.Now(), res.err.Error()
-}
-
-// DriverWait says what a running experiment waits for from its driver:
-// results its stopper is to judge, the next trial's config from its
-// searcher; "" when it waits for nothing of the driver's. While a driver
-// answers, these come and go within moments; while none does, they stay.
-func DriverWait(st *state.Experiment, now time.Time) string {
-	if st.Spec == nil || st.Spec.Driver == nil || st.Status != state.ExperimentRunning {
-		return ""
-	}
-	d := st.Spec.Driver
-	var parts []string
-	results, explores := 0, 0
-	for _, a := range st.DriverAsks() {
-		if a.Explore {
-			explores++
-		} else {
-			results++
-		}
-	}
-	if results > 0 {
-		parts = append(parts, fmt.Sprintf("%d result(s) for %s to judge", results, d.Stopper))
-	}
-	if explores > 0 {
-		parts = append(parts, fmt.Sprintf("%d PBT exploit(s) to explore", explores))
-	}
-	if st.Suggested == nil && wantsTrial(st, Inputs{Now: now}) {
-		switch space, err := search.ParseSpace(st.Spec.ParamSpace); {
-		case d.Searches():
-			parts = append(parts, fmt.Sprintf("the config of trial %d from %s", st.NextIndex, d.Searcher))
-		case err == nil && len(space.SampledByDriver()) > 0:
-			parts = append(parts, fmt.Sprintf("the sample_from values of trial %d", st.NextIndex))
-		}
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return "waits for its driver: " + strings.Join(parts, "; ")
 }

@@ -36,7 +36,7 @@ func TestDriverStopperJudgesBeforeTheScheduler(t *testing.T) {
 		h.add(events.WriterRunner, &events.TrialReported{TrialID: id(0), Attempt: 1, Result: map[string]any{"training_iteration": it, "loss": 1 / it}})
 	}
 	report(1)
-	if got := DriverWait(h.st, h.now); !strings.Contains(got, "1 result(s) for MyStopper to judge") {
+	if got := h.st.DriverWait(); !strings.Contains(got, "1 result(s) for MyStopper to judge") {
 		t.Errorf("DriverWait = %q; want it to count the result waiting for MyStopper", got)
 	}
 	// A snapshot keeps the question.
@@ -57,7 +57,7 @@ func TestDriverStopperJudgesBeforeTheScheduler(t *testing.T) {
 		}
 	}
 	h.answer(false, events.DriverAnswer{})
-	if len(h.st.DriverAsks()) != 0 || DriverWait(h.st, h.now) != "" {
+	if len(h.st.DriverAsks()) != 0 || h.st.DriverWait() != "" {
 		t.Fatalf("answered, still waiting: %+v", h.st.DriverAsks())
 	}
 	report(2)
@@ -86,7 +86,7 @@ func TestDriverSearcherSuggests(t *testing.T) {
 	if len(h.st.Trials) != 0 {
 		t.Fatalf("trials created before any suggestion: %v", h.st.Order)
 	}
-	if got := DriverWait(h.st, h.now); !strings.Contains(got, "the config of trial 0 from MySearcher") {
+	if got := h.st.DriverWait(); !strings.Contains(got, "the config of trial 0 from MySearcher") {
 		t.Errorf("DriverWait = %q", got)
 	}
 	h.answer(true, events.DriverAnswer{Config: map[string]any{"x": 3.0, "nested": map[string]any{"b": 2.0}}})
@@ -119,7 +119,7 @@ func TestDriverSamplesFrom(t *testing.T) {
 	if len(h.st.Trials) != 0 {
 		t.Fatalf("trials created before the driver's values: %v", h.st.Order)
 	}
-	if got := DriverWait(h.st, h.now); !strings.Contains(got, "the sample_from values of trial 0") {
+	if got := h.st.DriverWait(); !strings.Contains(got, "the sample_from values of trial 0") {
 		t.Errorf("DriverWait = %q", got)
 	}
 	q, ok := nextQuestion(h.st, h.space, true)
