@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -121,7 +122,12 @@ func TestSummarySaysWhatTheExperimentWaitsForFromItsDriver(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	fit := make(chan error, 1)
 	go func() { _, err := tuner.Fit(ctx); fit <- err }()
-	t.Cleanup(func() { cancel(); <-fit })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-fit; err != nil && !errors.Is(err, tune.ErrInterrupted) {
+			t.Errorf("fit: %v", err)
+		}
+	})
 	var list experimentList
 	bustest.Eventually(t, 20*time.Second, "the summary says the experiment waits for its driver", func() bool {
 		list = experimentList{}
