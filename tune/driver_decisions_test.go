@@ -45,17 +45,7 @@ func TestDriverStopperAndSearcherDecide(t *testing.T) {
 		RunConfig:  storage(t),
 		Driver:     &events.DriverSpec{Stopper: "StopOneAtTwo", Searcher: "Counting"},
 	}
-	tuner, err := tune.NewTuner(steps(4), tune.WithTrainableName("steps"), tune.WithSpec(spec),
-		tune.WithStoreDir(t.TempDir()), tune.WithRunnerSlots(1), d.option())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), fitDeadline)
-	defer cancel()
-	g, err := tuner.Fit(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := fitDriven(t, d, steps(4), spec, 1)
 	got := map[float64]int{}
 	for _, r := range g.Results() {
 		if r.Config["lr"] != 0.5 {
@@ -130,8 +120,22 @@ func TestDriverSamplesFrom(t *testing.T) {
 		Name: "sampled", ParamSpace: map[string]any{"x": map[string]any{"grid_search": []any{1.0, 2.0, 3.0}}, "wd": map[string]any{"sample_from": "<lambda>"}},
 		TuneConfig: tune.TuneConfig{NumSamples: 1}, RunConfig: storage(t), Driver: &events.DriverSpec{},
 	}
-	tuner, err := tune.NewTuner(steps(1), tune.WithTrainableName("steps"), tune.WithSpec(spec),
-		tune.WithStoreDir(t.TempDir()), tune.WithRunnerSlots(2), d.option())
+	g := fitDriven(t, d, steps(1), spec, 2)
+	if g.Len() != 3 {
+		t.Fatalf("%d trials; want the grid's 3", g.Len())
+	}
+	for _, r := range g.Results() {
+		if x, wd := r.Config["x"].(float64), r.Config["wd"]; wd != 2*x {
+			t.Errorf("trial %s: config %v; want wd = 2x from the driver", r.TrialID, r.Config)
+		}
+	}
+}
+
+// fitDriven runs spec with trainable on the embedded stack, d its driver.
+func fitDriven(t *testing.T, d *fakeDriver, trainable tune.Trainable, spec tune.Spec, slots int) *tune.ResultGrid {
+	t.Helper()
+	tuner, err := tune.NewTuner(trainable, tune.WithTrainableName("steps"), tune.WithSpec(spec),
+		tune.WithStoreDir(t.TempDir()), tune.WithRunnerSlots(slots), d.option())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,12 +145,5 @@ func TestDriverSamplesFrom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.Len() != 3 {
-		t.Fatalf("%d trials; want the grid's 3", g.Len())
-	}
-	for _, r := range g.Results() {
-		if x, wd := r.Config["x"].(float64), r.Config["wd"]; wd != 2*x {
-			t.Errorf("trial %s: config %v; want wd = 2x from the driver", r.TrialID, r.Config)
-		}
-	}
+	return g
 }
