@@ -614,6 +614,7 @@ def _run(args, env, path, trainable_name, driver=None):
                 driver.close()  # no more hooks: the event being handled is not acknowledged
             proc.send_signal(signal.SIGINT)
     copier.join()
+    proc.stderr.close()
     if failed is not None:
         raise failed
     if interrupted or code == 130:
