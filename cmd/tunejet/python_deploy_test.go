@@ -14,8 +14,8 @@ import (
 )
 
 // pythonDeployScript is a Ray Tune script with changed imports: a
-// function trainable that checkpoints, an object put by the driver, run on
-// whatever runners NATS_URL's deployment has.
+// function trainable that checkpoints, an object put by the driver and a
+// stop function, run on whatever runners NATS_URL's deployment has.
 const pythonDeployScript = `import json, os, sys, tempfile
 import tunejet
 from tunejet import train, tune
@@ -31,16 +31,22 @@ def trainable(config):
             train.report({"score": config["x"] * step + add, "pid": os.getpid()},
                          checkpoint=train.Checkpoint.from_directory(d))
 
+def reached_106(trial_id, result):
+    # A stop function runs in the driver: the deployment's controller asks
+    # it through the tunejet process the driver started.
+    return result["score"] >= 106
+
 grid = tune.Tuner(
     trainable,
     param_space={"x": tune.grid_search([1, 2, 3])},
     tune_config=tune.TuneConfig(metric="score", mode="max"),
-    run_config=train.RunConfig(name="py_deploy", storage_path=sys.argv[1]),
+    run_config=train.RunConfig(name="py_deploy", storage_path=sys.argv[1], stop=reached_106),
 ).fit()
 best = grid.get_best_result()
 print("RESULT " + json.dumps({"terminated": grid.num_terminated, "errors": grid.num_errors,
                               "best": best.metrics["score"], "driver_pid": os.getpid(),
-                              "pids": sorted(r.metrics["pid"] for r in grid)}))
+                              "pids": sorted(r.metrics["pid"] for r in grid),
+                              "iterations": {str(r.config["x"]): r.metrics["training_iteration"] for r in grid}}))
 `
 
 // TestPythonDriverOnADeployment: a Python driver with NATS_URL set submits
@@ -94,6 +100,7 @@ func pythonDriverOnADeployment(t *testing.T, servicesEnv ...string) {
 		Best               float64
 		DriverPID          int `json:"driver_pid"`
 		PIDs               []int
+		Iterations         map[string]int
 	}
 	for line := range strings.Lines(string(out)) {
 		if rest, ok := strings.CutPrefix(line, "RESULT "); ok {
@@ -102,16 +109,19 @@ func pythonDriverOnADeployment(t *testing.T, servicesEnv ...string) {
 			}
 		}
 	}
-	if got.Terminated != 3 || got.Errors != 0 || got.Best != 109 {
-		t.Fatalf("results %+v, want 3 TERMINATED, best score 109:\n%s", got, out)
+	if got.Terminated != 3 || got.Errors != 0 || got.Best != 106 || got.Iterations["3"] != 2 || got.Iterations["1"] != 3 {
+		t.Fatalf("results %+v, want 3 TERMINATED, x=3 stopped by the driver's function at step 2 (score 106, the best):\n%s", got, out)
 	}
 	for _, pid := range got.PIDs {
 		if pid == got.DriverPID {
 			t.Errorf("a trial ran in the driver's process")
 		}
 	}
-	started := 0
+	started, answered := 0, 0
 	for _, ev := range replay(t, srv, "py_deploy") {
+		if p, ok := ev.Data.(*events.DriverAnswered); ok && p.By == "reached_106" {
+			answered++
+		}
 		if p, ok := ev.Data.(*events.TrialStarted); ok {
 			started++
 			if p.Runner != "rA" {
@@ -121,6 +131,9 @@ func pythonDriverOnADeployment(t *testing.T, servicesEnv ...string) {
 	}
 	if started != 3 {
 		t.Errorf("%d trial.started events, want 3", started)
+	}
+	if answered != 8 { // x=1 and x=2: 3 results each; x=3: 2
+		t.Errorf("%d driver.answered by reached_106, want one per result judged, 8", answered)
 	}
 	if _, err := os.Stat(filepath.Join(storage, "py_deploy")); err != nil {
 		t.Errorf("the deployment's syncer wrote no experiment folder: %v", err)
