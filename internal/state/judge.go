@@ -13,7 +13,6 @@ import (
 
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/sched"
-	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/stopper"
 	"github.com/tunejet/tunejet/internal/tuning"
 )
@@ -715,10 +714,11 @@ func (e *Experiment) DriverWait() string {
 		parts = append(parts, fmt.Sprintf("%d PBT exploit(s) to explore", explores))
 	}
 	if e.Suggested == nil && e.wantsTrial() {
-		switch space, err := search.ParseSpace(e.Spec.ParamSpace); {
+		set, err := e.Settings() // read once and kept: no parse per call
+		switch {
 		case d.Searches():
 			parts = append(parts, fmt.Sprintf("the config of trial %d from %s", e.NextIndex, d.Searcher))
-		case err == nil && len(space.SampledByDriver()) > 0:
+		case err == nil && set.SampleFrom:
 			parts = append(parts, fmt.Sprintf("the sample_from values of trial %d", e.NextIndex))
 		}
 	}

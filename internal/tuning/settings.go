@@ -31,6 +31,9 @@ type Settings struct {
 	// *ExternalConfig, or nil for random and grid (the basic variant
 	// generator of internal/search).
 	Search any
+	// SampleFrom is set when the param space has sample_from domains,
+	// which the driver resolves for each new trial.
+	SampleFrom bool
 	// stopper is the stoppers as parsed, before any result; nil without.
 	stopper stopper.Stopper
 }
@@ -98,6 +101,7 @@ func read(spec *events.ExperimentSpec) (*Settings, *settings.Problems) {
 	checkPBTFunctions(spec, s.Scheduler, p)
 	if space, err := search.ParseSpace(spec.ParamSpace); err == nil {
 		checkSampleFrom(spec, space, p)
+		s.SampleFrom = len(space.SampledByDriver()) > 0
 		if t, ok := s.Search.(*TPEConfig); ok && len(space.SampledByDriver()) == 0 {
 			_, err := t.New(space)
 			p.AddErr("", err)
