@@ -344,23 +344,15 @@ func (x *explanation) print(w io.Writer) error {
 		created += ", suggested by the external searcher"
 	}
 	for _, a := range x.Driver {
-		if a.Method == events.DriverSuggest {
+		switch a.Method {
+		case events.DriverSuggest:
 			created += fmt.Sprintf(", suggested by %s, the driver's searcher, from the log up to seq %d", a.By, a.Through)
+		case events.DriverSample:
+			created += ", its sample_from values from the driver"
 		}
 	}
 	fmt.Fprintf(tw, "created\t\t%s\n", created)
-	for _, a := range x.Driver {
-		if a.Method == events.DriverStop {
-			verdict := "goes on"
-			if a.Answer.Stop {
-				verdict = "stop"
-			}
-			if a.Answer.StopAll {
-				verdict += ", stop_all"
-			}
-			fmt.Fprintf(tw, "asked %s\t%s\t%s(trial_id, result of training_iteration %v)\n", a.By, verdict, a.By, a.Result["training_iteration"])
-		}
-	}
+	x.printDriver(tw)
 	end := x.EndReason
 	for _, d := range x.Decisions {
 		fmt.Fprintf(tw, "#%d %s\t%s\t%s\n", d.Ordinal, d.By, d.Action, x.inputs(d))
@@ -376,6 +368,46 @@ func (x *explanation) print(w io.Writer) error {
 	}
 	fmt.Fprintf(tw, "end\t%s\t%s\n", x.Status, end)
 	return tw.Flush()
+}
+
+// printDriver writes what the driver's stopper answered about the trial's
+// results (a run of results it let go on as one line) and each exploit
+// config its functions finished.
+func (x *explanation) printDriver(w io.Writer) {
+	var on []any // training_iterations let go on, not written yet
+	flush := func(by string) {
+		if len(on) > 0 {
+			fmt.Fprintf(w, "asked %s\tgoes on\tat training_iteration %v", by, on[0])
+			if len(on) > 1 {
+				fmt.Fprintf(w, " to %v (%d results)", on[len(on)-1], len(on))
+			}
+			fmt.Fprintln(w)
+			on = nil
+		}
+	}
+	by := ""
+	for _, a := range x.Driver {
+		switch {
+		case a.Method == events.DriverExplore:
+			flush(by)
+			fmt.Fprintf(w, "explored by %s\t\tconfig %s\n", a.By, show.JSON(a.Answer.Config))
+		case a.Method != events.DriverStop:
+		case !a.Answer.Stop && !a.Answer.StopAll:
+			by = a.By
+			on = append(on, a.Result["training_iteration"])
+		default:
+			flush(by)
+			verdict := "stop"
+			switch {
+			case a.Answer.StopAll && a.Answer.Stop:
+				verdict = "stop, stop_all"
+			case a.Answer.StopAll:
+				verdict = "stop_all"
+			}
+			fmt.Fprintf(w, "asked %s\t%s\tat training_iteration %v\n", a.By, verdict, a.Result["training_iteration"])
+		}
+	}
+	flush(by)
 }
 
 // inputs says what a decision came from: its inputs when the detail holds

@@ -14,30 +14,31 @@ func TestExplainNamesTheDriversObjects(t *testing.T) {
 	zero := 0
 	x := &explanation{
 		Experiment: "e", Source: fromLog, TrialID: "abc_00000", TrialName: "fn_abc_00000", Config: map[string]any{"x": 1.0},
-		SearchAlg: "random", Status: events.StatusTerminated, EndReason: "stopper: MyStopper stopped the trial at training_iteration 2",
+		SearchAlg: "random", Status: events.StatusTerminated, EndReason: "stopper: MyStopper stopped the trial at training_iteration 3",
 		Driver: []events.DriverAnswered{
 			{DriverQuestion: events.DriverQuestion{Key: "suggest/0", Method: events.DriverSuggest, Through: 7, TrialID: "abc_00000", Index: &zero},
 				By: "MySearcher", Answer: events.DriverAnswer{Config: map[string]any{"x": 1.0}}},
 			{DriverQuestion: events.DriverQuestion{Key: "stop/abc_00000/1", Method: events.DriverStop, TrialID: "abc_00000", Result: map[string]any{"training_iteration": 1.0}},
 				By: "MyStopper"},
 			{DriverQuestion: events.DriverQuestion{Key: "stop/abc_00000/2", Method: events.DriverStop, TrialID: "abc_00000", Result: map[string]any{"training_iteration": 2.0}},
+				By: "MyStopper"},
+			{DriverQuestion: events.DriverQuestion{Key: "stop/abc_00000/3", Method: events.DriverStop, TrialID: "abc_00000", Result: map[string]any{"training_iteration": 3.0}},
 				By: "MyStopper", Answer: events.DriverAnswer{Stop: true}},
 		},
-		Decisions: []events.TrialDecided{{TrialID: "abc_00000", Ordinal: 1, By: events.DecidedByStopper, Action: "stop", Reason: "MyStopper stopped the trial at training_iteration 2"}},
+		Decisions: []events.TrialDecided{{TrialID: "abc_00000", Ordinal: 1, By: events.DecidedByStopper, Action: "stop", Reason: "MyStopper stopped the trial at training_iteration 3"}},
 	}
 	var b strings.Builder
 	if err := x.print(&b); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
+	words := strings.Join(strings.Fields(out), " ") // the columns' padding aside
 	for _, want := range []string{
 		"suggested by MySearcher, the driver's searcher, from the log up to seq 7",
-		"asked MyStopper  goes on",
-		"MyStopper(trial_id, result of training_iteration 1)",
-		"asked MyStopper  stop",
+		"asked MyStopper goes on at training_iteration 1 to 2 (2 results) asked MyStopper stop at training_iteration 3",
 		"stopped by #1",
 	} {
-		if !strings.Contains(out, want) {
+		if !strings.Contains(words, want) {
 			t.Errorf("explain does not say %q:\n%s", want, out)
 		}
 	}
