@@ -334,7 +334,8 @@ def _restored_objects(tuner, path):
 
 def for_fit(tuner, path, trainable_name):
     """Return the Driver of tuner's fit() of the experiment at path, None
-    when it has no callbacks, no driver stopper and no driver searcher.
+    when it has no callbacks, no driver stopper, no driver searcher and no
+    functions (sample_from, PBT's).
 
     A fresh fit() runs its RunConfig's callbacks, stopper and searcher, and
     keeps them beside the experiment for Tuner.restore (_callbacks.save,
