@@ -6,15 +6,17 @@ driver's from R. tunejet sends ``{"kind": "event", ...}``, which the driver
 folds and feeds to its callbacks, and answers each event that is not a
 replay with ``{"kind": "ack", "seq": N}`` once their hooks have returned;
 and ``{"kind": "request", ...}``, the controller's questions to the
-driver's stopper and searcher, which it answers with ``{"kind": "reply",
-...}``.
+driver's stopper, searcher and functions (sample_from, PBT's: see
+tunejet._functions), which it answers with ``{"kind": "reply", ...}``.
 
 The stopper and searcher see one history, live or replayed: the
 searcher's notifications (on_trial_result, on_trial_complete) are called
 lazily, all those of the events up to a call's ``through``, in log order,
 just before the call; and a ``driver.answered`` event this process did not
 answer itself (a killed driver did) makes the same call again, its answer
-ignored. So the calls they see are a function of the log alone.
+ignored. So the calls they see are a function of the log alone. The
+functions keep no state a decision depends on: a recorded answer of theirs
+is not called again.
 """
 
 import json
