@@ -93,7 +93,7 @@ class Functions:
                     value = self.sample_from[path](spec)
                 except Unresolved:
                     continue
-                _set(config, path, _space._plain(value, "sample_from " + ".".join(map(str, path))))
+                set_path(config, path, _space._plain(value, "sample_from " + ".".join(map(str, path))))
                 done.append(path)
             if not done:
                 raise ValueError(
@@ -113,7 +113,7 @@ class Functions:
             fn = self.mutations.get(key)
             if fn is None:
                 raise KeyError("hyperparam_mutations has no function for %r" % key)
-            _set(config, tuple(key.split(".")), _space._plain(fn(), "hyperparam_mutations." + key))
+            set_path(config, tuple(key.split(".")), _space._plain(fn(), "hyperparam_mutations." + key))
         if self.custom_explore_fn is not None:
             config = self.custom_explore_fn(config)
             if config is None:
@@ -121,7 +121,7 @@ class Functions:
         return _space._plain(config, "custom_explore_fn's config")
 
 
-def _set(config, path, value):
+def set_path(config, path, value):
     """Set the value at path in config, creating mappings on the way."""
     node = config
     for key in path[:-1]:

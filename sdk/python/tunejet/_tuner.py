@@ -413,7 +413,7 @@ class Tuner:
         # first value, as Ray's PBT fills the config.
         functions = _functions.collect(self._param_space_with_searcher(), self._tune_config.scheduler)
         for path in functions.fills(self._param_space_with_searcher()):
-            _set_path(spec["param_space"], path, {"sample_from": functions.sample_from[path].name})
+            _functions.set_path(spec["param_space"], path, {"sample_from": functions.sample_from[path].name})
         if driver or functions:
             spec["driver"] = driver or {}
         return spec
@@ -640,10 +640,3 @@ def _load_records(binary, path):
 def load_results(binary, path, metric=None, mode=None):
     """Return the ResultGrid of the experiment at path."""
     return _result.ResultGrid(path, [_result.Result(r) for r in _load_records(binary, path)], metric, mode)
-
-
-def _set_path(tree, path, value):
-    """Set value at path in a tree of mappings, making the mappings."""
-    for key in path[:-1]:
-        tree = tree.setdefault(key, {})
-    tree[path[-1]] = value
