@@ -61,6 +61,12 @@ type Trainable struct {
 	// bytes, and custom resources by name. An amount may read the trial's
 	// config ({"config": "<dotted key>"}).
 	Resources map[string]ResourceAmount `json:"resources,omitempty"`
+	// ForkServer says the command can run as a warm worker: started with
+	// TUNEJET_FORK_SERVER=1 it loads the trainable once and forks one
+	// process per attempt (docs/trainable-protocol.md, "Warm workers").
+	// Runners then start it once per experiment run and resource
+	// assignment. The Python SDK sets it unless TuneConfig(reuse_actors=False).
+	ForkServer bool `json:"fork_server,omitempty"`
 }
 
 // TuneConfig mirrors ray.tune.TuneConfig.

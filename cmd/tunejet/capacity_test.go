@@ -119,7 +119,7 @@ func TestStatusShowsRunnerCapacityAndWhyTrialsWait(t *testing.T) {
 	var out bytes.Buffer
 	bustest.Eventually(t, time.Minute, "status to show the half-GPU trial running and the 2-GPU one waiting", func() bool {
 		out.Reset()
-		if err := printStatus(ctx, client, &out, false); err != nil {
+		if err := printStatus(ctx, client, &out, false, false); err != nil {
 			t.Log(err)
 			return false
 		}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -22,8 +23,9 @@ func serviceCmds() []*cobra.Command {
 	var capacity capacityFlags
 	var name, workDir, storagePath string
 	var countPreemption bool
+	var workerIdle time.Duration
 	runnerCmd := serviceCmd("runner", "Run trials pulled from every running experiment", func(ctx context.Context, b *bus.Bus) error {
-		cfg := runner.Config{Name: name, WorkDir: workDir, CountPreemption: countPreemption}
+		cfg := runner.Config{Name: name, WorkDir: workDir, CountPreemption: countPreemption, WorkerIdle: workerIdle}
 		if err := capacity.config(&cfg); err != nil {
 			return err
 		}
@@ -33,6 +35,8 @@ func serviceCmds() []*cobra.Command {
 		"count trials handed back on SIGTERM against max_failures (env TUNEJET_COUNT_PREEMPTION_AS_FAILURE=1)")
 	capacity.add(runnerCmd.Flags())
 	runnerCmd.Flags().StringVar(&name, "name", "", "runner name (default: <hostname>-<pid>)")
+	runnerCmd.Flags().DurationVar(&workerIdle, "worker-idle", 60*time.Second,
+		"how long a warm worker (a Python trainable's fork server) is kept without trials before it exits")
 	runnerCmd.Flags().StringVar(&workDir, "work-dir", "", "local trial directories (default: <tmp>/tunejet-runner/<name>)")
 
 	controllerCmd := serviceCmd("controller", "Decide and schedule trials of submitted experiments", func(ctx context.Context, b *bus.Bus) error {

@@ -24,8 +24,9 @@ import (
 
 func newStatusCmd() *cobra.Command {
 	var (
-		conn   connFlags
-		asJSON bool
+		conn    connFlags
+		asJSON  bool
+		verbose bool
 	)
 	cmd := &cobra.Command{
 		Use:   "status",
@@ -45,11 +46,12 @@ func newStatusCmd() *cobra.Command {
 			if err := b.Provision(ctx); err != nil {
 				return err
 			}
-			return printStatus(ctx, b, os.Stdout, asJSON)
+			return printStatus(ctx, b, os.Stdout, asJSON, verbose)
 		},
 	}
 	conn.addDeployment(cmd.Flags(), clientConnectTimeout)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "also list each runner's warm workers and their memory (--json always has them)")
 	return cmd
 }
 
@@ -93,7 +95,9 @@ type statusRunner struct {
 	Capacity events.Resources `json:"capacity"`
 	Held     events.Resources `json:"held"`
 	Trials   []statusAttempt  `json:"trials"`
-	info     bus.RunnerInfo
+	// Workers are its warm workers: Python trainables' fork servers.
+	Workers []bus.WarmWorker `json:"workers"`
+	info    bus.RunnerInfo
 }
 
 type statusAttempt struct {
@@ -138,7 +142,10 @@ func readStatus(ctx context.Context, b *bus.Bus) (*status, error) {
 		out.Experiments = append(out.Experiments, e)
 	}
 	for _, r := range runners {
-		sr := statusRunner{Name: r.Name, Hostname: r.Hostname, PID: r.PID, Capacity: r.Total(), Held: r.Held(), Trials: []statusAttempt{}, info: r}
+		sr := statusRunner{Name: r.Name, Hostname: r.Hostname, PID: r.PID, Capacity: r.Total(), Held: r.Held(), Trials: []statusAttempt{}, Workers: r.Workers, info: r}
+		if sr.Workers == nil {
+			sr.Workers = []bus.WarmWorker{}
+		}
 		for _, t := range r.Trials {
 			sr.Trials = append(sr.Trials, statusAttempt{Experiment: t.Experiment, TrialID: t.TrialID, Attempt: t.Attempt, Resources: t.Shape(), GPUIDs: t.GPUIDs})
 		}
@@ -149,7 +156,7 @@ func readStatus(ctx context.Context, b *bus.Bus) (*status, error) {
 
 // printStatus writes the experiments (folded from the log) and the live
 // runners (from the registry), as tables or, with asJSON, as JSON.
-func printStatus(ctx context.Context, b *bus.Bus, w io.Writer, asJSON bool) error {
+func printStatus(ctx context.Context, b *bus.Bus, w io.Writer, asJSON, verbose bool) error {
 	s, err := readStatus(ctx, b)
 	if err != nil {
 		return err
@@ -188,6 +195,26 @@ func printStatus(ctx context.Context, b *bus.Bus, w io.Writer, asJSON bool) erro
 			trials = append(trials, fmt.Sprintf("%s/%s#%d(%s)", t.Experiment, t.TrialID, t.Attempt, held))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.Hostname, heldOf(r.info), strings.Join(trials, " "))
+	}
+	if err := tw.Flush(); err != nil || !verbose {
+		return err
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUNNER\tWARM WORKER\tEXPERIMENT\tTRAINABLE\tGPUS\tRUNNING\tTRIALS\tRSS\tIDLE")
+	for _, r := range s.Runners {
+		for _, ww := range r.Workers {
+			idle := "-"
+			if !ww.IdleSince.IsZero() {
+				idle = time.Since(ww.IdleSince).Round(time.Second).String()
+			}
+			gpus := strings.Join(ww.GPUIDs, ",")
+			if gpus == "" {
+				gpus = "-"
+			}
+			fmt.Fprintf(tw, "%s\tpid %d\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", r.Name, ww.PID, ww.Experiment, ww.Trainable,
+				gpus, ww.Running, ww.Trials, events.FormatMemory(float64(ww.RSSBytes)), idle)
+		}
 	}
 	return tw.Flush()
 }

@@ -36,6 +36,27 @@ type RunnerInfo struct {
 	Capacity events.Resources `json:"capacity,omitempty"`
 	// GPUIDs are the device ids of its GPUs.
 	GPUIDs []string `json:"gpu_ids,omitempty"`
+	// Workers are its warm workers (fork servers of command trainables).
+	Workers []WarmWorker `json:"workers,omitempty"`
+}
+
+// WarmWorker is one of a runner's warm workers: a command trainable's
+// fork server, loaded once, forking a process per attempt.
+type WarmWorker struct {
+	Experiment string `json:"experiment"`
+	// Trainable is the last argument of its command (the Python SDK's
+	// trainable name).
+	Trainable string `json:"trainable"`
+	PID       int    `json:"pid"`
+	// GPUIDs are the devices it was started with (CUDA_VISIBLE_DEVICES).
+	GPUIDs []string `json:"gpu_ids,omitempty"`
+	// Running counts its attempts running now, Trials those it has forked.
+	Running int `json:"running"`
+	Trials  int `json:"trials"`
+	// RSSBytes is its resident memory, not counting its forked trials.
+	RSSBytes int64 `json:"rss_bytes"`
+	// IdleSince is when its last attempt ended, if none runs.
+	IdleSince time.Time `json:"idle_since,omitzero"`
 }
 
 // Total is what the runner has: Capacity, or Slots CPUs for an entry

@@ -9,6 +9,8 @@
 //	tunejet_trial_failures_total{experiment,cause}     failed attempts by cause (runner, controller)
 //	tunejet_sync_lag_events{experiment}                log events not yet in storage (syncer)
 //	tunejet_sync_failures_total{experiment}            syncs that failed after their retries (syncer)
+//	tunejet_warm_workers{experiment}                   warm workers kept, loaded and ready (runner)
+//	tunejet_warm_worker_rss_bytes{experiment}          their resident memory, summed (runner)
 //	tunejet_restore_seconds                            time to restore an experiment (restorer)
 package metrics
 
@@ -42,6 +44,12 @@ var (
 	}, []string{"experiment"})
 	SyncFailures = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "tunejet_sync_failures_total", Help: "Syncs that failed even after their retries.",
+	}, []string{"experiment"})
+	WarmWorkers = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "tunejet_warm_workers", Help: "Warm workers (fork servers) a runner keeps, loaded and ready.",
+	}, []string{"experiment"})
+	WarmWorkerRSS = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "tunejet_warm_worker_rss_bytes", Help: "Resident memory of a runner's warm workers, summed.",
 	}, []string{"experiment"})
 	RestoreSeconds = promauto.NewHistogram(prometheus.HistogramOpts{
 		Name: "tunejet_restore_seconds", Help: "Time to restore an experiment.",

@@ -156,6 +156,8 @@ func (c *checker) trainable(t *events.Trainable) {
 		c.add("trainable", "required: the name of a registered Go trainable, or {command: [program, args...]}")
 	case len(t.Command) > 0 && t.Command[0] == "":
 		c.add("trainable.command.0", "the program must not be empty")
+	case t.ForkServer && len(t.Command) == 0:
+		c.add("trainable.fork_server", "only a command trainable can be a fork server; a Go trainable runs in the runner")
 	}
 }
 

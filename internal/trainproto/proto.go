@@ -31,6 +31,10 @@ const (
 	// EnvCheckpointDir is set only when the attempt resumes from a checkpoint:
 	// a local directory holding a copy of it.
 	EnvCheckpointDir = "TUNEJET_CHECKPOINT_DIR"
+	// EnvForkServer is "1" for a command started as a warm worker: it loads
+	// the trainable, then forks one process per attempt on the runner's
+	// requests (docs/trainable-protocol.md, "Warm workers").
+	EnvForkServer = "TUNEJET_FORK_SERVER"
 )
 
 // Request ops.

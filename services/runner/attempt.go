@@ -338,7 +338,7 @@ func (a *attempt) returnedBefore(ctx context.Context) bool {
 
 // execute runs the trainable with its executor, reporting through sess.
 func (a *attempt) execute(sess *trialSession) error {
-	ex, err := a.s.executor(a.work.Trainable, a.log)
+	ex, err := a.s.executor(a.ctx, a.work.Trainable, a.log)
 	if err != nil {
 		return err
 	}

@@ -24,15 +24,20 @@ import (
 // exitError is a command trainable that exited non-zero; its text carries
 // the last lines of stderr.
 type exitError struct {
-	code int
-	tail string
+	code   int
+	signal syscall.Signal // the signal that ended it, if one did (code is -1)
+	tail   string
 }
 
 func (e *exitError) Error() string {
-	if e.tail == "" {
-		return fmt.Sprintf("trainable exited with status %d", e.code)
+	what := fmt.Sprintf("trainable exited with status %d", e.code)
+	if e.signal != 0 {
+		what = fmt.Sprintf("trainable was killed by signal %d (%v)", int(e.signal), e.signal)
 	}
-	return fmt.Sprintf("trainable exited with status %d; last lines of stderr:\n%s", e.code, e.tail)
+	if e.tail == "" {
+		return what
+	}
+	return what + "; last lines of stderr:\n" + e.tail
 }
 
 // stderrTailLines is how many stderr lines a failure keeps.
@@ -55,39 +60,37 @@ type commandExecutor struct {
 	// SDK puts the runner's tunejet package on the path of a Python
 	// command that cannot import its own; nil adds nothing.
 	SDK *pythonSDK
+	// Warm, when set, forks the attempt's process from a warm worker of
+	// the command (warm.go); nil starts it cold.
+	Warm *warmSet
 }
 
 // Execute implements Executor.
 func (e *commandExecutor) Execute(ctx context.Context, s session.Session, config map[string]any) error {
 	info := s.Info()
-	sockDir := filepath.Join(e.Sockets, fmt.Sprintf("%s-%d", info.TrialID, info.Attempt))
-	if err := os.MkdirAll(sockDir, 0o700); err != nil {
-		return fmt.Errorf("trainable socket: %w", err)
-	}
-	defer func() { _ = os.RemoveAll(sockDir) }()
-	ln, sock, err := trainproto.Listen(sockDir)
+	sock, stopServe, err := e.serve(ctx, fmt.Sprintf("%s-%d", info.TrialID, info.Attempt), handler{s})
 	if err != nil {
-		return fmt.Errorf("trainable socket: %w", err)
+		return err
 	}
-	sctx, stopServe := context.WithCancel(context.WithoutCancel(ctx))
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		if err := trainproto.Serve(sctx, ln, handler{s}); err != nil && !errors.Is(err, context.Canceled) {
-			e.Log.Warn().Err(err).Msg("trainable socket")
-		}
-	}()
-	defer func() { stopServe(); <-served }()
+	defer stopServe()
 
 	cmd, tail, closeFiles, err := e.command(s, config, sock)
 	if err != nil {
 		return err
 	}
-	cmd.Env = append(cmd.Env, e.SDK.env(ctx, cmd.Args, e.Dir, cmd.Env)...)
-	if r, ok := session.ResourcesFrom(ctx); ok { // later entries win over the runner's own
-		cmd.Env = append(cmd.Env, resourceEnv(r)...)
-	}
 	defer closeFiles()
+	extra := e.SDK.env(ctx, cmd.Args, e.Dir, cmd.Env)
+	if r, ok := session.ResourcesFrom(ctx); ok { // later entries win over the runner's own
+		extra = append(extra, resourceEnv(r)...)
+	}
+	cmd.Env = append(cmd.Env, extra...)
+	if e.Warm != nil {
+		key := strings.Join(cmd.Args, "\x00") + "\x00" + e.Dir + "\x00" + strings.Join(extra, "\x00")
+		if w := e.Warm.worker(ctx, e, key, cmd.Args, append(os.Environ(), extra...)); w != nil {
+			defer e.Warm.release(w)
+			return e.forked(ctx, w, cmd)
+		}
+	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start trainable %q: %w", cmd.Path, err)
 	}
@@ -96,9 +99,57 @@ func (e *commandExecutor) Execute(ctx context.Context, s session.Session, config
 	select {
 	case err = <-waited:
 	case <-ctx.Done():
-		err = e.terminate(ctx, cmd, waited)
+		err = e.terminate(ctx, -cmd.Process.Pid, waited)
 	}
 	return exitResult(err, tail)
+}
+
+// forked runs the attempt's process cmd as a fork of the warm worker w.
+// Its stdio go to the trial directory's files as a cold process's do; the
+// tail of stderr is read back from its file.
+func (e *commandExecutor) forked(ctx context.Context, w *warmWorker, cmd *exec.Cmd) error {
+	stderr := filepath.Join(cmd.Dir, "stderr")
+	var from int64
+	if st, err := os.Stat(stderr); err == nil {
+		from = st.Size()
+	}
+	pid, ended, err := w.fork(cmd.Env, cmd.Dir, filepath.Join(cmd.Dir, "stdout"), stderr)
+	if err != nil {
+		return fmt.Errorf("start trainable %q in a warm worker: %w", cmd.Path, err)
+	}
+	select {
+	case err = <-ended:
+	case <-ctx.Done():
+		err = e.terminate(ctx, -pid, ended)
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		ee.tail = fileTail(stderr, from)
+	}
+	return err
+}
+
+// serve serves the trainable protocol with h on a socket of its own,
+// named name, until stop is called.
+func (e *commandExecutor) serve(ctx context.Context, name string, h trainproto.Handler) (sock string, stop func(), err error) {
+	sockDir := filepath.Join(e.Sockets, name)
+	if err := os.MkdirAll(sockDir, 0o700); err != nil {
+		return "", nil, fmt.Errorf("trainable socket: %w", err)
+	}
+	ln, sock, err := trainproto.Listen(sockDir)
+	if err != nil {
+		_ = os.RemoveAll(sockDir)
+		return "", nil, fmt.Errorf("trainable socket: %w", err)
+	}
+	sctx, stopServe := context.WithCancel(context.WithoutCancel(ctx))
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		if err := trainproto.Serve(sctx, ln, h); err != nil && !errors.Is(err, context.Canceled) {
+			e.Log.Warn().Err(err).Msg("trainable socket")
+		}
+	}()
+	return sock, func() { stopServe(); <-served; _ = os.RemoveAll(sockDir) }, nil
 }
 
 // command builds the process: program and arguments resolved against the
@@ -154,10 +205,9 @@ func resolveArg(dir, arg string, program bool) string {
 	return arg
 }
 
-// terminate ends a stopped command: SIGTERM to its process group, then
-// SIGKILL after the grace period.
-func (e *commandExecutor) terminate(ctx context.Context, cmd *exec.Cmd, waited chan error) error {
-	pgid := -cmd.Process.Pid
+// terminate ends a stopped command, process group pgid: SIGTERM, then
+// SIGKILL after the grace period. waited receives how it ended.
+func (e *commandExecutor) terminate(ctx context.Context, pgid int, waited <-chan error) error {
 	if errors.Is(context.Cause(ctx), ErrSuperseded) { // another runner owns the trial now
 		_ = syscall.Kill(pgid, syscall.SIGKILL)
 		return <-waited
@@ -178,9 +228,32 @@ func (e *commandExecutor) terminate(ctx context.Context, cmd *exec.Cmd, waited c
 func exitResult(err error, tail *tailBuffer) error {
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
-		return &exitError{code: ee.ExitCode(), tail: tail.String()}
+		out := &exitError{code: ee.ExitCode(), tail: tail.String()}
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			out.signal = ws.Signal()
+		}
+		return out
 	}
 	return err
+}
+
+// fileTail is the last lines of file path written after offset from.
+func fileTail(path string, from int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer func() { _ = f.Close() }()
+	const most = 64 << 10
+	if st, err := f.Stat(); err == nil && st.Size()-from > most {
+		from = st.Size() - most
+	}
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return ""
+	}
+	t := &tailBuffer{}
+	_, _ = io.Copy(t, f)
+	return t.String()
 }
 
 // handler serves the trainable protocol for one attempt's session.

@@ -34,12 +34,18 @@ type Executor interface {
 }
 
 // executor returns the driver for trainable t.
-func (s *Service) executor(t events.Trainable, log zerolog.Logger) (Executor, error) {
+// A command whose spec says it is a fork server runs as a fork of a warm
+// worker of the run that ctx's attempts belong to, when there is one.
+func (s *Service) executor(ctx context.Context, t events.Trainable, log zerolog.Logger) (Executor, error) {
 	if len(t.Command) > 0 {
-		return &commandExecutor{
+		e := &commandExecutor{
 			Command: t.Command, Dir: t.Dir, Sockets: filepath.Join(s.cfg.WorkDir, ".sockets"),
 			Grace: s.cfg.StopGrace, Log: log, SDK: s.python,
-		}, nil
+		}
+		if t.ForkServer {
+			e.Warm = warmSetFrom(ctx)
+		}
+		return e, nil
 	}
 	fn, ok := s.cfg.Trainables[t.Name]
 	if !ok {

@@ -31,7 +31,12 @@ func (h handler) GetObject(ctx context.Context, name string) (string, error) {
 // The file is written under a temporary name and renamed, so trials that
 // ask at once never read half of it.
 func (t *trialSession) ObjectFile(ctx context.Context, name string) (string, error) {
-	obs, err := t.s.store(ctx, t.exp)
+	return t.s.objectFile(ctx, t.exp, name)
+}
+
+// objectFile is ObjectFile for experiment exp.
+func (s *Service) objectFile(ctx context.Context, exp, name string) (string, error) {
+	obs, err := s.store(ctx, exp)
 	if err != nil {
 		return "", err
 	}
@@ -42,7 +47,7 @@ func (t *trialSession) ObjectFile(ctx context.Context, name string) (string, err
 	if err != nil {
 		return "", restore.ErrRefGone(name, err)
 	}
-	dir := filepath.Join(t.s.cfg.WorkDir, t.exp, ".objects")
+	dir := filepath.Join(s.cfg.WorkDir, exp, ".objects")
 	path := filepath.Join(dir, name+"."+info.NUID)
 	if _, err := os.Stat(path); err == nil {
 		return path, nil

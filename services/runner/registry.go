@@ -29,7 +29,7 @@ func (s *Service) register(ctx context.Context) {
 	put := func(ctx context.Context) {
 		info := bus.RunnerInfo{
 			Name: s.cfg.Name, Hostname: s.hostname, PID: os.Getpid(), Slots: int(s.cfg.CPUs), Started: started, Trials: s.running(),
-			Capacity: s.pool.total, GPUIDs: s.cfg.GPUIDs,
+			Capacity: s.pool.total, GPUIDs: s.cfg.GPUIDs, Workers: s.warmWorkers(),
 		}
 		if _, err := s.bus.PutRunnerInfo(ctx, info); err != nil && ctx.Err() == nil {
 			s.log.Warn().Err(err).Msg("renew registry entry")

@@ -58,6 +58,10 @@ type Config struct {
 	// stopped (SIGTERM) against max_failures. Default false, as in Ray
 	// (RAY_TRAIN_COUNT_PREEMPTION_AS_FAILURE).
 	CountPreemption bool
+	// WorkerIdle is how long a warm worker (a command trainable's fork
+	// server, events.Trainable.ForkServer) is kept without trials before
+	// it is stopped. Default 60s.
+	WorkerIdle time.Duration
 	// ReachStorage tells whether this runner can write an experiment's
 	// storage itself, once per experiment (checkpoints then go straight
 	// to it). Default storage.Reach.
@@ -88,6 +92,9 @@ func (c *Config) setDefaults() {
 	if c.StopGrace <= 0 {
 		c.StopGrace = 5 * time.Second
 	}
+	if c.WorkerIdle <= 0 {
+		c.WorkerIdle = 60 * time.Second
+	}
 	if c.ReachStorage == nil {
 		c.ReachStorage = storage.Reach
 	}
@@ -106,6 +113,7 @@ type Service struct {
 	pulls  map[string]context.CancelFunc // experiment → its pull loop
 	runs   map[string]int                // experiment → the run being pulled
 	stores map[string]ckpt.Objects       // experiment → its checkpoint bucket
+	warm   map[string]*warmSet           // experiment → the warm workers of the run pulled
 	active map[string]bus.RunnerTrial    // running attempts, for the registry
 	routes routes                        // experiment → how its checkpoints reach storage
 	wg     sync.WaitGroup
@@ -134,7 +142,7 @@ func New(b *bus.Bus, cfg Config) *Service {
 		bus: b, cfg: cfg, hostname: host, log: log,
 		python: newPythonSDK(filepath.Join(cfg.WorkDir, ".python-sdk"), log),
 		pulls:  map[string]context.CancelFunc{}, runs: map[string]int{}, stores: map[string]ckpt.Objects{},
-		active: map[string]bus.RunnerTrial{}, changed: make(chan struct{}, 1),
+		warm: map[string]*warmSet{}, active: map[string]bus.RunnerTrial{}, changed: make(chan struct{}, 1),
 	}
 }
 
@@ -182,10 +190,18 @@ func (s *Service) onExperiment(ctx context.Context, ev *events.Event) {
 		}
 		pctx, cancel := context.WithCancel(ctx)
 		s.pulls[exp], s.runs[exp] = cancel, p.Run
+		ws := newWarmSet(s, exp)
+		s.warm[exp] = ws
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.pull(pctx, exp)
+			s.pull(withWarmSet(pctx, ws), exp)
+			ws.close() // its attempts have ended
+			s.mu.Lock()
+			if s.warm[exp] == ws {
+				delete(s.warm, exp)
+			}
+			s.mu.Unlock()
 		}()
 	case *events.ExperimentCompleted, *events.ExperimentInterrupted:
 		if cancel, ok := s.pulls[exp]; ok {

@@ -384,7 +384,10 @@ class TuneConfig:
     "type" and Ray's settings, or the classes of tunejet.tune.search and
     tunejet.tune.schedulers; a tune.search.Searcher subclass of the user's
     (or a Repeater) runs in the driver, as in Ray (tunejet._driver). seed makes the run repeatable (tunejet picks
-    one when unset). reuse_actors is accepted and not used.
+    one when unset). reuse_actors (default: on) lets each runner keep a
+    warm worker per trainable and resource set, which has imported the
+    trainable once and forks a process per trial; False starts a fresh
+    interpreter per trial, as before (sdk/python/README.md, "Warm workers").
     """
 
     metric: Optional[str] = None
@@ -406,6 +409,8 @@ class TuneConfig:
                 "TuneConfig.trial_name_creator and trial_dirname_creator are not supported: "
                 "tunejet names trials <trainable>_<id> as Ray does by default"
             )
+        if self.reuse_actors is not None and not isinstance(self.reuse_actors, bool):
+            raise ValueError("TuneConfig.reuse_actors must be True, False or None, got %r" % (self.reuse_actors,))
         # Ray's report() returns once the driver has processed the result:
         # a trial stops or pauses at the result that decided it.
         spec = {"num_samples": self.num_samples, "wait_for_decisions": True}

@@ -398,7 +398,7 @@ class Tuner:
         run_config.update(rc.to_spec())
         spec = {
             "name": name,
-            "trainable": _trainable_spec(trainable_name, self._trainable),
+            "trainable": _trainable_spec(trainable_name, self._trainable, self._tune_config.reuse_actors),
             "param_space": _space.to_spec(self._param_space_with_searcher()),
             "tune_config": self._tune_config.to_spec(),
             "run_config": run_config,
@@ -539,8 +539,11 @@ def _environ():
     return env
 
 
-def _trainable_spec(trainable_name, trainable):
+def _trainable_spec(trainable_name, trainable, reuse_actors=None):
     spec = {"command": [sys.executable, "-m", "tunejet._worker", trainable_name], "name": trainable_name}
+    if reuse_actors is not False:
+        # Runners keep a warm worker that forks each trial (tunejet._forkserver).
+        spec["fork_server"] = True
     resources = getattr(trainable, "_tunejet_resources", None)
     if resources:
         spec["resources"] = resources

@@ -1,7 +1,9 @@
 """One trial of a Python driver's experiment: ``python -m tunejet._worker NAME``.
 
-The runner starts this command once per attempt, in the trial directory.
-It loads the trainable the driver pickled (tunejet._ship), or, the
+The runner starts this command once per attempt, in the trial directory,
+or, when the experiment reuses workers (TuneConfig.reuse_actors, the
+default), once per experiment and resource set as a fork server
+(tunejet._forkserver) that forks one process per attempt. It loads the trainable the driver pickled (tunejet._ship), or, the
 fallback, runs the driver's script (or imports the trainable's module) to
 find it. A function is called with the trial's config in the trial
 directory, and the worker exits 0 when it returns; a tune.Trainable
@@ -19,7 +21,7 @@ import sys
 import traceback
 import types
 
-from tunejet import _protocol, _session, _ship, _trainable, _tuner
+from tunejet import _forkserver, _protocol, _session, _ship, _trainable, _tuner
 
 
 class _Fatal(Exception):
@@ -102,6 +104,16 @@ def main():
     name = sys.argv[1]
     if not _protocol.in_session():
         sys.exit("python -m tunejet._worker runs one trial of a Tuner's fit(); a tunejet runner starts it")
+    trainable, info = load(name)
+    if os.environ.get(_forkserver.ENV):
+        _forkserver.serve(lambda: run(trainable, info))
+    else:
+        run(trainable, info)
+
+
+def load(name):
+    """Return the trainable named name and the driver's description of
+    it; exit with the reason when it cannot be loaded."""
     try:
         with open(_protocol.get_object(_tuner.DRIVER_OBJECT)) as f:
             info = json.load(f)
@@ -124,6 +136,11 @@ def main():
             "the driver's fit() call gives trainable %r, and this experiment runs %r "
             "(was the script changed?)" % (found, name)
         )
+    return trainable, info
+
+
+def run(trainable, info):
+    """Run the trial this process was started (or forked) for."""
     config = _protocol.get_config()
     try:
         if _trainable.is_class_trainable(trainable):

@@ -1,0 +1,110 @@
+"""Warm workers: with TuneConfig(reuse_actors) on (the default) a runner
+loads the trainable once per experiment and resource set and forks each
+trial from that worker; each trial still gets a process of its own, with
+its own globals, working directory and environment."""
+
+import json
+import os
+import unittest
+
+from tests.support import HomeTest, result_line, run_script
+
+# loads.py records each process that imports it, as a trainable's heavy
+# imports (numpy, torch) would run: once per process that loads it.
+LOADS = """import os
+with open(os.environ["LOADS_FILE"], "a") as f:
+    f.write("%d\\n" % os.getpid())
+"""
+
+SCRIPT = """import json, os, signal, sys, threading, time
+import loads
+import tunejet
+from tunejet import train, tune
+
+SEEN = []  # a global each trial appends to
+DIES = json.loads(sys.argv[3])  # by trial: "no", "self" or "worker"
+
+def trainable(config):
+    assert loads.__name__ == "loads"  # the trainable needs the module, as it would numpy
+    SEEN.append(config["i"])
+    leaked = os.environ.get("LEAKED", "")
+    os.environ["LEAKED"] = str(config["i"])
+    threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()  # left running
+    attempt = tunejet.get_attempt()
+    record = {"seen": len(SEEN), "leaked": leaked, "cwd": os.getcwd(), "trial_dir": tunejet.get_trial_dir(),
+              "trial_id_env": os.environ["TUNEJET_TRIAL_ID"], "me": os.getpid(), "parent": os.getppid(),
+              "attempt": attempt}
+    os.chdir("/")  # a trial may change its working directory
+    die = DIES[config["i"]]
+    if attempt == 1 and die == "self":
+        train.report(record)
+        os.kill(os.getpid(), signal.SIGKILL)
+    if attempt == 1 and die == "worker":
+        train.report(record)
+        os.kill(os.getppid(), signal.SIGKILL)  # the warm worker that forked this trial
+        time.sleep(300)  # the runner ends this process
+    train.report(record)
+
+if __name__ == "__main__":
+    reuse = {"default": None, "on": True, "off": False}[sys.argv[2]]
+    grid = tune.Tuner(
+        trainable,
+        param_space={"i": tune.grid_search(list(range(len(DIES))))},
+        tune_config=tune.TuneConfig(reuse_actors=reuse, max_concurrent_trials=1),
+        run_config=train.RunConfig(name="warm", storage_path=sys.argv[1],
+                                   failure_config=train.FailureConfig(max_failures=1)),
+    ).fit()
+    print("RESULT " + json.dumps({"errors": grid.num_errors, "trials": [
+        dict(r.metrics, trial_id=r.metrics["trial_id"], i=r.config["i"]) for r in grid]}))
+"""
+
+
+class WarmWorkers(HomeTest):
+    def run_trials(self, reuse, dies):
+        self.write("loads.py", LOADS)
+        script = self.write("warm.py", SCRIPT)
+        loads = os.path.join(self.home, "loads.txt")
+        os.environ["LOADS_FILE"] = loads
+        self.addCleanup(os.environ.pop, "LOADS_FILE", None)
+        got = result_line(run_script(self, script, os.path.join(self.home, "results"), reuse, json.dumps(dies), home=self.home))
+        with open(loads) as f:
+            pids = f.read().split()
+        self.assertEqual(got["errors"], 0, got)
+        trials = sorted(got["trials"], key=lambda t: t["i"])
+        self.assertEqual(len(trials), len(dies))
+        return trials, len(pids) - 1  # the driver imports loads too
+
+    def assert_isolated(self, trials):
+        for t in trials:
+            self.assertEqual(t["seen"], 1, "trial %d saw another trial's global: %s" % (t["i"], t))
+            self.assertEqual(t["leaked"], "", "trial %d saw another trial's environment: %s" % (t["i"], t))
+            self.assertEqual(os.path.realpath(t["cwd"]), os.path.realpath(t["trial_dir"]), t)
+            self.assertEqual(t["trial_id_env"], t["trial_id"], t)
+        self.assertEqual(len({t["me"] for t in trials}), len(trials), "a process ran two trials")
+
+    def test_trials_fork_from_one_warm_worker_and_share_nothing(self):
+        trials, loads = self.run_trials("default", ["no"] * 6)
+        self.assertEqual(loads, 1, "the trainable was loaded %d times for 6 trials, want once" % loads)
+        self.assertEqual(len({t["parent"] for t in trials}), 1, "trials forked from several workers: %s" % trials)
+        self.assert_isolated(trials)
+
+    def test_reuse_actors_false_starts_each_trial_cold(self):
+        trials, loads = self.run_trials("off", ["no"] * 4)
+        self.assertEqual(loads, 4, "reuse_actors=False loaded the trainable %d times for 4 trials, want 4" % loads)
+        self.assert_isolated(trials)
+
+    def test_a_killed_trial_or_worker_costs_only_that_attempt(self):
+        # Trial 1 is SIGKILLed mid-trial; trial 3 kills the warm worker that
+        # forked it. Each is retried (max_failures=1) and ends TERMINATED;
+        # the others run once, and a new worker replaces the killed one.
+        trials, loads = self.run_trials("on", ["no", "self", "no", "worker", "no"])
+        self.assertEqual([t["attempt"] for t in trials], [1, 2, 1, 2, 1], trials)
+        self.assertEqual(loads, 2, "want the first worker and the one that replaced it, got %d loads" % loads)
+        self.assertEqual(len({t["parent"] for t in trials[:3]}), 1, trials)
+        self.assertEqual(len({t["parent"] for t in trials[3:]}), 1, trials)
+        self.assertNotEqual(trials[0]["parent"], trials[4]["parent"], "the killed worker still forked trials")
+        self.assert_isolated(trials)
+
+
+if __name__ == "__main__":
+    unittest.main()

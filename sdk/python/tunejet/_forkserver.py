@@ -1,0 +1,157 @@
+"""A warm worker: the fork server of docs/trainable-protocol.md.
+
+A runner that reuses workers starts ``python -m tunejet._worker NAME``
+once per experiment and resource set, with TUNEJET_FORK_SERVER=1 and two
+pipes: requests on fd 3, replies on fd 4, one JSON object per line. The
+worker loads the trainable once (imports, unpickling, the script up to its
+fit() call), then forks one process per trial attempt. Each fork is a
+fresh copy of the loaded worker: what a trial changes (globals, the
+working directory, the environment, threads) dies with its process, and
+the next trial starts from the same loaded state.
+
+Replies: ``{"ready": true}`` once loaded, or ``{"unsafe": why}`` (then the
+worker exits and the runner starts its trials as cold processes); for each
+``{"op": "fork", "id", "env", "dir", "stdout", "stderr"}`` request,
+``{"id", "pid"}`` or ``{"id", "error"}``; when a forked trial ends,
+``{"exit": pid, "status": code}`` or ``{"exit": pid, "signal": number}``.
+The worker exits when fd 3 closes (the runner is done with it).
+"""
+
+import json
+import os
+import random
+import selectors
+import signal
+import sys
+import threading
+import traceback
+import warnings
+
+from tunejet import _protocol
+
+ENV = "TUNEJET_FORK_SERVER"
+_REQUESTS, _REPLIES = 3, 4
+
+
+def unsafe():
+    """Return why forking this process could break its trials, or None."""
+    threads = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
+    if threads:
+        return "loading the trainable started threads (%s); a fork keeps only the calling thread" % ", ".join(
+            sorted(threads)
+        )
+    torch = sys.modules.get("torch")
+    try:
+        if torch is not None and torch.cuda.is_initialized():
+            return "loading the trainable initialized CUDA, which a forked process cannot use"
+    except Exception:  # an old or partial torch: leave it to the trial
+        pass
+    return None
+
+
+def serve(run):
+    """Serve fork requests until the runner closes fd 3; each forked
+    process calls run() and exits as a cold worker would."""
+    why = unsafe()
+    if why:
+        _write({"unsafe": why})
+        sys.exit(0)
+    _protocol._close()  # the loading connection; each trial opens its own
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    sel = selectors.DefaultSelector()
+    sel.register(_REQUESTS, selectors.EVENT_READ)
+    sel.register(wake_r, selectors.EVENT_READ)
+    _write({"ready": True})
+    pending = b""
+    while True:
+        for key, _ in sel.select():
+            if key.fd == wake_r:
+                os.read(wake_r, 4096)
+                _reap()
+                continue
+            data = os.read(_REQUESTS, 1 << 16)
+            if not data:
+                sys.exit(0)  # the runner is done with this worker; forked trials live on
+            pending += data
+            while b"\n" in pending:
+                line, pending = pending.split(b"\n", 1)
+                request = json.loads(line)
+                try:
+                    pid = _fork(request, [sel, wake_r, wake_w], run)
+                except OSError as e:
+                    _write({"id": request["id"], "error": "fork: %s" % e})
+                    continue
+                _write({"id": request["id"], "pid": pid})
+
+
+def _fork(request, fds, run):
+    """Fork the process of one trial attempt and return its pid."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with warnings.catch_warnings():  # Python 3.12 warns of native threads (BLAS pools) it cannot tell safe
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid:
+        try:
+            os.setpgid(pid, pid)  # as the child does: whichever runs first
+        except OSError:
+            pass  # the child did, or has already exited
+        return pid
+    try:
+        _become_trial(request, fds)
+    except BaseException:
+        traceback.print_exc()
+        os._exit(1)
+    run()
+    sys.exit(0)
+
+
+def _become_trial(request, fds):
+    """Make this forked process the trial's, as a cold start would:
+    its own process group, stdio, working directory and environment, and
+    fresh random state."""
+    os.setpgid(0, 0)
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    sel, wake_r, wake_w = fds
+    sel.close()
+    for fd in (_REQUESTS, _REPLIES, wake_r, wake_w):
+        os.close(fd)
+    for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
+        f = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.dup2(f, fd)
+        os.close(f)
+    os.chdir(request["dir"])
+    os.environ.clear()
+    os.environ.update(kv.split("=", 1) for kv in request["env"] if "=" in kv)
+    random.seed()  # as Python itself does after a fork
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed()  # numpy's global state would repeat in every trial
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.seed()
+
+
+def _reap():
+    """Report every forked trial that has ended."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        if os.WIFSIGNALED(status):
+            _write({"exit": pid, "signal": os.WTERMSIG(status)})
+        else:
+            _write({"exit": pid, "status": os.waitstatus_to_exitcode(status)})
+
+
+def _write(reply):
+    data = (json.dumps(reply, separators=(",", ":")) + "\n").encode()
+    while data:
+        data = data[os.write(_REPLIES, data) :]
