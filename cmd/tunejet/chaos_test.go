@@ -58,37 +58,45 @@ import (
 // $STEP_SLEEP seconds apart, each with a checkpoint holding the iteration
 // it reports, and resumes from the checkpoint it is given. Each start
 // appends "<trial> <attempt> <fresh|resumed>" to $MARK_DIR/starts and
-// leaves its pid in $MARK_DIR/pid-<trial>-<attempt>.
+// leaves its pid in $MARK_DIR/pid-<trial>-<attempt>. The experiments run
+// it as a fork server (fork_server: true): each attempt is forked from
+// the runner's warm worker of the script.
 const chaosScript = `import json, os, sys, tempfile, time
 import tunejet
 
-marks = os.environ["MARK_DIR"]
-trial, attempt = tunejet.get_trial_id(), tunejet.get_attempt()
-pid_file = "pid-%s-%d" % (trial, attempt)
-with open(os.path.join(marks, "." + pid_file), "w") as f:  # renamed whole: never seen empty
-    f.write("%d\n" % os.getpid())
-os.rename(os.path.join(marks, "." + pid_file), os.path.join(marks, pid_file))
-steps, pause = int(os.environ["STEPS"]), float(os.environ["STEP_SLEEP"])
-it, how = 0, "fresh"
-resume = tunejet.get_checkpoint()
-if resume:
-    with open(os.path.join(resume, "state.json")) as f:
-        it, how = json.load(f)["iteration"], "resumed"
-with open(os.path.join(marks, "starts"), "a") as f:
-    f.write("%s %d %s\n" % (trial, attempt, how))
-while it < steps:
-    time.sleep(pause)
-    it += 1
-    with tempfile.TemporaryDirectory() as d:
-        with open(os.path.join(d, "state.json"), "w") as f:
-            json.dump({"trial_id": trial, "iteration": it}, f)
-        tunejet.report({"step": it}, checkpoint_dir=d)
+
+def trial():
+    marks = os.environ["MARK_DIR"]
+    trial, attempt = tunejet.get_trial_id(), tunejet.get_attempt()
+    pid_file = "pid-%s-%d" % (trial, attempt)
+    with open(os.path.join(marks, "." + pid_file), "w") as f:  # renamed whole: never seen empty
+        f.write("%d\n" % os.getpid())
+    os.rename(os.path.join(marks, "." + pid_file), os.path.join(marks, pid_file))
+    steps, pause = int(os.environ["STEPS"]), float(os.environ["STEP_SLEEP"])
+    it, how = 0, "fresh"
+    resume = tunejet.get_checkpoint()
+    if resume:
+        with open(os.path.join(resume, "state.json")) as f:
+            it, how = json.load(f)["iteration"], "resumed"
+    with open(os.path.join(marks, "starts"), "a") as f:
+        f.write("%s %d %s\n" % (trial, attempt, how))
+    while it < steps:
+        time.sleep(pause)
+        it += 1
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "state.json"), "w") as f:
+                json.dump({"trial_id": trial, "iteration": it}, f)
+            tunejet.report({"step": it}, checkpoint_dir=d)
+
+
+tunejet.run_trials(trial)
 `
 
 // chaosDeploymentExperiment: a grid over id, retried without limit.
 const chaosDeploymentExperiment = `name: %s
 trainable:
   command: ["python3", %q]
+  fork_server: true
 param_space:
   id: {grid_search: %s}
 run_config:
@@ -102,6 +110,7 @@ run_config:
 const chaosEmbeddedExperiment = `name: %s
 trainable:
   command: ["python3", %q]
+  fork_server: true
 param_space:
   id: {grid_search: [0, 1, 2, 3, 4, 5, 6, 7]}
 tune_config:

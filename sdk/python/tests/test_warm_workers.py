@@ -4,10 +4,12 @@ trial from that worker; each trial still gets a process of its own, with
 its own globals, working directory and environment."""
 
 import json
+import glob
 import os
+import subprocess
 import unittest
 
-from tests.support import HomeTest, result_line, run_script
+from tests.support import SCRIPT_TIMEOUT_S, HomeTest, binary, environ, result_line, run_script
 
 # loads.py records each process that imports it, as a trainable's heavy
 # imports (numpy, torch) would run: once per process that loads it.
@@ -104,6 +106,56 @@ class WarmWorkers(HomeTest):
         self.assertEqual(len({t["parent"] for t in trials[3:]}), 1, trials)
         self.assertNotEqual(trials[0]["parent"], trials[4]["parent"], "the killed worker still forked trials")
         self.assert_isolated(trials)
+
+
+# A command trainable whose body runs through tunejet.run_trials: with
+# fork_server: true each attempt is a fork of the script loaded once.
+COMMAND = """import os
+import tunejet
+LOADED_BY = os.getpid()
+
+def trial():
+    tunejet.report({"loaded_by": LOADED_BY, "me": os.getpid()})
+
+tunejet.run_trials(trial)
+"""
+
+EXPERIMENT = """name: %s
+trainable:
+  command: ["python3", "trial.py"]
+  fork_server: %s
+param_space:
+  x: {grid_search: [1, 2, 3, 4]}
+tune_config: {max_concurrent_trials: 1}
+run_config:
+  storage_path: results
+"""
+
+
+class CommandForkServer(HomeTest):
+    def run_experiment(self, fork_server):
+        self.write("trial.py", COMMAND)
+        name = "fork_%s" % fork_server
+        self.write("exp.yaml", EXPERIMENT % (name, fork_server))
+        proc = subprocess.run([binary(), "run", "exp.yaml"], cwd=self.home, env=environ(self.home),
+                              capture_output=True, text=True, timeout=SCRIPT_TIMEOUT_S)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        results = []
+        for path in glob.glob(os.path.join(self.home, "results", name, "*", "result.json")):
+            with open(path) as f:
+                results.append(json.loads(f.readline()))
+        self.assertEqual(len(results), 4, proc.stdout)
+        return results
+
+    def test_run_trials_forks_each_attempt_from_the_loaded_script(self):
+        results = self.run_experiment("true")
+        self.assertEqual(len({r["loaded_by"] for r in results}), 1, results)
+        for r in results:
+            self.assertNotEqual(r["loaded_by"], r["me"], "a trial ran in the warm worker's own process")
+
+    def test_without_fork_server_run_trials_runs_the_body_once(self):
+        for r in self.run_experiment("false"):
+            self.assertEqual(r["loaded_by"], r["me"])
 
 
 if __name__ == "__main__":

@@ -11,7 +11,9 @@ standard library; the driver API pickles trainables with cloudpickle.
   experiment file, runs it with the ``tunejet`` binary (TUNEJET_BIN, else
   ``tunejet`` on PATH) and returns a ``ResultGrid``; each trial runs the
   trainable (a function or a ``tune.Trainable`` subclass, pickled by
-  value) in a fresh Python process. See sdk/python/README.md.
+  value) in a process of its own, forked from a warm worker that loaded
+  the trainable once (TuneConfig(reuse_actors=False): a fresh interpreter
+  per trial). See sdk/python/README.md.
 
 * A command trainable (``trainable: {command: ["python3", "train.py"]}`` in
   an experiment file) calls the functions below, which speak the protocol
@@ -53,6 +55,13 @@ runner (``TUNEJET_SOCKET`` is not set); ``in_session()`` tells beforehand.
 ``report`` raises RuntimeError when the runner rejects a report, for
 instance when ``checkpoint_dir`` is not a directory.
 
+A command script whose imports are slow can have them run once per
+runner instead of once per trial: put the trial's body in a function and
+call ``tunejet.run_trials(body)``, and add ``fork_server: true`` to the
+experiment's trainable. The runner then starts the script once as a warm
+worker and forks it for each attempt (docs/trainable-protocol.md, "Warm
+workers"); without ``fork_server`` the body runs once, as a plain script.
+
 ``tunejet.put(value)`` and ``tunejet.get(ref)`` are Ray's ``ray.put`` and
 ``ray.get``: the driver puts a (picklable) value, and a trial gets it back
 from the reference, passed in its config or held by the trainable.
@@ -77,9 +86,10 @@ from tunejet._protocol import (
     in_session,
     report,
 )
+from tunejet._forkserver import run_trials
 from tunejet._objects import ObjectRef, get, put
 from tunejet import _protocol, air, train, tune  # noqa: E402  (Ray's `from ray import tune`)
 
 __version__ = "0.1.0"
 
-__all__ = _protocol.__all__ + ["ObjectRef", "air", "get", "put", "train", "tune"]
+__all__ = _protocol.__all__ + ["ObjectRef", "air", "get", "put", "run_trials", "train", "tune"]

@@ -33,6 +33,17 @@ ENV = "TUNEJET_FORK_SERVER"
 _REQUESTS, _REPLIES = 3, 4
 
 
+def run_trials(trial):
+    """Run trial(), the body of a command trainable: once, or, when the
+    runner started this script as a warm worker (fork_server: true in the
+    experiment's trainable), once in each process forked for an attempt.
+    Code before the call (imports, data loading) then runs once per
+    worker instead of once per trial."""
+    if os.environ.get(ENV):
+        serve(trial)
+    trial()
+
+
 def unsafe():
     """Return why forking this process could break its trials, or None."""
     threads = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
