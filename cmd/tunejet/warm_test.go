@@ -53,10 +53,12 @@ func TestWarmWorkersKeepToTheirGPUs(t *testing.T) {
 	home, storage, work := t.TempDir(), t.TempDir(), t.TempDir()
 	release := filepath.Join(home, "release")
 	env := baseEnv("TUNEJET_LOG_FORMAT=json", "PYTHONPATH="+sdk, "RELEASE_FILE="+release)
+	metrics := freeAddr(t)
 	for _, args := range [][]string{
 		{"controller", "--nats", url},
 		{"syncer", "--nats", url},
-		{"runner", "--nats", url, "--cpus", "3", "--gpus", "2", "--gpu-ids", "g0,g1", "--name", "rG", "--work-dir", work},
+		{"runner", "--nats", url, "--cpus", "3", "--gpus", "2", "--gpu-ids", "g0,g1", "--name", "rG", "--work-dir", work,
+			"--worker-idle", "1s", "--metrics-addr", metrics},
 	} {
 		startTunejet(t, "", env, args...)
 	}
@@ -70,23 +72,27 @@ func TestWarmWorkersKeepToTheirGPUs(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// While the first 1-GPU trial waits, status lists the warm workers.
+	// While the first 1-GPU trial waits, status lists the warm workers;
+	// once the other trials have ended, their idle workers exit
+	// (--worker-idle 1s) and the waiting trial's stays.
+	type worker struct {
+		GPUIDs   []string `json:"gpu_ids"`
+		RSSBytes int64    `json:"rss_bytes"`
+		Running  int
+		Trials   int
+	}
+	workers := func() ([]worker, bool) {
+		r := tunejet(t, "", baseEnv(), "status", "--nats", url, "--json")
+		var st struct{ Runners []struct{ Workers []worker } }
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &st) != nil || len(st.Runners) != 1 {
+			return nil, false
+		}
+		return st.Runners[0].Workers, true
+	}
 	var verbose string
 	bustest.Eventually(t, 2*time.Minute, "tunejet status to list a warm worker on one GPU, with its memory", func() bool {
-		r := tunejet(t, "", baseEnv(), "status", "--nats", url, "--json")
-		var st struct {
-			Runners []struct {
-				Workers []struct {
-					GPUIDs   []string `json:"gpu_ids"`
-					RSSBytes int64    `json:"rss_bytes"`
-					Running  int
-				}
-			}
-		}
-		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &st) != nil || len(st.Runners) != 1 {
-			return false
-		}
-		for _, w := range st.Runners[0].Workers {
+		ws, _ := workers()
+		for _, w := range ws {
 			if len(w.GPUIDs) == 1 && w.Running == 1 && w.RSSBytes > 0 {
 				verbose = tunejet(t, "", baseEnv(), "status", "--nats", url, "--verbose").stdout
 				return true
@@ -97,6 +103,15 @@ func TestWarmWorkersKeepToTheirGPUs(t *testing.T) {
 	if !strings.Contains(verbose, "WARM WORKER") || !strings.Contains(verbose, "trainable") {
 		t.Errorf("tunejet status --verbose does not list the warm workers:\n%s", verbose)
 	}
+	if _, body := httpGet("http://" + metrics + "/metrics"); !strings.Contains(body, `tunejet_warm_worker_rss_bytes{experiment="warm_gpus"}`) {
+		t.Errorf("the runner's /metrics lacks the warm workers' memory:\n%s", body)
+	}
+	most := 0 // workers listed at once
+	bustest.Eventually(t, 2*time.Minute, "another warm worker, then the idle ones to exit and the busy one to stay", func() bool {
+		ws, _ := workers()
+		most = max(most, len(ws))
+		return most > 1 && len(ws) == 1 && ws[0].Running == 1
+	})
 	if err := os.WriteFile(release, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
