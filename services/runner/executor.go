@@ -14,8 +14,9 @@ import (
 // Executor runs a trainable for one attempt of a trial. There are two
 // drivers: funcExecutor runs a registered Go function in this process,
 // commandExecutor runs any executable that speaks the trainable protocol
-// (internal/trainproto). Both pass the conformance suite in
-// executor_test.go; the attempt knows them only through this interface.
+// (internal/trainproto), started for the attempt or forked from a warm
+// worker (warm.go). Both pass the conformance suite in executor_test.go;
+// the attempt knows them only through this interface.
 type Executor interface {
 	// Execute runs the trainable with config until it ends. The trainable
 	// reports through s, which answers each report with whether to stop

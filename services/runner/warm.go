@@ -297,7 +297,10 @@ func (w *warmWorker) start(ctx context.Context, e *commandExecutor, args, env []
 	select {
 	case <-w.ready:
 	default:
-		w.err = fmt.Errorf("warm worker exited while loading (%v); see %s", waitErr, logFile.Name())
+		if waitErr == nil {
+			waitErr = errors.New("exit status 0")
+		}
+		w.err = fmt.Errorf("warm worker exited while loading (%w); see %s", waitErr, logFile.Name())
 		close(w.ready)
 	}
 	w.log.Debug().AnErr("exit", waitErr).Msg("warm worker ended")

@@ -62,8 +62,9 @@ if __name__ == "__main__":
 
 
 class WarmWorkers(HomeTest):
-    def run_trials(self, reuse, dies):
-        self.write("loads.py", LOADS)
+    def run_trials(self, reuse, dies, write_loads=True):
+        if write_loads:
+            self.write("loads.py", LOADS)
         script = self.write("warm.py", SCRIPT)
         loads = os.path.join(self.home, "loads.txt")
         os.environ["LOADS_FILE"] = loads
@@ -93,6 +94,14 @@ class WarmWorkers(HomeTest):
     def test_reuse_actors_false_starts_each_trial_cold(self):
         trials, loads = self.run_trials("off", ["no"] * 4)
         self.assertEqual(loads, 4, "reuse_actors=False loaded the trainable %d times for 4 trials, want 4" % loads)
+        self.assert_isolated(trials)
+
+    def test_a_trainable_that_starts_threads_as_it_loads_runs_cold(self):
+        # A fork keeps only the forking thread: the worker says it is
+        # unsafe to fork, and each trial starts a fresh interpreter.
+        self.write("loads.py", LOADS + "import threading, time\nthreading.Thread(target=time.sleep, args=(3600,), daemon=True).start()\n")
+        trials, loads = self.run_trials("on", ["no"] * 3, write_loads=False)
+        self.assertEqual(loads, 4, "want the worker's load, then one per cold trial; got %d" % loads)
         self.assert_isolated(trials)
 
     def test_a_killed_trial_or_worker_costs_only_that_attempt(self):
