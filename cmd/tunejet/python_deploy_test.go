@@ -70,27 +70,8 @@ func TestPythonDriverOnARunnerWithoutTheSDK(t *testing.T) {
 // pythonDriverOnADeployment runs pythonDeployScript on a deployment whose
 // processes run with servicesEnv on top of the test's environment.
 func pythonDriverOnADeployment(t *testing.T, servicesEnv ...string) {
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 is not installed")
-	}
-	_, self, _, _ := runtime.Caller(0)
-	sdk := filepath.Join(filepath.Dir(self), "..", "..", "sdk", "python")
-	srv := bustest.Start(t)
-	url := srv.URL()
-	home, storage, work := t.TempDir(), t.TempDir(), t.TempDir()
-	env := baseEnv(append([]string{"TUNEJET_LOG_FORMAT=json"}, servicesEnv...)...)
-	for _, args := range [][]string{
-		{"controller", "--nats", url},
-		{"syncer", "--nats", url},
-		{"runner", "--nats", url, "--slots", "2", "--name", "rA", "--work-dir", work},
-	} {
-		startTunejet(t, "", env, args...)
-	}
-	script := writeFile(t, home, "deploy.py", pythonDeployScript)
-	cmd := exec.CommandContext(t.Context(), python, script, storage)
-	cmd.Dir = home
-	cmd.Env = baseEnv("HOME="+home, "NATS_URL="+url, "TUNEJET_BIN="+tunejetBin, "PYTHONPATH="+sdk, "PYTHONDONTWRITEBYTECODE=1")
+	d := startPythonDeployment(t, servicesEnv, "--slots", "2", "--name", "rA")
+	cmd := d.driver(t, writeFile(t, d.home, "deploy.py", pythonDeployScript))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the driver failed: %v\n%s", err, out)
@@ -118,7 +99,7 @@ func pythonDriverOnADeployment(t *testing.T, servicesEnv ...string) {
 		}
 	}
 	started, answered := 0, 0
-	for _, ev := range replay(t, srv, "py_deploy") {
+	for _, ev := range replay(t, d.srv, "py_deploy") {
 		if p, ok := ev.Data.(*events.DriverAnswered); ok && p.By == "reached_106" {
 			answered++
 		}
@@ -135,7 +116,47 @@ func pythonDriverOnADeployment(t *testing.T, servicesEnv ...string) {
 	if answered != 8 { // x=1 and x=2: 3 results each; x=3: 2
 		t.Errorf("%d driver.answered by reached_106, want one per result judged, 8", answered)
 	}
-	if _, err := os.Stat(filepath.Join(storage, "py_deploy")); err != nil {
+	if _, err := os.Stat(filepath.Join(d.storage, "py_deploy")); err != nil {
 		t.Errorf("the deployment's syncer wrote no experiment folder: %v", err)
 	}
+}
+
+// pythonDeployment is NATS with a controller, a syncer and a runner as
+// processes, for Python drivers to submit to.
+type pythonDeployment struct {
+	srv                 *bustest.Server
+	url, python, sdk    string
+	home, storage, work string // the driver's HOME, the storage, the runner's work dir
+}
+
+// startPythonDeployment starts the deployment, its processes with
+// servicesEnv on top of the test's environment and the runner with
+// runnerArgs; it skips the test without python3.
+func startPythonDeployment(t *testing.T, servicesEnv []string, runnerArgs ...string) *pythonDeployment {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed")
+	}
+	_, self, _, _ := runtime.Caller(0)
+	d := &pythonDeployment{srv: bustest.Start(t), python: python, sdk: filepath.Join(filepath.Dir(self), "..", "..", "sdk", "python"),
+		home: t.TempDir(), storage: t.TempDir(), work: t.TempDir()}
+	d.url = d.srv.URL()
+	env := baseEnv(append([]string{"TUNEJET_LOG_FORMAT=json"}, servicesEnv...)...)
+	for _, args := range [][]string{
+		{"controller", "--nats", d.url},
+		{"syncer", "--nats", d.url},
+		append([]string{"runner", "--nats", d.url, "--work-dir", d.work}, runnerArgs...),
+	} {
+		startTunejet(t, "", env, args...)
+	}
+	return d
+}
+
+// driver is the command that runs the driver script with the storage as
+// its argument, submitting to the deployment.
+func (d *pythonDeployment) driver(t *testing.T, script string) *exec.Cmd {
+	cmd := exec.CommandContext(t.Context(), d.python, script, d.storage)
+	cmd.Dir = d.home
+	cmd.Env = baseEnv("HOME="+d.home, "NATS_URL="+d.url, "TUNEJET_BIN="+tunejetBin, "PYTHONPATH="+d.sdk, "PYTHONDONTWRITEBYTECODE=1")
+	return cmd
 }

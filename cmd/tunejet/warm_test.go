@@ -3,7 +3,6 @@ package main_test
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -42,30 +41,14 @@ print("RESULT " + json.dumps({"errors": grid.num_errors,
 // each warm worker with its devices and memory while trials run.
 func TestWarmWorkersKeepToTheirGPUs(t *testing.T) {
 	t.Parallel()
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 is not installed")
-	}
-	_, self, _, _ := runtime.Caller(0)
-	sdk := filepath.Join(filepath.Dir(self), "..", "..", "sdk", "python")
-	srv := bustest.Start(t)
-	url := srv.URL()
-	home, storage, work := t.TempDir(), t.TempDir(), t.TempDir()
-	release := filepath.Join(home, "release")
-	env := baseEnv("TUNEJET_LOG_FORMAT=json", "PYTHONPATH="+sdk, "RELEASE_FILE="+release)
 	metrics := freeAddr(t)
-	for _, args := range [][]string{
-		{"controller", "--nats", url},
-		{"syncer", "--nats", url},
-		{"runner", "--nats", url, "--cpus", "3", "--gpus", "2", "--gpu-ids", "g0,g1", "--name", "rG", "--work-dir", work,
-			"--worker-idle", "1s", "--metrics-addr", metrics},
-	} {
-		startTunejet(t, "", env, args...)
-	}
-	script := writeFile(t, home, "warm_gpus.py", warmGPUScript)
-	cmd := exec.CommandContext(t.Context(), python, script, storage)
-	cmd.Dir = home
-	cmd.Env = baseEnv("HOME="+home, "NATS_URL="+url, "TUNEJET_BIN="+tunejetBin, "PYTHONPATH="+sdk, "PYTHONDONTWRITEBYTECODE=1")
+	_, self, _, _ := runtime.Caller(0)
+	release := filepath.Join(t.TempDir(), "release")
+	sdk := filepath.Join(filepath.Dir(self), "..", "..", "sdk", "python")
+	d := startPythonDeployment(t, []string{"PYTHONPATH=" + sdk, "RELEASE_FILE=" + release},
+		"--cpus", "3", "--gpus", "2", "--gpu-ids", "g0,g1", "--name", "rG", "--worker-idle", "1s", "--metrics-addr", metrics)
+	url := d.url
+	cmd := d.driver(t, writeFile(t, d.home, "warm_gpus.py", warmGPUScript))
 	var out lockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
