@@ -88,7 +88,11 @@ from tunejet._protocol import (
 )
 from tunejet._forkserver import run_trials
 from tunejet._objects import ObjectRef, get, put
-from tunejet import _protocol, air, train, tune  # noqa: E402  (Ray's `from ray import tune`)
+from tunejet import _lazy, _protocol
+
+# Ray's `from ray import tune`: air, train and tune are imported when first
+# used, so that a trial's process loads only what its trainable uses.
+__getattr__, __dir__ = _lazy.attributes(__name__, {n: "tunejet." + n for n in ("air", "train", "tune")})
 
 __version__ = "0.1.0"
 

@@ -19,15 +19,12 @@ The worker exits when fd 3 closes (the runner is done with it).
 
 import json
 import os
-import random
-import selectors
-import signal
 import sys
-import threading
-import traceback
-import warnings
 
 from tunejet import _protocol
+
+# What only a fork server uses is imported by serve(): a cold trial's
+# process, which imports this module through tunejet, does without.
 
 ENV = "TUNEJET_FORK_SERVER"
 _REQUESTS, _REPLIES = 3, 4
@@ -46,6 +43,8 @@ def run_trials(trial):
 
 def unsafe():
     """Return why forking this process could break its trials, or None."""
+    import threading
+
     threads = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
     if threads:
         return "loading the trainable started threads (%s); a fork keeps only the calling thread" % ", ".join(
@@ -63,6 +62,9 @@ def unsafe():
 def serve(run):
     """Serve fork requests until the runner closes fd 3; each forked
     process calls run() and exits as a cold worker would."""
+    import selectors
+    import signal
+
     why = unsafe()
     if why:
         _write({"unsafe": why})
@@ -100,6 +102,9 @@ def serve(run):
 
 def _fork(request, fds, run):
     """Fork the process of one trial attempt and return its pid."""
+    import traceback
+    import warnings
+
     sys.stdout.flush()
     sys.stderr.flush()
     with warnings.catch_warnings():  # Python 3.12 warns of native threads (BLAS pools) it cannot tell safe
@@ -124,6 +129,9 @@ def _become_trial(request, fds):
     """Make this forked process the trial's, as a cold start would:
     its own process group, stdio, working directory and environment, and
     fresh random state."""
+    import random
+    import signal
+
     os.setpgid(0, 0)
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)

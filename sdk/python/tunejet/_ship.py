@@ -5,7 +5,7 @@ in the script, in a notebook or by exec() goes by value, with its closure
 and the globals it uses; one an installed or importable module defines
 goes by reference (its module and name), as cloudpickle decides. The bytes
 travel as the experiment's object TRAINABLE_OBJECT, beside the driver's
-description (tunejet._tuner.DRIVER_OBJECT), and each trial's worker loads
+description (DRIVER_OBJECT), and each trial's worker loads
 them: the driver's script does not run again in the trials.
 
 When cloudpickle is not installed, or the trainable cannot be pickled,
@@ -14,9 +14,19 @@ pack() says why and fit() falls back to the replay of the script
 """
 
 import pickle
+import re
 
 # The object that carries the pickled trainable to the workers.
 TRAINABLE_OBJECT = "py_trainable"
+# The object that carries the driver's description of its fit() to them.
+DRIVER_OBJECT = "py_driver"
+
+
+def trainable_name(trainable):
+    """The name trials of trainable run under: its __name__, made safe."""
+    name = getattr(trainable, "__name__", None) or type(trainable).__name__
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", name).lstrip("_-")
+    return name or "trainable"
 
 
 def pack(trainable):

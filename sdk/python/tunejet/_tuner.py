@@ -38,7 +38,7 @@ from tunejet import _config, _driver, _functions, _objects, _reporter, _result, 
 from tunejet._trainable import Trainable  # noqa: F401  (tune.Trainable)
 
 # The object that carries the driver's description to workers.
-DRIVER_OBJECT = "py_driver"
+DRIVER_OBJECT = _ship.DRIVER_OBJECT
 
 # How many of the tunejet process's last stderr lines an error quotes.
 _STDERR_TAIL = 20
@@ -214,10 +214,7 @@ def _check_function_checkpoints(cc):
         )
 
 
-def _trainable_name(trainable):
-    name = getattr(trainable, "__name__", None) or type(trainable).__name__
-    name = re.sub(r"[^A-Za-z0-9_-]", "_", name).lstrip("_-")
-    return name or "trainable"
+_trainable_name = _ship.trainable_name
 
 
 class Tuner:

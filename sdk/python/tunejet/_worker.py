@@ -18,10 +18,9 @@ import json
 import numbers
 import os
 import sys
-import traceback
 import types
 
-from tunejet import _forkserver, _protocol, _session, _ship, _trainable, _tuner
+from tunejet import _forkserver, _protocol, _session, _ship, _trainable
 
 
 class _Fatal(Exception):
@@ -30,6 +29,8 @@ class _Fatal(Exception):
 
 def find_trainable(info, name):
     """Return the trainable of the driver's fit() call info["fit"]."""
+    from tunejet import _tuner  # the driver API, which only the replay needs
+
     _tuner._enter_worker(info)
     sys.path[:0] = [p for p in info.get("sys_path", []) if p not in sys.path]
     if "script" not in info:
@@ -88,6 +89,8 @@ _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 def _print_error(exc, skip):
     """Print exc's traceback without its first skip frames (the worker's),
     nor the tunejet frames that follow them (a wrapper, the class loop)."""
+    import traceback  # only a failing trial needs it
+
     tb = exc.__traceback__
     for _ in range(skip):
         if tb is not None and tb.tb_next is not None:
@@ -115,10 +118,10 @@ def load(name):
     """Return the trainable named name and the driver's description of
     it; exit with the reason when it cannot be loaded."""
     try:
-        with open(_protocol.get_object(_tuner.DRIVER_OBJECT)) as f:
+        with open(_protocol.get_object(_ship.DRIVER_OBJECT)) as f:
             info = json.load(f)
     except (OSError, RuntimeError, ValueError) as e:
-        sys.exit("cannot read the driver's description (object %s): %s" % (_tuner.DRIVER_OBJECT, e))
+        sys.exit("cannot read the driver's description (object %s): %s" % (_ship.DRIVER_OBJECT, e))
     try:
         if "trainable_object" in info:
             trainable = load_trainable(info)
@@ -130,7 +133,7 @@ def load(name):
         sys.stderr.write("running the script to find the trainable failed:\n")
         _print_error(e, 2)
         sys.exit(1)
-    found = _tuner._trainable_name(trainable)
+    found = _ship.trainable_name(trainable)
     if found != name:
         sys.exit(
             "the driver's fit() call gives trainable %r, and this experiment runs %r "

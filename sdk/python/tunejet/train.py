@@ -6,9 +6,14 @@ the driver: RunConfig, FailureConfig, CheckpointConfig, SyncConfig,
 ScalingConfig (for tune.with_resources) and Result.
 """
 
-from tunejet._config import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig, SyncConfig
-from tunejet._result import Result
+from tunejet import _lazy
 from tunejet._session import Checkpoint, TrainContext, get_checkpoint, get_context, report
+
+# The driver's names are imported when first used (tunejet._lazy).
+__getattr__, __dir__ = _lazy.attributes(__name__, {
+    **{n: "tunejet._config:" + n for n in ("CheckpointConfig", "FailureConfig", "RunConfig", "ScalingConfig", "SyncConfig")},
+    "Result": "tunejet._result:Result",
+})
 
 __all__ = [
     "Checkpoint",

@@ -8,10 +8,15 @@ tunejet.train by the same name. Ray AIR's integrations module paths too:
 ``from tunejet.air.integrations.mlflow import MLflowLoggerCallback``.
 """
 
-from tunejet._config import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig, SyncConfig
-from tunejet._result import Result
+from tunejet import _lazy
 from tunejet._session import Checkpoint
-from tunejet.air import session  # noqa: E402
+
+# The driver's names are imported when first used (tunejet._lazy).
+__getattr__, __dir__ = _lazy.attributes(__name__, {
+    **{n: "tunejet._config:" + n for n in ("CheckpointConfig", "FailureConfig", "RunConfig", "ScalingConfig", "SyncConfig")},
+    "Result": "tunejet._result:Result",
+    "session": "tunejet.air.session",
+})
 
 __all__ = [
     "Checkpoint",

@@ -6,29 +6,23 @@ submodules schedulers, search and stopper hold Ray's classes of the same
 names. See sdk/python/README.md for what differs from Ray.
 """
 
-from tunejet._callbacks import Callback
-from tunejet._config import CheckpointConfig, FailureConfig, RunConfig, SyncConfig, TuneConfig
-from tunejet._reporter import CLIReporter
-from tunejet._result import Result, ResultGrid, TrialError, TuneError
+from tunejet import _lazy
 from tunejet._session import Checkpoint, get_checkpoint, get_context, report
-from tunejet._space import (
-    choice,
-    grid_search,
-    lograndint,
-    loguniform,
-    qlograndint,
-    qloguniform,
-    qrandint,
-    qrandn,
-    quniform,
-    randint,
-    randn,
-    sample_from,
-    uniform,
-)
-from tunejet._tuner import Trainable, Tuner, with_parameters, with_resources
-from tunejet.tune import callback, logger, schedulers, search, stopper, syncer  # noqa: E402
-from tunejet.tune.stopper import Stopper  # noqa: E402
+
+# The driver's names are imported when first used: a trial's process,
+# whose trainable calls tune.report, does not load Tuner and its kin.
+__getattr__, __dir__ = _lazy.attributes(__name__, {
+    "Callback": "tunejet._callbacks:Callback",
+    **{n: "tunejet._config:" + n for n in ("CheckpointConfig", "FailureConfig", "RunConfig", "SyncConfig", "TuneConfig")},
+    "CLIReporter": "tunejet._reporter:CLIReporter",
+    **{n: "tunejet._result:" + n for n in ("Result", "ResultGrid", "TrialError", "TuneError")},
+    **{n: "tunejet._space:" + n for n in (
+        "choice", "grid_search", "lograndint", "loguniform", "qlograndint", "qloguniform", "qrandint",
+        "qrandn", "quniform", "randint", "randn", "sample_from", "uniform")},
+    **{n: "tunejet._tuner:" + n for n in ("Trainable", "Tuner", "with_parameters", "with_resources")},
+    **{n: "tunejet.tune." + n for n in ("callback", "logger", "schedulers", "search", "stopper", "syncer")},
+    "Stopper": "tunejet.tune.stopper:Stopper",
+})
 
 __all__ = [
     "Callback",
