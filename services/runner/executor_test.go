@@ -43,6 +43,23 @@ func TestCommandExecutor(t *testing.T) {
 	testExecutor(t, func(t *testing.T) Executor { return pythonExecutor(t, testGrace) })
 }
 
+// TestWarmCommandExecutor: the command forked from a warm worker of it
+// (one per test, as a run's) passes the suite as a cold start does.
+func TestWarmCommandExecutor(t *testing.T) {
+	testExecutor(t, func(t *testing.T) Executor {
+		e := pythonExecutor(t, testGrace)
+		s := &Service{cfg: Config{WorkDir: t.TempDir(), WorkerIdle: time.Minute}}
+		e.Warm = newWarmSet(s, "exp")
+		t.Cleanup(func() {
+			if len(e.Warm.infos()) != 1 {
+				t.Errorf("warm workers %+v, want the one the test's attempt forked from", e.Warm.infos())
+			}
+			e.Warm.close()
+		})
+		return e
+	})
+}
+
 // testExecutor runs the conformance suite against the driver newExecutor
 // returns.
 func testExecutor(t *testing.T, newExecutor func(t *testing.T) Executor) {
