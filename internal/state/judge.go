@@ -233,7 +233,9 @@ func (e *Experiment) tuneResult(t *Trial, ev *events.Event, r map[string]any) {
 	if e.Spec.Driver.Stops() {
 		// The driver's stopper judges it next, and the scheduler once the
 		// log holds its answer (driverStop).
+		was := e.standing(t)
 		tn.Asks = append(tn.Asks, Ask{Key: StopKey(t.ID, it), TrialID: t.ID, Iteration: it, ResultSeq: ev.Seq, Result: r, Checkpoint: res.Checkpoint})
+		e.moved(t, was)
 		return
 	}
 	e.scheduleResult(t, res, ev.Seq)
@@ -295,6 +297,9 @@ func (e *Experiment) driverStop(p *events.DriverAnswered) bool {
 		return false
 	}
 	a := tn.Asks[i]
+	if t := e.Trials[a.TrialID]; t != nil && !a.Explore {
+		defer e.moved(t, e.standing(t)) // it may run again once answered
+	}
 	tn.Asks = slices.Delete(tn.Asks, i, i+1)
 	if a.Explore {
 		return e.driverExplore(a, p)
@@ -306,7 +311,6 @@ func (e *Experiment) driverStop(p *events.DriverAnswered) bool {
 	if t == nil || t.Finished() || t.JudgeDone || t.StopRequested || t.PauseDecision != "" {
 		return true
 	}
-	defer e.moved(t, e.standing(t))
 	res := sched.Result{Trial: t.ID, Metrics: numeric(a.Result, tn.sched.Attrs()), Checkpoint: a.Checkpoint}
 	if p.Answer.Stop {
 		reason := fmt.Sprintf("%s stopped the trial at training_iteration %d", by(p), a.Iteration)
@@ -336,6 +340,12 @@ func by(p *events.DriverAnswered) string {
 		return p.By
 	}
 	return "the driver's stopper"
+}
+
+// asking reports whether a result of trial id waits for the driver's
+// stopper: the trial is not scheduled again before the answer.
+func (e *Experiment) asking(id string) bool {
+	return e.Judge != nil && slices.ContainsFunc(e.Judge.Asks, func(a Ask) bool { return a.TrialID == id && !a.Explore })
 }
 
 // dropAsks forgets the results of t waiting for the driver's stopper.

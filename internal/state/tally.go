@@ -59,9 +59,10 @@ func (e *Experiment) standing(t *Trial) standing {
 		s.queue = queueInFlight
 	case e.failureConfig().Exhausted(t.RunFailures()):
 		s.queue = queueSpent
-	case (t.Status == events.StatusPaused && t.Held) || t.PauseDecision != "" || (t.Exploit != nil && t.Exploit.Driver):
+	case (t.Status == events.StatusPaused && t.Held) || t.PauseDecision != "" || (t.Exploit != nil && t.Exploit.Driver) || e.asking(t.ID):
 		// A trial to be paused (a restore or a lost runner left it PENDING
-		// before its pause was requested) waits for its pause, not for work.
+		// before its pause was requested) waits for its pause, not for work;
+		// one whose result waits for the driver's stopper, for the answer.
 		s.queue = queueHeld
 	case t.Status == events.StatusPaused:
 		s.queue = queuePaused

@@ -185,3 +185,33 @@ func TestTPELearnsFromEvaluatedRewards(t *testing.T) {
 		t.Errorf("without evaluated_rewards trial 0 x=%v; want the point 0.05", x)
 	}
 }
+
+// TestATrialWaitsForTheDriversAnswerBeforeItRunsAgain: a trial handed
+// back (or left by a killed stack, for a restore) while its last result
+// waits for the driver's stopper is not scheduled again before the
+// answer: it would go on past the result the stopper stops it at.
+func TestATrialWaitsForTheDriversAnswerBeforeItRunsAgain(t *testing.T) {
+	h := newHistory(t, func(s *events.ExperimentSpec) {
+		s.Driver = &events.DriverSpec{Stopper: "MyStopper"}
+		s.TuneConfig.WaitForDecisions = true
+		s.RunConfig.FailureConfig.MaxFailures = 3
+		s.ParamSpace = map[string]any{"x": 1.0} // one trial: no other takes its place
+	})
+	h.launch()
+	h.run(0)
+	h.add(events.WriterRunner, &events.TrialReported{TrialID: id(0), Attempt: 1, Result: map[string]any{"training_iteration": 1.0, "loss": 1.0}})
+	h.preempt(0, false)
+	for range 3 {
+		if acts := describeAll(h.step()); slices.Contains(acts, "scheduled "+id(0)) {
+			t.Fatalf("scheduled again before the driver's stopper judged its result: %v", acts)
+		}
+	}
+	h.answer(false, events.DriverAnswer{})
+	var acts []string
+	for range 2 {
+		acts = append(acts, describeAll(h.step())...)
+	}
+	if !slices.Contains(acts, "scheduled "+id(0)) {
+		t.Fatalf("after the answer: %v; want the trial scheduled again", acts)
+	}
+}
