@@ -24,6 +24,7 @@ import tunejet
 from tunejet import train, tune
 
 SEEN = []  # a global each trial appends to
+LEFT_OPEN = []  # files a trial never closes
 DIES = json.loads(sys.argv[3])  # by trial: "no", "self" or "worker"
 
 def trainable(config):
@@ -36,6 +37,12 @@ def trainable(config):
     record = {"seen": len(SEEN), "leaked": leaked, "cwd": os.getcwd(), "trial_dir": tunejet.get_trial_dir(),
               "trial_id_env": os.environ["TUNEJET_TRIAL_ID"], "me": os.getpid(), "parent": os.getppid(),
               "attempt": attempt}
+    # A trial's process ends as an interpreter would: the files it left
+    # open are flushed, and its non-daemon threads run to their end.
+    LEFT_OPEN.append(open("left_open.txt", "w"))
+    LEFT_OPEN[-1].write("trial %d" % config["i"])
+    done = os.path.abspath("thread_done.txt")
+    threading.Thread(target=lambda: (time.sleep(0.2), open(done, "w").write("done"))).start()
     os.chdir("/")  # a trial may change its working directory
     die = DIES[config["i"]]
     if attempt == 1 and die == "self":
@@ -83,6 +90,9 @@ class WarmWorkers(HomeTest):
             self.assertEqual(t["leaked"], "", "trial %d saw another trial's environment: %s" % (t["i"], t))
             self.assertEqual(os.path.realpath(t["cwd"]), os.path.realpath(t["trial_dir"]), t)
             self.assertEqual(t["trial_id_env"], t["trial_id"], t)
+            with open(os.path.join(t["trial_dir"], "left_open.txt")) as f:
+                self.assertEqual(f.read(), "trial %d" % t["i"], "a file the trial left open was not flushed")
+            self.assertTrue(os.path.exists(os.path.join(t["trial_dir"], "thread_done.txt")), "a non-daemon thread was cut short")
         self.assertEqual(len({t["me"] for t in trials}), len(trials), "a process ran two trials")
 
     def test_trials_fork_from_one_warm_worker_and_share_nothing(self):
