@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -87,12 +88,38 @@ func (o pyOutcome) terminated(b *testing.B, exp string, trials int) {
 	}
 }
 
+// pyFit is what fit returns: the experiment's events, read from the log
+// after the script exited, the script's wall time (exec to exit), and the
+// CPU time (user + system) spent meanwhile by this process (the
+// deployment: nats-server, controller, runner, syncer) and by the
+// processes it started (the trials' workers, which the runner started and
+// waited for, and the driver with its `tunejet run` process).
+type pyFit struct {
+	events                  []*events.Event
+	script                  time.Duration
+	servicesCPU, processCPU time.Duration
+}
+
+// cpuTimes is the CPU time of this process and of its children waited for
+// (with theirs), from getrusage(2).
+func cpuTimes(b *testing.B) (self, children time.Duration) {
+	b.Helper()
+	var s, c syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &s); err != nil {
+		b.Fatal(err)
+	}
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &c); err != nil {
+		b.Fatal(err)
+	}
+	sum := func(r syscall.Rusage) time.Duration { return time.Duration(r.Utime.Nano() + r.Stime.Nano()) }
+	return sum(s), sum(c)
+}
+
 // fit runs a driver script with args on a fresh deployment whose runner
-// has slots, decodes its RESULT line into out, and returns the
-// experiment's events (read from the log after the script exited) and
-// the script's wall time (exec to exit). A script that fails or runs past
-// limit fails the benchmark, with the experiment's log summarized.
-func (p pyBench) fit(b *testing.B, slots int, limit time.Duration, exp, script string, out any, args ...string) ([]*events.Event, time.Duration) {
+// has slots and decodes its RESULT line into out. A script that fails or
+// runs past limit fails the benchmark, with the experiment's log
+// summarized.
+func (p pyBench) fit(b *testing.B, slots int, limit time.Duration, exp, script string, out any, args ...string) pyFit {
 	b.Helper()
 	d := startDeployment(b, slots, nil)
 	defer d.close()
@@ -110,9 +137,11 @@ func (p pyBench) fit(b *testing.B, slots int, limit time.Duration, exp, script s
 		"PYTHONDONTWRITEBYTECODE=1", "TUNEJET_LOG_LEVEL=warn")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	self0, children0 := cpuTimes(b)
 	start := time.Now()
 	err = cmd.Run()
 	took := time.Since(start)
+	self1, children1 := cpuTimes(b)
 	if err != nil {
 		d.diagnose(exp)
 		b.Fatalf("%s %s after %v: %v\nstdout:\n%s\nstderr (end):\n%s", script, exp, took.Round(time.Millisecond), err,
@@ -127,7 +156,7 @@ func (p pyBench) fit(b *testing.B, slots int, limit time.Duration, exp, script s
 	if err := json.Unmarshal([]byte(line), out); err != nil {
 		b.Fatalf("%s %s printed no RESULT line that decodes (%v):\n%s", script, exp, err, tailLines(stdout.String(), 20))
 	}
-	return d.events(context.Background(), exp), took
+	return pyFit{events: d.events(context.Background(), exp), script: took, servicesCPU: self1 - self0, processCPU: children1 - children0}
 }
 
 // tailLines is the last n lines of s.
@@ -238,10 +267,11 @@ func peakRunning(attempts []*pyAttempt) int {
 // pyBookkeepingRun is what one Fit of BenchmarkPythonBookkeeping measured.
 type pyBookkeepingRun struct {
 	wall, script time.Duration
-	peak         int
-	inAttempt    time.Duration // mean trial.started → the runner's trial.completed, less the work
-	handOff      time.Duration // mean trial.completed → the next trial.started on the freed slot
-	toFirstLine  time.Duration // mean trial.started → the trainable's first line
+	pyFit
+	peak        int
+	inAttempt   time.Duration // mean trial.started → the runner's trial.completed, less the work
+	handOff     time.Duration // mean trial.completed → the next trial.started on the freed slot
+	toFirstLine time.Duration // mean trial.started → the trainable's first line
 }
 
 // BenchmarkPythonBookkeeping is Ray Tune's bookkeeping-overhead release
@@ -269,7 +299,13 @@ type pyBookkeepingRun struct {
 // worker's start, loading the trainable, the report and the exit), of
 // which to_first_line_ms (trial.started → the trainable's first line,
 // time.time() in the trainable), and handoff_ms (trial.completed → the
-// next trial.started on the freed slot).
+// next trial.started on the freed slot); and the CPU time (user + system)
+// per trial of the processes the benchmark started (process_cpu_ms: the
+// trials' workers, which the runner started and waited for, and the
+// driver with its `tunejet run`, from getrusage's RUSAGE_CHILDREN) and of
+// the benchmark's own process (services_cpu_ms: nats-server, controller,
+// runner, syncer). On 2 cores a cold trial's process_cpu_ms bounds the
+// wall time from below at trials × process_cpu_ms / 2.
 func BenchmarkPythonBookkeeping(b *testing.B) {
 	py := pythonBench(b)
 	trials := envInt(b, "TUNEJET_BENCH_PY_TRIALS", 1000, 2*bookkeepingSlots)
@@ -293,6 +329,8 @@ func BenchmarkPythonBookkeeping(b *testing.B) {
 		b.ReportMetric(ms(side.r.inAttempt), "in_attempt_ms"+side.suffix)
 		b.ReportMetric(ms(side.r.toFirstLine), "to_first_line_ms"+side.suffix)
 		b.ReportMetric(ms(side.r.handOff), "handoff_ms"+side.suffix)
+		b.ReportMetric(ms(side.r.processCPU)/float64(trials), "process_cpu_ms"+side.suffix)
+		b.ReportMetric(ms(side.r.servicesCPU)/float64(trials), "services_cpu_ms"+side.suffix)
 	}
 	b.Logf("%d Python trials × %v on %d slots, minimum %.2fs: observed/min %.3f (reuse_actors unset), %.3f (reuse_actors=False); load average %s",
 		trials, work, bookkeepingSlots, minimum.Seconds(), reuse.wall.Seconds()/minimum.Seconds(),
@@ -309,14 +347,14 @@ func pyBookkeepingOnce(b *testing.B, py pyBench, reuse bool, trials int, work, l
 		pyOutcome
 		ReportedOnce int `json:"reported_once"`
 	}
-	evs, script := py.fit(b, bookkeepingSlots, limit, exp, "bookkeeping.py", &out,
+	f := py.fit(b, bookkeepingSlots, limit, exp, "bookkeeping.py", &out,
 		strconv.Itoa(trials), strconv.FormatFloat(work.Seconds(), 'f', -1, 64), strconv.Itoa(bookkeepingSlots), reuseArg(reuse))
 	out.terminated(b, exp, trials)
 	if out.ReportedOnce != trials {
 		b.Fatalf("%s: %d trials reported exactly once, want all %d", exp, out.ReportedOnce, trials)
 	}
-	r := pyBookkeepingRun{wall: time.Duration(out.WallS * float64(time.Second)), script: script}
-	attempts := pyAttempts(evs)
+	r := pyBookkeepingRun{wall: time.Duration(out.WallS * float64(time.Second)), pyFit: f}
+	attempts := pyAttempts(f.events)
 	if len(attempts) != trials {
 		b.Fatalf("%s: the log holds %d attempts, want one per trial (%d)", exp, len(attempts), trials)
 	}
@@ -336,9 +374,10 @@ func pyBookkeepingOnce(b *testing.B, py pyBench, reuse bool, trials int, work, l
 	sortTimes(starts)
 	sortTimes(ends)
 	r.handOff, _ = meanHandOff(starts, ends, bookkeepingSlots)
-	b.Logf("%s: Fit %.2fs (the script %.2fs, exec to exit); %d running at peak; per attempt: in the attempt beyond the work %v (of which trial.started → the trainable's first line %v), hand-off between attempts %v",
-		exp, r.wall.Seconds(), script.Seconds(), r.peak, r.inAttempt.Round(time.Millisecond),
-		r.toFirstLine.Round(time.Millisecond), r.handOff.Round(time.Millisecond))
+	b.Logf("%s: Fit %.2fs (the script %.2fs, exec to exit); %d running at peak; per attempt: in the attempt beyond the work %v (of which trial.started → the trainable's first line %v), hand-off between attempts %v; CPU per trial: processes (workers, driver) %v, services %v; load average %s",
+		exp, r.wall.Seconds(), r.script.Seconds(), r.peak, r.inAttempt.Round(time.Millisecond),
+		r.toFirstLine.Round(time.Millisecond), r.handOff.Round(time.Millisecond),
+		(r.processCPU / time.Duration(trials)).Round(100*time.Microsecond), (r.servicesCPU / time.Duration(trials)).Round(100*time.Microsecond), loadAvg())
 	return r
 }
 
@@ -358,7 +397,13 @@ func firstLine(b *testing.B, a *pyAttempt) time.Time {
 // split.
 type pyStartRun struct {
 	start, pickup, toFirstLine, toReport distribution
+	late                                 int // trials with a pickup of latePickup or more
 }
+
+// latePickup is a trial.scheduled → trial.started that the runner's idle
+// poll (1 s) rather than the work's arrival ended: the runner took the
+// work at its next poll.
+const latePickup = 500 * time.Millisecond
 
 // BenchmarkPythonTrialStart measures how long a Python trial takes to
 // start: from the controller's decision (the trial.scheduled event's time,
@@ -383,7 +428,10 @@ type pyStartRun struct {
 // publishing the start), to_first_line_ms (trial.started → the trainable's
 // first line, time.time() in the trainable: the worker process's start,
 // its imports, fetching and unpickling the trainable), report_ms (the
-// first line → the report's event).
+// first line → the report's event), and late_pickups counts the trials
+// whose pickup took 0.5 s or more: on main the runner, idle after the
+// previous trial, sometimes takes the new work only at its next idle poll
+// (1 s; services/runner's idlePoll), which the medians leave out.
 func BenchmarkPythonTrialStart(b *testing.B) {
 	py := pythonBench(b)
 	trials := envInt(b, "TUNEJET_BENCH_PY_STARTS", 50, 10)
@@ -412,6 +460,7 @@ func BenchmarkPythonTrialStart(b *testing.B) {
 		b.ReportMetric(ms(side.r.pickup.median()), "pickup_ms"+side.suffix)
 		b.ReportMetric(ms(side.r.toFirstLine.median()), "to_first_line_ms"+side.suffix)
 		b.ReportMetric(ms(side.r.toReport.median()), "report_ms"+side.suffix)
+		b.ReportMetric(float64(side.r.late), "late_pickups"+side.suffix)
 	}
 	b.Logf("bare `%s -c \"import numpy\"` (exec to exit): %v", py.python, bareD)
 	b.Logf("trial.scheduled → first trial.reported over %d trials, one at a time: reuse_actors unset %v; reuse_actors=False %v; cold/bare %.2f; load average %s",
@@ -439,9 +488,9 @@ func pyTrialStarts(b *testing.B, py pyBench, reuse bool, trials int, limit time.
 	b.Helper()
 	exp := "pytrialstart_" + reuseName(reuse)
 	var out pyOutcome
-	evs, _ := py.fit(b, bookkeepingSlots, limit, exp, "trial_start.py", &out, strconv.Itoa(trials), reuseArg(reuse))
+	f := py.fit(b, bookkeepingSlots, limit, exp, "trial_start.py", &out, strconv.Itoa(trials), reuseArg(reuse))
 	out.terminated(b, exp, trials)
-	attempts := pyAttempts(evs)
+	attempts := pyAttempts(f.events)
 	if len(attempts) != trials {
 		b.Fatalf("%s: the log holds %d attempts, want one per trial (%d)", exp, len(attempts), trials)
 	}
@@ -461,9 +510,14 @@ func pyTrialStarts(b *testing.B, py pyBench, reuse bool, trials int, limit time.
 	}
 	r := pyStartRun{start: newDistribution(start), pickup: newDistribution(pickup),
 		toFirstLine: newDistribution(toFirst), toReport: newDistribution(toReport)}
-	b.Logf("%s: trial.scheduled → first trial.reported %v; medians: trial.scheduled → trial.started %v, → the trainable's first line %v, → the report's event %v",
+	for _, d := range pickup {
+		if d >= latePickup {
+			r.late++
+		}
+	}
+	b.Logf("%s: trial.scheduled → first trial.reported %v; medians: trial.scheduled → trial.started %v, → the trainable's first line %v, → the report's event %v; %d of %d trials waited %v or more for the runner to take their work (trial.scheduled → trial.started: its idle poll); load average %s",
 		exp, r.start, r.pickup.median().Round(time.Millisecond), r.toFirstLine.median().Round(time.Millisecond),
-		r.toReport.median().Round(time.Millisecond))
+		r.toReport.median().Round(time.Millisecond), r.late, trials, latePickup, loadAvg())
 	return r
 }
 
@@ -559,7 +613,7 @@ func pbtRun(b *testing.B, py pyBench, scheduler string, trials, iters int, work,
 		pyOutcome
 		Iterations []int `json:"iterations"`
 	}
-	evs, _ := py.fit(b, bookkeepingSlots, limit, exp, "pbt.py", &out,
+	f := py.fit(b, bookkeepingSlots, limit, exp, "pbt.py", &out,
 		strconv.Itoa(trials), strconv.Itoa(iters), strconv.FormatFloat(work.Seconds(), 'f', -1, 64), scheduler)
 	out.terminated(b, exp, trials)
 	for _, it := range out.Iterations {
@@ -568,12 +622,12 @@ func pbtRun(b *testing.B, py pyBench, scheduler string, trials, iters int, work,
 		}
 	}
 	results := 0
-	for _, ev := range evs {
+	for _, ev := range f.events {
 		if p, ok := ev.Data.(*events.TrialReported); ok {
 			results += len(p.Results())
 		}
 	}
-	attempts := pyAttempts(evs)
+	attempts := pyAttempts(f.events)
 	last := map[string]*pyAttempt{}
 	var exploits []pbtExploit
 	var pauses, lost int
