@@ -33,9 +33,9 @@ import (
 // Fit gets a deployment of its own, so that nothing one leaves warm
 // serves the next.
 //
-// Each script prints one line "RESULT {json}" that the benchmark decodes;
-// a script that fails, or a trial that did not end TERMINATED, fails the
-// benchmark with the experiment's log summarized.
+// Each script prints one line "RESULT {json}" that the benchmark decodes.
+// A script that fails fails the benchmark, with the experiment's log
+// summarized; so does a trial that did not end TERMINATED.
 
 // pyScripts is the folder of the driver scripts, relative to this package.
 const pyScripts = "testdata/python"
@@ -292,8 +292,9 @@ type pyBookkeepingRun struct {
 // benchmark run, each Fit on a fresh deployment: observed/min_noreuse.
 // The two sides alternate over TUNEJET_BENCH_PY_ROUNDS rounds (2: reuse,
 // noreuse, noreuse, reuse; -short: 1), and each figure is the mean of its
-// side's rounds (the log has each round's): whichever side ran first took
-// 10–45 % longer than the same cold experiment run next. Until the runner
+// side's rounds (the log has each round's): on the shared 2-core machine
+// the same cold experiment took 85–140 s from one Fit to the next, first
+// or second, so one Fit per side does not compare them. Until the runner
 // keeps warm Python workers (reuse_actors is accepted and ignored) every
 // trial is a fresh `python3 -m tunejet._worker` both ways, so the two
 // figures measure the same thing. The benchmark fails unless every trial
@@ -324,10 +325,9 @@ func BenchmarkPythonBookkeeping(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		reuse, noreuse = nil, nil
 		for round := range rounds {
-			// Alternating order (reuse first in even rounds): the side
-			// that ran first took 10–45 % longer than the same cold
-			// experiment run next, in either order, and a warm-up Fit
-			// did not take that away.
+			// Alternating order (reuse first in even rounds), so that
+			// the machine's load drifting over the run does not favour
+			// one side.
 			for _, side := range []bool{round%2 == 0, round%2 != 0} {
 				r := pyBookkeepingOnce(b, py, side, trials, work, limit)
 				if side {
@@ -567,7 +567,9 @@ func pyTrialStarts(b *testing.B, py pyBench, reuse bool, trials int, limit time.
 // mostly tunejet's. The example's "done" criterion is left out and every
 // trial stops at the last iteration, so that PBT and FIFO run the same
 // reports; the benchmark fails unless every trial ended TERMINATED at
-// that iteration. One runner of 16 slots: all trials run at once.
+// that iteration, and unless PBT exploited at least once (under -short a
+// run without an exploit only logs it). One runner of 16 slots: all trials
+// run at once.
 //
 // pbt/fifo is Fit's wall time (inside the script, around tuner.fit())
 // with PBT over the same script without a scheduler (FIFO), each on a
@@ -603,7 +605,12 @@ func BenchmarkPBTExploit(b *testing.B) {
 		pbt, exploits = pbtRun(b, py, "pbt", trials, iters, work, limit)
 		b.StartTimer()
 	}
+	b.ReportMetric(pbt.Seconds()/fifo.Seconds(), "pbt/fifo")
 	if len(exploits) == 0 {
+		if smoke() { // 4 trials × 20 iterations may, rarely, exploit nothing
+			b.Logf("PBT made no exploit in %d trials × %d iterations: no exploit_ms", trials, iters)
+			return
+		}
 		b.Fatalf("PBT made no exploit in %d trials × %d iterations: nothing to measure", trials, iters)
 	}
 	var total, started, req, sched, first, report []time.Duration
@@ -616,7 +623,6 @@ func BenchmarkPBTExploit(b *testing.B) {
 		report = append(report, x.next.firstReport.Sub(x.firstLine))
 	}
 	totalD := newDistribution(total)
-	b.ReportMetric(pbt.Seconds()/fifo.Seconds(), "pbt/fifo")
 	b.ReportMetric(ms(totalD.median()), "exploit_ms")
 	b.ReportMetric(ms(newDistribution(started).median()), "exploit_started_ms")
 	b.ReportMetric(float64(len(exploits)), "exploits")
