@@ -5,8 +5,10 @@
 // run gets to the time its trials need, how many reports per second travel
 // from tune.Report to result.json, how fast a killed runner's trial runs
 // again, how fast checkpoints are staged and persisted, how long a
-// restore takes, what a replicated 3-node cluster costs, and how long an
-// experiment goes without a controller when the active one dies.
+// restore takes, what a replicated 3-node cluster costs, how long an
+// experiment goes without a controller when the active one dies, and what
+// a Python trial's start and a PBT exploit cost a Ray Tune script run by a
+// real interpreter (python_test.go).
 //
 // The benchmarks run only with -bench (there are no tests here):
 //
