@@ -501,7 +501,10 @@ func (e *Experiment) config(trial string) map[string]any {
 
 // exploitOf finds the donor's checkpoint an exploit names: one of the
 // donor's kept checkpoints, or the one the donor itself resumes from (a
-// donor that exploited and has not checkpointed since).
+// donor that exploited and has not checkpointed since). When retention
+// has dropped the one named since the scheduler recorded it (num_to_keep,
+// the donor checkpointed again), the donor's latest kept checkpoint
+// stands in: newer, and the exploit is not lost.
 func (e *Experiment) exploitOf(in *sched.ExploitInputs) *Exploit {
 	if in == nil || e.Trials[in.Source] == nil {
 		return nil
@@ -513,6 +516,9 @@ func (e *Experiment) exploitOf(in *sched.ExploitInputs) *Exploit {
 		return x
 	}
 	i := slices.IndexFunc(donor.Checkpoints, func(c events.CheckpointRef) bool { return c.Name == in.SourceCheckpoint })
+	if i < 0 {
+		i = len(donor.Checkpoints) - 1
+	}
 	if i < 0 {
 		return nil
 	}

@@ -164,3 +164,25 @@ func TestStopRequestedWhilePausingEndsTheTrialWhenItPauses(t *testing.T) {
 		t.Fatalf("needing schedule %v, want none", n)
 	}
 }
+
+// An exploit whose donor's recorded checkpoint retention has dropped
+// since (num_to_keep 1, the donor checkpointed again before the exploit)
+// resumes from the donor's latest kept checkpoint: the exploit is not
+// lost, with its decision saying it exploited.
+func TestPBTExploitOfADroppedCheckpointTakesTheDonorsLatest(t *testing.T) {
+	l := newPBTLog(t)
+	for i, id := range []string{"a", "b"} {
+		l.create(id, i)
+		l.start(id, 1)
+	}
+	l.checkpoint("a", 1, 0, 2, 0.5)
+	l.checkpoint("b", 1, 0, 2, 2.0)
+	l.checkpoint("a", 1, 1, 4, 0.25) // upper: a offers checkpoint_000001
+	l.checkpoint("a", 1, 2, 5, 0.2)  // num_to_keep 1: checkpoint_000001 is dropped
+	l.checkpoint("b", 1, 1, 4, 2.5)  // lower: exploits a
+	e := l.decide()
+	b := e.Trials["b"]
+	if b.Exploit == nil || b.Exploit.Source != "a" || b.Exploit.Checkpoint.Name != "checkpoint_000002" || b.Exploit.Checkpoint.Iteration != 5 {
+		t.Fatalf("b's exploit %+v (pause %q), want a's latest kept checkpoint_000002 at iteration 5", b.Exploit, b.PauseDecision)
+	}
+}
