@@ -2,12 +2,10 @@
 whose best learning rate is a triangle wave of the accuracy;
 python/ray/tune/examples/pbt_function.py at ray-project/ray e7e78a0) with
 the imports changed, a checkpoint at every iteration (the example's
-checkpoint_interval=1), and three changes: a fixed number of iterations
-(stop at training_iteration ITERS, no "done" criterion, so that PBT and
-FIFO run the same reports), a small sleep per iteration as its work, and
-no CheckpointConfig(num_to_keep=2): with it, an exploit whose donor
-checkpoint retention has dropped resumes the trial from its own
-checkpoint instead. The trainable reports the time of its first line
+checkpoint_interval=1) kept two at a time by mean_accuracy as there, and
+two changes: a fixed number of iterations (stop at training_iteration
+ITERS, no "done" criterion, so that PBT and FIFO run the same reports)
+and a small sleep per iteration as its work. The trainable reports the time of its first line
 ("t0") with every result.
 
 Usage: pbt.py NAME STORAGE TRIALS ITERS WORK_S SCHEDULER (SCHEDULER: "pbt"
@@ -89,6 +87,7 @@ tuner = tune.Tuner(
         verbose=0,
         stop={"training_iteration": iters},
         failure_config=train.FailureConfig(fail_fast=True),
+        checkpoint_config=train.CheckpointConfig(checkpoint_score_attribute="mean_accuracy", num_to_keep=2),
     ),
     tune_config=tune.TuneConfig(scheduler=pbt, metric="mean_accuracy", mode="max", num_samples=trials),
     param_space={"lr": 0.0001, "some_other_factor": 1},
