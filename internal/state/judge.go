@@ -503,8 +503,9 @@ func (e *Experiment) config(trial string) map[string]any {
 // donor's kept checkpoints, or the one the donor itself resumes from (a
 // donor that exploited and has not checkpointed since). When retention
 // has dropped the one named since the scheduler recorded it (num_to_keep,
-// the donor checkpointed again), the donor's latest kept checkpoint
-// stands in: newer, and the exploit is not lost.
+// the donor checkpointed again), the donor's kept checkpoint nearest it
+// stands in — the newest before it, else the oldest after — and the
+// exploit is not lost.
 func (e *Experiment) exploitOf(in *sched.ExploitInputs) *Exploit {
 	if in == nil || e.Trials[in.Source] == nil {
 		return nil
@@ -517,7 +518,7 @@ func (e *Experiment) exploitOf(in *sched.ExploitInputs) *Exploit {
 	}
 	i := slices.IndexFunc(donor.Checkpoints, func(c events.CheckpointRef) bool { return c.Name == in.SourceCheckpoint })
 	if i < 0 {
-		i = len(donor.Checkpoints) - 1
+		i = nearestCheckpoint(donor.Checkpoints, in.SourceCheckpoint)
 	}
 	if i < 0 {
 		return nil
@@ -527,6 +528,29 @@ func (e *Experiment) exploitOf(in *sched.ExploitInputs) *Exploit {
 		x.Checkpoint.Object = events.LegacyCheckpointObject(donor.ID, x.Checkpoint.Name)
 	}
 	return x
+}
+
+// nearestCheckpoint is the index in kept of the checkpoint nearest the one
+// named: the newest before it, else the oldest after it; -1 when kept is
+// empty or the name holds no checkpoint number.
+func nearestCheckpoint(kept []events.CheckpointRef, name string) int {
+	var n int
+	if _, err := fmt.Sscanf(name, "checkpoint_%d", &n); err != nil {
+		return -1
+	}
+	before, after := -1, -1
+	for i, c := range kept {
+		switch {
+		case c.Index < n && (before < 0 || c.Index > kept[before].Index):
+			before = i
+		case c.Index > n && (after < 0 || c.Index < kept[after].Index):
+			after = i
+		}
+	}
+	if before >= 0 {
+		return before
+	}
+	return after
 }
 
 // exploiting keeps t in the Exploiting list while it has an exploit

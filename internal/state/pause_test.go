@@ -167,8 +167,8 @@ func TestStopRequestedWhilePausingEndsTheTrialWhenItPauses(t *testing.T) {
 
 // An exploit whose donor's recorded checkpoint retention has dropped
 // since (num_to_keep 1, the donor checkpointed again before the exploit)
-// resumes from the donor's latest kept checkpoint: the exploit is not
-// lost, with its decision saying it exploited.
+// resumes from the donor's kept checkpoint nearest it: the exploit is
+// not lost, with its decision saying it exploited.
 func TestPBTExploitOfADroppedCheckpointTakesTheDonorsLatest(t *testing.T) {
 	l := newPBTLog(t)
 	for i, id := range []string{"a", "b"} {
@@ -183,6 +183,24 @@ func TestPBTExploitOfADroppedCheckpointTakesTheDonorsLatest(t *testing.T) {
 	e := l.decide()
 	b := e.Trials["b"]
 	if b.Exploit == nil || b.Exploit.Source != "a" || b.Exploit.Checkpoint.Name != "checkpoint_000002" || b.Exploit.Checkpoint.Iteration != 5 {
-		t.Fatalf("b's exploit %+v (pause %q), want a's latest kept checkpoint_000002 at iteration 5", b.Exploit, b.PauseDecision)
+		t.Fatalf("b's exploit %+v (pause %q), want a's kept checkpoint_000002 at iteration 5", b.Exploit, b.PauseDecision)
+	}
+}
+
+func TestNearestCheckpoint(t *testing.T) {
+	kept := []events.CheckpointRef{{Index: 7}, {Index: 2}, {Index: 9}, {Index: 4}}
+	for name, want := range map[string]int{
+		"checkpoint_000005": 3,  // the newest before: 4
+		"checkpoint_000003": 1,  // 2
+		"checkpoint_000001": 1,  // none before: the oldest after, 2
+		"checkpoint_000010": 2,  // 9
+		"other":             -1, // no number
+	} {
+		if got := nearestCheckpoint(kept, name); got != want {
+			t.Errorf("nearestCheckpoint(%s) = %d, want %d", name, got, want)
+		}
+	}
+	if got := nearestCheckpoint(nil, "checkpoint_000001"); got != -1 {
+		t.Errorf("nearestCheckpoint of none = %d, want -1", got)
 	}
 }
