@@ -39,10 +39,11 @@ func TestAnIdleRunnerTakesWorkScheduledAfterItsEmptyFetch(t *testing.T) {
 		once.Do(func() { // the second trial's work is in the log, and the gate has read it
 			bustest.CheckFor(t, handBackWait, func() error {
 				var seqs []uint64
-				for _, ev := range bustest.Log(t, client, exp) {
-					if _, ok := ev.Data.(*events.TrialScheduled); ok {
-						seqs = append(seqs, ev.Seq)
-					}
+				err := client.Replay(ctx, events.TypeSubjects(exp, events.WriterController, events.TypeTrialScheduled), func(ev *events.Event) {
+					seqs = append(seqs, ev.Seq)
+				})
+				if err != nil {
+					return err
 				}
 				g.mu.Lock()
 				seen := g.seen
