@@ -120,6 +120,16 @@ type statusJSON struct {
 			Resources  map[string]float64 `json:"resources"`
 			GPUIDs     []string           `json:"gpu_ids"`
 		} `json:"trials"`
+		Workers []struct {
+			Experiment string    `json:"experiment"`
+			Trainable  string    `json:"trainable"`
+			PID        int       `json:"pid"`
+			GPUIDs     []string  `json:"gpu_ids"`
+			Running    int       `json:"running"`
+			Trials     int       `json:"trials"`
+			RSSBytes   int64     `json:"rss_bytes"`
+			IdleSince  time.Time `json:"idle_since"`
+		} `json:"workers"`
 	} `json:"runners"`
 }
 
