@@ -35,7 +35,7 @@ func browser(t testing.TB) context.Context {
 		t.Fatalf("the browser tests need Chromium on PATH: install it with `apt-get install -y chromium` (%v)", err)
 	}
 	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path), chromedp.UserDataDir(t.TempDir()),
+		chromedp.ExecPath(path),
 		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
 		chromedp.Flag("disable-quic", true),
 		chromedp.Flag("disable-background-networking", true),
@@ -43,11 +43,25 @@ func browser(t testing.TB) context.Context {
 		chromedp.Flag("disable-sync", true),
 		chromedp.WindowSize(1200, 900),
 	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.WithoutCancel(t.Context()), opts...)
-	ctx, cancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
-	t.Cleanup(func() { cancel(); cancelAlloc() })
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start %s: %v", path, err)
+	// Chromium now and then exits before it listens when the machine is
+	// busy (the benchmarks run beside each other): it gets three tries.
+	var ctx context.Context
+	for try := 1; ; try++ {
+		tryOpts := append(slices.Clip(opts), chromedp.UserDataDir(t.TempDir())) // a fresh profile: a crash may leave its lock
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.WithoutCancel(t.Context()), tryOpts...)
+		c, cancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
+		err := chromedp.Do(c)
+		if err == nil {
+			ctx = c
+			t.Cleanup(func() { cancel(); cancelAlloc() })
+			break
+		}
+		cancel()
+		cancelAlloc()
+		if try == 3 {
+			t.Fatalf("start %s (%d tries): %v", path, try, err)
+		}
+		t.Logf("start %s, try %d: %v; trying again", path, try, err)
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
