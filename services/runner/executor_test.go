@@ -60,6 +60,28 @@ func TestWarmCommandExecutor(t *testing.T) {
 	})
 }
 
+// TestAForkThatEndsAtOnceIsSeenToEnd: a forked attempt that exits before
+// the runner has taken in its pid (the worker's report of its end read
+// first) still ends Execute with its exit status.
+func TestAForkThatEndsAtOnceIsSeenToEnd(t *testing.T) {
+	e := pythonExecutor(t, testGrace)
+	s := &Service{cfg: Config{WorkDir: t.TempDir(), WorkerIdle: time.Minute}}
+	s.hooks.forked = func(w *warmWorker, pid int) {
+		bustest.Eventually(t, waitLimit, "the worker's report of the fork's end to be read", func() bool {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			_, running := w.procs[pid]
+			return !running
+		})
+	}
+	e.Warm = newWarmSet(s, "exp")
+	t.Cleanup(e.Warm.close)
+	r := newRecorder(t, "crash")
+	if err := r.run(t, e); err == nil || !strings.Contains(err.Error(), "exited with status 3") {
+		t.Fatalf("Execute = %v, want the trainable's exit status 3", err)
+	}
+}
+
 // testExecutor runs the conformance suite against the driver newExecutor
 // returns.
 func testExecutor(t *testing.T, newExecutor func(t *testing.T) Executor) {

@@ -136,6 +136,9 @@ type testHooks struct {
 	idle func(ctx context.Context, g *gate)
 	// idlePoll, when set, replaces idlePoll.
 	idlePoll time.Duration
+	// forked runs when a warm worker has forked pid, before the attempt
+	// waits for its end.
+	forked func(w *warmWorker, pid int)
 }
 
 // New returns a runner on b.

@@ -205,8 +205,9 @@ type warmWorker struct {
 }
 
 type forkReply struct {
-	pid int
-	err error
+	pid   int
+	ended <-chan error // receives how the forked process ended
+	err   error
 }
 
 // workerReply is one line the worker writes.
@@ -344,8 +345,11 @@ func (w *warmWorker) read(r *os.File) {
 				if rep.Error != "" {
 					ch <- forkReply{err: errors.New(rep.Error)}
 				} else {
-					w.procs[rep.PID] = make(chan error, 1)
-					ch <- forkReply{pid: rep.PID}
+					// Its end may be read before fork returns: the channel
+					// goes with the reply, not through the map.
+					ended := make(chan error, 1)
+					w.procs[rep.PID] = ended
+					ch <- forkReply{pid: rep.PID, ended: ended}
 				}
 			}
 			w.mu.Unlock()
@@ -402,9 +406,10 @@ func (w *warmWorker) fork(env []string, dir, stdout, stderr string) (pid int, en
 	w.set.mu.Lock()
 	w.trials++
 	w.set.mu.Unlock()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return r.pid, w.procs[r.pid], nil
+	if h := w.set.s.hooks.forked; h != nil {
+		h(w, r.pid)
+	}
+	return r.pid, r.ended, nil
 }
 
 // stop closes the worker's requests: it exits, and its forked processes
