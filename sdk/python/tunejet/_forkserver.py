@@ -155,10 +155,11 @@ def _exit(code):
             t.join()
     atexit._run_exitfuncs()
     for obj in gc.get_objects():  # the trial's own: the worker's are frozen (serve)
-        if isinstance(obj, io.IOBase) and not obj.closed and obj.writable():
+        if isinstance(obj, io.IOBase):
             try:
-                obj.flush()
-            except Exception:
+                if not obj.closed and obj.writable():
+                    obj.flush()
+            except Exception:  # a detached or broken stream: nothing to flush
                 pass
     for stream in (sys.stdout, sys.stderr):
         try:
