@@ -101,6 +101,11 @@ func TestWarmWorkersKeepToTheirGPUs(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("the driver failed: %v\n%s", err, out.String())
 	}
+	// The experiment ended: its workers are gone from /metrics too.
+	bustest.Eventually(t, time.Minute, "the ended experiment's warm workers to leave /metrics", func() bool {
+		_, body := httpGet("http://" + metrics + "/metrics")
+		return strings.Contains(body, "tunejet_reports_total") && !strings.Contains(body, `tunejet_warm_workers{experiment="warm_gpus"}`)
+	})
 
 	var got struct {
 		Errors int

@@ -17,6 +17,7 @@ import (
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/ckpt"
+	"github.com/tunejet/tunejet/internal/metrics"
 	"github.com/tunejet/tunejet/internal/session"
 	"github.com/tunejet/tunejet/internal/storage"
 )
@@ -208,6 +209,8 @@ func (s *Service) onExperiment(ctx context.Context, ev *events.Event) {
 			s.mu.Lock()
 			if s.warm[exp] == ws {
 				delete(s.warm, exp)
+				metrics.WarmWorkers.DeleteLabelValues(exp) // no stale count of workers gone
+				metrics.WarmWorkerRSS.DeleteLabelValues(exp)
 			}
 			s.mu.Unlock()
 		}()
