@@ -201,6 +201,14 @@ type CheckpointFile struct {
 // Ray names it: checkpoint_NNNNNN.
 func CheckpointName(index int) string { return fmt.Sprintf("checkpoint_%06d", index) }
 
+// CheckpointIndex is the number a CheckpointName holds; false when name is
+// not one.
+func CheckpointIndex(name string) (int, bool) {
+	var n int
+	_, err := fmt.Sscanf(name, "checkpoint_%d", &n)
+	return n, err == nil
+}
+
 // CheckpointObject is the Object Store name of the staged copy of one
 // checkpoint of one attempt of a trial. Attempts of a trial may number
 // their checkpoints alike (a retry resumes from the last checkpoint it

@@ -534,8 +534,8 @@ func (e *Experiment) exploitOf(in *sched.ExploitInputs) *Exploit {
 // named: the newest before it, else the oldest after it; -1 when kept is
 // empty or the name holds no checkpoint number.
 func nearestCheckpoint(kept []events.CheckpointRef, name string) int {
-	var n int
-	if _, err := fmt.Sscanf(name, "checkpoint_%d", &n); err != nil {
+	n, ok := events.CheckpointIndex(name)
+	if !ok {
 		return -1
 	}
 	before, after := -1, -1
