@@ -462,9 +462,9 @@ const latePickup = 500 * time.Millisecond
 // first line, time.time() in the trainable: the worker process's start,
 // its imports, fetching and unpickling the trainable), report_ms (the
 // first line → the report's event), and late_pickups counts the trials
-// whose pickup took 0.5 s or more: before 069e0d6 the runner, idle after
-// the previous trial, sometimes took the new work only at its next idle
-// poll (1 s), which the medians leave out.
+// whose pickup took 0.5 s or more: the runner, idle after the previous
+// trial, sometimes takes the new work only at its next idle poll (1 s;
+// bench/README.md, findings), which the medians leave out.
 //
 // fork_ms and inprocess_call_ms price the warm worker's design: in a
 // process with numpy loaded, a fork of a child that calls the trainable

@@ -132,11 +132,6 @@ type testHooks struct {
 	admit func(ctx context.Context, exp string, shape events.Resources) events.Resources
 	// took is told of each delivery of trial work, before it is fitted.
 	took func(exp string, work *events.TrialScheduled)
-	// idle runs when admit, after a fetch that found no work, is about to
-	// wait for some.
-	idle func(ctx context.Context, g *gate)
-	// idlePoll, when set, replaces idlePoll.
-	idlePoll time.Duration
 	// forked runs when a warm worker has forked pid, before the attempt
 	// waits for its end.
 	forked func(w *warmWorker, pid int)
