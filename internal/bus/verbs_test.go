@@ -411,3 +411,54 @@ func TestConsumeAdmit(t *testing.T) {
 		t.Fatalf("holds at once %d (want <= 2), handlers at once %d (want 2)", a.most, a.mostHandled)
 	}
 }
+
+// noHold is a Hold that holds nothing.
+type noHold struct{}
+
+func (noHold) Release() {}
+
+// TestConsumeHandsOnAMessageFetchedAsItsContextEnds: a message the server
+// handed out to a fetch whose context ended meanwhile is handled and
+// settled, not dropped: with max_failures 0 its one delivery is the
+// trial's only attempt, and a dropped one ends the trial ERROR after the
+// ack wait with no runner having seen it.
+func TestConsumeHandsOnAMessageFetchedAsItsContextEnds(t *testing.T) {
+	srv := bustest.Start(t)
+	b := srv.Bus("test")
+	publish(t, b, report(b, "e7", 1))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	admitted := 0
+	c := bus.Consumer{
+		Name: "c7", Filter: events.ExperimentSubjects("e7"), AckWait: time.Minute, MaxDeliver: 1, NoWait: true,
+		Admit: func(ctx context.Context) (bus.Hold, error) {
+			if admitted++; admitted > 1 {
+				return nil, ctx.Err()
+			}
+			cancel() // the run ends as this fetch goes out
+			return noHold{}, nil
+		},
+	}
+	var h handled
+	err := b.Consume(ctx, c, func(_ context.Context, d *bus.Delivery) error {
+		h.add(iteration(d.Event), d.Num)
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Consume returned %v, want context.Canceled", err)
+	}
+	if !h.has("1#1") {
+		t.Errorf("the fetched message was not handled (handled %v)", h.seen)
+	}
+	cons, err := srv.JetStream().Consumer(t.Context(), bus.StreamName, "c7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := cons.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.NumAckPending != 0 || info.NumPending != 0 {
+		t.Errorf("the consumer holds %d messages awaiting an ack and %d pending; want the one message settled", info.NumAckPending, info.NumPending)
+	}
+}
