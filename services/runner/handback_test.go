@@ -178,3 +178,59 @@ func TestReturnedWorkHandedOutAgainIsDropped(t *testing.T) {
 		t.Errorf("%d work messages wait for an ack, want 0: the returned work is settled", info.NumAckPending)
 	}
 }
+
+// Work that waits for capacity when its runner stops (its experiment's
+// run ended, or SIGTERM) is handed back, not left to the ack wait: that
+// would spend one of the trial's max_failures + 1 deliveries, and with
+// max_failures 0 end it ERROR without it ever running.
+func TestWorkWaitingForCapacityIsHandedBackWhenTheRunnerStops(t *testing.T) {
+	srv := bustest.Start(t)
+	b := srv.Bus("runner")
+	s := New(b, Config{Name: "r", CPUs: 2, WorkDir: t.TempDir(), Trainables: map[string]session.Func{"fn": reportOnce}})
+	s.pool = newPool(events.Resources{events.ResourceCPU: 2}, nil)
+	if _, ok := s.pool.take(events.DefaultShape()); !ok { // a trial running here holds one CPU
+		t.Fatal("cannot take the running trial's CPU")
+	}
+	gr, ok := s.pool.take(events.DefaultShape()) // the gate's hold: it read no work yet
+	if !ok {
+		t.Fatal("cannot take the gate's hold")
+	}
+	work := &events.TrialScheduled{TrialID: "t1", TrialName: "train_t1", DirName: "train_t1", HeartbeatTimeoutS: 30,
+		Config: map[string]any{}, Trainable: events.Trainable{Name: "fn"}, Resources: events.Resources{events.ResourceCPU: 2}}
+	if err := b.EnsureWorkConsumer(t.Context(), "exp", bus.WorkConfig{AckWait: work.HeartbeatTimeoutS}); err != nil {
+		t.Fatal(err)
+	}
+	seq, err := b.Publish(t.Context(), b.Event("exp", events.WriterController, work))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := nextWork(t, b)
+	msg.Hold = &hold{p: s.pool, g: gr}
+	stopped, stop := context.WithCancel(t.Context())
+	stop() // the runner stops as the work waits for its second CPU
+	_, err = s.fit(stopped, "exp", msg, work)
+	b.Settle(t.Context(), msg, err)
+
+	var returned []*events.TrialReturned
+	if err := b.Replay(t.Context(), events.WriterSubjects("exp", events.WriterRunner), func(ev *events.Event) {
+		if p, ok := ev.Data.(*events.TrialReturned); ok {
+			returned = append(returned, p)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(returned) != 1 || returned[0].WorkSeq != seq || returned[0].Attempt != 1 {
+		t.Errorf("hand-backs %+v; want one of the work at %d, attempt 1", returned, seq)
+	}
+	cons, err := bustest.WorkConsumer(t.Context(), srv.JetStream(), "exp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := cons.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.NumAckPending != 0 {
+		t.Errorf("%d work messages wait for an ack, want 0: the work is settled as handed back", info.NumAckPending)
+	}
+}

@@ -238,18 +238,19 @@ func (s *Service) admit(g *gate) func(ctx context.Context) (bus.Hold, error) {
 	}
 }
 
-// handBack gives back trial work this runner can never hold, at no cost
-// to the trial: a nak would spend one of its max_failures + 1 deliveries
-// (JetStream counts every redelivery), and with max_failures 0 end it
-// ERROR without it ever running. It publishes trial.returned, naming the
-// work, which makes the trial unscheduled again in the fold, so the
-// controller schedules it anew; only then does it end the message, with a
-// Terminate (JetStream sends no max-deliveries notice, which the
-// controller would read as a lost trial, for it). Should this runner die
-// between the two, the work is handed out again after the heartbeat
-// timeout, as before, and the runner that gets it finds it returned
-// (attempt.returnedBefore). If the hand-back cannot be stored, the work is
-// left to that timeout too.
+// handBack gives back trial work this runner will not run (it can never
+// hold it, or it stopped while the work waited for capacity) at no cost to
+// the trial: a nak, or leaving it to the ack wait, would spend one of its
+// max_failures + 1 deliveries (JetStream counts every redelivery), and
+// with max_failures 0 end it ERROR without it ever running. It publishes
+// trial.returned, naming the work, which makes the trial unscheduled again
+// in the fold, so the controller schedules it anew; only then does it end
+// the message, with a Terminate (JetStream sends no max-deliveries notice,
+// which the controller would read as a lost trial, for it). Should this
+// runner die between the two, the work is handed out again after the
+// heartbeat timeout, as before, and the runner that gets it finds it
+// returned (attempt.returnedBefore). If the hand-back cannot be stored,
+// the work is left to that timeout too.
 func (s *Service) handBack(ctx context.Context, exp string, d *bus.Delivery, work *events.TrialScheduled, reason string) error {
 	log := s.log.With().Str("experiment", exp).Str("trial", work.TrialID).Str("needs", work.Shape().String()).Logger()
 	p := &events.TrialReturned{
@@ -258,10 +259,10 @@ func (s *Service) handBack(ctx context.Context, exp string, d *bus.Delivery, wor
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if _, err := s.bus.Publish(pctx, s.bus.Event(exp, events.WriterRunner, p)); err != nil {
-		log.Error().Err(err).Msg("took trial work this runner cannot hold, and cannot hand it back; leaving it to be handed out again")
+		log.Error().Err(err).Str("reason", reason).Msg("cannot hand trial work back; leaving it to be handed out again")
 		return bus.ErrLeave
 	}
-	log.Warn().Str("reason", reason).Msg("took trial work this runner cannot hold; handed it back, at no cost to the trial")
+	log.Warn().Str("reason", reason).Msg("handed trial work back, at no cost to the trial")
 	return bus.Terminate(fmt.Errorf("handed back: %s", reason))
 }
 
@@ -272,8 +273,8 @@ const idlePoll = time.Second
 // fit makes the delivery's hold the shape of its work. The gate held the
 // largest shape of the experiment's work, so the work fits in it, unless
 // it was scheduled after the gate last read: then it waits, heartbeating,
-// for the capacity, or, if this runner can never hold it, hands it back
-// (handBack), which costs the trial no attempt.
+// for the capacity, or, if this runner can never hold it or stops
+// meanwhile, hands it back (handBack), which costs the trial no attempt.
 func (s *Service) fit(ctx context.Context, exp string, d *bus.Delivery, work *events.TrialScheduled) (*hold, error) {
 	h, ok := d.Hold.(*hold)
 	if !ok {
@@ -303,7 +304,7 @@ func (s *Service) fit(ctx context.Context, exp string, d *bus.Delivery, work *ev
 				s.log.Warn().Err(err).Str("trial", work.TrialID).Msg("heartbeat while waiting for capacity")
 			}
 		case <-ctx.Done():
-			return nil, bus.ErrLeave
+			return nil, s.handBack(ctx, exp, d, work, "runner "+s.cfg.Name+" stopped while the work waited for capacity")
 		}
 	}
 }
