@@ -175,6 +175,10 @@ func (s *Service) watchGate(ctx context.Context, g *gate) {
 func (s *Service) admit(g *gate) func(ctx context.Context) (bus.Hold, error) {
 	var told string
 	var last *hold
+	// lastWake is the gate's wake-up as the last hold was handed out,
+	// before its fetch: work the gate reads after that closes it, even
+	// when the fetch missed it.
+	var lastWake <-chan struct{}
 	return func(ctx context.Context) (bus.Hold, error) {
 		if last != nil && last.missed() {
 			// The last fetch found nothing pending: wait for new work or for
@@ -182,10 +186,16 @@ func (s *Service) admit(g *gate) func(ctx context.Context) (bus.Hold, error) {
 			// (watchGate), or poll again for work handed out again that
 			// nothing announces (a retry's backoff, a frozen runner's
 			// heartbeat timeout).
-			_, gateChanged := g.largest()
-			t := time.NewTimer(idlePoll)
+			if s.hooks.idle != nil {
+				s.hooks.idle(ctx, g)
+			}
+			poll := idlePoll
+			if s.hooks.idlePoll > 0 {
+				poll = s.hooks.idlePoll
+			}
+			t := time.NewTimer(poll)
 			select {
-			case <-gateChanged:
+			case <-lastWake:
 			case <-t.C:
 			case <-ctx.Done():
 				t.Stop()
@@ -225,7 +235,7 @@ func (s *Service) admit(g *gate) func(ctx context.Context) (bus.Hold, error) {
 			told = ""
 			freed := s.pool.changed()
 			if gr, ok := s.pool.take(shape); ok {
-				last = &hold{p: s.pool, g: gr}
+				last, lastWake = &hold{p: s.pool, g: gr}, gateChanged
 				return last, nil
 			}
 			select {

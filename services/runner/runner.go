@@ -135,6 +135,11 @@ type testHooks struct {
 	// forked runs when a warm worker has forked pid, before the attempt
 	// waits for its end.
 	forked func(w *warmWorker, pid int)
+	// idle runs when admit, after a fetch that found no work, is about to
+	// wait for some.
+	idle func(ctx context.Context, g *gate)
+	// idlePoll, when set, replaces idlePoll.
+	idlePoll time.Duration
 }
 
 // New returns a runner on b.
