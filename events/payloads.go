@@ -245,6 +245,12 @@ type TrialScheduled struct {
 	HeartbeatTimeoutS float64 `json:"heartbeat_timeout_s"`
 	// Checkpoint is the trial's latest checkpoint when it was scheduled.
 	Checkpoint *CheckpointRef `json:"checkpoint,omitempty"`
+	// RunnerSeq is the log sequence of the last event a runner wrote about
+	// the trial that the controller had read when it scheduled the work (0:
+	// none, or not said). A runner that finds no later one knows Checkpoint
+	// (or Exploit's) is the newest kept and AttemptBase the last attempt
+	// started, without reading the trial's history.
+	RunnerSeq uint64 `json:"runner_seq,omitempty"`
 	// CheckpointScoreAttribute is the result key checkpoints are ranked
 	// by; a checkpoint reported with a non-numeric value is refused.
 	CheckpointScoreAttribute string `json:"checkpoint_score_attribute,omitempty"`

@@ -112,6 +112,7 @@ func resume(t *state.Trial) {
 	}
 	t.Scheduled, t.StopRequested, t.StopReason, t.EndReason, t.PauseRequested = false, false, "", "", false
 	t.FailuresAtRestore = t.NumFailures
+	t.RunnerSeq = 0 // the restored run may be on another log: its first attempt reads the history
 }
 
 // NewTrial is the default Restarter's shape: a fresh trial with the old

@@ -199,3 +199,22 @@ func TestApplyKeepsPausedTrialsPaused(t *testing.T) {
 		t.Errorf("%d unfinished, want 3", got.Unfinished())
 	}
 }
+
+// A resumed trial's work must not tell its runner the history is known:
+// the restored run may be on another log, whose sequences say nothing of
+// the old one's. Its first attempt reads the history.
+func TestAResumedTrialForgetsItsLastRunnerEvent(t *testing.T) {
+	st := crashed()
+	for _, tr := range st.Trials {
+		tr.RunnerSeq = 42
+	}
+	got, err := Apply(st, FromFlags(true, true, false), restart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"running", "failed"} {
+		if tr := got.Trials[id]; tr.RunnerSeq != 0 {
+			t.Errorf("resumed trial %s keeps RunnerSeq %d, want 0", id, tr.RunnerSeq)
+		}
+	}
+}

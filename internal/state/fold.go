@@ -47,6 +47,9 @@ func (e *Experiment) apply(ev *events.Event) bool {
 	if t == nil {
 		return false
 	}
+	if ev.Writer == events.WriterRunner && ev.Seq != 0 {
+		t.RunnerSeq = ev.Seq // the log's order: the newest so far
+	}
 	defer e.moved(t, e.standing(t)) // the tally follows whatever the event changes in the trial
 	finished := t.Finished()
 	changed := e.applyTrial(t, ev)

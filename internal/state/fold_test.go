@@ -678,3 +678,27 @@ func TestFoldANewRunStartsFromNothing(t *testing.T) {
 			e.SubmittedSeq, e.Order, e.Spec.TuneConfig.NumSamples, l.evs[old].Seq)
 	}
 }
+
+// A trial's RunnerSeq is the last event a runner wrote about it, whether
+// the fold took it or not (a report from an attempt fenced off changes
+// nothing but is still the last word: a runner comparing the log with the
+// work must see it). Other writers' events leave it.
+func TestTheFoldKeepsTheTrialsLastRunnerEvent(t *testing.T) {
+	l := newLog(t)
+	l.create("a", 0)
+	l.create("b", 1)
+	l.start("a", 1)
+	l.report("a", 1, 1, 1)
+	l.start("b", 1)
+	bStart := l.evs[len(l.evs)-1].Seq
+	l.report("a", 7, 2, 1) // a future attempt's: refused by the fold
+	last := l.evs[len(l.evs)-1].Seq
+	l.add(events.WriterController, &events.TrialStopRequested{TrialID: "a", Reason: "asha"})
+	st := fold(l.evs)
+	if got := st.Trials["a"].RunnerSeq; got != last {
+		t.Errorf("a's RunnerSeq %d, want %d: its last runner event, the refused report", got, last)
+	}
+	if got := st.Trials["b"].RunnerSeq; got != bStart {
+		t.Errorf("b's RunnerSeq %d, want %d: its start", got, bStart)
+	}
+}

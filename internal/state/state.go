@@ -101,6 +101,11 @@ type Trial struct {
 	// WorkSeq is the log sequence of the trial.scheduled event the trial's
 	// current work came from: a notice about any other work is stale.
 	WorkSeq uint64 `json:"work_seq,omitempty"`
+	// RunnerSeq is the log sequence of the last event a runner wrote about
+	// the trial, folded or not (a fenced-off attempt's too): the trial's
+	// work carries it, and a runner that finds nothing later need not read
+	// the trial's history (events.TrialScheduled.RunnerSeq).
+	RunnerSeq uint64 `json:"runner_seq,omitempty"`
 	// Returns counts the hand-backs of the trial's work by runners that
 	// could not hold it (trial.returned): each costs no attempt, and makes
 	// the trial's next work a new decision.

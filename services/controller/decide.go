@@ -355,7 +355,7 @@ func schedule(st *state.Experiment, id, name, dir string, config map[string]any,
 		work.Artifacts = &events.ArtifactSync{PeriodS: sc.SyncPeriodS, OnCheckpoint: sc.SyncArtifactsOnCheckpoint == nil || *sc.SyncArtifactsOnCheckpoint}
 	}
 	if t := st.Trials[id]; t != nil {
-		work.Checkpoint = t.LatestCheckpoint()
+		work.Checkpoint, work.RunnerSeq = t.LatestCheckpoint(), t.RunnerSeq
 		if r := t.ResumeFrom; r != nil { // a retry of an exploit resumes from the donor's
 			work.Exploit = r
 		}

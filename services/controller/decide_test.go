@@ -604,6 +604,25 @@ func TestDecideReschedules(t *testing.T) {
 			t.Fatalf("the new work %+v; want max_failures 1 (2 less the one failure), attempts on from 1", acts[0].Payload)
 		}
 	})
+	t.Run("the new work carries the runners' last word", func(t *testing.T) {
+		// A runner that finds nothing newer about the trial in the log
+		// resumes from the work's checkpoint without reading the history.
+		h := newHistory(t, nil)
+		h.launch()
+		if w := h.trial(0); w.RunnerSeq != 0 {
+			t.Fatalf("a trial no runner wrote about has RunnerSeq %d", w.RunnerSeq)
+		}
+		h.run(0)
+		h.preempt(0, false)
+		last := h.seq // the runner's trial.failed
+		acts := h.step()
+		if len(acts) != 1 {
+			t.Fatalf("decided %v; want the trial scheduled again", describeAll(acts))
+		}
+		if w, ok := acts[0].Payload.(*events.TrialScheduled); !ok || w.RunnerSeq != last {
+			t.Fatalf("the new work %+v; want runner_seq %d, the runner's trial.failed", acts[0].Payload, last)
+		}
+	})
 	t.Run("resumed", func(t *testing.T) {
 		h := newHistory(t, func(s *events.ExperimentSpec) { s.TuneConfig.MaxConcurrentTrials = 5 })
 		h.launch()

@@ -59,6 +59,9 @@ type attempt struct {
 	// stageRestore: the checkpoint resumed from is in storage, which this
 	// runner cannot read; the syncer stages it (trial.started says so).
 	stageRestore bool
+	// usable: resumePoint found the checkpoint it returned usable (or
+	// could not tell), rather than returning the newest of none usable.
+	usable bool
 }
 
 // runAttempt runs one delivery of trial work to its end and returns how
@@ -223,6 +226,9 @@ var errSuperseded = errors.New("a newer attempt of the trial has started")
 // off but not dead may still write (checkpoints, reports, a late start)
 // until this start is in the log, so the start is published only if no
 // runner event of the trial came after the ones read; else it reads again.
+// What the log keeps is read from the work when the work says the
+// controller had read every runner event there is (known), else from the
+// trial's history (checkpoints).
 func (a *attempt) begin(ctx context.Context) (_ *events.CheckpointRef, donor string, _ error) {
 	subject := events.TrialSubjects(a.exp, events.WriterRunner, a.work.TrialID)
 	if err := a.prepareStorage(ctx); err != nil {
@@ -233,15 +239,26 @@ func (a *attempt) begin(ctx context.Context) (_ *events.CheckpointRef, donor str
 		if err != nil {
 			return nil, "", err
 		}
-		refs, donor, current, err := a.checkpoints(ctx)
-		if err != nil {
-			return nil, "", err
+		refs, donor, current, known := a.known(fence)
+		if !known {
+			if refs, donor, current, err = a.checkpoints(ctx); err != nil {
+				return nil, "", err
+			}
 		}
 		if current >= a.num {
 			a.superseded.Store(true)
 			return nil, "", fmt.Errorf("attempt %d: %w (attempt %d)", a.num, errSuperseded, current)
 		}
 		ref, err := a.resumePoint(ctx, refs)
+		if known && (errors.Is(err, ckpt.ErrGone) || err == nil && ref != nil && !a.usable) {
+			// The work's checkpoint cannot be resumed from: the history
+			// names the ones kept before it.
+			a.log.Info().Msg("the work's checkpoint cannot be resumed from; reading the trial's history for the ones before it")
+			if refs, donor, _, err = a.checkpoints(ctx); err != nil {
+				return nil, "", err
+			}
+			ref, err = a.resumePoint(ctx, refs)
+		}
 		if err != nil {
 			return nil, "", err
 		}

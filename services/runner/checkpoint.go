@@ -50,6 +50,9 @@ func (a *attempt) checkpoints(ctx context.Context) (refs []events.CheckpointRef,
 		return nil, "", 0, nil // a first attempt has made no checkpoint yet
 	}
 	id := a.work.TrialID
+	if a.s.hooks.historyRead != nil {
+		a.s.hooks.historyRead(id)
+	}
 	filters := []string{events.TrialSubjects(a.exp, events.WriterController, id)}
 	// trial.paused too: without it a pause request would cut off every
 	// later checkpoint of the trial in this fold.
@@ -96,6 +99,28 @@ func (a *attempt) checkpoints(ctx context.Context) (refs []events.CheckpointRef,
 	return refs, "", current, nil
 }
 
+// known returns what checkpoints would, read from the work instead of
+// the trial's history, when the work says the controller had read every
+// event a runner wrote about the trial up to fence, the last there is now
+// (events.TrialScheduled.RunnerSeq): the work's checkpoint, or a PBT
+// donor's, is then the newest kept, and its attempt base the last attempt
+// started. A pause and resume, an exploit, or a retry on a quiet log skip
+// the history's fold (tens of milliseconds once a trial has a few hundred
+// checkpoints).
+func (a *attempt) known(fence uint64) (refs []events.CheckpointRef, donor string, current int, ok bool) {
+	w := a.work
+	if w.RunnerSeq == 0 || w.RunnerSeq != fence {
+		return nil, "", 0, false
+	}
+	switch {
+	case w.Exploit != nil:
+		return []events.CheckpointRef{w.Exploit.Checkpoint}, w.Exploit.Source, w.AttemptBase, true
+	case w.Checkpoint != nil:
+		return []events.CheckpointRef{*w.Checkpoint}, "", w.AttemptBase, true
+	}
+	return nil, "", w.AttemptBase, true
+}
+
 // resumePoint picks, from refs (newest first), the checkpoint this attempt
 // resumes from: the newest whose staged copy is there and holds the bytes
 // its event names. One whose copy is not found, holds other bytes or was
@@ -106,7 +131,7 @@ func (a *attempt) checkpoints(ctx context.Context) (refs []events.CheckpointRef,
 // When every copy is unusable the newest is returned, and fetching it
 // fails with the reason.
 func (a *attempt) resumePoint(ctx context.Context, refs []events.CheckpointRef) (*events.CheckpointRef, error) {
-	a.stageRestore = false
+	a.stageRestore, a.usable = false, false
 	if len(refs) == 0 {
 		return nil, nil
 	}
@@ -122,6 +147,7 @@ func (a *attempt) resumePoint(ctx context.Context, refs []events.CheckpointRef) 
 				return nil, err
 			}
 			if usable {
+				a.usable = true
 				return ref, nil
 			}
 			a.log.Warn().Str("checkpoint", ref.Name).Str("location", ref.Location).Str("reason", why).Msg("cannot resume from the checkpoint; trying the one before")
@@ -131,6 +157,7 @@ func (a *attempt) resumePoint(ctx context.Context, refs []events.CheckpointRef) 
 		var why string
 		switch {
 		case err == nil && ckpt.Holds(info, ref.Digest):
+			a.usable = true
 			return ref, nil
 		case err == nil && ckpt.IsGone(info):
 			why = "it is gone everywhere"
@@ -139,7 +166,8 @@ func (a *attempt) resumePoint(ctx context.Context, refs []events.CheckpointRef) 
 		case errors.Is(err, ckpt.ErrObjectNotFound) && !errors.Is(err, ckpt.ErrRemoved):
 			why = "its staged copy is not found"
 		default:
-			return ref, nil // fetching it tells what is wrong
+			a.usable = true // as far as can be told: fetching it tells what is wrong
+			return ref, nil
 		}
 		a.log.Warn().Str("checkpoint", ref.Name).Str("reason", why).Msg("cannot resume from the checkpoint; trying the one before")
 	}

@@ -135,6 +135,9 @@ type testHooks struct {
 	// forked runs when a warm worker has forked pid, before the attempt
 	// waits for its end.
 	forked func(w *warmWorker, pid int)
+	// historyRead is told when an attempt folds its trial's history to
+	// find where to resume.
+	historyRead func(trial string)
 	// idle runs when admit, after a fetch that found no work, is about to
 	// wait for some.
 	idle func(ctx context.Context, g *gate)
