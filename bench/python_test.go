@@ -237,6 +237,33 @@ func pyAttempts(evs []*events.Event) []*pyAttempt {
 	return out
 }
 
+// reportIntervals is the time between consecutive results of one attempt,
+// by the log's event times (a batch of n results spreads its interval over
+// them).
+func reportIntervals(evs []*events.Event) []time.Duration {
+	type key struct {
+		trial   string
+		attempt int
+	}
+	last := map[key]time.Time{}
+	var out []time.Duration
+	for _, ev := range evs {
+		p, ok := ev.Data.(*events.TrialReported)
+		if !ok {
+			continue
+		}
+		k := key{ev.Trial(), p.Attempt}
+		if prev, ok := last[k]; ok {
+			n := len(p.Results())
+			for range n {
+				out = append(out, ev.Time.Sub(prev)/time.Duration(n))
+			}
+		}
+		last[k] = ev.Time
+	}
+	return out
+}
+
 // peakRunning is the most attempts running at once (trial.started to its
 // end in the log).
 func peakRunning(attempts []*pyAttempt) int {
@@ -727,7 +754,7 @@ func pbtRun(b *testing.B, py pyBench, scheduler string, trials, iters int, work,
 		}
 		exploits = append(exploits, pbtExploit{prev: prev, next: a, firstLine: firstLine(b, a)})
 	}
-	b.Logf("%s: Fit %.2fs; %d attempts, %d exploits from a donor's checkpoint, %d other pauses, %d exploits lost; %d results in the log",
-		exp, out.WallS, len(attempts), len(exploits), pauses, lost, results)
+	b.Logf("%s: Fit %.2fs; %d attempts, %d exploits from a donor's checkpoint, %d other pauses, %d exploits lost; %d results in the log; within an attempt, report to report: %v",
+		exp, out.WallS, len(attempts), len(exploits), pauses, lost, results, newDistribution(reportIntervals(f.events)))
 	return time.Duration(out.WallS * float64(time.Second)), exploits
 }
