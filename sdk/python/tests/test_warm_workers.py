@@ -7,6 +7,7 @@ import json
 import glob
 import os
 import subprocess
+import time
 import unittest
 
 from tests.support import SCRIPT_TIMEOUT_S, HomeTest, binary, environ, result_line, run_script
@@ -18,7 +19,7 @@ with open(os.environ["LOADS_FILE"], "a") as f:
     f.write("%d\\n" % os.getpid())
 """
 
-SCRIPT = """import json, os, signal, sys, threading, time
+SCRIPT = """import json, os, random, signal, sys, threading, time
 import loads
 import tunejet
 from tunejet import train, tune
@@ -36,7 +37,7 @@ def trainable(config):
     attempt = tunejet.get_attempt()
     record = {"seen": len(SEEN), "leaked": leaked, "cwd": os.getcwd(), "trial_dir": tunejet.get_trial_dir(),
               "trial_id_env": os.environ["TUNEJET_TRIAL_ID"], "me": os.getpid(), "parent": os.getppid(),
-              "attempt": attempt}
+              "attempt": attempt, "random": random.random()}
     # A trial's process ends as an interpreter would: the files it left
     # open are flushed, and its non-daemon threads run to their end.
     LEFT_OPEN.append(open("left_open.txt", "w"))
@@ -94,12 +95,38 @@ class WarmWorkers(HomeTest):
                 self.assertEqual(f.read(), "trial %d" % t["i"], "a file the trial left open was not flushed")
             self.assertTrue(os.path.exists(os.path.join(t["trial_dir"], "thread_done.txt")), "a non-daemon thread was cut short")
         self.assertEqual(len({t["me"] for t in trials}), len(trials), "a process ran two trials")
+        self.assertEqual(len({t["random"] for t in trials}), len(trials), "two trials drew the same random numbers")
 
     def test_trials_fork_from_one_warm_worker_and_share_nothing(self):
         trials, loads = self.run_trials("default", ["no"] * 6)
         self.assertEqual(loads, 1, "the trainable was loaded %d times for 6 trials, want once" % loads)
         self.assertEqual(len({t["parent"] for t in trials}), 1, "trials forked from several workers: %s" % trials)
         self.assert_isolated(trials)
+
+    def test_no_fork_outlives_its_worker(self):
+        # The worker forks ahead (a fork ready for the next trial); once
+        # the run ends, no process of it is left: not a trial, not a
+        # ready fork.
+        self.run_trials("default", ["no"] * 3)
+        mine = ("HOME=%s" % self.home).encode()
+
+        def left():
+            pids = []
+            for pid in os.listdir("/proc"):
+                if not pid.isdigit():
+                    continue
+                try:
+                    with open("/proc/%s/environ" % pid, "rb") as f:
+                        if mine in f.read().split(b"\0"):
+                            pids.append(int(pid))
+                except OSError:  # gone, or another user's
+                    pass
+            return pids
+
+        deadline = time.monotonic() + SCRIPT_TIMEOUT_S
+        while left() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(left(), [], "processes of the run are left after it ended")
 
     def test_reuse_actors_false_starts_each_trial_cold(self):
         trials, loads = self.run_trials("off", ["no"] * 4)

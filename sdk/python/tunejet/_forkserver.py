@@ -14,7 +14,9 @@ worker exits and the runner starts its trials as cold processes); for each
 ``{"op": "fork", "id", "env", "dir", "stdout", "stderr"}`` request,
 ``{"id", "pid"}`` or ``{"id", "error"}``; when a forked trial ends,
 ``{"exit": pid, "status": code}`` or ``{"exit": pid, "signal": number}``.
-The worker exits when fd 3 closes (the runner is done with it).
+The worker exits when fd 3 closes (the runner is done with it). Between
+requests it forks ahead (_Server): a request usually goes to a process
+forked before it came.
 """
 
 import json
@@ -61,7 +63,14 @@ def unsafe():
 
 def serve(run):
     """Serve fork requests until the runner closes fd 3; each forked
-    process calls run() and exits as a cold worker would."""
+    process calls run() and exits as a cold worker would.
+
+    Between requests the worker forks ahead: it keeps as many idle forks
+    ready as it has had trials running at once, each blocked on a pipe of
+    its own, and hands a request to one of them instead of forking then.
+    Trials that end together (a wave of same-length trials on many slots)
+    then start together, rather than one fork after another; an idle fork
+    has done nothing yet (copy on write), and exits when the worker does."""
     import selectors
     import signal
 
@@ -80,13 +89,18 @@ def serve(run):
     sel = selectors.DefaultSelector()
     sel.register(_REQUESTS, selectors.EVENT_READ)
     sel.register(wake_r, selectors.EVENT_READ)
+    server = _Server(run, [wake_r, wake_w], sel)
     _write({"ready": True})
     pending = b""
     while True:
-        for key, _ in sel.select():
+        ready = sel.select(timeout=0 if server.short() else None)
+        if not ready:
+            server.fork_ahead()
+            continue
+        for key, _ in ready:
             if key.fd == wake_r:
                 os.read(wake_r, 4096)
-                _reap()
+                server.reap()
                 continue
             data = os.read(_REQUESTS, 1 << 16)
             if not data:
@@ -94,49 +108,141 @@ def serve(run):
             pending += data
             while b"\n" in pending:
                 line, pending = pending.split(b"\n", 1)
-                request = json.loads(line)
-                try:
-                    pid = _fork(request, [sel, wake_r, wake_w], run)
-                except OSError as e:
-                    _write({"id": request["id"], "error": "fork: %s" % e})
-                    continue
-                _write({"id": request["id"], "pid": pid})
+                server.serve(line)
 
 
-def _fork(request, fds, run):
-    """Fork the process of one trial attempt and return its pid."""
-    import traceback
-    import warnings
+class _Server:
+    """The forks of a warm worker: the trials running, by pid, and the
+    idle forks ready for the next requests, each with its pipe."""
 
-    sys.stdout.flush()
-    sys.stderr.flush()
-    with warnings.catch_warnings():  # Python 3.12 warns of native threads (BLAS pools) it cannot tell safe
-        warnings.simplefilter("ignore", DeprecationWarning)
-        pid = os.fork()
-    if pid:
+    def __init__(self, run, fds, sel):
+        self.run, self.fds, self.sel = run, fds, sel
+        self.trials = set()
+        self.ready = []  # (pid, the write end of its request pipe), oldest first
+        self.peak = 0  # the most trials running at once so far
+
+    def short(self):
+        """Whether fewer forks are ready than trials have run at once."""
+        return len(self.ready) < self.peak
+
+    def serve(self, line):
+        """Start the trial of one request line and reply with its pid."""
+        request = json.loads(line)
         try:
-            os.setpgid(pid, pid)  # as the child does: whichever runs first
+            if self.ready:
+                pid, w = self.ready.pop(0)
+                _hand(w, line)
+            else:
+                pid = self._fork(request)
+        except OSError as e:
+            _write({"id": request["id"], "error": "fork: %s" % e})
+            return
+        self.trials.add(pid)
+        self.peak = max(self.peak, len(self.trials))
+        _write({"id": request["id"], "pid": pid})
+
+    def fork_ahead(self):
+        """Fork one idle process that waits for its request."""
+        r, w = os.pipe()
+        try:
+            pid = self._fork(None, (r, w))
         except OSError:
-            pass  # the child did, or has already exited
-        return pid
-    try:
-        _become_trial(request, fds)
-    except BaseException:
-        traceback.print_exc()
-        os._exit(1)
-    code = 0
-    try:
-        run()
-    except SystemExit as e:  # as the interpreter ends on it
-        if e.code is None or isinstance(e.code, int):
-            code = e.code or 0
-        else:
-            print(e.code, file=sys.stderr)
+            os.close(w)
+            self.peak = len(self.ready)  # no more: forking fails (memory, pids)
+            return
+        finally:
+            os.close(r)
+        self.ready.append((pid, w))
+
+    def reap(self):
+        """Report every trial that has ended; forget ready forks that
+        ended without one (killed from outside)."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid not in self.trials:
+                for i, (ready, w) in enumerate(self.ready):
+                    if ready == pid:
+                        os.close(w)
+                        del self.ready[i]
+                        break
+                continue
+            self.trials.discard(pid)
+            if os.WIFSIGNALED(status):
+                _write({"exit": pid, "signal": os.WTERMSIG(status)})
+            else:
+                _write({"exit": pid, "status": os.waitstatus_to_exitcode(status)})
+
+    def _fork(self, request, pipe=None):
+        """Fork the process of one trial attempt, for request now or, with
+        request None, for the one that comes on pipe (its read and write
+        ends); return its pid."""
+        import traceback
+        import warnings
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        with warnings.catch_warnings():  # Python 3.12 warns of native threads (BLAS pools) it cannot tell safe
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid:
+            try:
+                os.setpgid(pid, pid)  # as the child does: whichever runs first
+            except OSError:
+                pass  # the child did, or has already exited
+            return pid
+        try:
+            others = [w for _, w in self.ready]
+            if pipe is not None:
+                others.append(pipe[1])  # its own write end too: the worker's end alone keeps the pipe open
+            _leave_worker(self.sel, self.fds + others)
+            if request is None:
+                request = _wait_request(pipe[0])
+            _become_trial(request)
+        except BaseException:
+            traceback.print_exc()
+            os._exit(1)
+        code = 0
+        try:
+            self.run()
+        except SystemExit as e:  # as the interpreter ends on it
+            if e.code is None or isinstance(e.code, int):
+                code = e.code or 0
+            else:
+                print(e.code, file=sys.stderr)
+                code = 1
+        except BaseException:
+            traceback.print_exc()
             code = 1
-    except BaseException:
-        traceback.print_exc()
-        code = 1
-    _exit(code)
+        _exit(code)
+
+
+def _hand(w, line):
+    """Give a ready fork its request and close its pipe."""
+    try:
+        data = line + b"\n"
+        while data:
+            data = data[os.write(w, data) :]
+    finally:
+        os.close(w)
+
+
+def _wait_request(pipe):
+    """Read a ready fork's request; exit if the worker ends first."""
+    data = b""
+    while True:
+        chunk = os.read(pipe, 1 << 16)
+        if not chunk:
+            break
+        data += chunk
+    os.close(pipe)
+    if not data.strip():
+        os._exit(0)  # the worker ended: no trial for this fork
+    return json.loads(data)
 
 
 def _exit(code):
@@ -169,20 +275,26 @@ def _exit(code):
     os._exit(code)
 
 
-def _become_trial(request, fds):
-    """Make this forked process the trial's, as a cold start would:
-    its own process group, stdio, working directory and environment, and
-    fresh random state."""
-    import random
+def _leave_worker(sel, fds):
+    """In a forked process: its own process group, the worker's signal
+    handling undone, and the worker's descriptors (its pipes to the
+    runner, its wake-up pipe, the ready forks' request pipes) closed, so
+    that a fork never keeps another's pipe open."""
     import signal
 
     os.setpgid(0, 0)
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    sel, wake_r, wake_w = fds
     sel.close()
-    for fd in (_REQUESTS, _REPLIES, wake_r, wake_w):
+    for fd in [_REQUESTS, _REPLIES] + fds:
         os.close(fd)
+
+
+def _become_trial(request):
+    """Make this forked process the trial's, as a cold start would: its
+    stdio, working directory and environment, and fresh random state."""
+    import random
+
     for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
         f = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         os.dup2(f, fd)
@@ -197,21 +309,6 @@ def _become_trial(request, fds):
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.seed()
-
-
-def _reap():
-    """Report every forked trial that has ended."""
-    while True:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-        if os.WIFSIGNALED(status):
-            _write({"exit": pid, "signal": os.WTERMSIG(status)})
-        else:
-            _write({"exit": pid, "status": os.waitstatus_to_exitcode(status)})
 
 
 def _write(reply):
