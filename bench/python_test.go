@@ -626,8 +626,10 @@ func pyTrialStarts(b *testing.B, py pyBench, reuse bool, trials int, limit time.
 // does, keeping 2 by mean_accuracy. Each iteration's work is a 10 ms sleep
 // (TUNEJET_BENCH_PBT_WORK), small but not nothing, so that the figures are
 // mostly tunejet's. The example's "done" criterion is left out and every
-// trial stops at the last iteration, so that PBT and FIFO run the same
-// reports; the benchmark fails unless every trial ended TERMINATED at
+// trial stops at the last iteration, so that PBT and FIFO end at the same
+// iteration (PBT runs more results all the same: an exploiting trial goes
+// on from the donor's checkpoint of its last perturbation, Ray's rule,
+// often a few iterations behind its own); the benchmark fails unless every trial ended TERMINATED at
 // that iteration, and unless PBT exploited at least once (under -short a
 // run without an exploit only logs it). One runner of 16 slots: all trials
 // run at once.
@@ -636,8 +638,10 @@ func pyTrialStarts(b *testing.B, py pyBench, reuse bool, trials int, limit time.
 // with PBT over the same script without a scheduler (FIFO), each on a
 // fresh deployment in the same run. PBT's side costs more by design: every
 // report waits for the controller's judgement (Ray's report() does too;
-// with FIFO nothing judges), and each exploit ends an attempt and starts
-// another.
+// with FIFO nothing judges), each exploit ends an attempt and starts
+// another, and the exploits' repeated iterations are more work.
+// pbt/fifo_per_result divides each side's wall time by its results: the
+// cost of pausing, resuming and judging alone.
 //
 // exploit_ms is the median of one exploit, from the log: the runner's
 // trial.paused (the attempt has ended; the trial holds no slot) → the first
@@ -659,14 +663,21 @@ func BenchmarkPBTExploit(b *testing.B) {
 	work := envDuration(b, "TUNEJET_BENCH_PBT_WORK", 10*time.Millisecond, 10*time.Millisecond)
 	limit := time.Duration(trials*iters)*500*time.Millisecond + 5*time.Minute
 	var fifo, pbt time.Duration
+	var fifoResults, pbtResults int
 	var exploits []pbtExploit
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		fifo, _ = pbtRun(b, py, "fifo", trials, iters, work, limit)
-		pbt, exploits = pbtRun(b, py, "pbt", trials, iters, work, limit)
+		fifo, fifoResults, _ = pbtRun(b, py, "fifo", trials, iters, work, limit)
+		pbt, pbtResults, exploits = pbtRun(b, py, "pbt", trials, iters, work, limit)
 		b.StartTimer()
 	}
 	b.ReportMetric(pbt.Seconds()/fifo.Seconds(), "pbt/fifo")
+	// PBT runs more results than FIFO: an exploiting trial goes on from
+	// the donor's checkpoint of its last perturbation (Ray's rule), often
+	// iterations behind its own, and runs them again. Per result, the
+	// ratio is what pausing, resuming and judging cost.
+	perResult := (pbt.Seconds() / float64(pbtResults)) / (fifo.Seconds() / float64(fifoResults))
+	b.ReportMetric(perResult, "pbt/fifo_per_result")
 	if len(exploits) == 0 {
 		if smoke() { // 4 trials × 20 iterations may, rarely, exploit nothing
 			b.Logf("PBT made no exploit in %d trials × %d iterations: no exploit_ms", trials, iters)
@@ -689,8 +700,8 @@ func BenchmarkPBTExploit(b *testing.B) {
 	b.ReportMetric(float64(len(exploits)), "exploits")
 	b.ReportMetric(pbt.Seconds(), "pbt_wall_s")
 	b.ReportMetric(fifo.Seconds(), "fifo_wall_s")
-	b.Logf("%d trials × %d iterations of %v: PBT %.2fs, FIFO %.2fs, pbt/fifo %.3f; load average %s",
-		trials, iters, work, pbt.Seconds(), fifo.Seconds(), pbt.Seconds()/fifo.Seconds(), loadAvg())
+	b.Logf("%d trials × %d iterations of %v: PBT %.2fs for %d results, FIFO %.2fs for %d, pbt/fifo %.3f, per result %.3f; load average %s",
+		trials, iters, work, pbt.Seconds(), pbtResults, fifo.Seconds(), fifoResults, pbt.Seconds()/fifo.Seconds(), perResult, loadAvg())
 	b.Logf("%d exploits, trial.paused → first report from the donor's checkpoint: %v", len(exploits), totalD)
 	med := func(ds []time.Duration) time.Duration { return newDistribution(ds).median().Round(time.Millisecond) }
 	b.Logf("medians: pause requested → trial.paused %v; trial.paused → trial.scheduled %v, → trial.started %v; trial.started → the trainable's first line %v → its first report %v",
@@ -705,8 +716,8 @@ type pbtExploit struct {
 }
 
 // pbtRun runs pbt.py once with scheduler "pbt" or "fifo" and returns Fit's
-// wall time and the exploits in the log.
-func pbtRun(b *testing.B, py pyBench, scheduler string, trials, iters int, work, limit time.Duration) (time.Duration, []pbtExploit) {
+// wall time, the results in the log and its exploits.
+func pbtRun(b *testing.B, py pyBench, scheduler string, trials, iters int, work, limit time.Duration) (time.Duration, int, []pbtExploit) {
 	b.Helper()
 	exp := "pbt_function_" + scheduler
 	var out struct {
@@ -756,5 +767,5 @@ func pbtRun(b *testing.B, py pyBench, scheduler string, trials, iters int, work,
 	}
 	b.Logf("%s: Fit %.2fs; %d attempts, %d exploits from a donor's checkpoint, %d other pauses, %d exploits lost; %d results in the log; within an attempt, report to report: %v",
 		exp, out.WallS, len(attempts), len(exploits), pauses, lost, results, newDistribution(reportIntervals(f.events)))
-	return time.Duration(out.WallS * float64(time.Second)), exploits
+	return time.Duration(out.WallS * float64(time.Second)), results, exploits
 }

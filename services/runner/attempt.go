@@ -145,10 +145,11 @@ func (a *attempt) live(ctx context.Context) (started, ended bool, err error) {
 		}
 		defer stopJudged()
 	}
-	if a.beforeRestore(ctx) || a.returnedBefore(ctx) {
+	stale, ended, request := a.checkWork(ctx)
+	if stale {
 		return false, true, nil
 	}
-	switch ended, request := a.endedByController(ctx); {
+	switch {
 	case request != nil:
 		// A stop or pause was requested; the runner that ran the trial may
 		// have died before ending it, so this attempt records the outcome
@@ -322,6 +323,20 @@ func (a *attempt) endedByController(ctx context.Context) (ended bool, request *e
 		return true, nil
 	}
 	return false, nil
+}
+
+// checkWork reads, at once, whether the work is stale (from before the
+// experiment's newest restore, or handed back already) and whether the
+// controller has ended the trial or asked it to stop or pause: three
+// reads of the log that each start of an attempt waits for.
+func (a *attempt) checkWork(ctx context.Context) (stale, ended bool, request *events.TrialStopRequested) {
+	var before, returned bool
+	var wg sync.WaitGroup
+	wg.Go(func() { before = a.beforeRestore(ctx) })
+	wg.Go(func() { returned = a.returnedBefore(ctx) })
+	ended, request = a.endedByController(ctx)
+	wg.Wait()
+	return before || returned, ended, request
 }
 
 // beforeRestore reports whether the work was scheduled before the
