@@ -165,7 +165,7 @@ func download(ctx context.Context, b *blob.Bucket, key, dst string) (uint32, int
 	// Large reads: the default 32 KiB buffer makes many small reads of
 	// the response and writes of the file.
 	h := crc32.New(castagnoli)
-	n, err := io.CopyBuffer(io.MultiWriter(out, h), r, make([]byte, 1<<20))
+	n, err := copyBuffer(io.MultiWriter(out, h), r)
 	if err != nil {
 		return 0, 0, err
 	}

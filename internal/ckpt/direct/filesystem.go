@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -196,7 +197,7 @@ func (d *FileSystem) copyFile(src, dst string) (uint32, int64, error) {
 	var n int64
 	if d.ChecksumWhileCopying {
 		h := crc32.New(castagnoli)
-		n, err = io.CopyBuffer(io.MultiWriter(out, h), in, make([]byte, 1<<20))
+		n, err = copyBuffer(io.MultiWriter(out, h), in)
 		crc = h.Sum32()
 	} else {
 		n, err = kernelCopy(out, in)
@@ -224,10 +225,24 @@ func kernelCopy(out, in *os.File) (int64, error) {
 	return io.Copy(out, in)
 }
 
+// copyBufs are the 1 MiB buffers files are read with: a checkpoint of
+// small files (a PBT trial's, one per iteration) would otherwise allocate
+// and clear 1 MiB per file.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
+
+// copyBuffer is io.CopyBuffer with a buffer of copyBufs.
+func copyBuffer(dst io.Writer, src io.Reader) (int64, error) {
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	return io.CopyBuffer(dst, src, *bp)
+}
+
 // checksumFile is the CRC-32C of f's content, read from its start.
 func checksumFile(f *os.File) (uint32, error) {
 	h := crc32.New(castagnoli)
-	buf := make([]byte, 1<<20)
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	buf := *bp
 	var off int64
 	for {
 		n, err := f.ReadAt(buf, off)
