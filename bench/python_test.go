@@ -636,10 +636,13 @@ func pyTrialStarts(b *testing.B, py pyBench, reuse bool, trials int, limit time.
 //
 // pbt/fifo is Fit's wall time (inside the script, around tuner.fit())
 // with PBT over the same script without a scheduler (FIFO), each on a
-// fresh deployment in the same run. PBT's side costs more by design: every
-// report waits for the controller's judgement (Ray's report() does too;
-// with FIFO nothing judges), each exploit ends an attempt and starts
-// another, and the exploits' repeated iterations are more work.
+// fresh deployment in the same run: the ratio of the medians of
+// TUNEJET_BENCH_PBT_ROUNDS rounds (5) in alternating order after a
+// warm-up round, with the range of the rounds' ratios. PBT's side costs
+// more by design: every report waits for the controller's judgement
+// (Ray's report() does too; with FIFO nothing judges), each exploit ends
+// an attempt and starts another, and the exploits' repeated iterations
+// are more work.
 // pbt/fifo_per_result divides each side's wall time by its results: the
 // cost of pausing, resuming and judging alone.
 //
@@ -662,22 +665,36 @@ func BenchmarkPBTExploit(b *testing.B) {
 	iters := envInt(b, "TUNEJET_BENCH_PBT_ITERS", 100, 20)
 	work := envDuration(b, "TUNEJET_BENCH_PBT_WORK", 10*time.Millisecond, 10*time.Millisecond)
 	limit := time.Duration(trials*iters)*500*time.Millisecond + 5*time.Minute
-	var fifo, pbt time.Duration
+	rounds := envInt(b, "TUNEJET_BENCH_PBT_ROUNDS", 5, 1)
+	var fifos, pbts, fifoPer, pbtPer []time.Duration
 	var fifoResults, pbtResults int
 	var exploits []pbtExploit
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		fifo, fifoResults, _ = pbtRun(b, py, "fifo", trials, iters, work, limit)
-		pbt, pbtResults, exploits = pbtRun(b, py, "pbt", trials, iters, work, limit)
+		// PBT's own randomness moves a run's figure (how many iterations
+		// its exploits repeat): rounds in alternating order, a warm-up
+		// first, and the ratio of the medians.
+		interleave(rounds, func(_ int, keep bool) {
+			wall, results, xs := pbtRun(b, py, "pbt", trials, iters, work, limit)
+			if keep {
+				pbts, pbtPer, pbtResults = append(pbts, wall), append(pbtPer, wall/time.Duration(results)), pbtResults+results
+				exploits = append(exploits, xs...)
+			}
+		}, func(_ int, keep bool) {
+			wall, results, _ := pbtRun(b, py, "fifo", trials, iters, work, limit)
+			if keep {
+				fifos, fifoPer, fifoResults = append(fifos, wall), append(fifoPer, wall/time.Duration(results)), fifoResults+results
+			}
+		})
 		b.StartTimer()
 	}
-	b.ReportMetric(pbt.Seconds()/fifo.Seconds(), "pbt/fifo")
+	ratio, lo, hi := reportRatio(b, "pbt/fifo", pbts, fifos)
 	// PBT runs more results than FIFO: an exploiting trial goes on from
 	// the donor's checkpoint of its last perturbation (Ray's rule), often
 	// iterations behind its own, and runs them again. Per result, the
 	// ratio is what pausing, resuming and judging cost.
-	perResult := (pbt.Seconds() / float64(pbtResults)) / (fifo.Seconds() / float64(fifoResults))
-	b.ReportMetric(perResult, "pbt/fifo_per_result")
+	perResult, perLo, perHi := reportRatio(b, "pbt/fifo_per_result", pbtPer, fifoPer)
+	pbt, fifo := median(pbts), median(fifos)
 	if len(exploits) == 0 {
 		if smoke() { // 4 trials × 20 iterations may, rarely, exploit nothing
 			b.Logf("PBT made no exploit in %d trials × %d iterations: no exploit_ms", trials, iters)
@@ -700,8 +717,9 @@ func BenchmarkPBTExploit(b *testing.B) {
 	b.ReportMetric(float64(len(exploits)), "exploits")
 	b.ReportMetric(pbt.Seconds(), "pbt_wall_s")
 	b.ReportMetric(fifo.Seconds(), "fifo_wall_s")
-	b.Logf("%d trials × %d iterations of %v: PBT %.2fs for %d results, FIFO %.2fs for %d, pbt/fifo %.3f, per result %.3f; load average %s",
-		trials, iters, work, pbt.Seconds(), pbtResults, fifo.Seconds(), fifoResults, pbt.Seconds()/fifo.Seconds(), perResult, loadAvg())
+	b.Logf("%d trials × %d iterations of %v, %d rounds: PBT median %.2fs (%s), %d results in all; FIFO median %.2fs (%s), %d results; pbt/fifo %.3f [rounds %.3f–%.3f], per result %.3f [%.3f–%.3f]; load average %s",
+		trials, iters, work, len(pbts), pbt.Seconds(), spread(pbts), pbtResults, fifo.Seconds(), spread(fifos), fifoResults,
+		ratio, lo, hi, perResult, perLo, perHi, loadAvg())
 	b.Logf("%d exploits, trial.paused → first report from the donor's checkpoint: %v", len(exploits), totalD)
 	med := func(ds []time.Duration) time.Duration { return newDistribution(ds).median().Round(time.Millisecond) }
 	b.Logf("medians: pause requested → trial.paused %v; trial.paused → trial.scheduled %v, → trial.started %v; trial.started → the trainable's first line %v → its first report %v",
