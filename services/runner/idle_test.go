@@ -32,7 +32,7 @@ func TestAnIdleRunnerTakesWorkScheduledAfterItsEmptyFetch(t *testing.T) {
 	var once sync.Once
 	var took atomic.Bool
 	r.hooks.took = func(string, *events.TrialScheduled) { took.Store(true) }
-	r.hooks.idle = func(ctx context.Context, g *gate) {
+	r.hooks.idle = func(g *gate) {
 		if !took.Load() {
 			return // the first trial's work is not taken yet
 		}

@@ -187,7 +187,7 @@ func (s *Service) admit(g *gate) func(ctx context.Context) (bus.Hold, error) {
 			// nothing announces (a retry's backoff, a frozen runner's
 			// heartbeat timeout).
 			if s.hooks.idle != nil {
-				s.hooks.idle(ctx, g)
+				s.hooks.idle(g)
 			}
 			poll := idlePoll
 			if s.hooks.idlePoll > 0 {

@@ -140,7 +140,7 @@ type testHooks struct {
 	historyRead func(trial string)
 	// idle runs when admit, after a fetch that found no work, is about to
 	// wait for some.
-	idle func(ctx context.Context, g *gate)
+	idle func(g *gate)
 	// idlePoll, when set, replaces idlePoll.
 	idlePoll time.Duration
 }
