@@ -135,6 +135,8 @@ type testHooks struct {
 	// forked runs when a warm worker has forked pid, before the attempt
 	// waits for its end.
 	forked func(w *warmWorker, pid int)
+	// pulling is told when the runner starts pulling a run's work.
+	pulling func(exp string, run int)
 	// historyRead is told when an attempt folds its trial's history to
 	// find where to resume.
 	historyRead func(trial string)
@@ -178,12 +180,50 @@ func (s *Service) Run(ctx context.Context) error {
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.register(ctx) }()
 	filter := events.Prefix + ".*." + string(events.WriterController) + ".experiment.*"
-	err = s.bus.Watch(ctx, filter, 0, bus.Handler{Event: func(ev *events.Event) { s.onExperiment(ctx, ev) }})
+	err = s.bus.Watch(ctx, filter, 0, s.experimentsHandler(ctx))
 	s.wg.Wait()
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}
 	return err
+}
+
+// experimentsHandler hands the experiments' starts and ends to
+// onExperiment. The log is replayed from its start, where a run may have
+// ended since, or been replaced by a restored run whose work consumer
+// has the same name: a pull started for it would only be cancelled again,
+// and could fetch the restored run's work meanwhile. So until the watch
+// has caught up only each experiment's last start or end is kept; then
+// the runs still going start their pulls, and later events go straight
+// to onExperiment.
+func (s *Service) experimentsHandler(ctx context.Context) bus.Handler {
+	caught := false
+	last := map[string]*events.Event{}
+	var order []string
+	return bus.Handler{
+		Event: func(ev *events.Event) {
+			if caught {
+				s.onExperiment(ctx, ev)
+				return
+			}
+			switch ev.Data.(type) {
+			case *events.ExperimentStarted, *events.ExperimentCompleted, *events.ExperimentInterrupted:
+				if _, ok := last[ev.Experiment]; !ok {
+					order = append(order, ev.Experiment)
+				}
+				last[ev.Experiment] = ev
+			}
+		},
+		CaughtUp: func() {
+			caught = true
+			for _, exp := range order {
+				if _, started := last[exp].Data.(*events.ExperimentStarted); started {
+					s.onExperiment(ctx, last[exp])
+				}
+			}
+			last, order = nil, nil
+		},
+	}
 }
 
 // onExperiment starts pulling an experiment's work when it starts and
@@ -199,6 +239,9 @@ func (s *Service) onExperiment(ctx context.Context, ev *events.Event) {
 		}
 		if cancel, ok := s.pulls[exp]; ok { // a restored run has a new work consumer
 			cancel()
+		}
+		if s.hooks.pulling != nil {
+			s.hooks.pulling(exp, p.Run)
 		}
 		pctx, cancel := context.WithCancel(ctx)
 		s.pulls[exp], s.runs[exp] = cancel, p.Run
