@@ -47,7 +47,12 @@ func TestARunnerPullsOnlyTheRunsStillGoing(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("the runner stopped with %v", err)
+		}
+	})
 
 	got := func() []string {
 		mu.Lock()
