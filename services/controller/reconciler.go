@@ -122,14 +122,8 @@ func (r *reconciler) run(ctx context.Context) error {
 			r.shutdown(ctx)
 			return ctx.Err()
 		}
-		if r.caughtUp && r.lead(ctx) {
-			// What the fold has judged goes out first: runners waiting on a
-			// result need not wait for the decisions published before it,
-			// nor for the fold to read them back.
-			r.announceJudged()
-			if r.st.LastSeq >= r.waitSeq {
-				r.reconcile(ctx)
-			}
+		if r.caughtUp && r.st.LastSeq >= r.waitSeq && r.lead(ctx) {
+			r.reconcile(ctx)
 		}
 		if r.caughtUp && r.st.Done() && len(r.evs) == 0 {
 			r.log.Info().Str("reason", r.st.EndReason).Msg("experiment completed")
@@ -296,6 +290,7 @@ func (r *reconciler) reconcile(ctx context.Context) {
 			return
 		}
 	}
+	r.announceJudged()
 }
 
 // announceJudged tells the runners that wait for decisions
@@ -305,7 +300,7 @@ func (r *reconciler) reconcile(ctx context.Context) {
 // is to stop or pause hears of it by trial.stop_requested instead, so it
 // ends at the result that decided it.
 func (r *reconciler) announceJudged() {
-	if r.st.Spec == nil || !r.st.Spec.TuneConfig.WaitForDecisions || !r.st.Judges() {
+	if !r.st.Spec.TuneConfig.WaitForDecisions || !r.st.Judges() {
 		return
 	}
 	pending := map[string]bool{}
