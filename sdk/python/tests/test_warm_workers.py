@@ -49,6 +49,26 @@ def trainable(config):
     if attempt == 1 and die == "self":
         train.report(record)
         os.kill(os.getpid(), signal.SIGKILL)
+    if attempt == 1 and die == "ready":
+        # kill the forks the worker keeps ready beside this trial
+        def siblings():
+            found = []
+            for pid in os.listdir("/proc"):
+                if pid.isdigit() and int(pid) != os.getpid():
+                    try:
+                        with open("/proc/%s/stat" % pid) as f:
+                            ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                    except (OSError, ValueError, IndexError):
+                        continue
+                    if ppid == os.getppid():
+                        found.append(int(pid))
+            return found
+        deadline = time.monotonic() + 30
+        while not siblings() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        record["killed_ready"] = len(siblings())
+        for pid in siblings():
+            os.kill(pid, signal.SIGKILL)
     if attempt == 1 and die == "worker":
         train.report(record)
         os.kill(os.getppid(), signal.SIGKILL)  # the warm worker that forked this trial
@@ -101,6 +121,16 @@ class WarmWorkers(HomeTest):
         trials, loads = self.run_trials("default", ["no"] * 6)
         self.assertEqual(loads, 1, "the trainable was loaded %d times for 6 trials, want once" % loads)
         self.assertEqual(len({t["parent"] for t in trials}), 1, "trials forked from several workers: %s" % trials)
+        self.assert_isolated(trials)
+
+    def test_a_ready_fork_killed_costs_nothing(self):
+        # Trial 1 kills the fork the worker keeps ready for the next trial:
+        # the next trials still run from the same worker, at their first
+        # attempt.
+        trials, loads = self.run_trials("on", ["no", "ready", "no", "no"])
+        self.assertGreater(trials[1].get("killed_ready", 0), 0, "no ready fork to kill: %s" % trials[1])
+        self.assertEqual([t["attempt"] for t in trials], [1, 1, 1, 1], trials)
+        self.assertEqual(loads, 1, "want one worker, got %d loads" % loads)
         self.assert_isolated(trials)
 
     def test_no_fork_outlives_its_worker(self):

@@ -129,10 +129,14 @@ class _Server:
         """Start the trial of one request line and reply with its pid."""
         request = json.loads(line)
         try:
-            if self.ready:
+            pid = None
+            while self.ready and pid is None:
                 pid, w = self.ready.pop(0)
-                _hand(w, line)
-            else:
+                try:
+                    _hand(w, line)
+                except OSError:  # it died before its request came: the next one, or a fork now
+                    pid = None
+            if pid is None:
                 pid = self._fork(request)
         except OSError as e:
             _write({"id": request["id"], "error": "fork: %s" % e})
