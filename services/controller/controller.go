@@ -48,6 +48,10 @@ type Service struct {
 
 	loops bus.Loops // one reconcile loop per followed experiment
 	live  liveRunners
+
+	// livenessHeld, in tests, holds the liveness watch back until it is
+	// closed.
+	livenessHeld <-chan struct{}
 }
 
 // New returns a controller on b.
@@ -80,6 +84,13 @@ func (s *Service) Run(ctx context.Context) error {
 	livenessDone := make(chan struct{})
 	go func() {
 		defer close(livenessDone)
+		if s.livenessHeld != nil {
+			select {
+			case <-s.livenessHeld:
+			case <-lctx.Done():
+				return
+			}
+		}
 		if err := newLivenessWatcher(s).run(lctx); err != nil && !errors.Is(err, context.Canceled) {
 			s.log.Error().Err(err).Msg("liveness watch ended; dead runners are noticed by the heartbeat timeout only")
 			if !s.live.read() { // schedule without the registry rather than not at all

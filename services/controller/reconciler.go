@@ -104,8 +104,11 @@ func (r *reconciler) run(ctx context.Context) error {
 	}()
 	tick := time.NewTicker(r.s.cfg.Tick)
 	defer tick.Stop()
+	liveRead := r.s.live.readCh() // nil once read: decisions wait for the registry
 	for {
 		select {
+		case <-liveRead:
+			liveRead = nil
 		case ev := <-r.evs:
 			r.apply(ctx, ev)
 			r.drain(ctx)

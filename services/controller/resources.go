@@ -13,8 +13,24 @@ import (
 // read the registry, caps is nil: no runner known is not the same as no
 // runner registered (Inputs.Runners empty schedules every trial).
 type liveRunners struct {
-	mu   sync.Mutex
-	caps map[string]events.Resources
+	mu    sync.Mutex
+	caps  map[string]events.Resources
+	first chan struct{} // closed once the registry is read (readCh)
+}
+
+// readCh is closed once the liveness watch has read the registry: a
+// reconciler that put its decisions off until then goes on without
+// waiting for a tick or an event.
+func (l *liveRunners) readCh() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.first == nil {
+		l.first = make(chan struct{})
+		if l.caps != nil {
+			close(l.first)
+		}
+	}
+	return l.first
 }
 
 // read reports whether the liveness watch has read the registry (or has
@@ -32,6 +48,9 @@ func (l *liveRunners) set(runners map[string]*watchedRunner) {
 		caps[name] = r.info.Total()
 	}
 	l.mu.Lock()
+	if l.caps == nil && l.first != nil {
+		close(l.first)
+	}
 	l.caps = caps
 	l.mu.Unlock()
 }
