@@ -59,9 +59,6 @@ type attempt struct {
 	// stageRestore: the checkpoint resumed from is in storage, which this
 	// runner cannot read; the syncer stages it (trial.started says so).
 	stageRestore bool
-	// usable: resumePoint found the checkpoint it returned usable (or
-	// could not tell), rather than returning the newest of none usable.
-	usable bool
 }
 
 // runAttempt runs one delivery of trial work to its end and returns how
@@ -250,15 +247,15 @@ func (a *attempt) begin(ctx context.Context) (_ *events.CheckpointRef, donor str
 			a.superseded.Store(true)
 			return nil, "", fmt.Errorf("attempt %d: %w (attempt %d)", a.num, errSuperseded, current)
 		}
-		ref, err := a.resumePoint(ctx, refs)
-		if known && (errors.Is(err, ckpt.ErrGone) || err == nil && ref != nil && !a.usable) {
+		ref, usable, err := a.resumePoint(ctx, refs)
+		if known && (errors.Is(err, ckpt.ErrGone) || err == nil && !usable) {
 			// The work's checkpoint cannot be resumed from: the history
 			// names the ones kept before it.
 			a.log.Info().Msg("the work's checkpoint cannot be resumed from; reading the trial's history for the ones before it")
 			if refs, donor, _, err = a.checkpoints(ctx); err != nil {
 				return nil, "", err
 			}
-			ref, err = a.resumePoint(ctx, refs)
+			ref, _, err = a.resumePoint(ctx, refs)
 		}
 		if err != nil {
 			return nil, "", err

@@ -128,27 +128,26 @@ func (a *attempt) known(fence uint64) (refs []events.CheckpointRef, donor string
 // copy lost must cost the trial the iterations since the one before, not
 // the trial. A copy removed after it was persisted is not skipped: the
 // syncer stages it again, and the attempt fails and is retried until then.
-// When every copy is unusable the newest is returned, and fetching it
-// fails with the reason.
-func (a *attempt) resumePoint(ctx context.Context, refs []events.CheckpointRef) (*events.CheckpointRef, error) {
-	a.stageRestore, a.usable = false, false
+// When every copy is unusable the newest is returned with usable false,
+// and fetching it fails with the reason.
+func (a *attempt) resumePoint(ctx context.Context, refs []events.CheckpointRef) (_ *events.CheckpointRef, usable bool, _ error) {
+	a.stageRestore = false
 	if len(refs) == 0 {
-		return nil, nil
+		return nil, true, nil
 	}
 	obs, err := a.s.store(ctx, a.exp)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	for i := range refs {
 		ref := &refs[i]
 		if direct.Written(ref) {
 			usable, why, err := a.directUsable(ctx, obs, ref)
 			if err != nil {
-				return nil, err
+				return nil, false, err
 			}
 			if usable {
-				a.usable = true
-				return ref, nil
+				return ref, true, nil
 			}
 			a.log.Warn().Str("checkpoint", ref.Name).Str("location", ref.Location).Str("reason", why).Msg("cannot resume from the checkpoint; trying the one before")
 			continue
@@ -157,8 +156,7 @@ func (a *attempt) resumePoint(ctx context.Context, refs []events.CheckpointRef) 
 		var why string
 		switch {
 		case err == nil && ckpt.Holds(info, ref.Digest):
-			a.usable = true
-			return ref, nil
+			return ref, true, nil
 		case err == nil && ckpt.IsGone(info):
 			why = "it is gone everywhere"
 		case err == nil:
@@ -166,17 +164,16 @@ func (a *attempt) resumePoint(ctx context.Context, refs []events.CheckpointRef) 
 		case errors.Is(err, ckpt.ErrObjectNotFound) && !errors.Is(err, ckpt.ErrRemoved):
 			why = "its staged copy is not found"
 		default:
-			a.usable = true // as far as can be told: fetching it tells what is wrong
-			return ref, nil
+			return ref, true, nil // as far as can be told: fetching it tells what is wrong
 		}
 		a.log.Warn().Str("checkpoint", ref.Name).Str("reason", why).Msg("cannot resume from the checkpoint; trying the one before")
 	}
 	if direct.Written(&refs[0]) {
 		// As a staged copy marked gone everywhere: the trial ends with the
 		// reason rather than retrying what cannot succeed.
-		return nil, fmt.Errorf("resume trial %s: no checkpoint of it is usable (the newest, %s, is damaged or missing in storage): %w", a.work.TrialID, refs[0].Location, ckpt.ErrGone)
+		return nil, false, fmt.Errorf("resume trial %s: no checkpoint of it is usable (the newest, %s, is damaged or missing in storage): %w", a.work.TrialID, refs[0].Location, ckpt.ErrGone)
 	}
-	return &refs[0], nil
+	return &refs[0], false, nil
 }
 
 // localCopy is a checkpoint copied from storage into a local directory.
