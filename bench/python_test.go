@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -405,7 +406,8 @@ func pyBookkeepingOnce(b *testing.B, py pyBench, reuse bool, trials int, work, l
 	exp := "pybookkeeping_" + reuseName(reuse)
 	var out struct {
 		pyOutcome
-		ReportedOnce int `json:"reported_once"`
+		ReportedOnce int     `json:"reported_once"`
+		FitStart     float64 `json:"fit_start"`
 	}
 	f := py.fit(b, bookkeepingSlots, limit, exp, "bookkeeping.py", &out,
 		strconv.Itoa(trials), strconv.FormatFloat(work.Seconds(), 'f', -1, 64), strconv.Itoa(bookkeepingSlots), reuseArg(reuse))
@@ -434,6 +436,9 @@ func pyBookkeepingOnce(b *testing.B, py pyBench, reuse bool, trials int, work, l
 	sortTimes(starts)
 	sortTimes(ends)
 	r.handOff, _ = meanHandOff(starts, ends, bookkeepingSlots)
+	fitStart := time.Unix(0, int64(out.FitStart*1e9))
+	b.Logf("%s: Fit began → the first trial.started %v; the last trial's end → Fit returned %v",
+		exp, starts[0].Sub(fitStart).Round(time.Millisecond), fitStart.Add(r.wall).Sub(ends[len(ends)-1]).Round(time.Millisecond))
 	b.Logf("%s: Fit %.2fs (the script %.2fs, exec to exit); %d running at peak; per attempt: in the attempt beyond the work %v (of which trial.started → the trainable's first line %v), hand-off between attempts %v; CPU per trial: processes (workers, driver) %v, services %v; load average %s",
 		exp, r.wall.Seconds(), r.script.Seconds(), r.peak, r.inAttempt.Round(time.Millisecond),
 		r.toFirstLine.Round(time.Millisecond), r.handOff.Round(time.Millisecond),
@@ -626,25 +631,29 @@ func pyTrialStarts(b *testing.B, py pyBench, reuse bool, trials int, limit time.
 // does, keeping 2 by mean_accuracy. Each iteration's work is a 10 ms sleep
 // (TUNEJET_BENCH_PBT_WORK), small but not nothing, so that the figures are
 // mostly tunejet's. The example's "done" criterion is left out and every
-// trial stops at the last iteration, so that PBT and FIFO end at the same
-// iteration (PBT runs more results all the same: an exploiting trial goes
-// on from the donor's checkpoint of its last perturbation, Ray's rule,
-// often a few iterations behind its own); the benchmark fails unless every trial ended TERMINATED at
-// that iteration, and unless PBT exploited at least once (under -short a
-// run without an exploit only logs it). One runner of 16 slots: all trials
-// run at once.
+// trial stops at the last iteration; the benchmark fails unless every
+// trial ended TERMINATED at that iteration, and unless PBT exploited at
+// least once (under -short a run without an exploit only logs it). One
+// runner of 16 slots: all trials run at once.
 //
+// PBT makes more reports than its trials' iterations: an exploiting trial
+// goes on from the donor's checkpoint of the donor's last perturbation
+// (Ray's rule), often iterations behind its own, and runs them again. So
 // pbt/fifo is Fit's wall time (inside the script, around tuner.fit())
-// with PBT over the same script without a scheduler (FIFO), each on a
-// fresh deployment in the same run: the ratio of the medians of
-// TUNEJET_BENCH_PBT_ROUNDS rounds (5) in alternating order after a
-// warm-up round, with the range of the rounds' ratios. PBT's side costs
-// more by design: every report waits for the controller's judgement
-// (Ray's report() does too; with FIFO nothing judges), each exploit ends
-// an attempt and starts another, and the exploits' repeated iterations
-// are more work.
-// pbt/fifo_per_result divides each side's wall time by its results: the
-// cost of pausing, resuming and judging alone.
+// with PBT over the same script without a scheduler (FIFO) making the
+// same reports: each FIFO trial makes as many reports as one of the PBT
+// run's trials did (pbt.py's REPORTS) and returns, so both sides do the
+// same work and the ratio is what pausing, exploiting, resuming and
+// judging cost. pbt/fifo_iters compares the same PBT run with FIFO at
+// the fixed number of iterations (every trial 100 reports): it charges
+// PBT with its repeated iterations too. Each run on a fresh deployment,
+// in the same benchmark run: TUNEJET_BENCH_PBT_ROUNDS rounds (5) after a
+// warm-up round, each a PBT run, then FIFO with its reports, and FIFO at
+// the fixed iterations before or after the pair in alternating rounds;
+// each figure is the median of the rounds' ratios, with their range.
+// PBT's side costs more by design: every report waits for the
+// controller's judgement (Ray's report() does too; with FIFO nothing
+// judges), and each exploit or pause ends an attempt and starts another.
 //
 // exploit_ms is the median of one exploit, from the log: the runner's
 // trial.paused (the attempt has ended; the trial holds no slot) → the first
@@ -666,35 +675,35 @@ func BenchmarkPBTExploit(b *testing.B) {
 	work := envDuration(b, "TUNEJET_BENCH_PBT_WORK", 10*time.Millisecond, 10*time.Millisecond)
 	limit := time.Duration(trials*iters)*500*time.Millisecond + 5*time.Minute
 	rounds := envInt(b, "TUNEJET_BENCH_PBT_ROUNDS", 5, 1)
-	var fifos, pbts, fifoPer, pbtPer []time.Duration
-	var fifoResults, pbtResults int
+	var pbts, sames, fixed []time.Duration
+	var sameRatios, fixedRatios []float64
+	var pbtResults, fixedResults int
 	var exploits []pbtExploit
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		// PBT's own randomness moves a run's figure (how many iterations
-		// its exploits repeat): rounds in alternating order, a warm-up
-		// first, and the ratio of the medians.
-		interleave(rounds, func(_ int, keep bool) {
-			wall, results, xs := pbtRun(b, py, "pbt", trials, iters, work, limit)
-			if keep {
-				pbts, pbtPer, pbtResults = append(pbts, wall), append(pbtPer, wall/time.Duration(results)), pbtResults+results
-				exploits = append(exploits, xs...)
+		for round := 0; round <= rounds; round++ {
+			keep := round > 0 // the first round warms the caches up
+			var fifo pbtOutcome
+			if round%2 == 1 {
+				fifo = pbtRun(b, py, "fifo", trials, iters, work, limit, nil)
 			}
-		}, func(_ int, keep bool) {
-			wall, results, _ := pbtRun(b, py, "fifo", trials, iters, work, limit)
-			if keep {
-				fifos, fifoPer, fifoResults = append(fifos, wall), append(fifoPer, wall/time.Duration(results)), fifoResults+results
+			pbt := pbtRun(b, py, "pbt", trials, iters, work, limit, nil)
+			same := pbtRun(b, py, "fifo", trials, iters, work, limit, pbt.reports)
+			if round%2 == 0 {
+				fifo = pbtRun(b, py, "fifo", trials, iters, work, limit, nil)
 			}
-		})
+			if keep {
+				pbts, sames, fixed = append(pbts, pbt.wall), append(sames, same.wall), append(fixed, fifo.wall)
+				sameRatios = append(sameRatios, pbt.wall.Seconds()/same.wall.Seconds())
+				fixedRatios = append(fixedRatios, pbt.wall.Seconds()/fifo.wall.Seconds())
+				pbtResults, fixedResults = pbtResults+pbt.results, fixedResults+fifo.results
+				exploits = append(exploits, pbt.exploits...)
+			}
+		}
 		b.StartTimer()
 	}
-	ratio, lo, hi := reportRatio(b, "pbt/fifo", pbts, fifos)
-	// PBT runs more results than FIFO: an exploiting trial goes on from
-	// the donor's checkpoint of its last perturbation (Ray's rule), often
-	// iterations behind its own, and runs them again. Per result, the
-	// ratio is what pausing, resuming and judging cost.
-	perResult, perLo, perHi := reportRatio(b, "pbt/fifo_per_result", pbtPer, fifoPer)
-	pbt, fifo := median(pbts), median(fifos)
+	ratio, lo, hi := reportRatios(b, "pbt/fifo", sameRatios)
+	fixedRatio, fixedLo, fixedHi := reportRatios(b, "pbt/fifo_iters", fixedRatios)
 	if len(exploits) == 0 {
 		if smoke() { // 4 trials × 20 iterations may, rarely, exploit nothing
 			b.Logf("PBT made no exploit in %d trials × %d iterations: no exploit_ms", trials, iters)
@@ -715,15 +724,34 @@ func BenchmarkPBTExploit(b *testing.B) {
 	b.ReportMetric(ms(totalD.median()), "exploit_ms")
 	b.ReportMetric(ms(newDistribution(started).median()), "exploit_started_ms")
 	b.ReportMetric(float64(len(exploits)), "exploits")
-	b.ReportMetric(pbt.Seconds(), "pbt_wall_s")
-	b.ReportMetric(fifo.Seconds(), "fifo_wall_s")
-	b.Logf("%d trials × %d iterations of %v, %d rounds: PBT median %.2fs (%s), %d results in all; FIFO median %.2fs (%s), %d results; pbt/fifo %.3f [rounds %.3f–%.3f], per result %.3f [%.3f–%.3f]; load average %s",
-		trials, iters, work, len(pbts), pbt.Seconds(), spread(pbts), pbtResults, fifo.Seconds(), spread(fifos), fifoResults,
-		ratio, lo, hi, perResult, perLo, perHi, loadAvg())
+	b.ReportMetric(median(pbts).Seconds(), "pbt_wall_s")
+	b.ReportMetric(median(sames).Seconds(), "fifo_wall_s")
+	b.ReportMetric(median(fixed).Seconds(), "fifo_iters_wall_s")
+	b.Logf("%d trials × %d iterations of %v, %d rounds: PBT median %.2fs (%s), %d results in all; FIFO with the same reports median %.2fs (%s): pbt/fifo %.3f [rounds %.3f–%.3f]; FIFO at %d iterations median %.2fs (%s), %d results: pbt/fifo_iters %.3f [%.3f–%.3f]; load average %s",
+		trials, iters, work, len(pbts), median(pbts).Seconds(), spread(pbts), pbtResults,
+		median(sames).Seconds(), spread(sames), ratio, lo, hi,
+		iters, median(fixed).Seconds(), spread(fixed), fixedResults, fixedRatio, fixedLo, fixedHi, loadAvg())
 	b.Logf("%d exploits, trial.paused → first report from the donor's checkpoint: %v", len(exploits), totalD)
 	med := func(ds []time.Duration) time.Duration { return newDistribution(ds).median().Round(time.Millisecond) }
 	b.Logf("medians: pause requested → trial.paused %v; trial.paused → trial.scheduled %v, → trial.started %v; trial.started → the trainable's first line %v → its first report %v",
 		med(req), med(sched), med(started), med(first), med(report))
+}
+
+// reportRatios reports the median of the rounds' ratios under unit, and
+// their range under unit_min and unit_max.
+func reportRatios(b *testing.B, unit string, ratios []float64) (ratio, lo, hi float64) {
+	b.Helper()
+	s := slices.Sorted(slices.Values(ratios))
+	n := len(s)
+	ratio = s[n/2]
+	if n%2 == 0 {
+		ratio = (s[n/2-1] + s[n/2]) / 2
+	}
+	lo, hi = s[0], s[n-1]
+	b.ReportMetric(ratio, unit)
+	b.ReportMetric(lo, unit+"_min")
+	b.ReportMetric(hi, unit+"_max")
+	return ratio, lo, hi
 }
 
 // pbtExploit is one exploit: the attempt that paused and the trial's next
@@ -733,34 +761,68 @@ type pbtExploit struct {
 	firstLine  time.Time
 }
 
-// pbtRun runs pbt.py once with scheduler "pbt" or "fifo" and returns Fit's
-// wall time, the results in the log and its exploits.
-func pbtRun(b *testing.B, py pyBench, scheduler string, trials, iters int, work, limit time.Duration) (time.Duration, int, []pbtExploit) {
+// pbtOutcome is what one run of pbt.py measured: Fit's wall time, the
+// results in the log, each trial's count of them, and PBT's exploits.
+type pbtOutcome struct {
+	wall     time.Duration
+	results  int
+	reports  []int // per trial, in the trials' order in the log
+	exploits []pbtExploit
+}
+
+// pbtRun runs pbt.py once with scheduler "pbt" or "fifo"; with reports
+// (FIFO only), trial i makes exactly reports[i] reports and returns.
+func pbtRun(b *testing.B, py pyBench, scheduler string, trials, iters int, work, limit time.Duration, reports []int) pbtOutcome {
 	b.Helper()
 	exp := "pbt_function_" + scheduler
+	args := []string{strconv.Itoa(trials), strconv.Itoa(iters), strconv.FormatFloat(work.Seconds(), 'f', -1, 64), scheduler}
+	if reports != nil {
+		exp += "_same"
+		counts := make([]string, len(reports))
+		for i, n := range reports {
+			counts[i] = strconv.Itoa(n)
+		}
+		args = append(args, strings.Join(counts, ","))
+	}
 	var out struct {
 		pyOutcome
 		Iterations []int `json:"iterations"`
 	}
-	f := py.fit(b, bookkeepingSlots, limit, exp, "pbt.py", &out,
-		strconv.Itoa(trials), strconv.Itoa(iters), strconv.FormatFloat(work.Seconds(), 'f', -1, 64), scheduler)
+	f := py.fit(b, bookkeepingSlots, limit, exp, "pbt.py", &out, args...)
 	out.terminated(b, exp, trials)
-	for _, it := range out.Iterations {
-		// A trial that exploits a donor's checkpoint of the last iteration
-		// goes on from it, and its first result ends it one later (as in Ray).
-		if it != iters && (scheduler != "pbt" || it != iters+1) {
-			b.Fatalf("%s: trials ended at iterations %v, want all at %d (PBT: or %d, resumed from a donor's last)", exp, out.Iterations, iters, iters+1)
+	if reports != nil {
+		if want := slices.Sorted(slices.Values(reports)); !slices.Equal(out.Iterations, want) {
+			b.Fatalf("%s: trials ended at iterations %v, want %v", exp, out.Iterations, want)
+		}
+	} else {
+		for _, it := range out.Iterations {
+			// A trial that exploits a donor's checkpoint of the last iteration
+			// goes on from it, and its first result ends it one later (as in Ray).
+			if it != iters && (scheduler != "pbt" || it != iters+1) {
+				b.Fatalf("%s: trials ended at iterations %v, want all at %d (PBT: or %d, resumed from a donor's last)", exp, out.Iterations, iters, iters+1)
+			}
 		}
 	}
-	results := 0
+	o := pbtOutcome{wall: time.Duration(out.WallS * float64(time.Second))}
+	perTrial := map[string]int{}
+	var order []string
 	for _, ev := range f.events {
 		if p, ok := ev.Data.(*events.TrialReported); ok {
-			results += len(p.Results())
+			if _, seen := perTrial[ev.Trial()]; !seen {
+				order = append(order, ev.Trial())
+			}
+			perTrial[ev.Trial()] += len(p.Results())
+			o.results += len(p.Results())
 		}
+	}
+	for _, id := range order {
+		o.reports = append(o.reports, perTrial[id])
+	}
+	if len(o.reports) != trials {
+		b.Fatalf("%s: %d trials reported, want %d", exp, len(o.reports), trials)
 	}
 	attempts := pyAttempts(f.events)
 	last := map[string]*pyAttempt{}
-	var exploits []pbtExploit
 	var pauses, lost int
 	for _, a := range attempts {
 		prev := last[a.trial]
@@ -781,9 +843,9 @@ func pbtRun(b *testing.B, py pyBench, scheduler string, trials, iters int, work,
 		if a.scheduled.Before(prev.ended) {
 			b.Fatalf("%s: trial %s's attempt %d was scheduled before attempt %d paused", exp, a.trial, a.num, prev.num)
 		}
-		exploits = append(exploits, pbtExploit{prev: prev, next: a, firstLine: firstLine(b, a)})
+		o.exploits = append(o.exploits, pbtExploit{prev: prev, next: a, firstLine: firstLine(b, a)})
 	}
-	b.Logf("%s: Fit %.2fs; %d attempts, %d exploits from a donor's checkpoint, %d other pauses, %d exploits lost; %d results in the log; within an attempt, report to report: %v",
-		exp, out.WallS, len(attempts), len(exploits), pauses, lost, results, newDistribution(reportIntervals(f.events)))
-	return time.Duration(out.WallS * float64(time.Second)), results, exploits
+	b.Logf("%s: Fit %.2fs; %d attempts, %d exploits from a donor's checkpoint, %d other pauses, %d exploits lost; %d results in the log (per trial %v); within an attempt, report to report: %v",
+		exp, out.WallS, len(attempts), len(o.exploits), pauses, lost, o.results, o.reports, newDistribution(reportIntervals(f.events)))
+	return o
 }

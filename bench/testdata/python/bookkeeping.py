@@ -9,7 +9,8 @@ Usage: bookkeeping.py NAME STORAGE TRIALS WORK_S SLOTS REUSE
 (REUSE: "default" leaves TuneConfig.reuse_actors unset, "false" sets it to
 False). Prints one line "RESULT {json}": Fit's wall time (around
 tuner.fit() only, so the interpreter's and the imports' start is not in
-it), the trials by status and how many reported exactly once.
+it), the trials by status, how many reported exactly once and when Fit
+began (time.time()).
 """
 
 import numpy as np
@@ -40,9 +41,10 @@ tuner = tune.Tuner(
     tune_config=tune_config,
     run_config=train.RunConfig(name=name, storage_path=storage, verbose=0),
 )
+fit_start = time.time()
 start = time.monotonic()
 grid = tuner.fit()
 wall = time.monotonic() - start
 statuses = collections.Counter(r.status for r in grid)
 once = sum(1 for r in grid if r.metrics.get("training_iteration") == 1)
-print("RESULT " + json.dumps({"wall_s": wall, "trials": len(grid), "statuses": statuses, "reported_once": once}))
+print("RESULT " + json.dumps({"wall_s": wall, "trials": len(grid), "statuses": statuses, "reported_once": once, "fit_start": fit_start}))

@@ -4,13 +4,16 @@ python/ray/tune/examples/pbt_function.py at ray-project/ray e7e78a0) with
 the imports changed, a checkpoint at every iteration (the example's
 checkpoint_interval=1) kept two at a time by mean_accuracy as there, and
 two changes: a fixed number of iterations (stop at training_iteration
-ITERS, no "done" criterion, so that PBT and FIFO run the same reports)
-and a small sleep per iteration as its work. The trainable reports the time of its first line
-("t0") with every result.
+ITERS, no "done" criterion) and a small sleep per iteration as its work.
+The trainable reports the time of its first line ("t0") with every result.
 
-Usage: pbt.py NAME STORAGE TRIALS ITERS WORK_S SCHEDULER (SCHEDULER: "pbt"
-or "fifo"). Prints "RESULT {json}": Fit's wall time (around tuner.fit()
-only), the trials by status and the reports in their histories.
+Usage: pbt.py NAME STORAGE TRIALS ITERS WORK_S SCHEDULER [REPORTS]
+(SCHEDULER: "pbt" or "fifo"). With REPORTS, a comma-separated list of one
+count per trial (FIFO only), trial i makes exactly REPORTS[i] reports and
+returns instead of stopping at ITERS: the same reports as a PBT run whose
+trials made those, whose exploits repeat iterations. Prints
+"RESULT {json}": Fit's wall time (around tuner.fit() only), the trials by
+status and the reports in their histories.
 """
 
 import numpy as np
@@ -29,6 +32,7 @@ from tunejet.tune.schedulers import PopulationBasedTraining
 
 name, storage, trials, iters, work, scheduler = sys.argv[1:7]
 trials, iters, work = int(trials), int(iters), float(work)
+reports = [int(n) for n in sys.argv[7].split(",")] if len(sys.argv) > 7 else None
 
 
 def pbt_function(config):
@@ -66,6 +70,8 @@ def pbt_function(config):
                 {"mean_accuracy": accuracy, "cur_lr": lr, "optimal_lr": optimal_lr, "q_err": q_err, "t0": t0},
                 checkpoint=Checkpoint.from_directory(d),
             )
+        if step == config.get("reports"):
+            return
         step += 1
 
 
@@ -79,18 +85,24 @@ if scheduler == "pbt":
             "some_other_factor": [1, 2],
         },
     )
+param_space = {"lr": 0.0001, "some_other_factor": 1}
+num_samples = trials
+if reports:
+    assert scheduler == "fifo" and len(reports) == trials, "REPORTS: one count per trial, FIFO only"
+    param_space["reports"] = tune.grid_search(reports)
+    num_samples = 1
 tuner = tune.Tuner(
     pbt_function,
     run_config=train.RunConfig(
         name=name,
         storage_path=storage,
         verbose=0,
-        stop={"training_iteration": iters},
+        stop=None if reports else {"training_iteration": iters},
         failure_config=train.FailureConfig(fail_fast=True),
         checkpoint_config=train.CheckpointConfig(checkpoint_score_attribute="mean_accuracy", num_to_keep=2),
     ),
-    tune_config=tune.TuneConfig(scheduler=pbt, metric="mean_accuracy", mode="max", num_samples=trials),
-    param_space={"lr": 0.0001, "some_other_factor": 1},
+    tune_config=tune.TuneConfig(scheduler=pbt, metric="mean_accuracy", mode="max", num_samples=num_samples),
+    param_space=param_space,
 )
 start = time.monotonic()
 grid = tuner.fit()
