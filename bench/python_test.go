@@ -426,11 +426,17 @@ func pyBookkeepingOnce(b *testing.B, py pyBench, reuse bool, trials int, work, l
 	}
 	var starts, ends []time.Time
 	var inside, toFirst time.Duration
+	var pickups, firsts, ending []time.Duration
 	for _, a := range attempts {
 		starts, ends = append(starts, a.started), append(ends, a.ended)
 		inside += a.ended.Sub(a.started) - work
 		toFirst += firstLine(b, a).Sub(a.started)
+		pickups = append(pickups, a.started.Sub(a.scheduled))
+		firsts = append(firsts, firstLine(b, a).Sub(a.started))
+		ending = append(ending, a.ended.Sub(a.firstReport))
 	}
+	b.Logf("%s: medians per attempt: trial.scheduled → trial.started %v, → the trainable's first line %v; its report → the attempt's end %v",
+		exp, median(pickups).Round(100*time.Microsecond), median(firsts).Round(100*time.Microsecond), median(ending).Round(100*time.Microsecond))
 	n := time.Duration(len(attempts))
 	r.inAttempt, r.toFirstLine = inside/n, toFirst/n
 	sortTimes(starts)

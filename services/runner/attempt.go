@@ -59,6 +59,16 @@ type attempt struct {
 	// stageRestore: the checkpoint resumed from is in storage, which this
 	// runner cannot read; the syncer stages it (trial.started says so).
 	stageRestore bool
+	// startSeq is the log sequence of this attempt's trial.started, once
+	// begin stored it: the attempt's end is fenced on it (endFence).
+	startSeq uint64
+	// fence is the trial's last runner event as checkWork read it, which
+	// begin's first try fences its start on.
+	fence struct {
+		seq  uint64
+		err  error
+		read bool
+	}
 }
 
 // runAttempt runs one delivery of trial work to its end and returns how
@@ -228,12 +238,17 @@ var errSuperseded = errors.New("a newer attempt of the trial has started")
 // controller had read every runner event there is (known), else from the
 // trial's history (checkpoints).
 func (a *attempt) begin(ctx context.Context) (_ *events.CheckpointRef, donor string, _ error) {
-	subject := events.TrialSubjects(a.exp, events.WriterRunner, a.work.TrialID)
+	subject := a.runnerSubjects()
 	if err := a.prepareStorage(ctx); err != nil {
 		return nil, "", err
 	}
 	for try := 1; ; try++ {
-		fence, err := a.s.bus.LastSeq(ctx, subject) // read first: what follows covers it
+		// Read first: what follows covers it. The first try's was read
+		// with the work's checks.
+		fence, err := a.fence.seq, a.fence.err
+		if try > 1 || !a.fence.read {
+			fence, err = a.s.bus.LastSeq(ctx, subject)
+		}
 		if err != nil {
 			return nil, "", err
 		}
@@ -275,7 +290,7 @@ func (a *attempt) begin(ctx context.Context) (_ *events.CheckpointRef, donor str
 		if try < startTries {
 			fences = append(fences, bus.Fence{Subject: subject, Seq: fence})
 		}
-		err = a.publish(ctx, started, fences...)
+		seq, err := a.s.bus.Publish(ctx, a.s.bus.Event(a.exp, events.WriterRunner, started), fences...)
 		if bus.Fenced(err) {
 			a.log.Info().Int("try", try).Msg("another attempt wrote about the trial while this one started; reading again")
 			continue
@@ -283,6 +298,7 @@ func (a *attempt) begin(ctx context.Context) (_ *events.CheckpointRef, donor str
 		if err != nil {
 			return nil, "", fmt.Errorf("publish trial.started: %w", err)
 		}
+		a.startSeq = seq
 		return ref, donor, nil
 	}
 }
@@ -325,15 +341,24 @@ func (a *attempt) endedByController(ctx context.Context) (ended bool, request *e
 // checkWork reads, at once, whether the work is stale (from before the
 // experiment's newest restore, or handed back already) and whether the
 // controller has ended the trial or asked it to stop or pause: three
-// reads of the log that each start of an attempt waits for.
+// reads of the log that each start of an attempt waits for. With them it
+// reads the fence of the attempt's start (begin), the last runner event
+// of the trial, so that the start waits for one read fewer.
 func (a *attempt) checkWork(ctx context.Context) (stale, ended bool, request *events.TrialStopRequested) {
 	var before, returned bool
 	var wg sync.WaitGroup
 	wg.Go(func() { before = a.beforeRestore(ctx) })
 	wg.Go(func() { returned = a.returnedBefore(ctx) })
+	wg.Go(func() { a.fence.seq, a.fence.err = a.s.bus.LastSeq(ctx, a.runnerSubjects()) })
 	ended, request = a.endedByController(ctx)
 	wg.Wait()
+	a.fence.read = true
 	return before || returned, ended, request
+}
+
+// runnerSubjects is the filter of every runner event of the attempt's trial.
+func (a *attempt) runnerSubjects() string {
+	return events.TrialSubjects(a.exp, events.WriterRunner, a.work.TrialID)
 }
 
 // beforeRestore reports whether the work was scheduled before the

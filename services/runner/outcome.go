@@ -170,8 +170,14 @@ func (a *attempt) settle(ctx context.Context, o outcome) error {
 // logged) when one has or the log cannot tell. The fold takes the end of
 // the current attempt only: an end published after a newer start would be
 // ignored while its ack took the work from the newer attempt, which, were
-// its runner to die, would never be redelivered.
+// its runner to die, would never be redelivered. An attempt that stored
+// its own start fences on it without reading the log: a newer start
+// after it fails the publish (settle).
 func (a *attempt) endFence(ctx context.Context) (bus.Fence, bool) {
+	subject := events.Subject(a.exp, events.WriterRunner, events.TypeTrialStarted, a.work.TrialID)
+	if a.startSeq != 0 {
+		return bus.Fence{Subject: subject, Seq: a.startSeq}, true
+	}
 	seq, attempt, err := a.lastStart(ctx)
 	switch {
 	case err != nil:
@@ -182,7 +188,7 @@ func (a *attempt) endFence(ctx context.Context) (bus.Fence, bool) {
 		a.log.Warn().Int("newer_attempt", attempt).Msg("a newer attempt started as this one ended; leaving the work to it")
 		return bus.Fence{}, false
 	}
-	return bus.Fence{Subject: events.Subject(a.exp, events.WriterRunner, events.TypeTrialStarted, a.work.TrialID), Seq: seq}, true
+	return bus.Fence{Subject: subject, Seq: seq}, true
 }
 
 func countFailure(exp string, p events.Payload) {
