@@ -435,8 +435,9 @@ func pyBookkeepingOnce(b *testing.B, py pyBench, reuse bool, trials int, work, l
 		firsts = append(firsts, firstLine(b, a).Sub(a.started))
 		ending = append(ending, a.ended.Sub(a.firstReport))
 	}
-	b.Logf("%s: medians per attempt: trial.scheduled → trial.started %v, → the trainable's first line %v; its report → the attempt's end %v",
-		exp, median(pickups).Round(100*time.Microsecond), median(firsts).Round(100*time.Microsecond), median(ending).Round(100*time.Microsecond))
+	b.Logf("%s: medians per attempt: trial.scheduled → trial.started %v, → the trainable's first line %v; its report → the attempt's end %v; an end → the controller's next trial.scheduled %v",
+		exp, median(pickups).Round(100*time.Microsecond), median(firsts).Round(100*time.Microsecond), median(ending).Round(100*time.Microsecond),
+		median(endToSchedule(f.events)).Round(100*time.Microsecond))
 	n := time.Duration(len(attempts))
 	r.inAttempt, r.toFirstLine = inside/n, toFirst/n
 	sortTimes(starts)
@@ -450,6 +451,28 @@ func pyBookkeepingOnce(b *testing.B, py pyBench, reuse bool, trials int, work, l
 		r.toFirstLine.Round(time.Millisecond), r.handOff.Round(time.Millisecond),
 		(r.processCPU / time.Duration(trials)).Round(100*time.Microsecond), (r.servicesCPU / time.Duration(trials)).Round(100*time.Microsecond), loadAvg())
 	return r
+}
+
+// endToSchedule pairs each trial.scheduled with the oldest runner's end
+// of an attempt before it not yet paired (the controller schedules a
+// trial for each slot an end frees), and returns the times between.
+func endToSchedule(evs []*events.Event) []time.Duration {
+	var ends []time.Time
+	var out []time.Duration
+	for _, ev := range evs {
+		switch ev.Data.(type) {
+		case *events.TrialCompleted, *events.TrialFailed, *events.TrialPaused:
+			if ev.Writer == events.WriterRunner {
+				ends = append(ends, ev.Time)
+			}
+		case *events.TrialScheduled:
+			if len(ends) > 0 {
+				out = append(out, ev.Time.Sub(ends[0]))
+				ends = ends[1:]
+			}
+		}
+	}
+	return out
 }
 
 // firstLine is when the attempt's trainable began: time.time() at its

@@ -204,6 +204,7 @@ class _Server:
             if pipe is not None:
                 others.append(pipe[1])  # its own write end too: the worker's end alone keeps the pipe open
             _leave_worker(self.sel, self.fds + others)
+            _fresh_state()  # a fork made ahead does it before its request comes
             if request is None:
                 request = _wait_request(pipe[0])
             _become_trial(request)
@@ -294,18 +295,13 @@ def _leave_worker(sel, fds):
         os.close(fd)
 
 
-def _become_trial(request):
-    """Make this forked process the trial's, as a cold start would: its
-    stdio, working directory and environment, and fresh random state."""
+def _fresh_state():
+    """What a forked process does before it knows its trial: fresh random
+    state, and the worker's environment cleared for the trial's. Half a
+    millisecond in a fresh fork (the pages it writes are copied), which
+    a fork made ahead spends before its request instead of after."""
     import random
 
-    for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
-        f = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        os.dup2(f, fd)
-        os.close(f)
-    os.chdir(request["dir"])
-    os.environ.clear()
-    os.environ.update(kv.split("=", 1) for kv in request["env"] if "=" in kv)
     random.seed()  # as Python itself does after a fork
     numpy = sys.modules.get("numpy")
     if numpy is not None:
@@ -313,6 +309,18 @@ def _become_trial(request):
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.seed()
+    os.environ.clear()
+
+
+def _become_trial(request):
+    """Make this forked process the trial's, as a cold start would: its
+    stdio, working directory and environment (random state: _fresh_state)."""
+    for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
+        f = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.dup2(f, fd)
+        os.close(f)
+    os.chdir(request["dir"])
+    os.environ.update(kv.split("=", 1) for kv in request["env"] if "=" in kv)
 
 
 def _write(reply):
