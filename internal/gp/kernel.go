@@ -1,0 +1,326 @@
+package gp
+
+import (
+	"math"
+
+	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/optimize"
+)
+
+// minNoise is Optuna's DEFAULT_MINIMUM_NOISE_VAR: the noise variance's
+// floor, and its value with deterministic_objective.
+const minNoise = 1e-6
+
+// fitGTol is the gradient threshold of the kernel's fit (Optuna's gtol).
+const fitGTol = 1e-2
+
+// matern52 is the Matérn 5/2 correlation of the squared scaled distance
+// r2, and its derivative with respect to r2.
+func matern52(r2 float64) (k, dk float64) {
+	s := math.Sqrt(5 * r2)
+	e := math.Exp(-s)
+	return e * (5.0/3*r2 + s + 1), -5.0 / 6 * (s + 1) * e
+}
+
+// kernelParams are the kernel's parameters: the inverse squared length
+// scales, one per dim, the scale and the noise variance.
+type kernelParams struct {
+	invLen2 []float64
+	scale   float64
+	noise   float64
+}
+
+// model is a Gaussian process conditioned on points x with values y.
+type model struct {
+	kernelParams
+	cat   []bool
+	x     [][]float64
+	chol  []float64 // the lower Cholesky factor of K + σ²I, row-major n×n
+	alpha []float64 // (K + σ²I)⁻¹ y
+
+	scratch []float64 // posterior's
+}
+
+// sqDist is the squared difference of two points in each dim: 0 or 1 for
+// a choice.
+func sqDist(a, b []float64, cat []bool, out []float64) {
+	for j := range a {
+		d := a[j] - b[j]
+		if cat[j] {
+			if d != 0 {
+				out[j] = 1
+			} else {
+				out[j] = 0
+			}
+			continue
+		}
+		out[j] = d * d
+	}
+}
+
+// newModel factorizes the kernel matrix of x with p; false when it is not
+// positive definite.
+func newModel(x [][]float64, y []float64, cat []bool, p kernelParams) (*model, bool) {
+	n := len(x)
+	m := &model{kernelParams: p, cat: cat, x: x}
+	k := mat.NewSymDense(n, nil)
+	sq := make([]float64, len(cat))
+	for a := range n {
+		for b := range a {
+			sqDist(x[a], x[b], cat, sq)
+			v, _ := matern52(dot(sq, p.invLen2))
+			k.SetSym(a, b, p.scale*v)
+		}
+		k.SetSym(a, a, p.scale+p.noise)
+	}
+	var c mat.Cholesky
+	if !c.Factorize(k) {
+		return nil, false
+	}
+	var l mat.TriDense
+	c.LTo(&l)
+	m.chol = make([]float64, n*n)
+	for a := range n {
+		for b := 0; b <= a; b++ {
+			m.chol[a*n+b] = l.At(a, b)
+		}
+	}
+	m.alpha = slicesClone(y)
+	m.solveLower(m.alpha)
+	m.solveUpper(m.alpha)
+	return m, true
+}
+
+// solveLower overwrites v with L⁻¹v.
+func (m *model) solveLower(v []float64) {
+	n := len(v)
+	for a := range n {
+		row := m.chol[a*n : a*n+a]
+		v[a] = (v[a] - dot(row, v[:a])) / m.chol[a*n+a]
+	}
+}
+
+// solveUpper overwrites v with L⁻ᵀv.
+func (m *model) solveUpper(v []float64) {
+	n := len(v)
+	for a := n - 1; a >= 0; a-- {
+		s := v[a]
+		for b := a + 1; b < n; b++ {
+			s -= m.chol[b*n+a] * v[b]
+		}
+		v[a] = s / m.chol[a*n+a]
+	}
+}
+
+// posterior is the model's mean and variance at point u and, when grad
+// is set, their gradients with respect to u's non-categorical dims
+// (dMean, dVar; zero for choices). It is not safe for concurrent use: it
+// works in the model's scratch space.
+func (m *model) posterior(u []float64, grad bool, dMean, dVar []float64) (mean, variance float64) {
+	n := len(m.x)
+	if m.scratch == nil {
+		m.scratch = make([]float64, 3*n+len(u))
+	}
+	k, dk, v, sq := m.scratch[:n], m.scratch[n:2*n], m.scratch[2*n:3*n], m.scratch[3*n:]
+	for i, xi := range m.x {
+		sqDist(u, xi, m.cat, sq)
+		v, d := matern52(dot(sq, m.invLen2))
+		k[i], dk[i] = m.scale*v, m.scale*d
+	}
+	mean = dot(k, m.alpha)
+	copy(v, k)
+	m.solveLower(v)
+	variance = max(m.scale-dot(v, v), 0)
+	if !grad {
+		return mean, variance
+	}
+	w := v // K⁻¹k
+	m.solveUpper(w)
+	for j := range u {
+		dMean[j], dVar[j] = 0, 0
+		if m.cat[j] {
+			continue
+		}
+		var dm, dv float64
+		for i, xi := range m.x {
+			g := dk[i] * 2 * m.invLen2[j] * (u[j] - xi[j])
+			dm += m.alpha[i] * g
+			dv += w[i] * g
+		}
+		dMean[j], dVar[j] = dm, -2*dv
+	}
+	return mean, variance
+}
+
+// fit returns the model of x and y whose kernel parameters maximize the
+// marginal likelihood plus Optuna's prior (package doc).
+func fit(x [][]float64, y []float64, cat []bool, deterministic bool) *model {
+	d := len(cat)
+	start := make([]float64, d+2) // log λ, log s: 0; log(σ² − floor)
+	start[d+1] = math.Log(1 - 0.99*minNoise)
+	f := newFitter(x, y, cat, deterministic)
+	theta := minimize(f.lossGrad, start, fitGTol, 1000)
+	if m, ok := newModel(x, y, cat, f.params(theta)); ok {
+		return m
+	}
+	if m, ok := newModel(x, y, cat, f.params(start)); ok {
+		return m
+	}
+	// Not reached: a Matérn kernel matrix plus σ² ≥ 10⁻⁶ on its diagonal
+	// is positive definite unless points repeat exactly and σ² is at its floor.
+	p := f.params(start)
+	p.noise = 1
+	m, _ := newModel(x, y, cat, p)
+	return m
+}
+
+// fitter computes the loss of the kernel's fit and its gradient.
+type fitter struct {
+	x             [][]float64
+	y             []float64
+	cat           []bool
+	deterministic bool
+	sq            [][]float64 // the squared differences of each pair a > b, at a*(a−1)/2 + b
+}
+
+func newFitter(x [][]float64, y []float64, cat []bool, deterministic bool) *fitter {
+	f := &fitter{x: x, y: y, cat: cat, deterministic: deterministic}
+	for a := range x {
+		for b := range a {
+			sq := make([]float64, len(cat))
+			sqDist(x[a], x[b], cat, sq)
+			f.sq = append(f.sq, sq)
+		}
+	}
+	return f
+}
+
+// params turns the optimized vector into kernel parameters.
+func (f *fitter) params(theta []float64) kernelParams {
+	d := len(f.cat)
+	p := kernelParams{invLen2: make([]float64, d), scale: math.Exp(theta[d]), noise: minNoise}
+	for j := range d {
+		p.invLen2[j] = math.Exp(theta[j])
+	}
+	if !f.deterministic {
+		p.noise += math.Exp(theta[d+1])
+	}
+	return p
+}
+
+// lossGrad is −(log marginal likelihood + log prior) at theta, and its
+// gradient into grad; +Inf when the kernel matrix is not positive
+// definite.
+func (f *fitter) lossGrad(theta, grad []float64) float64 {
+	d, n := len(f.cat), len(f.x)
+	p := f.params(theta)
+	k := mat.NewSymDense(n, nil)
+	corr := make([]float64, len(f.sq)) // Matérn of each pair
+	deriv := make([]float64, len(f.sq))
+	for a := range n {
+		for b := range a {
+			i := a*(a-1)/2 + b
+			corr[i], deriv[i] = matern52(dot(f.sq[i], p.invLen2))
+			k.SetSym(a, b, p.scale*corr[i])
+		}
+		k.SetSym(a, a, p.scale+p.noise)
+	}
+	var c mat.Cholesky
+	if !c.Factorize(k) {
+		clear(grad)
+		return math.Inf(1)
+	}
+	alpha := mat.NewVecDense(n, nil)
+	if err := c.SolveVecTo(alpha, mat.NewVecDense(n, slicesClone(f.y))); err != nil {
+		clear(grad)
+		return math.Inf(1)
+	}
+	var inv mat.SymDense
+	if err := c.InverseTo(&inv); err != nil {
+		clear(grad)
+		return math.Inf(1)
+	}
+	mll := -0.5*c.LogDet() - 0.5*mat.Dot(alpha, mat.NewVecDense(n, f.y))
+	// d mll/dθ = ½ tr(W ∂K/∂θ), W = ααᵀ − K⁻¹; K is symmetric, so each
+	// pair a > b counts twice.
+	clear(grad)
+	var trace float64
+	for a := range n {
+		aa := alpha.AtVec(a)
+		trace += aa*aa - inv.At(a, a)
+		for b := range a {
+			i := a*(a-1)/2 + b
+			w := aa*alpha.AtVec(b) - inv.At(a, b)
+			grad[d] += w * p.scale * corr[i] // ∂K/∂log s = s·corr
+			g := w * p.scale * deriv[i]
+			for j, s := range f.sq[i] {
+				grad[j] += g * s // times λ_j below
+			}
+		}
+	}
+	for j := range d {
+		grad[j] *= p.invLen2[j]
+	}
+	grad[d] += 0.5 * trace * p.scale // the diagonal's s
+	if !f.deterministic {
+		grad[d+1] = 0.5 * trace * (p.noise - minNoise)
+	}
+	// The prior: −Σ(0.1/λ + 0.1λ) + (log s − s) + (0.1 log σ² − 30σ²).
+	prior := (math.Log(p.scale) - p.scale) + (0.1*math.Log(p.noise) - 30*p.noise)
+	for j, l := range p.invLen2 {
+		prior -= 0.1/l + 0.1*l
+		grad[j] += 0.1/l - 0.1*l
+	}
+	grad[d] += 1 - p.scale
+	if !f.deterministic {
+		grad[d+1] += (0.1/p.noise - 30) * (p.noise - minNoise)
+	}
+	for i := range grad {
+		grad[i] = -grad[i]
+	}
+	return -(mll + prior)
+}
+
+// minimize runs L-BFGS on f (value and gradient) from x0 until the
+// gradient's largest component is below gtol or maxIter iterations, and
+// returns the best point found: x0 when nothing better was.
+func minimize(f func(x, grad []float64) float64, x0 []float64, gtol float64, maxIter int) []float64 {
+	var lastX, lastGrad []float64
+	var lastF float64
+	eval := func(x []float64) {
+		if lastX != nil && equal(lastX, x) {
+			return
+		}
+		lastX, lastGrad = slicesClone(x), make([]float64, len(x))
+		lastF = f(x, lastGrad)
+	}
+	p := optimize.Problem{
+		Func: func(x []float64) float64 { eval(x); return lastF },
+		Grad: func(grad, x []float64) { eval(x); copy(grad, lastGrad) },
+	}
+	res, err := optimize.Minimize(p, x0, &optimize.Settings{
+		GradientThreshold: gtol,
+		MajorIterations:   maxIter,
+		Converger:         &optimize.FunctionConverge{Absolute: 1e-9, Iterations: 10},
+	}, &optimize.LBFGS{})
+	if res == nil || math.IsNaN(res.F) || math.IsInf(res.F, 0) {
+		_ = err // a failed line search still leaves the best location
+		return x0
+	}
+	return res.X
+}
+
+// dot is gonum's vectorized dot product of equal-length a and b.
+func dot(a, b []float64) float64 { return floats.Dot(a, b) }
+
+func equal(a, b []float64) bool {
+	for i, v := range a {
+		if b[i] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func slicesClone(v []float64) []float64 { return append([]float64(nil), v...) }
