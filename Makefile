@@ -69,12 +69,14 @@ soak: ## chaos soak, SOAK=10m: kill -9 services, NATS nodes, tunejet run; figure
 	TUNEJET_SOAK=$(SOAK) $(GO) test -run TestChaos -count=1 -v -timeout $(SOAK_TIMEOUT) ./cmd/tunejet
 
 .PHONY: bench-tuner
-bench-tuner: ## the tuner's quality table (TPE and ASHA against random search) and speed figures
+bench-tuner: ## the tuner's quality table (TPE, GP, ASHA and PBT against random search) and speed figures
 	TUNEJET_REGRET=1 $(GO) test -run 'TestRegret$$' -v -count=1 -timeout 30m ./internal/tpe/
+	TUNEJET_REGRET=1 $(GO) test -run 'TestRegret$$' -v -count=1 -timeout 30m ./internal/gp/
 	TUNEJET_REGRET=1 $(GO) test -run 'TestASHARegret$$' -v -count=1 -timeout 10m ./internal/sched/
 	TUNEJET_REGRET=1 $(GO) test -run 'TestPBTRegret$$' -v -count=1 -timeout 10m ./internal/sched/
 	$(GO) test -run '^$$' -bench 'BenchmarkSuggest1000' -benchtime 50x ./internal/tpe/
 	$(GO) test -run '^$$' -bench 'BenchmarkDecideTPE1000' -benchtime 100x ./services/controller/
+	$(GO) test -run '^$$' -bench 'BenchmarkDecideGP200' -benchtime 10x ./services/controller/
 	$(GO) test -run='^$$' -bench='BenchmarkSchedulerThroughput' -benchtime=1x -timeout=30m ./bench/
 
 # Go fuzzes one target per run; FUZZTIME each, one worker so as to share

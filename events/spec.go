@@ -86,11 +86,13 @@ type TuneConfig struct {
 	Seed *int64 `json:"seed,omitempty"`
 	// SearchAlg is "random" (default: grid × samples, random domains sampled),
 	// "grid" (only grid_search and plain values allowed), "tpe" (Optuna's
-	// Tree-structured Parzen Estimator) or "external" (a NATS service
-	// suggests each config; see docs/api.md).
+	// Tree-structured Parzen Estimator), "bayesopt" or "gp" (Gaussian-process
+	// search, Optuna's GPSampler) or "external" (a NATS service suggests
+	// each config; see docs/api.md).
 	SearchAlg string `json:"search_alg,omitempty"`
 	// SearchAlgConfig holds the search algorithm's settings as given, by
-	// Optuna's names for tpe (n_startup_trials, n_ei_candidates, ...).
+	// Optuna's names for tpe (n_startup_trials, n_ei_candidates, ...) and
+	// bayesopt (n_startup_trials, deterministic_objective).
 	SearchAlgConfig map[string]any `json:"search_alg_config,omitempty"`
 	// PointsToEvaluate are configs run first, in order (Ray's
 	// points_to_evaluate): each fixes the keys it names, and the search

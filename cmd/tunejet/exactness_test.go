@@ -115,13 +115,17 @@ type exactCase struct {
 	stops  bool   // whether the uninterrupted run must stop a trial
 }
 
-// The tpe case has no scheduler, so no trial.decided: its decisions are
-// TPE's suggestions, the trial.created configs.
+// The tpe and bayesopt cases have no scheduler, so no trial.decided:
+// their decisions are the searcher's suggestions, the trial.created
+// configs.
 var exactCases = []exactCase{
 	{name: "asha", trials: 6, iters: 4, stops: true, tune: `  scheduler: asha
   scheduler_config: {grace_period: 1, reduction_factor: 2, max_t: 4}
 `},
 	{name: "tpe", trials: 6, iters: 2, tune: `  search_alg: tpe
+  search_alg_config: {n_startup_trials: 2}
+`},
+	{name: "bayesopt", trials: 6, iters: 2, tune: `  search_alg: bayesopt
   search_alg_config: {n_startup_trials: 2}
 `},
 }

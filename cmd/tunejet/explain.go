@@ -34,7 +34,7 @@ func newExplainCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "explain PATH TRIAL",
 		Short: "Print the decisions about one trial, each with its inputs, oldest first",
-		Long: `Print why a trial ran as it did: its creation (its config, and for tpe the
+		Long: `Print why a trial ran as it did: its creation (its config, and for tpe and bayesopt the
 log sequence the suggestion saw), then each scheduler's or stopper's
 decision about it with the inputs it came from (for ASHA the rung, the
 cutoff and the other trials' rewards behind it), then how it ended.
@@ -334,10 +334,10 @@ func (x *explanation) print(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	created := "config " + show.JSON(x.Config)
 	switch {
-	case x.SearchAlg == tuning.SearchTPE && x.SearcherSeq > 0:
-		created += fmt.Sprintf(", suggested by tpe from the log up to seq %d", x.SearcherSeq)
-	case x.SearchAlg == tuning.SearchTPE:
-		created += ", suggested by tpe" // a startup trial, or from a state file
+	case tuning.ModelBased(x.SearchAlg) && x.SearcherSeq > 0:
+		created += fmt.Sprintf(", suggested by %s from the log up to seq %d", x.SearchAlg, x.SearcherSeq)
+	case tuning.ModelBased(x.SearchAlg):
+		created += ", suggested by " + x.SearchAlg // a startup trial, or from a state file
 	case x.SearchAlg == tuning.SearchExternal && x.SearcherSeq > 0:
 		created += fmt.Sprintf(", suggested by the external searcher from the log up to seq %d", x.SearcherSeq)
 	case x.SearchAlg == tuning.SearchExternal:

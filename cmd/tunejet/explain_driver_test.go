@@ -43,3 +43,19 @@ func TestExplainNamesTheDriversObjects(t *testing.T) {
 		}
 	}
 }
+
+// A model-based searcher's trial says which searcher suggested it and from
+// how much of the log; tpe and bayesopt (also by its short name gp) alike.
+func TestExplainNamesTheSearcherOfAConfig(t *testing.T) {
+	for _, alg := range []string{"tpe", "bayesopt", "gp"} {
+		var out strings.Builder
+		x := &explanation{Experiment: "exp", Source: fromLog, TrialID: "t1", TrialName: "train_t1",
+			Config: map[string]any{"x": 1.5}, SearchAlg: alg, SearcherSeq: 42}
+		if err := x.print(&out); err != nil {
+			t.Fatal(err)
+		}
+		if want := `config {"x":1.5}, suggested by ` + alg + " from the log up to seq 42"; !strings.Contains(out.String(), want) {
+			t.Errorf("search_alg %s: explain does not say %q:\n%s", alg, want, out.String())
+		}
+	}
+}

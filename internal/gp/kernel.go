@@ -160,7 +160,8 @@ func fit(x [][]float64, y []float64, cat []bool, deterministic bool) *model {
 	start := make([]float64, d+2) // log λ, log s: 0; log(σ² − floor)
 	start[d+1] = math.Log(1 - 0.99*minNoise)
 	f := newFitter(x, y, cat, deterministic)
-	theta := minimize(f.lossGrad, start, fitGTol, 1000)
+	theta := minimizeSplit(func(th []float64) float64 { return f.at(th).loss },
+		func(grad, th []float64) { f.at(th).gradient(f, grad) }, start, fitGTol, 1000, nil)
 	if m, ok := newModel(x, y, cat, f.params(theta)); ok {
 		return m
 	}
@@ -182,6 +183,11 @@ type fitter struct {
 	cat           []bool
 	deterministic bool
 	sq            [][]float64 // the squared differences of each pair a > b, at a*(a−1)/2 + b
+	last          *fitEval    // the evaluation at the last theta asked for, if it is still current
+	// eval, k and inv are the buffers of the one evaluation at a time.
+	eval *fitEval
+	k    *mat.SymDense
+	inv  mat.SymDense
 }
 
 func newFitter(x [][]float64, y []float64, cat []bool, deterministic bool) *fitter {
@@ -213,47 +219,86 @@ func (f *fitter) params(theta []float64) kernelParams {
 // gradient into grad; +Inf when the kernel matrix is not positive
 // definite.
 func (f *fitter) lossGrad(theta, grad []float64) float64 {
-	d, n := len(f.cat), len(f.x)
+	e := f.at(theta)
+	e.gradient(f, grad)
+	return e.loss
+}
+
+// fitEval is the fit's loss at one theta, with what its gradient needs.
+type fitEval struct {
+	theta       []float64
+	p           kernelParams
+	ok          bool // the kernel matrix is positive definite
+	loss        float64
+	chol        mat.Cholesky
+	alpha       *mat.VecDense
+	corr, deriv []float64 // Matérn of each pair a > b, and its derivative
+}
+
+// at evaluates the loss at theta, or returns the last evaluation if it was
+// at theta: the line search asks for the loss at many points and for the
+// gradient at few, and only the gradient needs K⁻¹.
+func (f *fitter) at(theta []float64) *fitEval {
+	if f.last != nil && equal(f.last.theta, theta) {
+		return f.last
+	}
+	n := len(f.x)
 	p := f.params(theta)
-	k := mat.NewSymDense(n, nil)
-	corr := make([]float64, len(f.sq)) // Matérn of each pair
-	deriv := make([]float64, len(f.sq))
+	e := f.eval // one evaluation at a time: its buffers are reused
+	if e == nil {
+		e = &fitEval{corr: make([]float64, len(f.sq)), deriv: make([]float64, len(f.sq)), alpha: mat.NewVecDense(n, nil)}
+		f.eval, f.k = e, mat.NewSymDense(n, nil)
+	}
+	e.theta, e.p, e.loss, e.ok = slicesClone(theta), p, math.Inf(1), false
+	f.last = e
+	k := f.k
+	kd := k.RawSymmetric() // the upper triangle, row-major: (b, a) for b ≤ a
 	for a := range n {
 		for b := range a {
 			i := a*(a-1)/2 + b
-			corr[i], deriv[i] = matern52(dot(f.sq[i], p.invLen2))
-			k.SetSym(a, b, p.scale*corr[i])
+			e.corr[i], e.deriv[i] = matern52(dot(f.sq[i], p.invLen2))
+			kd.Data[b*kd.Stride+a] = p.scale * e.corr[i]
 		}
-		k.SetSym(a, a, p.scale+p.noise)
+		kd.Data[a*kd.Stride+a] = p.scale + p.noise
 	}
-	var c mat.Cholesky
-	if !c.Factorize(k) {
-		clear(grad)
-		return math.Inf(1)
+	if !e.chol.Factorize(k) {
+		return e
 	}
-	alpha := mat.NewVecDense(n, nil)
-	if err := c.SolveVecTo(alpha, mat.NewVecDense(n, slicesClone(f.y))); err != nil {
-		clear(grad)
-		return math.Inf(1)
+	if err := e.chol.SolveVecTo(e.alpha, mat.NewVecDense(n, slicesClone(f.y))); err != nil {
+		return e
 	}
-	var inv mat.SymDense
-	if err := c.InverseTo(&inv); err != nil {
-		clear(grad)
-		return math.Inf(1)
+	e.ok = true
+	mll := -0.5*e.chol.LogDet() - 0.5*mat.Dot(e.alpha, mat.NewVecDense(n, f.y))
+	// The prior: −Σ(0.1/λ + 0.1λ) + (log s − s) + (0.1 log σ² − 30σ²).
+	prior := (math.Log(p.scale) - p.scale) + (0.1*math.Log(p.noise) - 30*p.noise)
+	for _, l := range p.invLen2 {
+		prior -= 0.1/l + 0.1*l
 	}
-	mll := -0.5*c.LogDet() - 0.5*mat.Dot(alpha, mat.NewVecDense(n, f.y))
+	e.loss = -(mll + prior)
+	return e
+}
+
+// gradient writes the loss's gradient at e's theta into grad (zeros when
+// the kernel matrix is not positive definite).
+func (e *fitEval) gradient(f *fitter, grad []float64) {
+	clear(grad)
+	inv := &f.inv
+	if !e.ok || e.chol.InverseTo(inv) != nil {
+		return
+	}
+	d, n, p := len(f.cat), len(f.x), e.p
 	// d mll/dθ = ½ tr(W ∂K/∂θ), W = ααᵀ − K⁻¹; K is symmetric, so each
 	// pair a > b counts twice.
-	clear(grad)
 	var trace float64
+	alpha, id := e.alpha.RawVector().Data, inv.RawSymmetric()
 	for a := range n {
-		aa := alpha.AtVec(a)
-		trace += aa*aa - inv.At(a, a)
+		aa := alpha[a]
+		trace += aa*aa - id.Data[a*id.Stride+a]
 		for b := range a {
 			i := a*(a-1)/2 + b
-			w := aa*alpha.AtVec(b) - inv.At(a, b)
-			grad[d] += w * p.scale * corr[i] // ∂K/∂log s = s·corr
-			g := w * p.scale * deriv[i]
+			w := aa*alpha[b] - id.Data[b*id.Stride+a]
+			grad[d] += w * p.scale * e.corr[i] // ∂K/∂log s = s·corr
+			g := w * p.scale * e.deriv[i]
 			for j, s := range f.sq[i] {
 				grad[j] += g * s // times λ_j below
 			}
@@ -266,10 +311,7 @@ func (f *fitter) lossGrad(theta, grad []float64) float64 {
 	if !f.deterministic {
 		grad[d+1] = 0.5 * trace * (p.noise - minNoise)
 	}
-	// The prior: −Σ(0.1/λ + 0.1λ) + (log s − s) + (0.1 log σ² − 30σ²).
-	prior := (math.Log(p.scale) - p.scale) + (0.1*math.Log(p.noise) - 30*p.noise)
 	for j, l := range p.invLen2 {
-		prior -= 0.1/l + 0.1*l
 		grad[j] += 0.1/l - 0.1*l
 	}
 	grad[d] += 1 - p.scale
@@ -279,7 +321,6 @@ func (f *fitter) lossGrad(theta, grad []float64) float64 {
 	for i := range grad {
 		grad[i] = -grad[i]
 	}
-	return -(mll + prior)
 }
 
 // minimize runs L-BFGS on f (value and gradient) from x0 until the
@@ -295,15 +336,18 @@ func minimize(f func(x, grad []float64) float64, x0 []float64, gtol float64, max
 		lastX, lastGrad = slicesClone(x), make([]float64, len(x))
 		lastF = f(x, lastGrad)
 	}
-	p := optimize.Problem{
-		Func: func(x []float64) float64 { eval(x); return lastF },
-		Grad: func(grad, x []float64) { eval(x); copy(grad, lastGrad) },
-	}
-	res, err := optimize.Minimize(p, x0, &optimize.Settings{
+	return minimizeSplit(func(x []float64) float64 { eval(x); return lastF },
+		func(grad, x []float64) { eval(x); copy(grad, lastGrad) }, x0, gtol, maxIter, nil)
+}
+
+// minimizeSplit is minimize with the value and the gradient computed
+// apart, and the line search ls (nil: gonum's default for L-BFGS).
+func minimizeSplit(f func(x []float64) float64, grad func(g, x []float64), x0 []float64, gtol float64, maxIter int, ls optimize.Linesearcher) []float64 {
+	res, err := optimize.Minimize(optimize.Problem{Func: f, Grad: grad}, x0, &optimize.Settings{
 		GradientThreshold: gtol,
 		MajorIterations:   maxIter,
 		Converger:         &optimize.FunctionConverge{Absolute: 1e-9, Iterations: 10},
-	}, &optimize.LBFGS{})
+	}, &optimize.LBFGS{Linesearcher: ls})
 	if res == nil || math.IsNaN(res.F) || math.IsInf(res.F, 0) {
 		_ = err // a failed line search still leaves the best location
 		return x0

@@ -15,10 +15,12 @@ import (
 	"github.com/tunejet/tunejet/internal/tpe"
 )
 
-// The regret study compares the GP with random search on Branin and
-// Hartmann6, the problems and method of internal/tpe's (20 seeds, as the
-// anchor figures of Optuna's GPSampler). It takes minutes, so it runs
-// only with TUNEJET_REGRET=1:
+// The regret study compares the GP with random search (tunejet's,
+// Space.Trial) on Branin and Hartmann6, the problems and method of
+// internal/tpe's, over 20 seeds as the anchor figures of Optuna's
+// GPSampler (TUNEJET_REGRET_SEEDS for more; TUNEJET_REGRET_ONLY=branin or
+// hartmann6 for one problem). It takes a minute or more, so it runs only
+// with TUNEJET_REGRET=1:
 //
 //	TUNEJET_REGRET=1 go test -run TestRegret -v -count=1 ./internal/gp/
 
@@ -164,6 +166,19 @@ func TestRegret(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		var rnd [][]float64
+		for seed := range seeds {
+			best := make([]float64, nMax)
+			for i := range nMax {
+				config, _ := space.Trial(i, int64(seed))
+				best[i] = p.f(config)
+				if i > 0 {
+					best[i] = min(best[i], best[i-1])
+				}
+			}
+			rnd = append(rnd, best)
+		}
+		t.Logf("%-10s %-10s %s", p.name, "random", summary(rnd, p.fStar))
 		var seq [][]float64
 		var took []time.Duration
 		for seed := range seeds {

@@ -80,7 +80,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad mode", head + "param_space: {}\ntune_config:\n  metric: loss\n  mode: avg\n",
 			`exp.yaml:6: tune_config.mode: must be "min" or "max", got "avg"`},
 		{"bad search_alg", head + "tune_config:\n  search_alg: bayes\n",
-			`exp.yaml:4: tune_config.search_alg: unknown search algorithm "bayes"; valid: external, grid, random, tpe`},
+			`exp.yaml:4: tune_config.search_alg: unknown search algorithm "bayes"; valid: bayesopt, external, gp, grid, random, tpe`},
 		{"bad scheduler", head + "tune_config:\n  scheduler: hyperbnd\n",
 			`exp.yaml:4: tune_config.scheduler: unknown scheduler "hyperbnd" (did you mean "hyperband"?); valid: asha, async_hyperband, fifo, hyperband, median_stopping_rule, pbt`},
 		{"pbt with nothing to mutate", head + "tune_config:\n  metric: loss\n  mode: min\n  scheduler: {type: pbt, perturbation_interval: 2}\n",

@@ -230,8 +230,8 @@ func (d *decoder) oneForm(name, other string) {
 }
 
 // searchSeed copies the search algorithm's seed (Optuna's seed) to
-// tune_config.seed when that is unset: tpe draws from the experiment's
-// seed.
+// tune_config.seed when that is unset: tpe and bayesopt draw from the
+// experiment's seed.
 func (d *decoder) searchSeed(tc *events.TuneConfig) {
 	seed, ok := tc.SearchAlgConfig["seed"].(int)
 	if !ok || tc.Seed != nil {

@@ -28,6 +28,17 @@ func registerSearch(name string, newConfig func() searchConfig) {
 	searchKinds[name] = newConfig
 }
 
+// ModelBased reports whether the search algorithm name learns from the
+// trials so far in the controller (tpe, bayesopt): its suggestions are
+// functions of the log.
+func ModelBased(name string) bool {
+	switch name {
+	case SearchTPE, SearchBayesOpt, SearchGP:
+		return true
+	}
+	return false
+}
+
 // SearchAlgNames lists the names tune_config.search_alg takes, sorted.
 func SearchAlgNames() []string { return slices.Sorted(maps.Keys(searchKinds)) }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tunejet/tunejet/events"
+	"github.com/tunejet/tunejet/internal/gp"
 	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/tpe"
 
@@ -75,7 +76,7 @@ func TestSearchOptions(t *testing.T) {
 			config: map[string]any{"metric": "loss"},
 			errs:   []string{"tune_config.search_alg.metric: tpe takes tune_config's metric and mode: set tune_config.metric instead"}},
 		{name: "unknown search_alg", alg: "tpee",
-			errs: []string{`tune_config.search_alg: unknown search algorithm "tpee" (did you mean "tpe"?); valid: external, grid, random, tpe`}},
+			errs: []string{`tune_config.search_alg: unknown search algorithm "tpee" (did you mean "tpe"?); valid: bayesopt, external, gp, grid, random, tpe`}},
 		{name: "external", alg: "external", metric: "loss", mode: "min",
 			config: map[string]any{"subject": "optuna.suggest", "timeout_s": 2.5}},
 		{name: "external needs a subject and an objective", alg: "external", config: map[string]any{"timeout_s": 0, "subjet": "x"},
@@ -189,5 +190,74 @@ func TestSearcher(t *testing.T) {
 	want := `param_space.opt.bs: grid_search is not supported by search_alg "tpe"; use a bounded domain (uniform, choice, ...) or search_alg random or grid`
 	if err == nil || err.Error() != want {
 		t.Errorf("tpe with grid_search: %v\nwant %s", err, want)
+	}
+}
+
+func TestBayesOptSettings(t *testing.T) {
+	tests := []struct {
+		name   string
+		alg    string
+		config map[string]any
+		seed   *int64
+		metric string
+		mode   string
+		want   gp.Options
+		errs   []string
+	}{
+		{name: "defaults", alg: "bayesopt", metric: "loss", mode: "min", want: gp.Options{NStartupTrials: 10}},
+		{name: "gp is its short name", alg: "gp", metric: "acc", mode: "max", want: gp.Options{NStartupTrials: 10, Maximize: true}},
+		{name: "every key", alg: "bayesopt", metric: "loss", mode: "min", seed: int64p(5),
+			config: map[string]any{"n_startup_trials": 4, "deterministic_objective": true, "seed": 5},
+			want:   gp.Options{NStartupTrials: 4, DeterministicObjective: true}},
+		{name: "Ray's random_search_steps", alg: "bayesopt", metric: "loss", mode: "min",
+			config: map[string]any{"random_search_steps": 6}, want: gp.Options{NStartupTrials: 6}},
+		{name: "both names of the startup", alg: "bayesopt", metric: "loss", mode: "min",
+			config: map[string]any{"random_search_steps": 6, "n_startup_trials": 3},
+			errs:   []string{"tune_config.search_alg.random_search_steps: is Ray's name for n_startup_trials: set only one of them"}},
+		{name: "out of range and unsupported", alg: "bayesopt", metric: "loss", mode: "min",
+			config: map[string]any{"n_startup_trials": -2, "utility_kwargs": map[string]any{"kind": "ucb"}, "metric": "x"},
+			errs: []string{
+				"tune_config.search_alg.metric: bayesopt takes tune_config's metric and mode: set tune_config.metric instead",
+				"tune_config.search_alg.utility_kwargs: bayesopt maximizes log expected improvement (Optuna's GPSampler); " +
+					"BayesOptSearch's utility functions (ucb, ei, poi) and their kappa and xi are not supported",
+				"tune_config.search_alg.n_startup_trials: must be >= 0, got -2",
+			}},
+		{name: "seed unlike tune_config.seed", alg: "bayesopt", metric: "loss", mode: "min", seed: int64p(4),
+			config: map[string]any{"seed": 3},
+			errs: []string{"tune_config.search_alg.seed: must equal tune_config.seed (4), which bayesopt draws from, got 3; " +
+				"set only one of them"}},
+		{name: "needs metric and mode", alg: "bayesopt",
+			errs: []string{
+				`tune_config.metric: required by search_alg "bayesopt": set tune_config.metric`,
+				`tune_config.mode: required by search_alg "bayesopt": set tune_config.mode to "min" or "max"`,
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := spec(events.TuneConfig{Metric: tt.metric, Mode: tt.mode, Seed: tt.seed, SearchAlg: tt.alg, SearchAlgConfig: tt.config})
+			p := &settings.Problems{}
+			cfg, ok := readSearch(s, p).(*GPConfig)
+			if msgs := messages(p.List()); !slices.Equal(msgs, tt.errs) {
+				t.Fatalf("problems:\n got %q\nwant %q", msgs, tt.errs)
+			}
+			if !ok {
+				t.Fatalf("search_alg %s read as %T, want *GPConfig", tt.alg, cfg)
+			}
+			if tt.errs == nil && cfg.Options != tt.want {
+				t.Errorf("options %+v, want %+v", cfg.Options, tt.want)
+			}
+		})
+	}
+}
+
+// A space the GP cannot model is refused before the experiment starts, at
+// the domain's key.
+func TestBayesOptRefusesSpacesItCannotModel(t *testing.T) {
+	s := spec(events.TuneConfig{Metric: "loss", Mode: "min", SearchAlg: "bayesopt"})
+	s.ParamSpace = map[string]any{"noise": map[string]any{"randn": []any{0.0, 1.0}}}
+	got := messages(Check(s))
+	want := []string{`param_space.noise: randn is not supported by search_alg "bayesopt"; use a bounded domain (uniform, choice, ...) or search_alg random or grid`}
+	if !slices.Equal(got, want) {
+		t.Errorf("problems:\n got %q\nwant %q", got, want)
 	}
 }

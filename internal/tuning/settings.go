@@ -2,6 +2,7 @@ package tuning
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 
 	"github.com/tunejet/tunejet/events"
@@ -27,8 +28,8 @@ const (
 type Settings struct {
 	// Scheduler is the scheduler's config: FIFO's when the spec names none.
 	Scheduler sched.Config
-	// Search is the search algorithm's config: a *TPEConfig or an
-	// *ExternalConfig, or nil for random and grid (the basic variant
+	// Search is the search algorithm's config: a *TPEConfig, a *GPConfig
+	// or an *ExternalConfig, or nil for random and grid (the basic variant
 	// generator of internal/search).
 	Search any
 	// SampleFrom is set when the param space has sample_from domains,
@@ -60,11 +61,26 @@ func (s *Settings) TPE() (*TPEConfig, bool) {
 	return t, ok
 }
 
-// Sampler builds the TPE sampler of space for search_alg tpe; it is nil
-// for other search algorithms.
-func (s *Settings) Sampler(space *search.Space) (*tpe.Sampler, error) {
-	if t, ok := s.TPE(); ok {
-		return t.New(space)
+// Suggester is a model-based search algorithm in the controller: TPE
+// (internal/tpe) or the GP (internal/gp). A suggestion is a function of the
+// history (finished trials and those in flight, as TPE's Trial records
+// them) and of rng alone, so that a restored experiment suggests what it
+// would have.
+type Suggester interface {
+	Suggest(history []tpe.Trial, rng *rand.Rand) map[string]any
+}
+
+// Sampler builds the model-based searcher of space for search_alg tpe and
+// bayesopt; it is nil for other search algorithms.
+func (s *Settings) Sampler(space *search.Space) (Suggester, error) {
+	if s == nil {
+		return nil, nil
+	}
+	switch c := s.Search.(type) {
+	case *TPEConfig:
+		return c.New(space)
+	case *GPConfig:
+		return c.New(space)
 	}
 	return nil, nil
 }
@@ -102,9 +118,11 @@ func read(spec *events.ExperimentSpec) (*Settings, *settings.Problems) {
 	if space, err := search.ParseSpace(spec.ParamSpace); err == nil {
 		checkSampleFrom(spec, space, p)
 		s.SampleFrom = len(space.SampledByDriver()) > 0
-		if t, ok := s.Search.(*TPEConfig); ok && len(space.SampledByDriver()) == 0 {
-			_, err := t.New(space)
+		if len(space.SampledByDriver()) == 0 {
+			_, err := s.Sampler(space)
 			p.AddErr("", err)
+		}
+		if t, ok := s.Search.(*TPEConfig); ok && len(space.SampledByDriver()) == 0 {
 			t.checkEvaluated(space, spec.TuneConfig.PointsToEvaluate, p)
 		}
 		checkPoints(spec, space, p)

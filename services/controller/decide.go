@@ -9,6 +9,7 @@ import (
 	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/tpe"
+	"github.com/tunejet/tunejet/internal/tuning"
 )
 
 // DefaultMaxPending bounds the trials created ahead of free runner slots
@@ -27,9 +28,9 @@ type Inputs struct {
 	StoragePath string
 	// MaxPending caps in-flight trials when max_concurrent_trials is 0.
 	MaxPending int
-	// Searcher suggests configs for search_alg tpe; nil for random and
+	// Searcher suggests configs for search_alg tpe and bayesopt; nil for random and
 	// grid, whose configs Space draws.
-	Searcher *tpe.Sampler
+	Searcher tuning.Suggester
 	// Evaluated are tpe's points_to_evaluate with their
 	// evaluated_rewards: TPE's history before the first trial, and no
 	// trial runs them.

@@ -29,7 +29,7 @@ type reconciler struct {
 	log      zerolog.Logger
 	st       *state.Experiment
 	space    *search.Space
-	searcher *tpe.Sampler       // search_alg tpe; nil for random and grid
+	searcher tuning.Suggester   // search_alg tpe or bayesopt; nil for random and grid
 	known    []tpe.Trial        // tpe's evaluated points_to_evaluate
 	external *externalSearcher  // search_alg external; nil for the others
 	driver   *driverAsker       // the spec's driver section; nil without
@@ -222,7 +222,7 @@ func (r *reconciler) reconcile(ctx context.Context) {
 			return
 		}
 		set, err := r.st.Settings()
-		var sampler *tpe.Sampler
+		var sampler tuning.Suggester
 		var known []tpe.Trial
 		if err == nil {
 			sampler, err = set.Sampler(sp)

@@ -25,9 +25,20 @@ import (
 // op; on shared cores read the CPU time.
 //
 //	go test -run '^$' -bench BenchmarkDecideTPE1000 -benchtime 50x ./services/controller
-func BenchmarkDecideTPE1000(b *testing.B) {
-	const finished = 1000
-	st, in := finishedTPEExperiment(b, finished)
+func BenchmarkDecideTPE1000(b *testing.B) { benchmarkDecide(b, "tpe", 1000) }
+
+// BenchmarkDecideGP200 is BenchmarkDecideTPE1000 with search_alg bayesopt
+// and 200 finished trials: the target "a suggestion at N=200 ≤ 100 ms
+// CPU".
+//
+//	go test -run '^$' -bench BenchmarkDecideGP200 -benchtime 10x ./services/controller
+func BenchmarkDecideGP200(b *testing.B) { benchmarkDecide(b, "bayesopt", 200) }
+
+// benchmarkDecide times Decide creating the next trial of an experiment
+// with search algorithm alg and finished trials TERMINATED, and the
+// searcher's suggestion alone on the same history.
+func benchmarkDecide(b *testing.B, alg string, finished int) {
+	st, in := finishedExperiment(b, alg, finished)
 	b.Run("decide", func(b *testing.B) {
 		cpu0 := processCPU(b)
 		for b.Loop() {
@@ -49,7 +60,7 @@ func BenchmarkDecideTPE1000(b *testing.B) {
 		}
 		cpu0 := processCPU(b)
 		for b.Loop() {
-			in.Searcher.Suggest(history, tuning.Rand(st.Seed, "suggest", finished))
+			in.Searcher.Suggest(history, tuning.Rand(st.Seed, "suggest", uint64(finished)))
 		}
 		b.ReportMetric(msPerOp(b), "ms/suggest")
 		b.ReportMetric(cpuMsPerOp(b, cpu0), "cpu_ms/suggest")
@@ -79,13 +90,13 @@ func cpuMsPerOp(b *testing.B, cpu0 time.Duration) float64 {
 	return float64(processCPU(b)-cpu0) / float64(b.N) / float64(time.Millisecond)
 }
 
-// finishedTPEExperiment is the state of an experiment with search_alg tpe
+// finishedExperiment is the state of an experiment with search_alg alg
 // over six parameters in [0, 1] whose first n trials ended TERMINATED,
 // each with loss = the squared distance of its config from the point
 // (0.2, 0.2, …), folded from its events, and Decide's inputs with the
 // experiment's TPE sampler. The n trials' configs are random draws (n
 // suggestions would only make the setup slow); the next trial is TPE's.
-func finishedTPEExperiment(b *testing.B, n int) (*state.Experiment, Inputs) {
+func finishedExperiment(b *testing.B, alg string, n int) (*state.Experiment, Inputs) {
 	b.Helper()
 	params := map[string]any{}
 	for i := range 6 {
@@ -94,7 +105,7 @@ func finishedTPEExperiment(b *testing.B, n int) (*state.Experiment, Inputs) {
 	spec := events.ExperimentSpec{
 		Name: "exp", Trainable: events.Trainable{Name: "fn"}, ParamSpace: params,
 		TuneConfig: events.TuneConfig{
-			NumSamples: n + 1, MaxConcurrentTrials: 1, Metric: "loss", Mode: "min", SearchAlg: "tpe",
+			NumSamples: n + 1, MaxConcurrentTrials: 1, Metric: "loss", Mode: "min", SearchAlg: alg,
 		},
 	}
 	space, err := search.ParseSpace(spec.ParamSpace)

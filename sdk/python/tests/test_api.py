@@ -13,6 +13,7 @@ import tunejet
 from tests import support
 from tunejet import _reporter, _result, _space, _tuner, _worker, train, tune
 from tunejet.tune import schedulers, search, stopper
+from tunejet.tune.search.bayesopt import BayesOptSearch
 from tunejet.tune.search.optuna import OptunaSearch
 
 
@@ -237,6 +238,22 @@ class ConfigTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "search space"):
             tune.Tuner(lambda config: None, param_space={"x": tune.uniform(0, 1)},
                        tune_config=tune.TuneConfig(search_alg=searcher))._spec("f")
+
+    def test_bayesopt_search_in_the_file(self):
+        # Ray's BayesOptSearch(space, metric, mode, utility_kwargs=, random_state=, random_search_steps=):
+        # tunejet's bayesopt, its space the param space, random_state the seed.
+        searcher = BayesOptSearch(space={"width": tune.uniform(0, 20)}, metric="loss", mode="min",
+                                  random_state=3, random_search_steps=5, points_to_evaluate=[{"width": 1.0}])
+        spec = tune.Tuner(lambda config: None, tune_config=tune.TuneConfig(search_alg=searcher))._spec("f")
+        self.assertEqual(spec["param_space"], {"width": {"uniform": [0, 20]}})
+        self.assertEqual(
+            spec["tune_config"]["search_alg"],
+            {"type": "bayesopt", "n_startup_trials": 5, "seed": 3, "points_to_evaluate": [{"width": 1.0}]},
+        )
+        with self.assertWarnsRegex(UserWarning, "utility_kwargs=.... has no effect"):
+            BayesOptSearch(utility_kwargs={"kind": "ucb", "kappa": 2.5, "xi": 0.0})
+        with self.assertRaisesRegex(ValueError, "analysis=.... is not supported"):
+            BayesOptSearch(analysis="/some/experiment")
 
     def test_a_custom_stopper_is_the_drivers(self):
         # Ray's tune.Stopper subclass (doc/source/tune/tutorials/tune-stopping.rst),

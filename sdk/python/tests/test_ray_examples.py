@@ -9,7 +9,7 @@ import tempfile
 import unittest
 
 from tests import support
-from tunejet import _tuner
+from tunejet import _result, _tuner
 
 
 def setUpModule():
@@ -120,6 +120,28 @@ class RayExampleTest(unittest.TestCase):
             self.assertEqual(r.checkpoint.to_dict()["step"], 10)
         best = grid.get_best_result("mean_accuracy", "max")
         self.assertIn("Best hyperparameters found were:  %s" % (best.config,), out)
+
+    def test_bayesopt_search(self):
+        # The GP suggests once random_search_steps random configs have
+        # completed; its suggestions close in on the loss's minimum
+        # (height -100: each unit lower takes 0.1 off the loss).
+        out = support.run_script(self, os.path.join(support.EXAMPLES, "bayesopt_example.py"), home=self.home)
+        # Ray's default name: the trainable's and the local time.
+        (name,) = [n for n in os.listdir(os.path.join(self.home, "tunejet_results")) if n.startswith("objective_")]
+        grid = self.results("tunejet_results", name)
+        self.assertEqual(len(grid), 12)
+        self.assertEqual(grid.num_terminated, 12)
+        best = grid.get_best_result("mean_loss", "min")
+        self.assertIn("Best hyperparameters found were:  %s" % (best.config,), out)
+        spec = _result.read_spec(grid.experiment_path)
+        self.assertEqual(spec["tune_config"]["search_alg"], "bayesopt")
+        self.assertEqual(spec["tune_config"]["search_alg_config"], {"n_startup_trials": 4, "seed": 42})
+        self.assertEqual(spec["tune_config"]["max_concurrent_trials"], 4)
+        # The last 4 trials are the GP's (with 4 in flight the first 7 may
+        # be random): each near height -100, where a random draw lands 1
+        # time in 20.
+        for r in list(grid)[-4:]:
+            self.assertLess(r.config["height"], -90, r.config)
 
 
 if __name__ == "__main__":
