@@ -7,7 +7,7 @@ import (
 )
 
 // purePackages compute and do no I/O: the tuner's rules (sched, stopper,
-// tpe, and tuner, which builds them from the spec with the reader of
+// tpe, gp, and tuner, which builds them from the spec with the reader of
 // settings), the search space, the fold (state), the resume rules
 // (restore) and the bytes of TensorBoard's event files (tboard). Their
 // callers bring the events in and take the decisions out, so the same
@@ -18,6 +18,7 @@ var purePackages = []string{
 	"internal/sched",
 	"internal/stopper",
 	"internal/tpe",
+	"internal/gp",
 	"internal/search",
 	"internal/state",
 	"internal/tuning",

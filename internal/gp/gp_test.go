@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tunejet/tunejet/internal/regret"
 	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/settings"
 	"github.com/tunejet/tunejet/internal/tpe"
@@ -154,7 +155,7 @@ func TestASuggestionIsAFunctionOfTheHistory(t *testing.T) {
 		"x1": map[string]any{"uniform": []any{-5.0, 10.0}},
 		"x2": map[string]any{"uniform": []any{0.0, 15.0}},
 	}, Defaults())
-	history := run(s, branin, 7, 14)
+	history := run(s, regret.Branin.F, 7, 14)
 	want := s.Suggest(history, suggestRand(7, 14))
 	shuffled := slices.Clone(history)
 	rand.New(rand.NewPCG(1, 1)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
@@ -172,13 +173,13 @@ func TestTheGPFindsBraninsMinimum(t *testing.T) {
 		"x2": map[string]any{"uniform": []any{0.0, 15.0}},
 	}, Defaults())
 	for seed := range uint64(5) {
-		history := run(s, branin, seed, 40)
+		history := run(s, regret.Branin.F, seed, 40)
 		best := math.Inf(1)
 		for _, h := range history {
 			best = min(best, h.Value)
 		}
-		if best-braninMin > 0.05 {
-			t.Errorf("seed %d: best %.4f after 40 trials, regret %.4f, want ≤ 0.05", seed, best, best-braninMin)
+		if best-regret.Branin.Min > 0.05 {
+			t.Errorf("seed %d: best %.4f after 40 trials, regret %.4f, want ≤ 0.05", seed, best, best-regret.Branin.Min)
 		}
 	}
 }
@@ -242,7 +243,7 @@ func TestATrialInFlightPushesTheNextSuggestionAway(t *testing.T) {
 		"x1": map[string]any{"uniform": []any{-5.0, 10.0}},
 		"x2": map[string]any{"uniform": []any{0.0, 15.0}},
 	}, Defaults())
-	history := run(s, branin, 11, 20)
+	history := run(s, regret.Branin.F, 11, 20)
 	first := s.Suggest(history, suggestRand(11, 20))
 	inFlight := append(slices.Clone(history), tpe.Trial{Number: 20, State: tpe.Running, Config: first})
 	second := s.Suggest(inFlight, suggestRand(11, 20))

@@ -1,11 +1,9 @@
 package gp
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strings"
 
 	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/settings"
@@ -30,11 +28,11 @@ type dim struct {
 
 // newDim models domain d, refusing the domains the GP cannot model.
 func newDim(index int, d search.Domain) (*dim, error) {
+	if err := d.Unmodeled("bayesopt"); err != nil {
+		return nil, err
+	}
 	m := &dim{index: index, domain: d}
 	switch d.Kind {
-	case "grid_search", "randn", "qrandn":
-		return nil, &settings.Error{Key: strings.Join(d.Path, "."), Msg: fmt.Sprintf("%s is not supported by search_alg %q; "+
-			"use a bounded domain (uniform, choice, ...) or search_alg random or grid", d.Kind, "bayesopt")}
 	case "choice":
 		m.cat, m.fixed = true, len(d.Choices) == 1
 		for i := range d.Choices {
@@ -84,17 +82,9 @@ func (m *dim) normalize(v float64) float64 {
 // internal reads the trial's value of the dim from config, normalized;
 // false when there is none or it is not a value of the domain.
 func (m *dim) internal(config map[string]any) (float64, bool) {
-	v, ok := m.domain.Lookup(config)
-	if !ok {
-		return 0, false
-	}
-	if m.cat {
-		i := m.domain.Index(v)
-		return float64(i), i >= 0
-	}
-	x, ok := number(v)
-	if !ok || math.IsNaN(x) || math.IsInf(x, 0) || m.log && x <= 0 {
-		return 0, false
+	x, ok := m.domain.Number(config)
+	if !ok || m.cat {
+		return x, ok
 	}
 	return m.normalize(x), true
 }

@@ -8,24 +8,17 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tunejet/tunejet/internal/regret"
 	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/tpe"
 )
 
-// branin is the Branin-Hoo function; its minimum is 0.397887.
-func branin(x1, x2 float64) float64 {
-	const a, r, s = 1.0, 6.0, 10.0
-	b := 5.1 / (4 * math.Pi * math.Pi)
-	c := 5 / math.Pi
-	tt := 1 / (8 * math.Pi)
-	d := x2 - b*x1*x1 + c*x1 - r
-	return a*d*d + s*(1-tt)*math.Cos(x1) + s
-}
-
 // curve is the learning curve of the ASHA benchmark: Branin plus a term
 // that decays with the epoch t and is larger for larger x2, so that ranks
 // cross as training goes on.
-func curve(x1, x2, t float64) float64 { return branin(x1, x2) + 20*(1+x2/15)*math.Pow(t, -0.7) }
+func curve(x1, x2, t float64) float64 {
+	return regret.BraninXY(x1, x2) + 20*(1+x2/15)*math.Pow(t, -0.7)
+}
 
 // curveMin is min over x of curve(x, 81) on a 0.005 grid, refined to the
 // best grid point's neighbourhood on a 0.0001 grid.

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/tunejet/tunejet/internal/settings"
 )
 
 // Domain describes one domain of a Space, for a searcher that models the
@@ -123,6 +125,38 @@ func (d Domain) Lookup(config map[string]any) (any, bool) {
 		}
 	}
 	return v, true
+}
+
+// Unmodeled returns the error of a model-based search algorithm alg for a
+// domain it cannot model (grid_search, which only a grid runs; randn and
+// qrandn, which have no bounds), at the domain's key; nil for the others.
+func (d Domain) Unmodeled(alg string) error {
+	switch d.Kind {
+	case kwGrid, kwRandn, kwQRandn:
+		return &settings.Error{Key: strings.Join(d.Path, "."), Msg: fmt.Sprintf("%s is not supported by search_alg %q; "+
+			"use a bounded domain (uniform, choice, ...) or search_alg random or grid", d.Kind, alg)}
+	}
+	return nil
+}
+
+// Number reads the trial's value of the domain from config as a
+// model-based searcher models it: a choice's index, or the number itself,
+// finite (and above 0 for a log domain); false when config has none or it
+// is not a value of the domain's kind.
+func (d Domain) Number(config map[string]any) (float64, bool) {
+	v, ok := d.Lookup(config)
+	if !ok {
+		return 0, false
+	}
+	if d.Kind == kwChoice {
+		i := d.Index(v)
+		return float64(i), i >= 0
+	}
+	x, _, ok := settings.Number(v)
+	if !ok || math.IsNaN(x) || math.IsInf(x, 0) || d.Log && x <= 0 {
+		return 0, false
+	}
+	return x, true
 }
 
 // Index returns the position of v among the domain's Choices, or -1 if it

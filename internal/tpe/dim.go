@@ -1,14 +1,10 @@
 package tpe
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
-	"strings"
 
 	"github.com/tunejet/tunejet/internal/search"
-
-	"github.com/tunejet/tunejet/internal/settings"
 )
 
 // dim is one parameter as TPE models it. Its values live in a model space:
@@ -31,11 +27,11 @@ type dim struct {
 
 // newDim models domain d, refusing the domains TPE cannot model.
 func newDim(index int, d search.Domain, est Estimator) (*dim, error) {
+	if err := d.Unmodeled("tpe"); err != nil {
+		return nil, err
+	}
 	m := &dim{index: index, domain: d}
 	switch d.Kind {
-	case "grid_search", "randn", "qrandn":
-		return nil, &settings.Error{Key: strings.Join(d.Path, "."), Msg: fmt.Sprintf("%s is not supported by search_alg %q; "+
-			"use a bounded domain (uniform, choice, ...) or search_alg random or grid", d.Kind, "tpe")}
 	case "choice":
 		m.cat, m.fixed = true, len(d.Choices) == 1
 		return m, nil
@@ -59,24 +55,11 @@ func (m *dim) span() float64 { return m.high - m.low + m.step }
 // internal reads the trial's value of the dim from config, in model space;
 // false when there is none or it is not a value of the domain's kind.
 func (m *dim) internal(config map[string]any) (float64, bool) {
-	v, ok := m.domain.Lookup(config)
-	if !ok {
-		return 0, false
-	}
-	if m.cat {
-		i := m.domain.Index(v)
-		return float64(i), i >= 0
-	}
-	x, ok := number(v)
-	switch {
-	case !ok || math.IsNaN(x) || math.IsInf(x, 0):
-		return 0, false
-	case m.log && x <= 0:
-		return 0, false
-	case m.log:
+	x, ok := m.domain.Number(config)
+	if ok && m.log {
 		return math.Log(x), true
 	}
-	return x, true
+	return x, ok
 }
 
 // fixedValue is the model-space value of a fixed dim.

@@ -8,8 +8,6 @@ import (
 	"slices"
 
 	"github.com/tunejet/tunejet/internal/search"
-
-	"github.com/tunejet/tunejet/internal/settings"
 )
 
 // State is a trial's state as TPE counts it.
@@ -372,11 +370,4 @@ func prunedScore(t Trial, key func(Trial) float64) (int, float64) {
 		return 1, 0
 	}
 	return -t.Step, key(t)
-}
-
-// number reads a config value as a float: settings.Number, the numbers Go
-// code and JSON decoding produce.
-func number(v any) (float64, bool) {
-	f, _, ok := settings.Number(v)
-	return f, ok
 }

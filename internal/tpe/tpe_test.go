@@ -12,6 +12,7 @@ import (
 
 	"github.com/tunejet/tunejet/internal/search"
 
+	"github.com/tunejet/tunejet/internal/regret"
 	"github.com/tunejet/tunejet/internal/settings"
 )
 
@@ -307,11 +308,11 @@ func BenchmarkSuggest1000(b *testing.B) {
 		opts Options
 	}{{"default", Defaults()}, {"optuna45", Optuna45()}} {
 		b.Run(v.name, func(b *testing.B) {
-			space, smp := mustSampler(b, problems[1].space, v.opts)
+			space, smp := mustSampler(b, regret.Hartmann6.Space, v.opts)
 			h := make([]Trial, 1000)
 			for i := range h {
 				c, _ := space.Trial(i, 1)
-				h[i] = Trial{Number: i, State: Complete, Config: c, Value: hartmann6(c)}
+				h[i] = Trial{Number: i, State: Complete, Config: c, Value: regret.Hartmann6.F(c)}
 			}
 			b.ResetTimer()
 			for i := 0; b.Loop(); i++ {

@@ -80,6 +80,40 @@ func needObjective(tc events.TuneConfig, p *settings.Problems) {
 	p.OneOf(keyMode, tc.Mode, "min", "max")
 }
 
+// seedReader reads a model-based searcher's seed setting into *dst.
+func seedReader(dst **int64) settings.Reader {
+	return func(p *settings.Problems, v any) {
+		n, ok := settings.Int(v)
+		if !ok {
+			p.Add("", "expected an integer, got %s", settings.Describe(v))
+			return
+		}
+		*dst = new(int64(n))
+	}
+}
+
+// notTuneConfigs refuses a metric or mode among search algorithm alg's
+// settings: they are tune_config's.
+func notTuneConfigs(alg string) settings.Reader {
+	return func(p *settings.Problems, _ any) {
+		p.Add("", "%s takes tune_config's metric and mode: set tune_config.%s instead", alg, p.Key("")[len(keySearchAlg)+1:])
+	}
+}
+
+// checkSeed checks search algorithm alg's seed setting against
+// tune_config.seed: the model-based searchers draw from generators seeded
+// from the experiment's seed, so a seed of theirs must be that seed (the
+// experiment file copies it to tune_config.seed when that is unset).
+func checkSeed(at *settings.Problems, alg string, seed *int64, tc events.TuneConfig) {
+	switch {
+	case seed == nil:
+	case tc.Seed == nil:
+		at.Add("seed", "%s draws from the experiment's seed: set tune_config.seed to %d instead", alg, *seed)
+	case *seed != *tc.Seed:
+		at.Add("seed", "must equal tune_config.seed (%d), which %s draws from, got %d; set only one of them", *tc.Seed, alg, *seed)
+	}
+}
+
 // The basic variant generator's names.
 const (
 	SearchRandom = "random"

@@ -35,9 +35,6 @@ func init() {
 // and mode, which are tune_config's, and Ray's BayesOptSearch settings
 // that have no meaning here.
 func (c *GPConfig) Settings() settings.Fields {
-	tuneConfigs := func(p *settings.Problems, _ any) {
-		p.Add("", "bayesopt takes tune_config's metric and mode: set tune_config.%s instead", p.Key("")[len(keySearchAlg)+1:])
-	}
 	notHere := func(why string) settings.Reader {
 		return func(p *settings.Problems, _ any) { p.Add("", "%s", why) }
 	}
@@ -58,16 +55,9 @@ func (c *GPConfig) Settings() settings.Fields {
 			}
 			c.randomSteps = &n
 		},
-		"seed": func(p *settings.Problems, v any) {
-			n, ok := settings.Int(v)
-			if !ok {
-				p.Add("", "expected an integer, got %s", settings.Describe(v))
-				return
-			}
-			c.seed = new(int64(n))
-		},
-		"metric": tuneConfigs,
-		"mode":   tuneConfigs,
+		"seed":   seedReader(&c.seed),
+		"metric": notTuneConfigs(SearchBayesOpt),
+		"mode":   notTuneConfigs(SearchBayesOpt),
 		"utility_kwargs": notHere("bayesopt maximizes log expected improvement (Optuna's GPSampler); " +
 			"BayesOptSearch's utility functions (ucb, ei, poi) and their kappa and xi are not supported"),
 		"patience": notHere("not supported: bayesopt suggests until num_samples, as search_alg tpe does"),
@@ -96,13 +86,7 @@ func (c *GPConfig) check(p *settings.Problems, tc events.TuneConfig) {
 		c.NStartupTrials = *c.randomSteps
 	}
 	at.AtLeast("n_startup_trials", c.NStartupTrials, 0)
-	switch {
-	case c.seed == nil:
-	case tc.Seed == nil:
-		at.Add("seed", "bayesopt draws from the experiment's seed: set tune_config.seed to %d instead", *c.seed)
-	case *c.seed != *tc.Seed:
-		at.Add("seed", "must equal tune_config.seed (%d), which bayesopt draws from, got %d; set only one of them", *tc.Seed, *c.seed)
-	}
+	checkSeed(at, SearchBayesOpt, c.seed, tc)
 	needObjective(tc, p)
 	c.Maximize = tc.Mode == "max"
 }

@@ -42,9 +42,6 @@ func init() {
 // consider_prior and seed, and refuses metric and mode, which are
 // tune_config's.
 func (c *TPEConfig) Settings() settings.Fields {
-	tuneConfigs := func(p *settings.Problems, _ any) {
-		p.Add("", "tpe takes tune_config's metric and mode: set tune_config.%s instead", p.Key("")[len(keySearchAlg)+1:])
-	}
 	return settings.Fields{
 		"gamma": func(p *settings.Problems, v any) {
 			switch v {
@@ -65,16 +62,9 @@ func (c *TPEConfig) Settings() settings.Fields {
 			}
 			c.considerPrior = b
 		},
-		"seed": func(p *settings.Problems, v any) {
-			n, ok := settings.Int(v)
-			if !ok {
-				p.Add("", "expected an integer, got %s", settings.Describe(v))
-				return
-			}
-			c.seed = new(int64(n))
-		},
-		"metric": tuneConfigs,
-		"mode":   tuneConfigs,
+		"seed":   seedReader(&c.seed),
+		"metric": notTuneConfigs(SearchTPE),
+		"mode":   notTuneConfigs(SearchTPE),
 	}
 }
 
@@ -97,16 +87,7 @@ func (c *TPEConfig) check(p *settings.Problems, tc events.TuneConfig) {
 	// Optuna 4 deprecated consider_prior=False and Optuna 5 removed it: the
 	// prior kernel is always there; prior_weight sets its weight.
 	at.Check(c.considerPrior, "consider_prior", "false is not supported (Optuna deprecated it); lower prior_weight instead")
-	// TPE draws from generators seeded from the experiment's seed, so a
-	// seed here must be that seed (the experiment file copies it to
-	// tune_config.seed when that is unset).
-	switch {
-	case c.seed == nil:
-	case tc.Seed == nil:
-		at.Add("seed", "tpe draws from the experiment's seed: set tune_config.seed to %d instead", *c.seed)
-	case *c.seed != *tc.Seed:
-		at.Add("seed", "must equal tune_config.seed (%d), which tpe draws from, got %d; set only one of them", *tc.Seed, *c.seed)
-	}
+	checkSeed(at, SearchTPE, c.seed, tc)
 	if n := len(c.EvaluatedRewards); n > 0 {
 		at.Check(n == len(tc.PointsToEvaluate), "evaluated_rewards",
 			"must give a value for each of the %d points_to_evaluate, got %d", len(tc.PointsToEvaluate), n)
