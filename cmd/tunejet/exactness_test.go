@@ -48,7 +48,7 @@ func TestDecisionsSurviveKillingTheProcess(t *testing.T) {
 			h := fnv.New64a()
 			_, _ = h.Write([]byte(c.name))
 			rng := rand.New(rand.NewPCG(exactSeed, h.Sum64()))
-			file := writeFile(t, t.TempDir(), "experiment.yaml", fmt.Sprintf(exactExperiment, c.name, script, c.trials, c.tune))
+			file := c.file(t, script)
 			want := runExact(t, c, file, script, nil)
 			if c.stops && !slices.ContainsFunc(want.decisions, func(d string) bool { return strings.Contains(d, `"action":"stop"`) }) {
 				t.Fatalf("the uninterrupted run stopped no trial: the test tests little; decisions %v", want.decisions)
@@ -80,6 +80,30 @@ func TestDecisionsSurviveKillingTheProcess(t *testing.T) {
 	}
 }
 
+// With tune_config.reproducible, the GP's suggestions are the same
+// whatever the timing (without it they differ here; TPE's constant liar
+// hides the difference on so small a run): one trial at a time on one slot, or three at once on three
+// slots, where the odd trials are slow and finish after the even ones
+// started after them, with the process killed twice and restored.
+func TestReproducibleSearchAcrossSlotsAndCrashes(t *testing.T) {
+	t.Parallel()
+	script := filepath.Join(moduleRoot, "cmd", "tunejet", "testdata", "exactness", "train.sh")
+	c := exactCase{name: "reproducible", trials: 8, iters: 2, window: 3, tune: `  search_alg: bayesopt
+  search_alg_config: {n_startup_trials: 2}
+  reproducible: true
+`}
+	file := c.file(t, script)
+	one := runExact(t, c, file, script, nil)
+	c.slots, c.slow = 3, "0.3"
+	three := runExact(t, c, file, script, []int{3, 9})
+	if len(three.killedAt) == 0 {
+		t.Errorf("the run on three slots ended before the first kill")
+	}
+	if diff := cmp.Diff(one.created, three.created); diff != "" {
+		t.Errorf("the trials created differ (-one slot +three slots, killed after reports 3 and 9):\n%s", diff)
+	}
+}
+
 const (
 	// exactSeed seeds the kill moments; a failure names it.
 	exactSeed = 12
@@ -90,8 +114,8 @@ const (
 	exactKillsPerReplay = 3
 )
 
-// exactExperiment is the experiment file: name, script, num_samples and
-// the tuner's lines.
+// exactExperiment is the experiment file: name, script, num_samples,
+// max_concurrent_trials and the tuner's lines.
 const exactExperiment = `name: %s
 trainable:
   name: exact
@@ -102,7 +126,7 @@ tune_config:
   metric: loss
   mode: min
   num_samples: %d
-  max_concurrent_trials: 1
+  max_concurrent_trials: %d
   seed: 2026
 %s`
 
@@ -113,6 +137,15 @@ type exactCase struct {
 	iters  int    // the results a trial reports when nothing stops it
 	tune   string // tune_config lines
 	stops  bool   // whether the uninterrupted run must stop a trial
+	window int    // max_concurrent_trials; 0 is 1
+	slots  int    // the runner's; 0 is 1
+	slow   string // the sleep of odd trials before each report (train.sh's SLOW); "" none
+}
+
+// file writes the case's experiment file.
+func (c exactCase) file(t *testing.T, script string) string {
+	t.Helper()
+	return writeFile(t, t.TempDir(), "experiment.yaml", fmt.Sprintf(exactExperiment, c.name, script, c.trials, max(c.window, 1), c.tune))
 }
 
 // The tpe and bayesopt cases have no scheduler, so no trial.decided:
@@ -146,10 +179,11 @@ func runExact(t *testing.T, c exactCase, file, script string, moments []int) exa
 	t.Helper()
 	store, storage, marks := t.TempDir(), t.TempDir(), t.TempDir()
 	t.Cleanup(func() { killTrainablesOf(t, marks, script) })
-	env := embeddedEnv(t, "MARK_DIR="+marks, "ITERS="+strconv.Itoa(c.iters))
+	env := embeddedEnv(t, "MARK_DIR="+marks, "ITERS="+strconv.Itoa(c.iters), "SLOW="+c.slow)
 	expDir := filepath.Join(storage, c.name)
 	var out exactOutcome
-	p := startGroup(t, env, "run", file, "--store-dir", store, "--storage-path", storage, "--slots", "1")
+	slots := strconv.Itoa(max(c.slots, 1))
+	p := startGroup(t, env, "run", file, "--store-dir", store, "--storage-path", storage, "--slots", slots)
 	for _, k := range moments {
 		if !waitReports(t, p, marks, k) {
 			break // it completed first
@@ -158,7 +192,7 @@ func runExact(t *testing.T, c exactCase, file, script string, moments []int) exa
 		killTrainablesOf(t, marks, script)
 		evs := storeLog(t, store, c.name)
 		out.killedAt = append(out.killedAt, evs[len(evs)-1].Seq)
-		p = startGroup(t, env, "restore", expDir, file, "--store-dir", store, "--slots", "1")
+		p = startGroup(t, env, "restore", expDir, file, "--store-dir", store, "--slots", slots)
 	}
 	r := p.wait(t)
 	evs := storeLog(t, store, c.name)

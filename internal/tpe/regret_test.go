@@ -3,6 +3,8 @@ package tpe
 import (
 	"math/rand/v2"
 	"os"
+	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/tunejet/tunejet/internal/regret"
@@ -133,4 +135,105 @@ func TestRegret(t *testing.T) {
 			}
 		}
 	}
+}
+
+// runTimed simulates n trials of p on inFlight workers, each taking a
+// time drawn from [0.5, 1.5) (the same for trial k in every run of a
+// lengths seed): a new trial starts as soon as a worker is free, learning from
+// the finished trials and, as running, the others (the controller's
+// default); with reproducible, trial k starts only once every trial
+// numbered up to k − inFlight has finished, and learns from those alone
+// (tune_config.reproducible). It returns the best value after each
+// completion, the makespan and the configs in trial order.
+func runTimed(p regret.Problem, s *Sampler, seed, lengths uint64, n, inFlight int, reproducible bool) (best []float64, makespan float64, configs []map[string]any) {
+	took := rand.New(rand.NewPCG(lengths, 1<<41))
+	durations := make([]float64, n)
+	for i := range durations {
+		durations[i] = 0.5 + took.Float64()
+	}
+	var history []Trial
+	end := map[int]float64{} // running trial → its end time
+	now := 0.0
+	finishedThrough := func(k int) bool {
+		for i := 0; i <= k && i < len(history); i++ {
+			if history[i].State == Running {
+				return false
+			}
+		}
+		return true
+	}
+	for len(best) < n {
+		for len(end) < inFlight && len(history) < n {
+			k := len(history)
+			h := history
+			if reproducible {
+				if !finishedThrough(k - inFlight) {
+					break
+				}
+				h = nil
+				for _, t := range history {
+					if t.Number <= k-inFlight {
+						h = append(h, t)
+					}
+				}
+			}
+			config := s.Suggest(h, suggestRand(seed, k))
+			history = append(history, Trial{Number: k, State: Running, Config: config})
+			configs = append(configs, config)
+			end[k] = now + durations[k]
+		}
+		next := -1
+		for k, e := range end {
+			if next < 0 || e < end[next] || e == end[next] && k < next {
+				next = k
+			}
+		}
+		now = end[next]
+		delete(end, next)
+		history[next].State, history[next].Value = Complete, p.F(history[next].Config)
+		v := history[next].Value
+		if len(best) > 0 {
+			v = min(v, best[len(best)-1])
+		}
+		best = append(best, v)
+	}
+	return best, now, configs
+}
+
+// TestReproducibleCost measures what tune_config.reproducible costs on
+// Hartmann6 with 8 trials in flight and 100 trials of random length: the
+// makespan and the regret against the default's, 30 seeds. It runs with
+// TUNEJET_REGRET=1 (make bench-tuner).
+func TestReproducibleCost(t *testing.T) {
+	if os.Getenv("TUNEJET_REGRET") != "1" {
+		t.Skip("set TUNEJET_REGRET=1 to measure what reproducible costs")
+	}
+	p := regret.Hartmann6
+	space, err := search.ParseSpace(p.Space)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(space, Defaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n, inFlight = 100, 8
+	var free, repro [][]float64
+	var ratios []float64
+	for seed := range uint64(regretSeeds) {
+		b1, m1, _ := runTimed(p, s, seed, seed, n, inFlight, false)
+		b2, m2, c2 := runTimed(p, s, seed, seed, n, inFlight, true)
+		free, repro = append(free, b1), append(repro, b2)
+		ratios = append(ratios, m2/m1)
+		if seed == 0 { // the same configs whatever the trials' lengths
+			if _, _, other := runTimed(p, s, seed, 99, n, inFlight, true); !reflect.DeepEqual(c2, other) {
+				t.Errorf("reproducible: trials of other lengths gave other configs")
+			}
+		}
+	}
+	slices.Sort(ratios)
+	t.Logf("hartmann6, %d in flight, trials of 0.5–1.5: makespan reproducible/default median %.3f [%.3f, %.3f]", inFlight,
+		regret.Percentile(ratios, 0.5), regret.Percentile(ratios, 0.25), regret.Percentile(ratios, 0.75))
+	t.Logf("hartmann6 %-28s %s", "tpe, 8 in flight", regret.Summary(free, p.Min, regretNs))
+	t.Logf("hartmann6 %-28s %s", "tpe, 8 in flight, reproducible", regret.Summary(repro, p.Min, regretNs))
 }

@@ -261,3 +261,26 @@ func TestBayesOptRefusesSpacesItCannotModel(t *testing.T) {
 		t.Errorf("problems:\n got %q\nwant %q", got, want)
 	}
 }
+
+func TestReproducibleNeedsAWindowAndTunejetsSearcher(t *testing.T) {
+	tests := []struct {
+		name string
+		tc   events.TuneConfig
+		want []string
+	}{
+		{"tpe with a window", events.TuneConfig{Metric: "loss", Mode: "min", SearchAlg: "tpe", MaxConcurrentTrials: 4, Reproducible: true}, nil},
+		{"random needs nothing", events.TuneConfig{Reproducible: true}, nil},
+		{"bayesopt without a window", events.TuneConfig{Metric: "loss", Mode: "min", SearchAlg: "bayesopt", Reproducible: true},
+			[]string{"tune_config.reproducible: needs tune_config.max_concurrent_trials: trial k's suggestion learns from the trials numbered up to k − max_concurrent_trials"}},
+		{"external", events.TuneConfig{Metric: "loss", Mode: "min", SearchAlg: "external", MaxConcurrentTrials: 2, Reproducible: true,
+			SearchAlgConfig: map[string]any{"subject": "s"}},
+			[]string{"tune_config.reproducible: an external searcher answers as it likes: its configs cannot be made reproducible"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := messages(Check(spec(tt.tc))); !slices.Equal(got, tt.want) {
+				t.Errorf("problems:\n got %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}

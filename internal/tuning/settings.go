@@ -115,6 +115,7 @@ func read(spec *events.ExperimentSpec) (*Settings, *settings.Problems) {
 	p := &settings.Problems{}
 	s := &Settings{Scheduler: readScheduler(spec, p), Search: readSearch(spec, p)}
 	checkPBTFunctions(spec, s.Scheduler, p)
+	checkReproducible(spec, p)
 	if space, err := search.ParseSpace(spec.ParamSpace); err == nil {
 		checkSampleFrom(spec, space, p)
 		s.SampleFrom = len(space.SampledByDriver()) > 0
@@ -158,6 +159,28 @@ func checkSampleFrom(spec *events.ExperimentSpec, space *search.Space, p *settin
 		case sa != "" && sa != SearchRandom && sa != SearchGrid:
 			p.Add(key, "sample_from is resolved with search_alg %q or %q; %q cannot model it", SearchRandom, SearchGrid, sa)
 		}
+	}
+}
+
+// checkReproducible checks tune_config.reproducible: it fixes the trials
+// each suggestion of tpe or bayesopt learns from by max_concurrent_trials,
+// which must then be set; an external or a driver's searcher answers as it
+// likes, so its configs cannot be made reproducible. Random and grid
+// search are reproducible anyway (a config is a function of the seed and
+// the trial's index).
+func checkReproducible(spec *events.ExperimentSpec, p *settings.Problems) {
+	tc := spec.TuneConfig
+	if !tc.Reproducible {
+		return
+	}
+	const key = "tune_config.reproducible"
+	switch {
+	case spec.Driver.Searches():
+		p.Add(key, "the driver's searcher %s answers as it likes: its configs cannot be made reproducible", spec.Driver.Searcher)
+	case tc.SearchAlg == SearchExternal:
+		p.Add(key, "an external searcher answers as it likes: its configs cannot be made reproducible")
+	case ModelBased(tc.SearchAlg) && tc.MaxConcurrentTrials < 1:
+		p.Add(key, "needs tune_config.max_concurrent_trials: trial k's suggestion learns from the trials numbered up to k − max_concurrent_trials")
 	}
 }
 

@@ -201,6 +201,9 @@ func createActions(st *state.Experiment, in Inputs) []Action {
 	acts, inFlight := rescheduleActions(st, in, st.InFlight(), limit)
 	var search *searcher
 	for i := st.NextIndex; inFlight < limit && (st.NumTrials < 0 || i < st.NumTrials); i++ {
+		if waitsForHistory(st, in, i) {
+			break // tune_config.reproducible: trial i's history has not all finished
+		}
 		if search == nil {
 			search = newSearcher(st, in)
 		}
@@ -212,6 +215,25 @@ func createActions(st *state.Experiment, in Inputs) []Action {
 		inFlight++
 	}
 	return acts
+}
+
+// waitsForHistory reports whether trial index must wait before it is
+// created: with tune_config.reproducible, a model-based searcher's
+// suggestion for it learns from the trials numbered up to index −
+// max_concurrent_trials (reproducibleHistory), and waits until all of
+// them have finished.
+func waitsForHistory(st *state.Experiment, in Inputs, index int) bool {
+	tc := st.Spec.TuneConfig
+	upTo := index - tc.MaxConcurrentTrials
+	if !tc.Reproducible || in.Searcher == nil || upTo < 0 {
+		return false
+	}
+	for _, t := range st.TrialList() {
+		if t.Index <= upTo && !t.Finished() {
+			return true
+		}
+	}
+	return false
 }
 
 // windowLimit is how many trials may be in flight at once.

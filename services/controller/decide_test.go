@@ -844,3 +844,71 @@ func TestTPESuggestsFromTheTrialsSoFar(t *testing.T) {
 		t.Fatalf("%d of the last 6 suggestions within 2 of the minimum, want at least 3", near)
 	}
 }
+
+// With tune_config.reproducible, trial k's suggestion learns from the
+// trials numbered up to k − max_concurrent_trials alone, and trial k waits
+// until those have finished: trials that finish in another order give the
+// same configs. Without it, they give others.
+func TestReproducibleSearchIgnoresTheOrderTrialsFinishIn(t *testing.T) {
+	const n, window = 10, 3
+	configs := func(reproducible bool, order func(running []int) int) (xs []float64, waited bool) {
+		spec := func(sp *events.ExperimentSpec) {
+			sp.ParamSpace = map[string]any{"x": map[string]any{"uniform": []any{-5.0, 5.0}}}
+			sp.TuneConfig.NumSamples, sp.TuneConfig.MaxConcurrentTrials = n, window
+			sp.TuneConfig.Metric, sp.TuneConfig.Mode, sp.TuneConfig.SearchAlg = "loss", "min", "tpe"
+			sp.TuneConfig.SearchAlgConfig = map[string]any{"n_startup_trials": 2.0}
+			sp.TuneConfig.Reproducible = reproducible
+		}
+		h := newHistory(t, spec)
+		set, err := tuning.Parse(h.st.Spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.in.Searcher, err = set.Sampler(h.space); err != nil {
+			t.Fatal(err)
+		}
+		h.launch()
+		done := map[int]bool{}
+		for len(done) < n {
+			var running []int
+			for i := range n {
+				if tr := h.st.Trials[id(i)]; tr != nil && !done[i] {
+					running = append(running, i)
+				}
+			}
+			if len(running) == 0 {
+				t.Fatalf("no trial in flight after %d finished", len(done))
+			}
+			i := order(running)
+			x := h.trial(i).Config["x"].(float64)
+			h.run(i)
+			h.add(events.WriterRunner, &events.TrialReported{TrialID: id(i), Attempt: 1, Result: map[string]any{"training_iteration": 1.0, "loss": (x - 2) * (x - 2)}})
+			h.finish("finished", i)
+			done[i] = true
+			before := len(h.st.Trials)
+			h.step()
+			if created := len(h.st.Trials) - before; len(running)-1+created < window && len(h.st.Trials) < n {
+				waited = true // the window had room, and a trial waited for its history
+			}
+		}
+		for i := range n {
+			xs = append(xs, h.trial(i).Config["x"].(float64))
+		}
+		return xs, waited
+	}
+	first := func(running []int) int { return running[0] }
+	last := func(running []int) int { return running[len(running)-1] }
+	inOrder, _ := configs(true, first)
+	reversed, waited := configs(true, last)
+	if !waited {
+		t.Errorf("finishing the newest trial first never made a trial wait for its history")
+	}
+	if diff := cmp.Diff(inOrder, reversed); diff != "" {
+		t.Errorf("reproducible: the configs depend on the order trials finish in (-oldest first +newest first):\n%s", diff)
+	}
+	free1, _ := configs(false, first)
+	free2, _ := configs(false, last)
+	if cmp.Equal(free1, free2) {
+		t.Errorf("without reproducible the two orders gave the same configs %v: the test shows nothing", free1)
+	}
+}

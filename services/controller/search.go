@@ -85,7 +85,7 @@ func (s *searcher) draft(index int) (config map[string]any, tag string, seq uint
 	case s.in.Searcher == nil:
 		config, tag = s.in.Space.Trial(index, s.st.Seed)
 	default:
-		config = s.in.Searcher.Suggest(s.history, tuning.Rand(s.st.Seed, "suggest", uint64(index)))
+		config = s.in.Searcher.Suggest(s.historyFor(index), tuning.Rand(s.st.Seed, "suggest", uint64(index)))
 		seq = s.st.LastSeq
 	}
 	if points := s.st.Spec.TuneConfig.PointsToEvaluate; index < len(points) && s.in.Evaluated == nil {
@@ -99,6 +99,25 @@ func (s *searcher) draft(index int) (config map[string]any, tag string, seq uint
 		s.history = append(s.history, tpe.Trial{Number: index, State: tpe.Running, Config: config})
 	}
 	return config, tag, seq, true
+}
+
+// historyFor is the history the suggestion for trial index learns from:
+// every trial so far, or with tune_config.reproducible only those
+// numbered up to index − max_concurrent_trials (and the evaluated points
+// before the first), which waitsForHistory made sure have all finished:
+// the same whatever the timing.
+func (s *searcher) historyFor(index int) []tpe.Trial {
+	tc := s.st.Spec.TuneConfig
+	if !tc.Reproducible {
+		return s.history
+	}
+	var out []tpe.Trial
+	for _, h := range s.history {
+		if h.Number <= index-tc.MaxConcurrentTrials {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // overlay sets the keys point names in config, nested mappings key by key.

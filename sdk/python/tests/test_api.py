@@ -254,6 +254,10 @@ class ConfigTest(unittest.TestCase):
             BayesOptSearch(utility_kwargs={"kind": "ucb", "kappa": 2.5, "xi": 0.0})
         with self.assertRaisesRegex(ValueError, "analysis=.... is not supported"):
             BayesOptSearch(analysis="/some/experiment")
+        # tunejet's reproducible parallel search: the file's tune_config.reproducible.
+        tc = tune.TuneConfig(search_alg=searcher, max_concurrent_trials=4, reproducible=True).to_spec()
+        self.assertEqual((tc["reproducible"], tc["max_concurrent_trials"]), (True, 4))
+        self.assertNotIn("reproducible", tune.TuneConfig().to_spec())
 
     def test_a_custom_stopper_is_the_drivers(self):
         # Ray's tune.Stopper subclass (doc/source/tune/tutorials/tune-stopping.rst),

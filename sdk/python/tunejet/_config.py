@@ -388,6 +388,10 @@ class TuneConfig:
     warm worker per trainable and resource set, which has imported the
     trainable once and forks a process per trial; False starts a fresh
     interpreter per trial, as before (sdk/python/README.md, "Warm workers").
+    reproducible (tunejet's own; default off) makes the configs of
+    OptunaSearch and BayesOptSearch the same for the same seed whatever
+    the timing: trial k learns from the trials numbered up to k −
+    max_concurrent_trials alone, and waits for them to finish.
     """
 
     metric: Optional[str] = None
@@ -402,6 +406,7 @@ class TuneConfig:
     trial_name_creator: Any = None
     trial_dirname_creator: Any = None
     chdir_to_trial_dir: Any = None
+    reproducible: bool = False
 
     def to_spec(self):
         if self.trial_name_creator is not None or self.trial_dirname_creator is not None:
@@ -446,6 +451,8 @@ class TuneConfig:
             if isinstance(budget, datetime.timedelta):
                 budget = budget.total_seconds()
             spec["time_budget_s"] = budget
+        if self.reproducible:
+            spec["reproducible"] = True
         seed = self.seed
         if seed is None and isinstance(getattr(self.search_alg, "random_state", None), int):
             seed = self.search_alg.random_state  # BasicVariantGenerator's
