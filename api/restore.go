@@ -29,6 +29,10 @@ type RestoreRequest struct {
 	TrustStoredTrainable bool `json:"trust_stored_trainable,omitempty"`
 	// ParamSpace, when set, re-specifies the param space (same keys).
 	ParamSpace map[string]any `json:"param_space,omitempty"`
+	// NumSamples, when set, is the restored experiment's num_samples: a
+	// larger one adds trials to it, finished or interrupted (-1: sample
+	// until stopped). Refused below the trials the experiment has created.
+	NumSamples int `json:"num_samples,omitempty"`
 	// Mirror, when set, is the caller's upload_dir, command syncer and
 	// exclude patterns (of its sync_config): the restored run mirrors with
 	// them. A stored state file's are never used: restoring from one

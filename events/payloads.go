@@ -108,6 +108,9 @@ type ExperimentRestored struct {
 	// in the experiment's Object Store bucket.
 	Object string `json:"object"`
 	Digest string `json:"digest"`
+	// NumSamples is the num_samples the restore set, when it changed the
+	// experiment's (to add trials); the restored state's spec holds it.
+	NumSamples int `json:"num_samples,omitempty"`
 	// Mirror is what the restored run mirrors to upload_dir with: the
 	// restore's caller's upload_dir, command syncer and exclude patterns,
 	// never a stored state file's. Always set on a restore from a state

@@ -125,6 +125,7 @@ type restoreOptions struct {
 	unfinished, errored, restartErrored, custom bool
 	config                                      ResumeConfig
 	trustStored                                 bool
+	numSamples                                  int // 0: the experiment's
 }
 
 func (o *restoreOptions) resumeConfig() ResumeConfig {
@@ -144,6 +145,20 @@ func WithResumeUnfinished(on bool) Option {
 // with the same trial ids. It wins over WithRestartErrored.
 func WithResumeErrored() Option {
 	return func(t *Tuner) error { t.restoreOpts().errored = true; return nil }
+}
+
+// WithNumSamples sets the restored experiment's num_samples: a larger one
+// adds trials to it, finished or interrupted, which the search algorithm
+// suggests from every trial so far (-1 samples until stopped). It may not
+// be below the trials the experiment has created.
+func WithNumSamples(n int) Option {
+	return func(t *Tuner) error {
+		if n == 0 || n < -1 {
+			return fmt.Errorf("num_samples on restore must be a count >= 1, or -1 to sample until stopped; got %d", n)
+		}
+		t.restoreOpts().numSamples = n
+		return nil
+	}
 }
 
 // WithRestartErrored restarts errored trials from scratch as new trials.
@@ -406,7 +421,8 @@ func (t *Tuner) fitRestored(ctx context.Context) (*ResultGrid, error) {
 // and runner (stack nil on a deployment): the controller folds from the
 // restored state, and the runner takes only the restored run's work.
 func (t *Tuner) restoreAndWatch(ctx context.Context, b *bus.Bus, stack *Stack) (*state.Experiment, error) {
-	req := api.RestoreRequest{Path: t.restore.path, Resume: t.restore.resumeConfig(), ParamSpace: t.spec.ParamSpace}
+	req := api.RestoreRequest{Path: t.restore.path, Resume: t.restore.resumeConfig(), ParamSpace: t.spec.ParamSpace,
+		NumSamples: t.restore.numSamples}
 	if sc := t.spec.RunConfig.SyncConfig; sc.UploadDir != "" {
 		// The restored run mirrors with the caller's settings: a state
 		// file's are never used.

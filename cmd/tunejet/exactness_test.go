@@ -289,3 +289,57 @@ func (p *proc) killGroup() {
 	case <-time.After(processTimeout):
 	}
 }
+
+// tunejet restore --num-samples adds trials to a finished experiment: the
+// trials it had stay as they were, the new ones are numbered after them,
+// and TPE suggests them from every trial so far; the log records the new
+// count. A smaller count is refused, and the experiment is left as it was.
+func TestRestoreAddsTrialsToAFinishedExperiment(t *testing.T) {
+	t.Parallel()
+	script := filepath.Join(moduleRoot, "cmd", "tunejet", "testdata", "exactness", "train.sh")
+	c := exactCase{name: "extended", trials: 4, iters: 1, tune: `  search_alg: tpe
+  search_alg_config: {n_startup_trials: 2}
+`}
+	file := c.file(t, script)
+	store, storage, marks := t.TempDir(), t.TempDir(), t.TempDir()
+	env := embeddedEnv(t, "MARK_DIR="+marks, "ITERS=1")
+	expDir := filepath.Join(storage, c.name)
+	if r := tunejet(t, "", env, "run", file, "--store-dir", store, "--storage-path", storage, "--slots", "1"); r.code != 0 ||
+		!strings.Contains(r.stdout, "Experiment finished: 4 trials") {
+		t.Fatalf("tunejet run: want 4 trials:\n%s", r)
+	}
+	_, before := exactDecisions(t, storeLog(t, store, c.name))
+
+	if r := tunejet(t, "", env, "restore", expDir, "--store-dir", store, "--slots", "1", "--num-samples", "3"); r.code == 0 ||
+		!strings.Contains(r.stderr, "num_samples 3 makes 3 trials, and the experiment has created 4") {
+		t.Fatalf("tunejet restore --num-samples 3: want a refusal naming the 4 trials created:\n%s", r)
+	}
+	r := tunejet(t, "", env, "restore", expDir, "--store-dir", store, "--slots", "1", "--num-samples", "7")
+	if r.code != 0 || !strings.Contains(r.stdout, "Experiment finished: 7 trials, 7 TERMINATED") {
+		t.Fatalf("tunejet restore --num-samples 7: want 7 trials TERMINATED:\n%s", r)
+	}
+	evs := storeLog(t, store, c.name)
+	_, after := exactDecisions(t, evs)
+	if len(after) != 7 || !slices.Equal(after[:4], before) {
+		t.Fatalf("trials created: %v, want the first run's 4 (%v) and 3 more", after, before)
+	}
+	var restored *events.ExperimentRestored
+	history := map[int]int{} // trial index → TPE's history size at its suggestion (its searcher_seq's trials)
+	for _, ev := range evs {
+		switch p := ev.Data.(type) {
+		case *events.ExperimentRestored:
+			restored = p
+		case *events.TrialCreated:
+			if p.Index >= 4 && p.SearcherSeq == 0 {
+				t.Errorf("trial %d was not suggested from the log (searcher_seq 0)", p.Index)
+			}
+			history[p.Index] = int(p.SearcherSeq)
+		}
+	}
+	if restored == nil || restored.NumSamples != 7 {
+		t.Errorf("experiment.restored %+v, want num_samples 7", restored)
+	}
+	if history[4] <= history[3] {
+		t.Errorf("trial 4 was suggested from the log up to seq %d, trial 3 up to %d: want a later one", history[4], history[3])
+	}
+}

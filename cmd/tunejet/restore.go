@@ -85,6 +85,7 @@ func newRestoreCmd() *cobra.Command {
 		resumeUnfinished, resumeErrored, restartErrored bool
 		trustStored, failOnError                        bool
 		paramSpaceFile                                  string
+		numSamples                                      int
 	)
 	cmd := &cobra.Command{
 		Use:   "restore PATH [EXPERIMENT_FILE]",
@@ -113,7 +114,10 @@ As in Ray Tune: finished trials are kept; unfinished ones resume from their
 latest checkpoint (--resume-unfinished=false ends them TERMINATED); errored
 ones stay ERROR unless --resume-errored (same trial, from its checkpoint) or
 --restart-errored (a new trial from scratch). --param-space FILE re-specifies
-the param space (YAML or JSON; the same keys).
+the param space (YAML or JSON; the same keys). --num-samples N sets
+num_samples: a larger one adds trials to the experiment, finished or
+interrupted, which its search algorithm suggests from every trial so far
+(tpe and bayesopt learn from them all; a smaller one is refused).
 
 Exit status as tunejet run's: 0 when the experiment completes (even with
 errored trials: exit status 3 with --fail-on-error when any trial ended
@@ -169,6 +173,9 @@ when interrupted.`,
 				}
 				opts = append(opts, tune.WithParamSpace(space))
 			}
+			if numSamples != 0 {
+				opts = append(opts, tune.WithNumSamples(numSamples))
+			}
 			tuner, err := tune.Restore(cmd.Context(), args[0], trainable, opts...)
 			if err != nil {
 				return explainRefusal(err, args[0])
@@ -184,6 +191,7 @@ when interrupted.`,
 	cmd.Flags().BoolVar(&resumeErrored, "resume-errored", false, "resume errored trials from their latest checkpoint")
 	cmd.Flags().BoolVar(&restartErrored, "restart-errored", false, "restart errored trials from scratch as new trials")
 	cmd.Flags().StringVar(&paramSpaceFile, "param-space", "", "a YAML or JSON file re-specifying param_space (same keys)")
+	cmd.Flags().IntVar(&numSamples, "num-samples", 0, "set num_samples: a larger one adds trials to the experiment (-1: sample until stopped)")
 	cmd.Flags().BoolVar(&failOnError, "fail-on-error", false, failOnErrorUsage)
 	return cmd
 }

@@ -133,6 +133,9 @@ func (s *Service) handle(ctx context.Context, r api.RestoreRequest, dry bool) (a
 		st.Spec.ParamSpace = r.ParamSpace
 		restore.ReplaceRefs(st, r.ParamSpace)
 	}
+	if err := extend(st, r.NumSamples); err != nil {
+		return rep, api.WithCode(api.CodeBadRequest, err)
+	}
 	restored, err := restore.Apply(st, r.Resume, restarter(st))
 	if err != nil {
 		return rep, api.WithCode(api.CodeBadRequest, err) // an unknown resume type
@@ -150,6 +153,7 @@ func (s *Service) handle(ctx context.Context, r api.RestoreRequest, dry bool) (a
 	}
 	ev := s.bus.Event(name, events.WriterRestorer, &events.ExperimentRestored{
 		Resume: r.Resume, Source: rep.Source, Snapshot: rep.Snapshot, Object: object, Digest: digest, Mirror: mirror,
+		NumSamples: r.NumSamples,
 	})
 	if rep.Seq, err = s.bus.Publish(ctx, ev); err != nil {
 		return rep, err
@@ -158,6 +162,32 @@ func (s *Service) handle(ctx context.Context, r api.RestoreRequest, dry bool) (a
 		Str("trainable", restore.Describe(st.Spec.Trainable)).Str("trainable_from", rep.TrainableFrom).
 		Dur("read_took", readTook).Dur("stage_took", time.Since(staging)).Dur("took", time.Since(start)).Msg("restored")
 	return rep, nil
+}
+
+// extend sets the experiment's num_samples to n (0: keep it), refusing a
+// count that would make fewer trials than it has created: a restore adds
+// trials, it never takes any away. The restored run's experiment.started
+// counts its trials from it, and the controller creates the new ones from
+// the next index on, its search algorithm suggesting from every trial so
+// far.
+func extend(st *state.Experiment, n int) error {
+	switch {
+	case n == 0:
+		return nil
+	case n < -1:
+		return fmt.Errorf("num_samples must be a count >= 1, or -1 to sample until stopped; got %d", n)
+	}
+	if n != -1 {
+		space, err := search.ParseSpace(st.Spec.ParamSpace)
+		if err != nil {
+			return fmt.Errorf("param_space: %w", err)
+		}
+		if total := space.NumTrials(n); total < st.NextIndex {
+			return fmt.Errorf("num_samples %d makes %d trials, and the experiment has created %d: a restore adds trials, it never removes any", n, total, st.NextIndex)
+		}
+	}
+	st.Spec.TuneConfig.NumSamples = n
+	return nil
 }
 
 // notLed refuses the restore of an experiment whose run a live controller
