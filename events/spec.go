@@ -122,6 +122,23 @@ type TuneConfig struct {
 	// it creates trial k: the same seed then gives the same configs
 	// whatever the timing, the runners or the crashes.
 	Reproducible bool `json:"reproducible,omitempty"`
+	// WarmStart is another experiment's directory in storage (a path or a
+	// URL) whose finished trials seed this one's search algorithm (tpe,
+	// bayesopt) before its first trial; its param space must be this one's.
+	// The client reads them into WarmStartTrials before it submits.
+	WarmStart string `json:"warm_start,omitempty"`
+	// WarmStartTrials are those trials, in their order: each config with
+	// its final value of tune_config.metric. The searcher learns from
+	// them as trials completed before this experiment's first, and no
+	// trial runs them.
+	WarmStartTrials []WarmTrial `json:"warm_start_trials,omitempty" settings:"-"`
+}
+
+// WarmTrial is a finished trial of another experiment that seeds a
+// search (TuneConfig.WarmStart).
+type WarmTrial struct {
+	Config map[string]any `json:"config"`
+	Value  float64        `json:"value"`
 }
 
 // RunConfig mirrors ray.tune.RunConfig.

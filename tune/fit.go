@@ -61,6 +61,9 @@ func (t *Tuner) Fit(ctx context.Context) (*ResultGrid, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := warmStart(ctx, &s); err != nil {
+		return nil, err
+	}
 	if !t.newRun {
 		if err := checkFresh(s); err != nil {
 			return nil, err

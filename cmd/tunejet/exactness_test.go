@@ -343,3 +343,51 @@ func TestRestoreAddsTrialsToAFinishedExperiment(t *testing.T) {
 		t.Errorf("trial 4 was suggested from the log up to seq %d, trial 3 up to %d: want a later one", history[4], history[3])
 	}
 }
+
+// tune_config.warm_start seeds TPE with another experiment's finished
+// trials: the new experiment's first trials are suggested from them (not
+// drawn at random, as without), the submitted spec in the log holds them,
+// and an experiment whose param space differs is refused before anything
+// runs, naming the difference.
+func TestWarmStartSeedsTPE(t *testing.T) {
+	t.Parallel()
+	script := filepath.Join(moduleRoot, "cmd", "tunejet", "testdata", "exactness", "train.sh")
+	store, storage, marks := t.TempDir(), t.TempDir(), t.TempDir()
+	env := embeddedEnv(t, "MARK_DIR="+marks, "ITERS=1")
+	run := func(c exactCase) result {
+		return tunejet(t, "", env, "run", c.file(t, script), "--store-dir", store, "--storage-path", storage, "--slots", "1")
+	}
+	tpe := "  search_alg: tpe\n  search_alg_config: {n_startup_trials: 4}\n"
+	if r := run(exactCase{name: "first", trials: 6, tune: tpe}); r.code != 0 || !strings.Contains(r.stdout, "Experiment finished: 6 trials, 6 TERMINATED") {
+		t.Fatalf("the first experiment:\n%s", r)
+	}
+	warm := tpe + "  warm_start: " + filepath.Join(storage, "first") + "\n"
+	if r := run(exactCase{name: "warm", trials: 2, tune: warm}); r.code != 0 || !strings.Contains(r.stdout, "Experiment finished: 2 trials") {
+		t.Fatalf("the warm-started experiment:\n%s", r)
+	}
+	if r := run(exactCase{name: "cold", trials: 2, tune: tpe}); r.code != 0 {
+		t.Fatalf("the experiment without warm start:\n%s", r)
+	}
+	var warmTrials []events.WarmTrial
+	for _, ev := range storeLog(t, store, "warm") {
+		if p, ok := ev.Data.(*events.ExperimentSubmitted); ok {
+			warmTrials = p.Spec.TuneConfig.WarmStartTrials
+		}
+	}
+	if len(warmTrials) != 6 {
+		t.Fatalf("the submitted spec holds %d warm-start trials, want the first experiment's 6: %v", len(warmTrials), warmTrials)
+	}
+	_, warmCreated := exactDecisions(t, storeLog(t, store, "warm"))
+	_, coldCreated := exactDecisions(t, storeLog(t, store, "cold"))
+	// Same seed, same index: only what TPE learned from tells them apart.
+	if len(warmCreated) != 2 || len(coldCreated) != 2 || warmCreated[0] == coldCreated[0] || warmCreated[1] == coldCreated[1] {
+		t.Errorf("warm-started trials %v, without warm start %v: want TPE's suggestions, not the random draws", warmCreated, coldCreated)
+	}
+
+	other := strings.Replace(exactExperiment, "x: {uniform: [-4, 4]}", "x: {uniform: [-4, 5]}", 1)
+	file := writeFile(t, t.TempDir(), "experiment.yaml", fmt.Sprintf(other, "changed", script, 2, 1, warm))
+	r := tunejet(t, "", env, "run", file, "--store-dir", store, "--storage-path", storage, "--slots", "1")
+	if want := "param_space.x is uniform [-4, 5] here and uniform [-4, 4] there"; r.code == 0 || !strings.Contains(r.stderr, want) {
+		t.Fatalf("a warm start from a different space: want a refusal saying %q:\n%s", want, r)
+	}
+}

@@ -34,7 +34,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown key in camel case", head + "tune_config:\n  numSamples: 3\n",
 			`exp.yaml:4: tune_config.numSamples: unknown key, did you mean "num_samples"?`},
 		{"unknown key without a close match", head + "tune_config:\n  foo: 1\n",
-			"exp.yaml:4: tune_config.foo: unknown key; valid keys: max_concurrent_trials, metric, mode, num_samples, points_to_evaluate, reproducible, scheduler, scheduler_config, search_alg, search_alg_config, seed, time_budget_s, wait_for_decisions"},
+			"exp.yaml:4: tune_config.foo: unknown key; valid keys: max_concurrent_trials, metric, mode, num_samples, points_to_evaluate, reproducible, scheduler, scheduler_config, search_alg, search_alg_config, seed, time_budget_s, wait_for_decisions, warm_start"},
 		{"unknown key deep inside", head + "run_config:\n  failure_config:\n    max_failure: 1\n",
 			`exp.yaml:5: run_config.failure_config.max_failure: unknown key, did you mean "max_failures"?`},
 		{"unknown trainable key", "name: exp\ntrainable:\n  command: [a]\n  cwd: /tmp\n",

@@ -284,3 +284,18 @@ func TestReproducibleNeedsAWindowAndTunejetsSearcher(t *testing.T) {
 		})
 	}
 }
+
+func TestWarmStartSeedsOnlyAModelBasedSearch(t *testing.T) {
+	for _, tt := range []struct {
+		tc   events.TuneConfig
+		want []string
+	}{
+		{events.TuneConfig{Metric: "loss", Mode: "min", SearchAlg: "bayesopt", WarmStart: "/r/old"}, nil},
+		{events.TuneConfig{WarmStart: "/r/old"},
+			[]string{`tune_config.warm_start: seeds the search algorithm tpe or bayesopt with another experiment's trials; search_alg "random" learns nothing from them`}},
+	} {
+		if got := messages(Check(spec(tt.tc))); !slices.Equal(got, tt.want) {
+			t.Errorf("%+v: problems\n got %q\nwant %q", tt.tc, got, tt.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package tuning
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -116,6 +117,9 @@ func read(spec *events.ExperimentSpec) (*Settings, *settings.Problems) {
 	s := &Settings{Scheduler: readScheduler(spec, p), Search: readSearch(spec, p)}
 	checkPBTFunctions(spec, s.Scheduler, p)
 	checkReproducible(spec, p)
+	if tc := spec.TuneConfig; (tc.WarmStart != "" || len(tc.WarmStartTrials) > 0) && !ModelBased(tc.SearchAlg) {
+		p.Add("tune_config.warm_start", "seeds the search algorithm tpe or bayesopt with another experiment's trials; search_alg %q learns nothing from them", cmp.Or(tc.SearchAlg, SearchRandom))
+	}
 	if space, err := search.ParseSpace(spec.ParamSpace); err == nil {
 		checkSampleFrom(spec, space, p)
 		s.SampleFrom = len(space.SampledByDriver()) > 0

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"math"
-	"slices"
 	"strings"
 
 	"github.com/tunejet/tunejet/events"
@@ -29,7 +28,7 @@ type searcher struct {
 func newSearcher(st *state.Experiment, in Inputs) *searcher {
 	s := &searcher{st: st, in: in, external: st.Spec.TuneConfig.SearchAlg == tuning.SearchExternal, driver: st.Spec.Driver.Searches()}
 	if in.Searcher != nil {
-		s.history = append(slices.Clone(in.Evaluated), tpeHistory(st)...)
+		s.history = append(append(warmHistory(st, len(in.Evaluated)), in.Evaluated...), tpeHistory(st)...)
 	}
 	s.sampled = in.Space != nil && len(in.Space.SampledByDriver()) > 0
 	return s
@@ -167,6 +166,18 @@ func tpeHistory(st *state.Experiment) []tpe.Trial {
 			h.State, h.Value = tpe.Complete, v
 		}
 		out = append(out, h)
+	}
+	return out
+}
+
+// warmHistory is tune_config.warm_start's trials as completed trials of
+// the history, numbered before the evaluated points (which take −evaluated
+// to −1) and the experiment's own trials.
+func warmHistory(st *state.Experiment, evaluated int) []tpe.Trial {
+	warm := st.Spec.TuneConfig.WarmStartTrials
+	out := make([]tpe.Trial, len(warm))
+	for i, w := range warm {
+		out[i] = tpe.Trial{Number: i - len(warm) - evaluated, State: tpe.Complete, Config: w.Config, Value: w.Value}
 	}
 	return out
 }

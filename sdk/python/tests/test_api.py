@@ -258,6 +258,7 @@ class ConfigTest(unittest.TestCase):
         tc = tune.TuneConfig(search_alg=searcher, max_concurrent_trials=4, reproducible=True).to_spec()
         self.assertEqual((tc["reproducible"], tc["max_concurrent_trials"]), (True, 4))
         self.assertNotIn("reproducible", tune.TuneConfig().to_spec())
+        self.assertEqual(tune.TuneConfig(search_alg=searcher, warm_start="/r/old").to_spec()["warm_start"], "/r/old")
 
     def test_a_custom_stopper_is_the_drivers(self):
         # Ray's tune.Stopper subclass (doc/source/tune/tutorials/tune-stopping.rst),

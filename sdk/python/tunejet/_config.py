@@ -392,6 +392,8 @@ class TuneConfig:
     OptunaSearch and BayesOptSearch the same for the same seed whatever
     the timing: trial k learns from the trials numbered up to k −
     max_concurrent_trials alone, and waits for them to finish.
+    warm_start (tunejet's own) names another experiment's directory
+    (<storage_path>/<name>) whose finished trials seed those searchers.
     """
 
     metric: Optional[str] = None
@@ -407,6 +409,7 @@ class TuneConfig:
     trial_dirname_creator: Any = None
     chdir_to_trial_dir: Any = None
     reproducible: bool = False
+    warm_start: Optional[str] = None
 
     def to_spec(self):
         if self.trial_name_creator is not None or self.trial_dirname_creator is not None:
@@ -453,6 +456,8 @@ class TuneConfig:
             spec["time_budget_s"] = budget
         if self.reproducible:
             spec["reproducible"] = True
+        if self.warm_start:
+            spec["warm_start"] = os.fspath(self.warm_start)
         seed = self.seed
         if seed is None and isinstance(getattr(self.search_alg, "random_state", None), int):
             seed = self.search_alg.random_state  # BasicVariantGenerator's
