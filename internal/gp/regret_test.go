@@ -79,15 +79,7 @@ func TestRegret(t *testing.T) {
 		}
 		var rnd [][]float64
 		for seed := range seeds {
-			best := make([]float64, nMax)
-			for i := range nMax {
-				config, _ := space.Trial(i, int64(seed))
-				best[i] = p.F(config)
-				if i > 0 {
-					best[i] = min(best[i], best[i-1])
-				}
-			}
-			rnd = append(rnd, best)
+			rnd = append(rnd, regret.RandomSearch(p, space, seed, nMax))
 		}
 		t.Logf("%-10s %-10s %s", p.Name, "random", regret.Summary(rnd, p.Min, regretNs))
 		var seq [][]float64

@@ -9,6 +9,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/tunejet/tunejet/internal/search"
 )
 
 // Problem is a function to minimize over a param space.
@@ -92,6 +94,20 @@ var Hartmann6 = Problem{
 
 // Problems are Branin and Hartmann6.
 var Problems = []Problem{Branin, Hartmann6}
+
+// RandomSearch is tunejet's random search on p (search.Space.Trial with
+// seed): the best value after each of n trials.
+func RandomSearch(p Problem, space *search.Space, seed uint64, n int) []float64 {
+	best := make([]float64, n)
+	for t := range n {
+		config, _ := space.Trial(t, int64(seed))
+		best[t] = p.F(config)
+		if t > 0 {
+			best[t] = min(best[t], best[t-1])
+		}
+	}
+	return best
+}
 
 // Percentile is numpy's linear-interpolation percentile q (0 to 1) of
 // sorted.

@@ -43,19 +43,6 @@ func runSequential(p regret.Problem, s *Sampler, seed uint64, n int) []float64 {
 	return best
 }
 
-// runRandom is tunejet's random search: Space.Trial.
-func runRandom(p regret.Problem, space *search.Space, seed uint64, n int) []float64 {
-	best := make([]float64, n)
-	for t := range n {
-		config, _ := space.Trial(t, int64(seed))
-		best[t] = p.F(config)
-		if t > 0 {
-			best[t] = min(best[t], best[t-1])
-		}
-	}
-	return best
-}
-
 // runParallel keeps inFlight trials running: it suggests inFlight, then
 // completes them one at a time in random order, suggesting a new one each
 // time with the others passed as Running. best is over completion order.
@@ -114,7 +101,7 @@ func TestRegret(t *testing.T) {
 		fStar := p.Min
 		var rnd [][]float64
 		for seed := range uint64(regretSeeds) {
-			rnd = append(rnd, runRandom(p, space, seed, nMax))
+			rnd = append(rnd, regret.RandomSearch(p, space, seed, nMax))
 		}
 		t.Logf("%-10s %-28s %s", p.Name, "random", regret.Summary(rnd, fStar, regretNs))
 		for _, v := range variants {
