@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -46,39 +47,82 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	if n < 1 {
 		t.Fatalf("StartCluster: %d nodes", n)
 	}
-	ports := freePorts(t, n)
+	c := &Cluster{t: t}
+	// Cleanups run last first: the nodes stop before their stores (under
+	// stores, made by t.TempDir before) are removed, or a node still
+	// writing would leave RemoveAll a directory that is not empty.
+	stores := t.TempDir()
+	t.Cleanup(c.shutdownAll)
+	for attempt := 1; ; attempt++ {
+		err := c.startNodes(n, stores)
+		if err == nil {
+			break
+		}
+		if attempt == startAttempts {
+			t.Fatalf("start a %d-node cluster, %d times: %v", n, attempt, err)
+		}
+		t.Logf("start a %d-node cluster: %v; again with other route ports", n, err)
+		c.shutdownAll()
+	}
+	c.WaitReady(ClusterReadyTimeout)
+	return c
+}
+
+// startAttempts bounds StartCluster's tries: a route port freePorts found
+// may be taken before its node binds it.
+const startAttempts = 3
+
+// nodeReadyTimeout bounds the wait for a started node to accept
+// connections; a node whose route port another process took never does.
+const nodeReadyTimeout = 15 * time.Second
+
+// startNodes starts n routed nodes on fresh route ports, each with a new
+// store under stores, or stops at the first that does not become ready.
+func (c *Cluster) startNodes(n int, stores string) error {
+	ports := routePorts(c.t, n)
 	routes := make([]*url.URL, n)
 	for i, p := range ports {
 		routes[i] = &url.URL{Scheme: "nats-route", Host: fmt.Sprintf("127.0.0.1:%d", p)}
 	}
-	c := &Cluster{t: t}
+	dirs := make([]string, n)
+	for i := range dirs {
+		d, err := os.MkdirTemp(stores, fmt.Sprintf("node%d-", i+1))
+		if err != nil {
+			return fmt.Errorf("node %d's store: %w", i+1, err)
+		}
+		dirs[i] = d
+	}
+	c.mu.Lock()
+	c.nodes = nil
 	for i := range n {
 		c.nodes = append(c.nodes, &clusterNode{opts: &server.Options{
 			ServerName: fmt.Sprintf("tunejet-test-%d", i+1),
 			Host:       "127.0.0.1",
 			Port:       server.RANDOM_PORT,
 			JetStream:  true,
-			StoreDir:   t.TempDir(),
+			StoreDir:   dirs[i],
 			NoSigs:     true,
 			NoLog:      true,
 			Cluster:    server.ClusterOpts{Name: "tunejet-test", Host: "127.0.0.1", Port: ports[i]},
 			Routes:     routes,
 		}})
 	}
-	// Cleanups run last first: the nodes stop before their stores (made
-	// above by t.TempDir) are removed, or a node still writing would leave
-	// RemoveAll a directory that is not empty.
-	t.Cleanup(c.shutdownAll)
-	for i := range c.nodes {
-		c.start(i)
+	c.mu.Unlock()
+	for i := range n {
+		if err := c.tryStart(i); err != nil {
+			return err
+		}
 	}
-	c.WaitReady(ClusterReadyTimeout)
-	return c
+	return nil
 }
+
+// routePorts is freePorts, or a test's stand-in.
+var routePorts = freePorts
 
 // freePorts finds n free loopback ports for the routes, which every node
 // must know before it starts. The listeners are closed right away; another
-// process could take a port in between, and the node would fail to start.
+// process could take a port in between, and the node would fail to start
+// (StartCluster then tries again with other ports).
 func freePorts(t testing.TB, n int) []int {
 	t.Helper()
 	var ls []net.Listener
@@ -103,20 +147,28 @@ func freePorts(t testing.TB, n int) []int {
 // port, so URLs stay valid.
 func (c *Cluster) start(i int) {
 	c.t.Helper()
+	if err := c.tryStart(i); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// tryStart runs node i with its options, or says why it could not.
+func (c *Cluster) tryStart(i int) error {
 	nd := c.nodes[i]
 	s, err := server.NewServer(nd.opts)
 	if err != nil {
-		c.t.Fatalf("node %d: %v", i+1, err)
+		return fmt.Errorf("node %d: %w", i+1, err)
 	}
 	s.Start()
-	if !s.ReadyForConnections(30 * time.Second) {
+	if !s.ReadyForConnections(nodeReadyTimeout) {
 		s.Shutdown()
-		c.t.Fatalf("node %d: not ready for connections after 30s", i+1)
+		return fmt.Errorf("node %d: not ready for connections after %v (its route port %d taken?)", i+1, nodeReadyTimeout, nd.opts.Cluster.Port)
 	}
 	nd.opts.Port = s.Addr().(*net.TCPAddr).Port
 	c.mu.Lock()
 	nd.srv = s
 	c.mu.Unlock()
+	return nil
 }
 
 // WaitReady waits until a meta leader sees every node as a peer, every
