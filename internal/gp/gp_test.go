@@ -264,3 +264,12 @@ func TestSpacesTheGPCannotModelAreRefused(t *testing.T) {
 		t.Errorf("New with randn: %v, want a settings.Error at key x", err)
 	}
 }
+
+// lossGrad is −(log marginal likelihood + log prior) at theta, and its
+// gradient into grad; +Inf when the kernel matrix is not positive
+// definite.
+func (f *fitter) lossGrad(theta, grad []float64) float64 {
+	e := f.at(theta)
+	e.gradient(f, grad)
+	return e.loss
+}

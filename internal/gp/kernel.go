@@ -161,7 +161,7 @@ func fit(x [][]float64, y []float64, cat []bool, deterministic bool) *model {
 	start[d+1] = math.Log(1 - 0.99*minNoise)
 	f := newFitter(x, y, cat, deterministic)
 	theta := minimizeSplit(func(th []float64) float64 { return f.at(th).loss },
-		func(grad, th []float64) { f.at(th).gradient(f, grad) }, start, fitGTol, 1000, nil)
+		func(grad, th []float64) { f.at(th).gradient(f, grad) }, start, fitGTol, 1000)
 	if m, ok := newModel(x, y, cat, f.params(theta)); ok {
 		return m
 	}
@@ -213,15 +213,6 @@ func (f *fitter) params(theta []float64) kernelParams {
 		p.noise += math.Exp(theta[d+1])
 	}
 	return p
-}
-
-// lossGrad is −(log marginal likelihood + log prior) at theta, and its
-// gradient into grad; +Inf when the kernel matrix is not positive
-// definite.
-func (f *fitter) lossGrad(theta, grad []float64) float64 {
-	e := f.at(theta)
-	e.gradient(f, grad)
-	return e.loss
 }
 
 // fitEval is the fit's loss at one theta, with what its gradient needs.
@@ -337,17 +328,17 @@ func minimize(f func(x, grad []float64) float64, x0 []float64, gtol float64, max
 		lastF = f(x, lastGrad)
 	}
 	return minimizeSplit(func(x []float64) float64 { eval(x); return lastF },
-		func(grad, x []float64) { eval(x); copy(grad, lastGrad) }, x0, gtol, maxIter, nil)
+		func(grad, x []float64) { eval(x); copy(grad, lastGrad) }, x0, gtol, maxIter)
 }
 
 // minimizeSplit is minimize with the value and the gradient computed
-// apart, and the line search ls (nil: gonum's default for L-BFGS).
-func minimizeSplit(f func(x []float64) float64, grad func(g, x []float64), x0 []float64, gtol float64, maxIter int, ls optimize.Linesearcher) []float64 {
+// apart: the fit's loss alone needs no inverse of the kernel matrix.
+func minimizeSplit(f func(x []float64) float64, grad func(g, x []float64), x0 []float64, gtol float64, maxIter int) []float64 {
 	res, err := optimize.Minimize(optimize.Problem{Func: f, Grad: grad}, x0, &optimize.Settings{
 		GradientThreshold: gtol,
 		MajorIterations:   maxIter,
 		Converger:         &optimize.FunctionConverge{Absolute: 1e-9, Iterations: 10},
-	}, &optimize.LBFGS{Linesearcher: ls})
+	}, &optimize.LBFGS{})
 	if res == nil || math.IsNaN(res.F) || math.IsInf(res.F, 0) {
 		_ = err // a failed line search still leaves the best location
 		return x0

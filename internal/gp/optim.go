@@ -168,7 +168,7 @@ func (a *acquisition) ascend(u []float64, v *float64) bool {
 	point := slices.Clone(u)
 	at := func(z []float64) {
 		for i, j := range a.cont {
-			point[j] = fold(z[i] * a.lengths[i])
+			point[j], _ = fold(z[i] * a.lengths[i])
 		}
 	}
 	full := make([]float64, len(u))
@@ -176,7 +176,8 @@ func (a *acquisition) ascend(u []float64, v *float64) bool {
 		at(z)
 		val := a.valueGrad(point, full)
 		for i, j := range a.cont {
-			grad[i] = -full[j] * a.lengths[i] * foldSlope(z[i]*a.lengths[i])
+			_, slope := fold(z[i] * a.lengths[i])
+			grad[i] = -full[j] * a.lengths[i] * slope
 		}
 		return -val
 	}
@@ -195,28 +196,17 @@ func (a *acquisition) ascend(u []float64, v *float64) bool {
 	return true
 }
 
-// fold folds t into [0, 1] by reflection at 0 and 1.
-func fold(t float64) float64 {
+// fold folds t into [0, 1] by reflection at 0 and 1, and gives its
+// derivative there: 1 or −1.
+func fold(t float64) (u, slope float64) {
 	t = math.Mod(t, 2)
 	if t < 0 {
 		t += 2
 	}
 	if t > 1 {
-		return 2 - t
+		return 2 - t, -1
 	}
-	return t
-}
-
-// foldSlope is fold's derivative at t: 1 or −1.
-func foldSlope(t float64) float64 {
-	t = math.Mod(t, 2)
-	if t < 0 {
-		t += 2
-	}
-	if t > 1 {
-		return -1
-	}
-	return 1
+	return t, 1
 }
 
 // searchGrid moves u's value of gridded dim j to the grid value with the
