@@ -38,6 +38,11 @@ type Trial struct {
 	// 0 when it reported nothing, which ranks it after every pruned trial
 	// that did.
 	Step int `json:"step"`
+	// Values are a multi-objective trial's values, one per objective in
+	// tune_config's metric order, each to be minimized: a maximized
+	// objective's value is negated. Nil with one objective (Value holds
+	// it) and for Running trials.
+	Values []float64 `json:"values,omitempty"`
 }
 
 // Options are the TPE knobs, with Optuna's names. Start from Defaults.
