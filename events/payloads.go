@@ -1148,6 +1148,9 @@ func (s *ExperimentSpec) Validate() error {
 			return err
 		}
 	}
+	if err := s.TuneConfig.checkObjectives(); err != nil {
+		return err
+	}
 	if s.TuneConfig.MaxConcurrentTrials < 0 {
 		return fieldErr("spec.tune_config.max_concurrent_trials", "must be >= 0, got %d", s.TuneConfig.MaxConcurrentTrials)
 	}

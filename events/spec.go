@@ -77,6 +77,12 @@ type TuneConfig struct {
 	// Metric and Mode ("min" or "max") name the metric to optimize.
 	Metric string `json:"metric,omitempty"`
 	Mode   string `json:"mode,omitempty"`
+	// Metrics and Modes name two or more metrics optimized together
+	// (multi-objective search), each metric with its mode; Metric and Mode
+	// are then empty. The experiment file also takes them in Ray's form,
+	// metric and mode given as lists.
+	Metrics []string `json:"metrics,omitempty"`
+	Modes   []string `json:"modes,omitempty"`
 	// MaxConcurrentTrials caps running trials; 0 means no limit.
 	MaxConcurrentTrials int `json:"max_concurrent_trials,omitempty"`
 	// TimeBudgetS stops the experiment after this many seconds; 0 means none.
@@ -134,11 +140,42 @@ type TuneConfig struct {
 	WarmStartTrials []WarmTrial `json:"warm_start_trials,omitempty" settings:"-"`
 }
 
+// Objective is a metric to optimize and its mode, "min" or "max".
+type Objective struct {
+	Metric string
+	Mode   string
+}
+
+// Objectives are the metrics the experiment optimizes: Metric and Mode,
+// or Metrics and Modes; none when no metric is set.
+func (tc *TuneConfig) Objectives() []Objective {
+	if len(tc.Metrics) > 0 {
+		out := make([]Objective, len(tc.Metrics))
+		for i, m := range tc.Metrics {
+			out[i].Metric = m
+			if i < len(tc.Modes) {
+				out[i].Mode = tc.Modes[i]
+			}
+		}
+		return out
+	}
+	if tc.Metric == "" && tc.Mode == "" {
+		return nil
+	}
+	return []Objective{{Metric: tc.Metric, Mode: tc.Mode}}
+}
+
+// MultiObjective reports whether the experiment optimizes several metrics.
+func (tc *TuneConfig) MultiObjective() bool { return len(tc.Metrics) > 0 }
+
 // WarmTrial is a finished trial of another experiment that seeds a
 // search (TuneConfig.WarmStart).
 type WarmTrial struct {
 	Config map[string]any `json:"config"`
 	Value  float64        `json:"value"`
+	// Values are the trial's values of TuneConfig.Metrics, in their order,
+	// when the experiment optimizes several metrics (Value is then 0).
+	Values []float64 `json:"values,omitempty"`
 }
 
 // RunConfig mirrors ray.tune.RunConfig.
@@ -326,4 +363,34 @@ type CommandSyncer struct {
 	// ExcludeTemplate renders one pattern, {pattern}, for {exclude};
 	// default "--exclude {pattern}".
 	ExcludeTemplate string `json:"exclude_template,omitempty"`
+}
+
+// checkObjectives checks Metrics and Modes: two or more distinct metrics,
+// a mode for each, and Metric and Mode unset beside them.
+func (tc *TuneConfig) checkObjectives() error {
+	if len(tc.Metrics) == 0 {
+		if len(tc.Modes) > 0 {
+			return fieldErr("spec.tune_config.modes", "given without metrics")
+		}
+		return nil
+	}
+	switch {
+	case tc.Metric != "" || tc.Mode != "":
+		return fieldErr("spec.tune_config.metrics", "given with metric or mode: give one objective in metric and mode, or several in metrics and modes")
+	case len(tc.Metrics) < 2:
+		return fieldErr("spec.tune_config.metrics", "must name two or more metrics, got %d", len(tc.Metrics))
+	case len(tc.Modes) != len(tc.Metrics):
+		return fieldErr("spec.tune_config.modes", "must give a mode for each of the %d metrics, got %d", len(tc.Metrics), len(tc.Modes))
+	}
+	seen := map[string]bool{}
+	for i, m := range tc.Metrics {
+		if m == "" || seen[m] {
+			return fieldErr(fmt.Sprintf("spec.tune_config.metrics[%d]", i), "must be a distinct, non-empty metric name, got %q", m)
+		}
+		seen[m] = true
+		if err := checkOneOf(fmt.Sprintf("spec.tune_config.modes[%d]", i), tc.Modes[i], "min", "max"); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -126,3 +126,33 @@ func TestFailureConfigRules(t *testing.T) {
 		t.Errorf("heartbeat timeout %v, want 1.5s", got)
 	}
 }
+
+// TestObjectivesRules: several objectives on the wire are two or more
+// distinct metrics with a mode each, and never beside metric and mode.
+func TestObjectivesRules(t *testing.T) {
+	spec := func(tc events.TuneConfig) *events.ExperimentSpec {
+		tc.NumSamples = 1
+		return &events.ExperimentSpec{Name: "exp", Trainable: events.Trainable{Name: "fn"}, TuneConfig: tc}
+	}
+	tests := []struct {
+		name string
+		tc   events.TuneConfig
+		want string // in the error; "" for none
+	}{
+		{"two", events.TuneConfig{Metrics: []string{"loss", "ms"}, Modes: []string{"min", "max"}}, ""},
+		{"one", events.TuneConfig{Metrics: []string{"loss"}, Modes: []string{"min"}}, "two or more metrics"},
+		{"modes short", events.TuneConfig{Metrics: []string{"loss", "ms"}, Modes: []string{"min"}}, "a mode for each of the 2 metrics, got 1"},
+		{"bad mode", events.TuneConfig{Metrics: []string{"loss", "ms"}, Modes: []string{"min", "avg"}}, `modes[1]`},
+		{"twice", events.TuneConfig{Metrics: []string{"loss", "loss"}, Modes: []string{"min", "min"}}, "distinct"},
+		{"beside metric", events.TuneConfig{Metric: "acc", Metrics: []string{"loss", "ms"}, Modes: []string{"min", "min"}}, "given with metric or mode"},
+		{"modes alone", events.TuneConfig{Modes: []string{"min", "min"}}, "given without metrics"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := spec(tt.tc).Validate()
+			if (err == nil) != (tt.want == "") || err != nil && !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Validate = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -169,7 +169,7 @@ func render(st *state.Experiment, now time.Time, elapsed time.Duration, verbose 
 	trials := tableRows(st, verbose)
 	params, metrics := cols.params, cols.metrics
 	if metrics == nil {
-		metrics = metricColumns(st, trials, metric, verbose)
+		metrics = metricColumns(st, trials, verbose)
 	}
 	reasons := slices.ContainsFunc(trials, func(t *state.Trial) bool { return decidedEnd(t) != "" })
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
@@ -224,17 +224,21 @@ func paramColumns(spec *events.ExperimentSpec) []string {
 	return out
 }
 
-// metricColumns are the metric, and at verbosity 3 every other numeric
+// metricColumns are the metric (or the metrics), and at verbosity 3 every other numeric
 // result key the shown trials reported (not tunejet's own fields), sorted.
-func metricColumns(st *state.Experiment, shown []*state.Trial, metric string, verbose int) []string {
+func metricColumns(st *state.Experiment, shown []*state.Trial, verbose int) []string {
 	var out []string
-	if metric != "" {
-		out = append(out, metric)
+	seen := map[string]bool{}
+	if st.Spec != nil {
+		for _, o := range st.Spec.TuneConfig.Objectives() {
+			if o.Metric != "" {
+				out, seen[o.Metric] = append(out, o.Metric), true
+			}
+		}
 	}
 	if verbose < VerboseAll {
 		return out
 	}
-	seen := map[string]bool{metric: true}
 	var more []string
 	for _, tr := range shown {
 		for k, v := range tr.LastResult {
@@ -329,6 +333,10 @@ func Summary(g *ResultGrid) string {
 		fmt.Fprintf(&b, "Results: %s\n", g.ExperimentPath)
 	}
 	b.WriteString(erroredTrials(g))
+	if len(g.objectives) > 0 {
+		b.WriteString(paretoFront(g))
+		return b.String()
+	}
 	if g.metric == "" || g.mode == "" {
 		return b.String()
 	}
@@ -338,6 +346,38 @@ func Summary(g *ResultGrid) string {
 		return b.String()
 	}
 	fmt.Fprintf(&b, "Best trial %s (%s %s = %s) with config %s\n", best.TrialName, g.mode, g.metric, show.Cell(state.Lookup(best.Metrics, g.metric)), show.JSON(best.Config))
+	return b.String()
+}
+
+// paretoFront is the section of an experiment of several metrics that
+// lists its Pareto front: each trial's name, value of each metric and
+// config, in creation order.
+func paretoFront(g *ResultGrid) string {
+	front := g.ParetoFront()
+	var b strings.Builder
+	names := make([]string, len(g.objectives))
+	for i, o := range g.objectives {
+		names[i] = o.Metric + " " + o.Mode
+	}
+	fmt.Fprintf(&b, "Pareto front: %d of %d trials (%s)\n", len(front), g.Len(), strings.Join(names, ", "))
+	if len(front) == 0 {
+		b.WriteString("No trial ended with every metric.\n")
+		return b.String()
+	}
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	head := []string{"Trial name"}
+	for _, o := range g.objectives {
+		head = append(head, o.Metric)
+	}
+	fmt.Fprintln(tw, strings.Join(append(head, "config"), "\t"))
+	for _, r := range front {
+		row := []string{r.TrialName}
+		for _, o := range g.objectives {
+			row = append(row, show.Cell(state.Lookup(r.Metrics, o.Metric)))
+		}
+		fmt.Fprintln(tw, strings.Join(append(row, show.JSON(r.Config)), "\t"))
+	}
+	_ = tw.Flush()
 	return b.String()
 }
 

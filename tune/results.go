@@ -15,6 +15,7 @@ import (
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/blobsync"
 	"github.com/tunejet/tunejet/internal/ckpt/direct"
+	"github.com/tunejet/tunejet/internal/moo"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
 )
@@ -71,6 +72,7 @@ type ResultGrid struct {
 	storagePath  string
 	results      []Result
 	metric, mode string
+	objectives   []events.Objective // with several metrics
 }
 
 // newResultGrid builds the results of a folded experiment whose storage is
@@ -80,6 +82,9 @@ func newResultGrid(st *state.Experiment, storagePath string) *ResultGrid {
 	var cc events.CheckpointConfig
 	if st.Spec != nil {
 		g.metric, g.mode = st.Spec.TuneConfig.Metric, st.Spec.TuneConfig.Mode
+		if st.Spec.TuneConfig.MultiObjective() {
+			g.objectives = st.Spec.TuneConfig.Objectives()
+		}
 		cc = st.Spec.RunConfig.CheckpointConfig
 	}
 	if storagePath != "" {
@@ -206,6 +211,51 @@ func (g *ResultGrid) count(status string) int {
 		}
 	}
 	return n
+}
+
+// Objectives are the metrics the experiment optimized together, each with
+// its mode; nil when it optimized one metric (or none).
+func (g *ResultGrid) Objectives() []events.Objective { return g.objectives }
+
+// ParetoFront returns, for an experiment of several metrics, the trials no
+// other trial dominates (Optuna's study.best_trials): among the trials
+// that ended TERMINATED with a finite last value of every metric, those
+// for which no other is at least as good in every metric and better in
+// one, each metric by its mode. They come in creation order; nil for an
+// experiment of one metric, whose best is GetBestResult's.
+func (g *ResultGrid) ParetoFront() []Result {
+	if len(g.objectives) == 0 {
+		return nil
+	}
+	var finished []int
+	var points [][]float64
+	for i, r := range g.results {
+		if r.Status != events.StatusTerminated {
+			continue
+		}
+		p := make([]float64, len(g.objectives))
+		ok := true
+		for j, o := range g.objectives {
+			v, has := events.ResultValue(r.Metrics, o.Metric)
+			f, num := v.(float64)
+			if !has || !num || math.IsNaN(f) || math.IsInf(f, 0) {
+				ok = false
+				break
+			}
+			if o.Mode == "max" {
+				f = -f
+			}
+			p[j] = f
+		}
+		if ok {
+			finished, points = append(finished, i), append(points, p)
+		}
+	}
+	var out []Result
+	for _, k := range moo.Front(points) {
+		out = append(out, g.results[finished[k]])
+	}
+	return out
 }
 
 // Scopes accepted by GetBestResult.

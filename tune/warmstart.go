@@ -47,13 +47,25 @@ func warmStart(ctx context.Context, s *Spec) error {
 		return fmt.Errorf("%w: tune_config.warm_start: %s's param_space differs from this experiment's: %w", ErrInvalidConfig, p, err)
 	}
 	trials := []events.WarmTrial{}
+	objectives := tc.Objectives()
 	for _, t := range st.TrialList() {
-		v, ok := events.ResultValue(t.LastResult, tc.Metric)
-		f, isNum := v.(float64)
-		if t.Status != events.StatusTerminated || !ok || !isNum || math.IsNaN(f) || math.IsInf(f, 0) {
+		if t.Status != events.StatusTerminated {
 			continue
 		}
-		trials = append(trials, events.WarmTrial{Config: t.Config, Value: f})
+		values := make([]float64, 0, len(objectives))
+		for _, o := range objectives {
+			v, ok := events.ResultValue(t.LastResult, o.Metric)
+			if f, isNum := v.(float64); ok && isNum && !math.IsNaN(f) && !math.IsInf(f, 0) {
+				values = append(values, f)
+			}
+		}
+		switch {
+		case len(values) < len(objectives) || len(values) == 0:
+		case tc.MultiObjective():
+			trials = append(trials, events.WarmTrial{Config: t.Config, Values: values})
+		default:
+			trials = append(trials, events.WarmTrial{Config: t.Config, Value: values[0]})
+		}
 	}
 	tc.WarmStartTrials = trials
 	return nil

@@ -213,7 +213,8 @@ func writeFile(t *testing.T, dir, name, content string) string {
 
 // jsonResults is the output of `tunejet results --json`.
 type jsonResults struct {
-	ExperimentPath string `json:"experiment_path"`
+	ExperimentPath string   `json:"experiment_path"`
+	ParetoFront    []string `json:"pareto_front"`
 	Trials         []struct {
 		TrialID     string         `json:"trial_id"`
 		TrialName   string         `json:"trial_name"`

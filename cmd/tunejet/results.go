@@ -88,7 +88,14 @@ func printJSON(g *tune.ResultGrid, metric, mode, scope string) error {
 		ExperimentPath string       `json:"experiment_path"`
 		Trials         []jsonResult `json:"trials"`
 		Best           string       `json:"best_trial_id,omitempty"`
+		ParetoFront    []string     `json:"pareto_front,omitzero"`
 	}{ExperimentPath: g.ExperimentPath}
+	for _, r := range g.ParetoFront() {
+		out.ParetoFront = append(out.ParetoFront, r.TrialID)
+	}
+	if g.Objectives() != nil && out.ParetoFront == nil {
+		out.ParetoFront = []string{} // several metrics: the front, even when empty
+	}
 	for _, r := range g.Results() {
 		jr := jsonResult{TrialID: r.TrialID, TrialName: r.TrialName, Status: r.Status, Config: r.Config, Metrics: r.Metrics, Path: r.Path, NumFailures: r.NumFailures, EndReason: r.EndReason}
 		if r.Error != nil {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -405,4 +406,71 @@ func lineWith(text, substr string) string {
 		}
 	}
 	return ""
+}
+
+// paretoExp optimizes loss (min) and throughput (max) together: x=3 is
+// dominated by x=2, x=5 fails, the others are the front.
+const paretoExp = `name: pareto
+trainable:
+  command:
+    - /bin/sh
+    - -c
+    - |
+      case "$TUNEJET_CONFIG" in
+      *'"x":1'*) "$TUNEJET_BIN" report loss=1 throughput=1 ;;
+      *'"x":2'*) "$TUNEJET_BIN" report loss=2 throughput=3 ;;
+      *'"x":3'*) "$TUNEJET_BIN" report loss=3 throughput=2 ;;
+      *'"x":4'*) "$TUNEJET_BIN" report loss=4 throughput=4 ;;
+      *) exit 3 ;;
+      esac
+param_space:
+  x: {grid_search: [1, 2, 3, 4, 5]}
+tune_config:
+  metric: [loss, throughput]
+  mode: [min, max]
+`
+
+// TestResultsParetoFront: an experiment of several metrics ends with its
+// Pareto front, in the summary, in tunejet results and in its --json.
+func TestResultsParetoFront(t *testing.T) {
+	t.Parallel()
+	file := writeFile(t, t.TempDir(), "exp.yaml", paretoExp)
+	run, storagePath := embeddedRun(t, file)
+	if run.code != 0 {
+		t.Fatalf("tunejet run:\n%s", run)
+	}
+	expDir := filepath.Join(storagePath, "pareto")
+	got := resultsJSON(t, expDir)
+	var want []string
+	for _, tr := range got.Trials {
+		if x := tr.Config["x"]; x == 1.0 || x == 2.0 || x == 4.0 {
+			want = append(want, tr.TrialID)
+		}
+	}
+	if len(got.Trials) != 5 || !slices.Equal(got.ParetoFront, want) {
+		t.Errorf("pareto_front = %v, want %v (x = 1, 2, 4 of 5 trials)", got.ParetoFront, want)
+	}
+	if got.Best != "" {
+		t.Errorf("best_trial_id = %q: with several metrics there is no one best trial", got.Best)
+	}
+	text := tunejet(t, "", baseEnv(), "results", expDir)
+	for _, out := range []string{run.stdout, text.stdout} {
+		_, front, ok := strings.Cut(out, "Pareto front: 3 of 5 trials (loss min, throughput max)\n")
+		if !ok {
+			t.Errorf("no Pareto front section:\n%s", out)
+			continue
+		}
+		for _, x := range []string{"1", "2", "4"} {
+			if !strings.Contains(front, `{"x":`+x+`}`) {
+				t.Errorf("the Pareto front does not list x=%s:\n%s", x, front)
+			}
+		}
+		if strings.Contains(front, `{"x":3}`) {
+			t.Errorf("the Pareto front lists x=3, which x=2 dominates:\n%s", front)
+		}
+	}
+	best := tunejet(t, "", baseEnv(), "results", "--metric", "throughput", "--mode", "max", expDir)
+	if !strings.Contains(best.stdout, "Best trial: ") || !strings.Contains(best.stdout, `"throughput":4`) {
+		t.Errorf("results --metric throughput --mode max does not name the x=4 trial:\n%s", best)
+	}
 }

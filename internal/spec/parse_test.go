@@ -34,7 +34,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown key in camel case", head + "tune_config:\n  numSamples: 3\n",
 			`exp.yaml:4: tune_config.numSamples: unknown key, did you mean "num_samples"?`},
 		{"unknown key without a close match", head + "tune_config:\n  foo: 1\n",
-			"exp.yaml:4: tune_config.foo: unknown key; valid keys: max_concurrent_trials, metric, mode, num_samples, points_to_evaluate, reproducible, scheduler, scheduler_config, search_alg, search_alg_config, seed, time_budget_s, wait_for_decisions, warm_start"},
+			"exp.yaml:4: tune_config.foo: unknown key; valid keys: max_concurrent_trials, metric, metrics, mode, modes, num_samples, points_to_evaluate, reproducible, scheduler, scheduler_config, search_alg, search_alg_config, seed, time_budget_s, wait_for_decisions, warm_start"},
 		{"unknown key deep inside", head + "run_config:\n  failure_config:\n    max_failure: 1\n",
 			`exp.yaml:5: run_config.failure_config.max_failure: unknown key, did you mean "max_failures"?`},
 		{"unknown trainable key", "name: exp\ntrainable:\n  command: [a]\n  cwd: /tmp\n",
@@ -46,7 +46,7 @@ func TestParseErrors(t *testing.T) {
 		{"float for an int", head + "tune_config:\n  seed: 1.5\n",
 			"exp.yaml:4: tune_config.seed: expected an integer, got number 1.5"},
 		{"int for a string", head + "tune_config:\n  mode: 5\n",
-			"exp.yaml:4: tune_config.mode: expected a string, got integer 5"},
+			"exp.yaml:4: tune_config.mode: expected \"min\" or \"max\" or a list of them (several objectives), got integer 5"},
 		{"list for a mapping", head + "tune_config: [1, 2]\n",
 			"exp.yaml:3: tune_config: expected a mapping, got a list"},
 		{"string for a number", head + "tune_config:\n  time_budget_s: 1h\n",
@@ -79,6 +79,20 @@ func TestParseErrors(t *testing.T) {
 			"exp.yaml:4: tune_config.time_budget_s: must be > 0 seconds, got 0"},
 		{"bad mode", head + "param_space: {}\ntune_config:\n  metric: loss\n  mode: avg\n",
 			`exp.yaml:6: tune_config.mode: must be "min" or "max", got "avg"`},
+		{"one mode for several metrics", head + "tune_config: {metric: [loss, latency_ms], mode: min}\n",
+			"exp.yaml:3: tune_config.mode: metric lists 2 metrics: give mode as a list of as many modes, e.g. [min, min]"},
+		{"too few modes", head + "tune_config: {metric: [loss, latency_ms], mode: [min]}\n",
+			"exp.yaml:3: tune_config.mode: must give one mode for each of the 2 metrics, got 1"},
+		{"bad mode in a list", head + "tune_config: {metric: [loss, latency_ms], mode: [min, avg]}\n",
+			`exp.yaml:3: tune_config.mode: mode 2 (of "latency_ms") must be "min" or "max", got "avg"`},
+		{"a metric twice", head + "tune_config: {metric: [loss, loss], mode: [min, min]}\n",
+			`exp.yaml:3: tune_config.metric: names "loss" twice`},
+		{"metric list not of names", head + "tune_config: {metric: [loss, 1]}\n",
+			"exp.yaml:3: tune_config.metric: expected a metric name or a list of them, got integer 1 in the list"},
+		{"mode list for one metric", head + "tune_config: {metric: loss, mode: [min, max]}\n",
+			"exp.yaml:3: tune_config.mode: a list of 2 modes needs a list of as many metrics in tune_config.metric"},
+		{"metrics in both forms", head + "tune_config: {metric: [a, b], metrics: [a, b], mode: [min, max]}\n",
+			"exp.yaml:3: tune_config.metrics: give the metrics in one place: metric: [...] (Ray's form) or here"},
 		{"bad search_alg", head + "tune_config:\n  search_alg: bayes\n",
 			`exp.yaml:4: tune_config.search_alg: unknown search algorithm "bayes"; valid: bayesopt, external, gp, grid, random, tpe`},
 		{"bad scheduler", head + "tune_config:\n  scheduler: hyperbnd\n",
@@ -403,6 +417,8 @@ func TestParseAccepts(t *testing.T) {
 		{"equal names", head + "run_config: {name: exp}\n"},
 		{"aliases", head + "param_space:\n  a: &x {grid_search: [1, 2]}\n  b: *x\n"},
 		{"null values", head + "tune_config: {metric: null, seed: null}\nparam_space: null\n"},
+		{"several metrics", head + "tune_config: {metric: [loss, latency_ms], mode: [min, max]}\n"},
+		{"several metrics, wire form", head + "tune_config: {metrics: [loss, latency_ms], modes: [min, max]}\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -629,6 +645,14 @@ func TestParseTuningErrors(t *testing.T) {
 			`exp.yaml:9: tune_config.scheduler.hyperparam_mutations.lr.unifrom: unknown distribution, did you mean "uniform"? (for a constant mapping, write {literal: {unifrom: ...}})`},
 		{"misspelled tpe setting", head + space + "tune_config:\n  metric: loss\n  mode: min\n  search_alg:\n    type: tpe\n    n_ei_candiates: 4\n",
 			`exp.yaml:10: tune_config.search_alg.n_ei_candiates: unknown key, did you mean "n_ei_candidates"?`},
+		{"a scheduler with several metrics", head + "tune_config: {metric: [loss, latency_ms], mode: [min, min], scheduler: asha}\n",
+			`exp.yaml:3: tune_config.metric: scheduler "asha" judges trials by one metric, and tune_config.metric lists 2 (loss, latency_ms): ` +
+				"use scheduler fifo (the default) with several metrics"},
+		{"bayesopt with several metrics", head + space + "tune_config: {metric: [loss, latency_ms], mode: [min, min], search_alg: bayesopt}\n",
+			`exp.yaml:5: tune_config.metric: search_alg "bayesopt" optimizes one metric, and tune_config.metric lists 2 (loss, latency_ms): ` +
+				"use search_alg tpe, nsga2 or random with several metrics"},
+		{"tpe with several metrics and no mode", head + space + "tune_config: {metric: [loss, latency_ms], search_alg: tpe}\n",
+			`exp.yaml:5: tune_config.mode: required by search_alg "tpe": set tune_config.mode to a list of 2 modes, one for each metric`},
 		{"tpe without mode", head + space + "tune_config:\n  metric: loss\n  search_alg: tpe\n",
 			`exp.yaml:5: tune_config.mode: required by search_alg "tpe": set tune_config.mode to "min" or "max"`},
 		{"tpe with grid_search", head + "param_space:\n  bs: {grid_search: [1, 2]}\ntune_config: {metric: loss, mode: min, search_alg: tpe}\n",
@@ -710,5 +734,36 @@ func TestParseDriver(t *testing.T) {
 		if err == nil || err.Error() != want {
 			t.Errorf("Parse(%q) = %v; want %s", file, err, want)
 		}
+	}
+}
+
+// TestParseObjectives: Ray's metric and mode lists are several objectives
+// (the wire form's metrics and modes), and a list of one is one.
+func TestParseObjectives(t *testing.T) {
+	tests := []struct {
+		name, tuneConfig string
+		want             []events.Objective
+		multi            bool
+	}{
+		{"one", "{metric: loss, mode: min}", []events.Objective{{Metric: "loss", Mode: "min"}}, false},
+		{"a list of one", "{metric: [loss], mode: [max]}", []events.Objective{{Metric: "loss", Mode: "max"}}, false},
+		{"several", "{metric: [loss, latency_ms], mode: [min, max]}",
+			[]events.Objective{{Metric: "loss", Mode: "min"}, {Metric: "latency_ms", Mode: "max"}}, true},
+		{"several, wire form", "{metrics: [loss, latency_ms], modes: [min, max]}",
+			[]events.Objective{{Metric: "loss", Mode: "min"}, {Metric: "latency_ms", Mode: "max"}}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Parse("exp.yaml", []byte(head+"tune_config: "+tt.tuneConfig+"\n"))
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if got := s.TuneConfig.Objectives(); !reflect.DeepEqual(got, tt.want) || s.TuneConfig.MultiObjective() != tt.multi {
+				t.Errorf("Objectives = %v (multi %v), want %v (multi %v)", got, s.TuneConfig.MultiObjective(), tt.want, tt.multi)
+			}
+			if err := s.Validate(); err != nil {
+				t.Errorf("Validate: %v", err)
+			}
+		})
 	}
 }

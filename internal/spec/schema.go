@@ -29,6 +29,8 @@ func (d *decoder) experiment(root *yaml.Node) *events.ExperimentSpec {
 		"trainable":   d.trainable(&s.Trainable),
 		"param_space": d.paramSpace(&s.ParamSpace),
 		"tune_config": section(tc, settings.Fields{
+			"metric":             oneOrMany(&tc.Metric, &tc.Metrics, "a metric name"),
+			"mode":               oneOrMany(&tc.Mode, &tc.Modes, `"min" or "max"`),
 			"search_alg":         d.searchAlg(tc),
 			"search_alg_config":  settingsMap(&tc.SearchAlgConfig),
 			"points_to_evaluate": points(&tc.PointsToEvaluate),
@@ -46,6 +48,12 @@ func (d *decoder) experiment(root *yaml.Node) *events.ExperimentSpec {
 	d.oneForm("search_alg", "search_alg_config")
 	d.oneForm("search_alg", "points_to_evaluate")
 	d.oneForm("scheduler", "scheduler_config")
+	oneObjective(tc)
+	for _, k := range []string{"metric", "mode"} {
+		if d.has("tune_config."+k) && d.has("tune_config."+k+"s") {
+			d.fail("tune_config."+k+"s", "give the %ss in one place: %s: [...] (Ray's form) or here", k, k)
+		}
+	}
 	d.searchSeed(tc)
 	d.mergeName(s, runName)
 	return s
@@ -58,6 +66,46 @@ func section(dst any, extra settings.Fields) settings.Reader {
 		if m, ok := settings.Map(p, v); ok {
 			settings.Decode(p, p.Key(""), m, dst, extra)
 		}
+	}
+}
+
+// oneOrMany reads Ray's metric or mode: one string into *one, or a list
+// of them (several objectives) into *many; oneObjective makes a list of
+// one that one.
+func oneOrMany(one *string, many *[]string, what string) settings.Reader {
+	return func(p *settings.Problems, v any) {
+		switch x := v.(type) {
+		case string:
+			*one = x
+			return
+		case []any:
+			names := make([]string, len(x))
+			for i, e := range x {
+				s, ok := e.(string)
+				if !ok {
+					p.Add("", "expected %s or a list of them, got %s in the list", what, settings.Describe(e))
+					return
+				}
+				names[i] = s
+			}
+			*many = names
+			return
+		}
+		p.Add("", "expected %s or a list of them (several objectives), got %s", what, settings.Describe(v))
+	}
+}
+
+// oneObjective makes a metric list of one, and a mode list of one beside
+// it, that metric and mode, as Ray takes metric=["loss"].
+func oneObjective(tc *events.TuneConfig) {
+	if len(tc.Metrics) > 1 || len(tc.Modes) > 1 || tc.Metric != "" && len(tc.Metrics) > 0 || tc.Mode != "" && len(tc.Modes) > 0 {
+		return
+	}
+	if len(tc.Metrics) == 1 {
+		tc.Metric, tc.Metrics = tc.Metrics[0], nil
+	}
+	if len(tc.Modes) == 1 {
+		tc.Mode, tc.Modes = tc.Modes[0], nil
 	}
 }
 

@@ -176,11 +176,56 @@ func (c *checker) tuneConfig(tc *events.TuneConfig) {
 	if n := tc.NumSamples; c.set(k+"num_samples", n != 0) && n < 1 && n != -1 {
 		c.add(k+"num_samples", "must be a count >= 1, or -1 to sample until stopped; got %d", n)
 	}
-	c.oneOf(k+"mode", tc.Mode, "min", "max")
+	if len(tc.Modes) == 0 {
+		c.oneOf(k+"mode", tc.Mode, "min", "max")
+	}
+	c.objectives(tc)
 	if tc.MaxConcurrentTrials < 0 {
 		c.add(k+"max_concurrent_trials", "must be >= 0 (0 means no limit), got %d", tc.MaxConcurrentTrials)
 	}
 	c.positive(k+"time_budget_s", tc.TimeBudgetS)
+}
+
+// objectives checks several objectives, as Ray's metric and mode lists
+// (or the wire form's metrics and modes): distinct names, a mode each.
+func (c *checker) objectives(tc *events.TuneConfig) {
+	const k = "tune_config."
+	switch {
+	case len(tc.Modes) > 0 && len(tc.Metrics) == 0:
+		c.add(k+"mode", "a list of %d modes needs a list of as many metrics in tune_config.metric", len(tc.Modes))
+		return
+	case len(tc.Metrics) == 0:
+		return
+	case tc.Metric != "":
+		c.add(k+"metric", "give one metric, or a list of them, not both")
+		return
+	case tc.Mode != "":
+		c.add(k+"mode", "metric lists %d metrics: give mode as a list of as many modes, e.g. %s", len(tc.Metrics), modesExample(len(tc.Metrics)))
+		return
+	case len(tc.Modes) > 0 && len(tc.Modes) != len(tc.Metrics):
+		c.add(k+"mode", "must give one mode for each of the %d metrics, got %d", len(tc.Metrics), len(tc.Modes))
+		return
+	}
+	seen := map[string]bool{}
+	for _, m := range tc.Metrics {
+		switch {
+		case m == "":
+			c.add(k+"metric", "metric names must not be empty")
+		case seen[m]:
+			c.add(k+"metric", "names %q twice", m)
+		}
+		seen[m] = true
+	}
+	for i, m := range tc.Modes {
+		if m != "min" && m != "max" {
+			c.add(k+"mode", "mode %d (of %q) must be \"min\" or \"max\", got %q", i+1, tc.Metrics[i], m)
+		}
+	}
+}
+
+// modesExample is a mode list of n modes for a message.
+func modesExample(n int) string {
+	return "[" + strings.TrimSuffix(strings.Repeat("min, ", n), ", ") + "]"
 }
 
 func (c *checker) runConfig(rc *events.RunConfig) {

@@ -31,7 +31,7 @@ var schedulerClass = map[string]string{
 }
 
 // MissingMetric is Ray's error for a result r that lacks the experiment's
-// metric (tune_config.metric) or the metric the scheduler's own settings
+// metric (tune_config.metric, or one of several) or the metric the scheduler's own settings
 // name, or "" when r passes or the spec turns the check off. A search
 // algorithm takes tune_config's metric, so that check covers it. Nested
 // keys are named with "/"; a key present with any value (a string, null)
@@ -42,10 +42,15 @@ func MissingMetric(spec *events.ExperimentSpec, r map[string]any) string {
 		return ""
 	}
 	metric, location := "", ""
+	for _, o := range tc.Objectives() {
+		if o.Metric != "" && !has(r, o.Metric) {
+			metric, location = o.Metric, "tune.TuneConfig()"
+			break
+		}
+	}
 	schedMetric, _ := tc.SchedulerConfig["metric"].(string)
 	switch {
-	case tc.Metric != "" && !has(r, tc.Metric):
-		metric, location = tc.Metric, "tune.TuneConfig()"
+	case metric != "":
 	case schedulerClass[tc.Scheduler] != "" && schedMetric != "" && !has(r, schedMetric):
 		metric, location = schedMetric, schedulerClass[tc.Scheduler]
 	default:

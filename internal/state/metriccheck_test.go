@@ -31,6 +31,10 @@ func TestMissingMetric(t *testing.T) {
 		{"only done and debug keys", events.TuneConfig{Metric: "loss"}, map[string]any{"done": true, "trial_id": "t", "pid": 1.0, "acc": 1.0}, ""},
 		{"scheduler's metric missing", asha, auto(map[string]any{"acc": 0.5}), "metric(s) `score` that `AsyncHyperBandScheduler` expects"},
 		{"scheduler's metric reported", asha, auto(map[string]any{"score": 0.5}), ""},
+		{"several metrics reported", events.TuneConfig{Metrics: []string{"loss", "latency_ms"}, Modes: []string{"min", "min"}},
+			auto(map[string]any{"loss": 0.5, "latency_ms": 3.0}), ""},
+		{"one of several metrics missing", events.TuneConfig{Metrics: []string{"loss", "latency_ms"}, Modes: []string{"min", "min"}},
+			auto(map[string]any{"loss": 0.5}), "metric(s) `latency_ms` that `tune.TuneConfig()` expects"},
 		{"switched off", events.TuneConfig{Metric: "loss", DisableStrictMetricChecking: true}, auto(map[string]any{"acc": 0.5}), ""},
 	}
 	for _, tt := range tests {

@@ -45,6 +45,12 @@ func readScheduler(spec *events.ExperimentSpec, p *settings.Problems) sched.Conf
 // key to set, and replaced by a stand-in so that the scheduler's own
 // Validate does not report it again.
 func resolveObjective(o *sched.Objective, name string, tc events.TuneConfig, p *settings.Problems) {
+	if tc.MultiObjective() {
+		p.Add(keyMetric, "scheduler %q judges trials by one metric, and tune_config.metric lists %d (%s): "+
+			"use scheduler fifo (the default) with several metrics", name, len(tc.Metrics), strings.Join(tc.Metrics, ", "))
+		o.Metric, o.Mode = "-", sched.Max
+		return
+	}
 	switch {
 	case o.Metric != "" && tc.Metric != "":
 		p.Add(keyScheduler+".metric", "%s", rayMetricModeMsg)

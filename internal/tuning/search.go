@@ -70,6 +70,12 @@ func readSearch(spec *events.ExperimentSpec, p *settings.Problems) any {
 // needObjective records a problem when tune_config's metric or mode, which
 // the search algorithm learns from, is unset or invalid.
 func needObjective(tc events.TuneConfig, p *settings.Problems) {
+	if tc.MultiObjective() {
+		if len(tc.Modes) == 0 {
+			p.Add(keyMode, "required by search_alg %q: set tune_config.mode to a list of %d modes, one for each metric", tc.SearchAlg, len(tc.Metrics))
+		}
+		return
+	}
 	if tc.Metric == "" {
 		p.Add(keyMetric, "required by search_alg %q: set tune_config.metric", tc.SearchAlg)
 	}
@@ -78,6 +84,15 @@ func needObjective(tc events.TuneConfig, p *settings.Problems) {
 		return
 	}
 	p.OneOf(keyMode, tc.Mode, "min", "max")
+}
+
+// oneObjective records a problem when tune_config names several metrics
+// and search algorithm alg optimizes one.
+func oneObjective(alg string, tc events.TuneConfig, p *settings.Problems) {
+	if tc.MultiObjective() {
+		p.Add(keyMetric, "search_alg %q optimizes one metric, and tune_config.metric lists %d (%s): "+
+			"use search_alg tpe, nsga2 or random with several metrics", alg, len(tc.Metrics), strings.Join(tc.Metrics, ", "))
+	}
 }
 
 // seedReader reads a model-based searcher's seed setting into *dst.

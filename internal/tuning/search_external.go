@@ -37,6 +37,7 @@ func (c *ExternalConfig) check(p *settings.Problems, tc events.TuneConfig) {
 		"required: the NATS subject the searcher answers, dot-separated tokens without spaces or wildcards, got %q", c.Subject)
 	at.Check(c.TimeoutS > 0, "timeout_s", "must be > 0, got %v", c.TimeoutS)
 	c.Timeout = time.Duration(c.TimeoutS * float64(time.Second))
+	oneObjective(SearchExternal, tc, p)
 	needObjective(tc, p)
 }
 

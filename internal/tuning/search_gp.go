@@ -87,6 +87,7 @@ func (c *GPConfig) check(p *settings.Problems, tc events.TuneConfig) {
 	}
 	at.AtLeast("n_startup_trials", c.NStartupTrials, 0)
 	checkSeed(at, SearchBayesOpt, c.seed, tc)
+	oneObjective(SearchBayesOpt, tc, p)
 	needObjective(tc, p)
 	c.Maximize = tc.Mode == "max"
 }

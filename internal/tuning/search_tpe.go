@@ -89,6 +89,7 @@ func (c *TPEConfig) check(p *settings.Problems, tc events.TuneConfig) {
 	at.Check(c.considerPrior, "consider_prior", "false is not supported (Optuna deprecated it); lower prior_weight instead")
 	checkSeed(at, SearchTPE, c.seed, tc)
 	if n := len(c.EvaluatedRewards); n > 0 {
+		at.Check(!tc.MultiObjective(), "evaluated_rewards", "not supported with several metrics: each point would need a value per metric")
 		at.Check(n == len(tc.PointsToEvaluate), "evaluated_rewards",
 			"must give a value for each of the %d points_to_evaluate, got %d", len(tc.PointsToEvaluate), n)
 	}

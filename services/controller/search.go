@@ -143,7 +143,11 @@ func overlay(config, point map[string]any) {
 // it above the split), and one that errored, or never reported the
 // metric, is left out.
 func tpeHistory(st *state.Experiment) []tpe.Trial {
-	metric := st.Spec.TuneConfig.Metric
+	tc := &st.Spec.TuneConfig
+	if tc.MultiObjective() {
+		return multiHistory(st)
+	}
+	metric := tc.Metric
 	var out []tpe.Trial
 	for _, t := range st.TrialList() {
 		h := tpe.Trial{Number: t.Index, Config: t.Config}
@@ -170,14 +174,65 @@ func tpeHistory(st *state.Experiment) []tpe.Trial {
 	return out
 }
 
+// multiHistory is tpeHistory with several metrics: a finished trial is
+// complete with its last result's values, each to be minimized (a
+// maximized metric's negated), as Optuna's multi-objective study sees it;
+// one that errored or lacks a metric is left out. No scheduler cuts a
+// multi-objective trial short (they judge by one metric): a stopper's
+// stop is a complete trial, as in single-objective search.
+func multiHistory(st *state.Experiment) []tpe.Trial {
+	objectives := st.Spec.TuneConfig.Objectives()
+	var out []tpe.Trial
+	for _, t := range st.TrialList() {
+		h := tpe.Trial{Number: t.Index, Config: t.Config}
+		switch values, ok := objectiveValues(t.LastResult, objectives); {
+		case !t.Finished():
+			h.State = tpe.Running
+		case t.Status == events.StatusError || !ok:
+			continue
+		default:
+			h.State, h.Values = tpe.Complete, values
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// objectiveValues reads the result's value of each objective, negated
+// where it is maximized; ok is false when one is missing or not finite.
+func objectiveValues(r map[string]any, objectives []events.Objective) ([]float64, bool) {
+	out := make([]float64, len(objectives))
+	for i, o := range objectives {
+		v, ok := metricValue(r, o.Metric)
+		if !ok {
+			return nil, false
+		}
+		if o.Mode == "max" {
+			v = -v
+		}
+		out[i] = v
+	}
+	return out, true
+}
+
 // warmHistory is tune_config.warm_start's trials as completed trials of
 // the history, numbered before the evaluated points (which take −evaluated
 // to −1) and the experiment's own trials.
 func warmHistory(st *state.Experiment, evaluated int) []tpe.Trial {
 	warm := st.Spec.TuneConfig.WarmStartTrials
+	objectives := st.Spec.TuneConfig.Objectives()
 	out := make([]tpe.Trial, len(warm))
 	for i, w := range warm {
 		out[i] = tpe.Trial{Number: i - len(warm) - evaluated, State: tpe.Complete, Config: w.Config, Value: w.Value}
+		if len(w.Values) > 0 {
+			out[i].Values = make([]float64, len(w.Values))
+			for j, v := range w.Values {
+				if j < len(objectives) && objectives[j].Mode == "max" {
+					v = -v
+				}
+				out[i].Values[j] = v
+			}
+		}
 	}
 	return out
 }
