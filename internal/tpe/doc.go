@@ -48,6 +48,28 @@
 // estimator spans all parameters and each candidate draws one kernel for
 // all of them.
 //
+// # Several objectives (MOTPE)
+//
+// When the finished trials carry Values (two objectives or more, each
+// minimized), Suggest is MOTPE, as Optuna's TPESampler is for a
+// multi-objective study (optuna/samplers/_tpe/sampler.py, commit 1d8ce7bb):
+// "below" takes the Gamma(n) best COMPLETE trials by non-domination rank,
+// whole ranks while they fit, the next rank cut by greedy hypervolume
+// subset selection against a reference point 10% beyond that rank's worst
+// values; if short, PRUNED trials by their last step. Value is unused.
+// RUNNING trials join above with the constant liar, as with one
+// objective. The kernels of below are weighted by their hypervolume
+// contributions among below (over the largest; Pareto-dominated trials
+// get almost nothing), the rule of Optuna's
+// _calculate_weights_below_for_multi_objective: Optuna 5 replaced it with
+// uniform weights (commit 2dfba0893), and tunejet keeps it because it
+// concentrates l(x) on the trials that extend the front (see the ZDT1
+// study in internal/nsga2). above keeps Weights. Two differences from
+// Optuna's defaults: Gamma stays DefaultGamma, capped at 25, where Optuna
+// uses MultiObjectiveGamma (the same up to 250 finished trials); and
+// Defaults is multivariate, where Optuna's multi-objective default is
+// univariate.
+//
 // # Domains
 //
 // uniform, quniform, loguniform, qloguniform, randint, qrandint,

@@ -237,6 +237,7 @@ func (s *Sampler) Suggest(history []Trial, rng *rand.Rand) map[string]any {
 // suggest fills raw with TPE's choice for each modeled dim.
 func (s *Sampler) suggest(trials []Trial, finished int, rng *rand.Rand, raw []float64) {
 	below, above := s.partition(trials, finished)
+	belowW := belowWeights(trials, below) // nil with one objective
 	values := modelValues(s.dims, trials)
 	groups := [][]*dim{s.modeled}
 	if !s.opts.Multivariate {
@@ -247,7 +248,7 @@ func (s *Sampler) suggest(trials []Trial, finished int, rng *rand.Rand, raw []fl
 	}
 	p := params{opts: &s.opts, nParams: len(s.modeled)}
 	for _, dims := range groups {
-		l := newEstimator(dims, observe(dims, values, below), p)
+		l := newEstimator(dims, observe(dims, values, below), belowParams(p, dims, values, below, belowW))
 		g := newEstimator(dims, observe(dims, values, above), p)
 		cands := l.sample(rng, s.opts.NEICandidates)
 		best, bestScore := 0, math.Inf(-1)
@@ -263,7 +264,8 @@ func (s *Sampler) suggest(trials []Trial, finished int, rng *rand.Rand, raw []fl
 }
 
 // partition splits the trials for the estimators l (below) and g (above),
-// as positions in trials. Running trials join above with the constant
+// as positions in trials, by their Values when they carry several
+// objectives (motpe.go). Running trials join above with the constant
 // liar, and are left out without it.
 func (s *Sampler) partition(trials []Trial, finished int) (below, above []int) {
 	var used []int
@@ -271,6 +273,9 @@ func (s *Sampler) partition(trials []Trial, finished int) (below, above []int) {
 		if t.State == Complete || t.State == Pruned || t.State == Running && s.opts.ConstantLiar {
 			used = append(used, i)
 		}
+	}
+	if m := objectives(trials); m > 0 {
+		return splitMulti(trials, used, s.opts.Gamma(finished), m)
 	}
 	return split(trials, used, s.opts.Gamma(finished), s.opts.Maximize)
 }
