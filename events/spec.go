@@ -122,7 +122,7 @@ type TuneConfig struct {
 	// while its results are judged, faster, and may report a few results
 	// past a decision. The Python SDK sets it.
 	WaitForDecisions bool `json:"wait_for_decisions,omitempty"`
-	// Reproducible makes a model-based searcher's (tpe, bayesopt)
+	// Reproducible makes a model-based searcher's (tpe, bayesopt, nsga2)
 	// suggestion for trial k a function of the trials numbered up to
 	// k − max_concurrent_trials alone, waiting for those to finish before
 	// it creates trial k: the same seed then gives the same configs

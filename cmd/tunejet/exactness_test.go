@@ -114,8 +114,8 @@ const (
 	exactKillsPerReplay = 3
 )
 
-// exactExperiment is the experiment file: name, script, num_samples,
-// max_concurrent_trials and the tuner's lines.
+// exactExperiment is the experiment file: name, script, the objective's
+// lines, num_samples, max_concurrent_trials and the tuner's lines.
 const exactExperiment = `name: %s
 trainable:
   name: exact
@@ -123,8 +123,7 @@ trainable:
 param_space:
   x: {uniform: [-4, 4]}
 tune_config:
-  metric: loss
-  mode: min
+%s
   num_samples: %d
   max_concurrent_trials: %d
   seed: 2026
@@ -136,6 +135,7 @@ type exactCase struct {
 	trials int
 	iters  int    // the results a trial reports when nothing stops it
 	tune   string // tune_config lines
+	multi  bool   // optimize loss and size together, not loss alone
 	stops  bool   // whether the uninterrupted run must stop a trial
 	window int    // max_concurrent_trials; 0 is 1
 	slots  int    // the runner's; 0 is 1
@@ -145,12 +145,18 @@ type exactCase struct {
 // file writes the case's experiment file.
 func (c exactCase) file(t *testing.T, script string) string {
 	t.Helper()
-	return writeFile(t, t.TempDir(), "experiment.yaml", fmt.Sprintf(exactExperiment, c.name, script, c.trials, max(c.window, 1), c.tune))
+	objective := "  metric: loss\n  mode: min"
+	if c.multi {
+		objective = "  metric: [loss, size]\n  mode: [min, min]"
+	}
+	return writeFile(t, t.TempDir(), "experiment.yaml", fmt.Sprintf(exactExperiment, c.name, script, objective, c.trials, max(c.window, 1), c.tune))
 }
 
-// The tpe and bayesopt cases have no scheduler, so no trial.decided:
-// their decisions are the searcher's suggestions, the trial.created
-// configs.
+// The searchers' cases (tpe, bayesopt, and with two metrics tpe's MOTPE
+// and nsga2, whose population of 2 makes every trial after the first two
+// a child of the generation before) have no scheduler, so no
+// trial.decided: their decisions are the searcher's suggestions, the
+// trial.created configs.
 var exactCases = []exactCase{
 	{name: "asha", trials: 6, iters: 4, stops: true, tune: `  scheduler: asha
   scheduler_config: {grace_period: 1, reduction_factor: 2, max_t: 4}
@@ -160,6 +166,12 @@ var exactCases = []exactCase{
 `},
 	{name: "bayesopt", trials: 6, iters: 2, tune: `  search_alg: bayesopt
   search_alg_config: {n_startup_trials: 2}
+`},
+	{name: "motpe", trials: 6, iters: 2, multi: true, tune: `  search_alg: tpe
+  search_alg_config: {n_startup_trials: 2}
+`},
+	{name: "nsga2", trials: 6, iters: 2, multi: true, tune: `  search_alg: nsga2
+  search_alg_config: {population_size: 2}
 `},
 }
 

@@ -278,7 +278,7 @@ func (d *decoder) oneForm(name, other string) {
 }
 
 // searchSeed copies the search algorithm's seed (Optuna's seed) to
-// tune_config.seed when that is unset: tpe and bayesopt draw from the
+// tune_config.seed when that is unset: tpe, bayesopt and nsga2 draw from the
 // experiment's seed.
 func (d *decoder) searchSeed(tc *events.TuneConfig) {
 	seed, ok := tc.SearchAlgConfig["seed"].(int)

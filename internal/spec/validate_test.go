@@ -54,7 +54,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 		"run_config.sync_config.sync_period: must be >= 0 seconds, got -1",
 		"run_config.sync_config.sync_timeout: must be > 0 seconds, got -2",
 		`tune_config.scheduler.grace_peroid: unknown key, did you mean "grace_period"?`,
-		`tune_config.search_alg: unknown search algorithm "bayes"; valid: bayesopt, external, gp, grid, random, tpe`,
+		`tune_config.search_alg: unknown search algorithm "bayes"; valid: bayesopt, external, gp, grid, nsga2, random, tpe`,
 		"run_config.stoppers.0.max_iter: must be >= 1, got 0",
 	}
 	if err == nil {

@@ -29,11 +29,11 @@ func registerSearch(name string, newConfig func() searchConfig) {
 }
 
 // ModelBased reports whether the search algorithm name learns from the
-// trials so far in the controller (tpe, bayesopt): its suggestions are
-// functions of the log.
+// trials so far in the controller (tpe, bayesopt, nsga2): its suggestions
+// are functions of the log.
 func ModelBased(name string) bool {
 	switch name {
-	case SearchTPE, SearchBayesOpt, SearchGP:
+	case SearchTPE, SearchBayesOpt, SearchGP, SearchNSGA2:
 		return true
 	}
 	return false

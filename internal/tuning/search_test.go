@@ -76,7 +76,7 @@ func TestSearchOptions(t *testing.T) {
 			config: map[string]any{"metric": "loss"},
 			errs:   []string{"tune_config.search_alg.metric: tpe takes tune_config's metric and mode: set tune_config.metric instead"}},
 		{name: "unknown search_alg", alg: "tpee",
-			errs: []string{`tune_config.search_alg: unknown search algorithm "tpee" (did you mean "tpe"?); valid: bayesopt, external, gp, grid, random, tpe`}},
+			errs: []string{`tune_config.search_alg: unknown search algorithm "tpee" (did you mean "tpe"?); valid: bayesopt, external, gp, grid, nsga2, random, tpe`}},
 		{name: "external", alg: "external", metric: "loss", mode: "min",
 			config: map[string]any{"subject": "optuna.suggest", "timeout_s": 2.5}},
 		{name: "external needs a subject and an objective", alg: "external", config: map[string]any{"timeout_s": 0, "subjet": "x"},
@@ -292,7 +292,7 @@ func TestWarmStartSeedsOnlyAModelBasedSearch(t *testing.T) {
 	}{
 		{events.TuneConfig{Metric: "loss", Mode: "min", SearchAlg: "bayesopt", WarmStart: "/r/old"}, nil},
 		{events.TuneConfig{WarmStart: "/r/old"},
-			[]string{`tune_config.warm_start: seeds the search algorithm tpe or bayesopt with another experiment's trials; search_alg "random" learns nothing from them`}},
+			[]string{`tune_config.warm_start: seeds the search algorithm tpe, bayesopt or nsga2 with another experiment's trials; search_alg "random" learns nothing from them`}},
 	} {
 		if got := messages(Check(spec(tt.tc))); !slices.Equal(got, tt.want) {
 			t.Errorf("%+v: problems\n got %q\nwant %q", tt.tc, got, tt.want)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 
 	"github.com/tunejet/tunejet/events"
@@ -71,8 +72,8 @@ type Suggester interface {
 	Suggest(history []tpe.Trial, rng *rand.Rand) map[string]any
 }
 
-// Sampler builds the model-based searcher of space for search_alg tpe and
-// bayesopt; it is nil for other search algorithms.
+// Sampler builds the model-based searcher of space for search_alg tpe,
+// bayesopt and nsga2; it is nil for other search algorithms.
 func (s *Settings) Sampler(space *search.Space) (Suggester, error) {
 	if s == nil {
 		return nil, nil
@@ -81,6 +82,8 @@ func (s *Settings) Sampler(space *search.Space) (Suggester, error) {
 	case *TPEConfig:
 		return c.New(space)
 	case *GPConfig:
+		return c.New(space)
+	case *NSGA2Config:
 		return c.New(space)
 	}
 	return nil, nil
@@ -114,16 +117,23 @@ func Check(spec *events.ExperimentSpec) []*settings.Error {
 
 func read(spec *events.ExperimentSpec) (*Settings, *settings.Problems) {
 	p := &settings.Problems{}
-	s := &Settings{Scheduler: readScheduler(spec, p), Search: readSearch(spec, p)}
+	s := &Settings{Scheduler: readScheduler(spec, p)}
+	before := p.Len()
+	s.Search = readSearch(spec, p)
+	// With a setting of the search algorithm refused, building its sampler
+	// would report that setting again, as a problem of param_space.
+	searchOK := !slices.ContainsFunc(p.List()[before:], func(e *settings.Error) bool {
+		return e.Key == keySearchAlg || strings.HasPrefix(e.Key, keySearchAlg+".")
+	})
 	checkPBTFunctions(spec, s.Scheduler, p)
 	checkReproducible(spec, p)
 	if tc := spec.TuneConfig; (tc.WarmStart != "" || len(tc.WarmStartTrials) > 0) && !ModelBased(tc.SearchAlg) {
-		p.Add("tune_config.warm_start", "seeds the search algorithm tpe or bayesopt with another experiment's trials; search_alg %q learns nothing from them", cmp.Or(tc.SearchAlg, SearchRandom))
+		p.Add("tune_config.warm_start", "seeds the search algorithm tpe, bayesopt or nsga2 with another experiment's trials; search_alg %q learns nothing from them", cmp.Or(tc.SearchAlg, SearchRandom))
 	}
 	if space, err := search.ParseSpace(spec.ParamSpace); err == nil {
 		checkSampleFrom(spec, space, p)
 		s.SampleFrom = len(space.SampledByDriver()) > 0
-		if len(space.SampledByDriver()) == 0 {
+		if len(space.SampledByDriver()) == 0 && searchOK {
 			_, err := s.Sampler(space)
 			p.AddErr("", err)
 		}
@@ -167,7 +177,7 @@ func checkSampleFrom(spec *events.ExperimentSpec, space *search.Space, p *settin
 }
 
 // checkReproducible checks tune_config.reproducible: it fixes the trials
-// each suggestion of tpe or bayesopt learns from by max_concurrent_trials,
+// each suggestion of tpe, bayesopt or nsga2 learns from by max_concurrent_trials,
 // which must then be set; an external or a driver's searcher answers as it
 // likes, so its configs cannot be made reproducible. Random and grid
 // search are reproducible anyway (a config is a function of the seed and

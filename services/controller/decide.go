@@ -28,7 +28,7 @@ type Inputs struct {
 	StoragePath string
 	// MaxPending caps in-flight trials when max_concurrent_trials is 0.
 	MaxPending int
-	// Searcher suggests configs for search_alg tpe and bayesopt; nil for random and
+	// Searcher suggests configs for search_alg tpe, bayesopt and nsga2; nil for random and
 	// grid, whose configs Space draws.
 	Searcher tuning.Suggester
 	// Evaluated are tpe's points_to_evaluate with their

@@ -29,7 +29,7 @@ type reconciler struct {
 	log      zerolog.Logger
 	st       *state.Experiment
 	space    *search.Space
-	searcher tuning.Suggester   // search_alg tpe or bayesopt; nil for random and grid
+	searcher tuning.Suggester   // search_alg tpe, bayesopt or nsga2; nil for random and grid
 	known    []tpe.Trial        // tpe's evaluated points_to_evaluate
 	external *externalSearcher  // search_alg external; nil for the others
 	driver   *driverAsker       // the spec's driver section; nil without

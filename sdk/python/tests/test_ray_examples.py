@@ -5,6 +5,7 @@ import json
 import math
 import os
 import shutil
+import subprocess
 import tempfile
 import unittest
 
@@ -142,6 +143,39 @@ class RayExampleTest(unittest.TestCase):
         # time in 20.
         for r in list(grid)[-4:]:
             self.assertLess(r.config["height"], -90, r.config)
+
+    def test_optuna_multi_objective(self):
+        # Ray's multi-objective OptunaSearch: TPE over two metrics, the
+        # results' best by each metric and their Pareto front.
+        out = support.run_script(self, os.path.join(support.EXAMPLES, "optuna_multiobjective.py"), home=self.home)
+        (name,) = [n for n in os.listdir(os.path.join(self.home, "tunejet_results")) if n.startswith("multi_objective_")]
+        path = os.path.join(self.home, "tunejet_results", name)
+        spec = _result.read_spec(path)
+        self.assertEqual(spec["tune_config"]["metrics"], ["loss", "gain"])
+        self.assertEqual(spec["tune_config"]["modes"], ["min", "max"])
+        self.assertEqual(spec["tune_config"]["search_alg"], "tpe")
+        metric, mode = _result.read_objective(path)
+        grid = _tuner.load_results(support.binary(), path, metric, mode)
+        self.assertEqual(len(grid), 16)
+        self.assertEqual(grid.num_terminated, 16)
+        for m, md in (("loss", "min"), ("gain", "max")):
+            best = grid.get_best_result(m, md)
+            self.assertIn("Best hyperparameters for %s found were:  %s" % (m, best.config), out)
+        with self.assertRaisesRegex(ValueError, "No metric is provided"):
+            grid.get_best_result()
+        # The front: the trials no other beats in both loss and gain; it
+        # holds the best of each metric.
+        front = grid.best_results
+        points = [(r.metrics["loss"], -r.metrics["gain"]) for r in grid]
+        for r in grid:
+            p = (r.metrics["loss"], -r.metrics["gain"])
+            dominated = any(q[0] <= p[0] and q[1] <= p[1] and q != p for q in points)
+            self.assertEqual(r in front, not dominated, (r.config, p))
+        self.assertIn(grid.get_best_result("loss", "min"), front)
+        self.assertIn(grid.get_best_result("gain", "max"), front)
+        proc = subprocess.run([support.binary(), "results", "--json", path], capture_output=True, text=True, check=True)
+        listed = json.loads(proc.stdout)["pareto_front"]
+        self.assertEqual(listed, [r.trial_id for r in front])
 
 
 if __name__ == "__main__":

@@ -92,6 +92,12 @@ class ResultGrid:
         self.experiment_path = experiment_path
         self._loaded = None if results is None else list(results)
         self._loader = loader  # returns the trial records when results is None
+        self._objectives = None
+        if isinstance(metric, (list, tuple)):
+            # Several metrics: get_best_result needs one named, as in Ray.
+            modes = mode if isinstance(mode, (list, tuple)) else [mode] * len(metric)
+            self._objectives = list(zip(metric, modes))
+            metric = mode = None
         self._metric = metric
         self._mode = mode
 
@@ -124,6 +130,29 @@ class ResultGrid:
     def num_terminated(self):
         """How many trials ended TERMINATED."""
         return sum(1 for r in self._results if r.status == "TERMINATED")
+
+    @property
+    def best_results(self):
+        """The Pareto front of an experiment of several metrics (Optuna's
+        study.best_trials): the TERMINATED trials with a finite last value
+        of every metric that no other such trial dominates (at least as
+        good in every metric, by its mode, and better in one), in trial
+        order. For an experiment of one metric, [get_best_result()]."""
+        if self._objectives is None:
+            return [self.get_best_result()]
+        points = []
+        for r in self._results:
+            if r.status != "TERMINATED":
+                continue
+            values = [_number(_lookup(r.metrics, m)) for m, _ in self._objectives]
+            if any(v is None or not math.isfinite(v) for v in values):
+                continue
+            points.append((r, [v if mode == "min" else -v for v, (_, mode) in zip(values, self._objectives)]))
+
+        def dominates(a, b):
+            return all(x <= y for x, y in zip(a, b)) and any(x < y for x, y in zip(a, b))
+
+        return [r for r, p in points if not any(dominates(q, p) for _, q in points)]
 
     def get_best_result(self, metric=None, mode=None, scope="last", filter_nan_and_inf=True):
         """Return the best trial's Result, as Ray's: metric and mode default
@@ -269,8 +298,11 @@ def read_spec(experiment_path):
 
 def read_objective(experiment_path):
     """Return (metric, mode) of the experiment from its newest state file
-    (local paths only), or (None, None)."""
+    (local paths only), or (None, None); with several metrics, the lists
+    of them and of their modes."""
     tc = (read_spec(experiment_path) or {}).get("tune_config")
     if not isinstance(tc, dict):
         return None, None
+    if tc.get("metrics"):
+        return tc.get("metrics"), tc.get("modes")
     return tc.get("metric"), tc.get("mode")

@@ -1,6 +1,7 @@
 # A deterministic trainable for exactness_test.go: its results are a pure
 # function of its config and the iteration. At iteration i it reports
-# loss = (x - 1)^2 + (1 + |x|) / i with a checkpoint holding i, up to $ITERS
+# loss = (x - 1)^2 + (1 + |x|) / i and size = (x + 1)^2 + 1 / i (a second
+# metric, whose minimum is elsewhere) with a checkpoint holding i, up to $ITERS
 # iterations; a resumed attempt goes on after its checkpoint's iteration.
 # It leaves its pid (its process group) in $MARK_DIR/pid-<trial>-<attempt>
 # for the test to kill, and appends "<trial> <iteration>" to
@@ -21,7 +22,8 @@ while [ "$i" -lt "$ITERS" ]; do
 	loss=$(awk -v x="$x" -v i="$i" 'BEGIN { a = x < 0 ? -x : x; printf "%.17g", (x - 1) * (x - 1) + (1 + a) / i }')
 	dir=$(mktemp -d)
 	echo "$i" > "$dir/iteration"
-	out=$("$TUNEJET_BIN" report --checkpoint "$dir" loss="$loss")
+	size=$(awk -v x="$x" -v i="$i" 'BEGIN { printf "%.17g", (x + 1) * (x + 1) + 1 / i }')
+	out=$("$TUNEJET_BIN" report --checkpoint "$dir" loss="$loss" size="$size")
 	rm -rf "$dir"
 	echo "$TUNEJET_TRIAL_ID $i" >> "$MARK_DIR/reports"
 	if [ "$out" = stop ]; then exit 0; fi
