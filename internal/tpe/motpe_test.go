@@ -133,3 +133,10 @@ func TestMultiObjectiveGamma(t *testing.T) {
 		}
 	}
 }
+
+func TestMultiObjectiveDefaults(t *testing.T) {
+	o := MultiObjectiveDefaults()
+	if o.NEICandidates != 256 || o.Gamma(300) != 30 || !o.Multivariate || !o.ConstantLiar || o.Estimator != Optuna5 {
+		t.Errorf("MultiObjectiveDefaults = %+v: want Defaults with 256 candidates and MultiObjectiveGamma", o)
+	}
+}
