@@ -72,6 +72,7 @@ soak: ## chaos soak, SOAK=10m: kill -9 services, NATS nodes, tunejet run; figure
 bench-tuner: ## the tuner's quality table (TPE, GP, ASHA and PBT against random search) and speed figures
 	TUNEJET_REGRET=1 $(GO) test -run 'TestRegret$$|TestReproducibleCost$$' -v -count=1 -timeout 30m ./internal/tpe/
 	TUNEJET_REGRET=1 $(GO) test -run 'TestRegret$$' -v -count=1 -timeout 30m ./internal/gp/
+	TUNEJET_REGRET=1 $(GO) test -run 'TestHypervolume$$' -v -count=1 -timeout 10m ./internal/nsga2/
 	TUNEJET_REGRET=1 $(GO) test -run 'TestASHARegret$$' -v -count=1 -timeout 10m ./internal/sched/
 	TUNEJET_REGRET=1 $(GO) test -run 'TestPBTRegret$$' -v -count=1 -timeout 10m ./internal/sched/
 	$(GO) test -run '^$$' -bench 'BenchmarkSuggest1000' -benchtime 50x ./internal/tpe/

@@ -7,18 +7,21 @@ import (
 )
 
 // purePackages compute and do no I/O: the tuner's rules (sched, stopper,
-// tpe, gp, and tuner, which builds them from the spec with the reader of
-// settings), the search space, the fold (state), the resume rules
-// (restore) and the bytes of TensorBoard's event files (tboard). Their
-// callers bring the events in and take the decisions out, so the same
-// inputs give the same answer in a test, a replay and a restored run. Each
-// names that package alone, not those under it (internal/state/statetest
-// starts servers, internal/restore/restorestate reads the Object Store).
+// tpe, gp, nsga2, the multi-objective arithmetic of moo, and tuner, which
+// builds them from the spec with the reader of settings), the search
+// space, the fold (state), the resume rules (restore) and the bytes of
+// TensorBoard's event files (tboard). Their callers bring the events in
+// and take the decisions out, so the same inputs give the same answer in
+// a test, a replay and a restored run. Each names that package alone, not
+// those under it (internal/state/statetest starts servers,
+// internal/restore/restorestate reads the Object Store).
 var purePackages = []string{
 	"internal/sched",
 	"internal/stopper",
 	"internal/tpe",
 	"internal/gp",
+	"internal/nsga2",
+	"internal/moo",
 	"internal/search",
 	"internal/state",
 	"internal/tuning",

@@ -1,6 +1,7 @@
 package moo
 
 import (
+	"cmp"
 	"math"
 	"slices"
 )
@@ -59,21 +60,42 @@ func HSSP(points [][]float64, k int, ref []float64) []int {
 
 // greedyHV adds, k times, the candidate whose addition to the points
 // picked so far grows their hypervolume the most, the first such in
-// candidates' order.
+// candidates' order. A candidate's gain only shrinks as points are picked
+// (the hypervolume is submodular), so its last gain bounds its next one:
+// candidates are tried by decreasing bound and the search stops at a
+// bound below the best gain found, as Optuna's _lazy_contribs_update
+// does.
 func greedyHV(points [][]float64, candidates []int, k int, ref []float64) []int {
+	type cand struct {
+		i     int     // index in points
+		pos   int     // position in candidates, for ties
+		bound float64 // an upper bound of its gain
+	}
+	left := make([]cand, len(candidates))
+	for j, i := range candidates {
+		left[j] = cand{i, j, box(points[i], ref)}
+	}
 	var picked []int
 	var set [][]float64
-	left := slices.Clone(candidates)
 	hv := 0.0
 	for range k {
-		best, bestGain := 0, math.Inf(-1)
-		for j, i := range left {
-			gain := Hypervolume(append(set, points[i]), ref) - hv
-			if gain > bestGain {
-				best, bestGain = j, gain
+		order := make([]int, len(left))
+		for j := range order {
+			order[j] = j
+		}
+		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(left[b].bound, left[a].bound) })
+		best := -1
+		for _, j := range order {
+			c := &left[j]
+			if best >= 0 && c.bound < left[best].bound {
+				break // no gain can reach the best one
+			}
+			c.bound = Hypervolume(append(set, points[c.i]), ref) - hv
+			if best < 0 || c.bound > left[best].bound || c.bound == left[best].bound && c.pos < left[best].pos {
+				best = j
 			}
 		}
-		i := left[best]
+		i := left[best].i
 		picked, set = append(picked, i), append(set, points[i])
 		hv = Hypervolume(set, ref)
 		left = slices.Delete(left, best, best+1)

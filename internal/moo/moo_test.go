@@ -216,3 +216,51 @@ func TestHSSPIsGreedy(t *testing.T) {
 		t.Errorf("HSSP in 3-D = %v, want %v", got, want)
 	}
 }
+
+// naiveGreedy is HSSP's greedy choice without its bounds: every gain
+// recomputed at every step.
+func naiveGreedy(points [][]float64, k int, ref []float64) []int {
+	var picked []int
+	var set [][]float64
+	taken := make([]bool, len(points))
+	for range k {
+		best, bestGain := -1, 0.0
+		for i, p := range points {
+			if taken[i] {
+				continue
+			}
+			if gain := Hypervolume(append(slices.Clone(set), p), ref) - Hypervolume(set, ref); best < 0 || gain > bestGain {
+				best, bestGain = i, gain
+			}
+		}
+		taken[best] = true
+		picked, set = append(picked, best), append(set, points[best])
+	}
+	slices.Sort(picked)
+	return picked
+}
+
+func TestHSSPBoundsSkipNoBetterPoint(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for trial := range 30 {
+		m := 2 + trial%3
+		points := make([][]float64, 12+rng.IntN(20))
+		for i := range points {
+			// Distinct points, sorted lexicographically, so that the
+			// naive greedy's ties fall as HSSP's do.
+			points[i] = make([]float64, m)
+			for k := range points[i] {
+				points[i][k] = rng.Float64()
+			}
+		}
+		slices.SortFunc(points, slices.Compare[[]float64])
+		ref := make([]float64, m)
+		for k := range ref {
+			ref[k] = 1.1
+		}
+		k := 1 + rng.IntN(len(points)-1)
+		if got, want := HSSP(points, k, ref), naiveGreedy(points, k, ref); !slices.Equal(got, want) {
+			t.Errorf("%d-D, k=%d: HSSP = %v, the plain greedy %v", m, k, got, want)
+		}
+	}
+}

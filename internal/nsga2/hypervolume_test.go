@@ -11,7 +11,8 @@ import (
 	"github.com/tunejet/tunejet/internal/tpe"
 )
 
-// The hypervolume study runs NSGA-II, MOTPE and random search on ZDT1,
+// The hypervolume study runs NSGA-II, MOTPE (with Defaults, with
+// MultiObjectiveDefaults and univariate) and random search on ZDT1,
 // trials one at a time, 10 seeds (TUNEJET_REGRET_SEEDS for another
 // number), and prints the hypervolume against (1.1, 1.1) after 100 and
 // 200 trials, median [quartiles], beside Optuna's figures. It takes a
@@ -72,15 +73,15 @@ func TestHypervolume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	motpe, err := tpe.New(space, tpe.Defaults())
-	if err != nil {
-		t.Fatal(err)
-	}
 	univariate := tpe.Defaults()
-	univariate.Multivariate = false
-	motpeUni, err := tpe.New(space, univariate)
-	if err != nil {
-		t.Fatal(err)
+	univariate.Multivariate = false // Optuna's default with several objectives
+	var motpe []*tpe.Sampler
+	for _, o := range []tpe.Options{tpe.Defaults(), tpe.MultiObjectiveDefaults(), univariate} {
+		s, err := tpe.New(space, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		motpe = append(motpe, s)
 	}
 	nMax := hvNs[len(hvNs)-1]
 	samplers := []struct {
@@ -88,15 +89,16 @@ func TestHypervolume(t *testing.T) {
 		suggest suggester
 	}{
 		{"nsga2", nsga.Suggest},
-		{"tpe", motpe.Suggest},
-		{"tpe univariate", motpeUni.Suggest},
-		{"random", func(h []tpe.Trial, _ *rand.Rand) map[string]any { return nil }},
+		{"tpe Defaults", motpe[0].Suggest},
+		{"tpe MultiObjectiveDefaults", motpe[1].Suggest},
+		{"tpe Defaults, univariate", motpe[2].Suggest},
+		{"random", nil}, // tunejet's random search: Space.Trial
 	}
 	for _, s := range samplers {
 		var hvs [][]float64
 		for seed := range seeds {
 			var values [][]float64
-			if s.name == "random" { // tunejet's random search: Space.Trial
+			if s.suggest == nil {
 				for i := range nMax {
 					c, _ := space.Trial(i, int64(seed))
 					values = append(values, p.F(c))

@@ -293,3 +293,20 @@ func TestNewRefuses(t *testing.T) {
 		}
 	}
 }
+
+func TestInfiniteValuesRankAndNaNOnesAreLeftOut(t *testing.T) {
+	_, smp := mustSampler(t, copying, Options{PopulationSize: 2, MutationProb: 0, CrossoverProb: 0, SwappingProb: 0.5})
+	// The warm start -1 and trial 0 trade off: rank 0, the elite of 2;
+	// trial 1's +Inf ranks it 1. Warm start -2 would dominate trial 0 if
+	// its NaN counted (no comparison with NaN is true): it must not.
+	h := []tpe.Trial{
+		labelled(-2, tpe.Complete, math.NaN(), 0),
+		labelled(-1, tpe.Complete, math.Inf(-1), 5),
+		labelled(0, tpe.Complete, 1, 1),
+		labelled(1, tpe.Complete, math.Inf(1), math.Inf(1)),
+	}
+	seen := children(smp, h)
+	if seen[-1] == 0 || seen[0] == 0 || len(seen) != 2 {
+		t.Errorf("generation 1 copied %v, want the warm start -1 and trial 0", seen)
+	}
+}

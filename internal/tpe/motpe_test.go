@@ -133,3 +133,34 @@ func TestMultiObjectiveGamma(t *testing.T) {
 		}
 	}
 }
+
+func TestMultiObjectiveDefaults(t *testing.T) {
+	o := MultiObjectiveDefaults()
+	if o.NEICandidates != 256 || o.Gamma(300) != 30 || !o.Multivariate || !o.ConstantLiar || o.Estimator != Optuna5 {
+		t.Errorf("MultiObjectiveDefaults = %+v: want Defaults with 256 candidates and MultiObjectiveGamma", o)
+	}
+}
+
+func TestMultiObjectiveSplitFillsUpWithTheLatestPruned(t *testing.T) {
+	_, smp := mustSampler(t, mixedSpace, Defaults())
+	h := []Trial{{Number: 0, State: Complete, Values: []float64{1, 1}}}
+	for i := 1; i <= 10; i++ {
+		h = append(h, Trial{Number: i, State: Pruned, Step: i % 4})
+	}
+	h = append(h, Trial{Number: 11, State: Complete, Values: []float64{2, math.NaN()}})
+	// 12 finished: 2 below, the one usable Complete trial and the first
+	// Pruned one of the latest step (3: trials 3, 7); the NaN goes above.
+	below, _ := smp.partition(h, len(h))
+	if want := []int{0, 3}; !slices.Equal(below, want) {
+		t.Errorf("below = %v, want %v", below, want)
+	}
+}
+
+func TestMultiObjectiveToleratesInfiniteAndNaNValues(t *testing.T) {
+	s, smp := mustSampler(t, mixedSpace, Defaults())
+	h := runMulti(t, Defaults(), 2, 20)
+	h[3].Values = []float64{math.Inf(1), 0}
+	h[5].Values = []float64{math.Inf(-1), math.Inf(-1)}
+	h[7].Values = []float64{math.NaN(), 1}
+	checkValid(t, s, smp.Suggest(h, suggestRand(2, 20)))
+}
