@@ -57,8 +57,8 @@
 // draws are not Optuna's stream. Constraints (Optuna's constraints_func)
 // are not supported.
 //
-// With tune_config.reproducible the controller passes only the trials up
-// to index − max_concurrent_trials, so the suggestion is computed as for
-// the trial one past the largest of those; it is still a function of the
-// history, only the generation boundary moves.
+// The controller asks with SuggestFor, naming the trial: with
+// tune_config.reproducible it passes only the trials numbered up to
+// index − max_concurrent_trials, and the trial's generation is still its
+// own number's.
 package nsga2

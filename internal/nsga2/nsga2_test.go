@@ -310,3 +310,22 @@ func TestInfiniteValuesRankAndNaNOnesAreLeftOut(t *testing.T) {
 		t.Errorf("generation 1 copied %v, want the warm start -1 and trial 0", seen)
 	}
 }
+
+// TestSuggestForTakesTheTrialsGeneration: the controller names the trial
+// it asks for, and its generation is that number's even when the history
+// ends before it (tune_config.reproducible).
+func TestSuggestForTakesTheTrialsGeneration(t *testing.T) {
+	_, smp := mustSampler(t, copying, Options{PopulationSize: 2, MutationProb: 0, CrossoverProb: 0, SwappingProb: 0.5})
+	h := []tpe.Trial{labelled(0, tpe.Complete, 1, 1), labelled(1, tpe.Complete, 2, 0)}
+	copied, drawn := map[int]bool{}, map[int]bool{}
+	for seed := range uint64(100) {
+		copied[smp.SuggestFor(4, h, suggestRand(seed, 0))["x"].(int)] = true
+		drawn[smp.SuggestFor(1, h[:1], suggestRand(seed, 0))["x"].(int)] = true
+	}
+	if len(copied) != 2 || !copied[0] || !copied[1] {
+		t.Errorf("trial 4 (generation 2) copied %v, want the parents 0 and 1 alone", copied)
+	}
+	if len(drawn) < 20 {
+		t.Errorf("trial 1 (generation 0) drew %d distinct values over 100 draws; want random ones", len(drawn))
+	}
+}

@@ -94,7 +94,15 @@ func (s *Sampler) Suggest(history []tpe.Trial, rng *rand.Rand) map[string]any {
 	for _, t := range history {
 		next = max(next, t.Number+1)
 	}
-	parents := s.parents(history, next/s.opts.PopulationSize)
+	return s.SuggestFor(next, history, rng)
+}
+
+// SuggestFor is Suggest for the trial numbered number, whose generation is
+// number / PopulationSize: the controller says which trial it asks for,
+// as the history may end before it (tune_config.reproducible passes the
+// trials numbered up to number − max_concurrent_trials alone).
+func (s *Sampler) SuggestFor(number int, history []tpe.Trial, rng *rand.Rand) map[string]any {
+	parents := s.parents(history, number/s.opts.PopulationSize)
 	values := make([]any, len(s.dims))
 	for _, d := range s.dims {
 		if d.fixed {

@@ -299,3 +299,27 @@ func TestWarmStartSeedsOnlyAModelBasedSearch(t *testing.T) {
 		}
 	}
 }
+
+// TestMultiObjectiveTPEDefaults: with several metrics tpe takes MOTPE's
+// defaults (tpe.MultiObjectiveDefaults) where the file sets none.
+func TestMultiObjectiveTPEDefaults(t *testing.T) {
+	read := func(config map[string]any) *TPEConfig {
+		t.Helper()
+		s := spec(events.TuneConfig{Metrics: []string{"loss", "ms"}, Modes: []string{"min", "min"}, SearchAlg: SearchTPE, SearchAlgConfig: config})
+		p := &settings.Problems{}
+		cfg := readSearch(s, p).(*TPEConfig)
+		if p.Len() > 0 {
+			t.Fatalf("problems: %q", messages(p.List()))
+		}
+		return cfg
+	}
+	mo := read(nil)
+	if mo.NEICandidates != 256 || mo.Gamma(1000) != 100 || mo.Maximize {
+		t.Errorf("several metrics: %d candidates, gamma(1000) = %d, maximize %v; want 256, 100 (uncapped), false",
+			mo.NEICandidates, mo.Gamma(1000), mo.Maximize)
+	}
+	given := read(map[string]any{"n_ei_candidates": 48, "gamma": "default"})
+	if given.NEICandidates != 48 || given.Gamma(1000) != 25 {
+		t.Errorf("several metrics, settings given: %d candidates, gamma(1000) = %d; want the file's 48 and 25", given.NEICandidates, given.Gamma(1000))
+	}
+}

@@ -95,6 +95,16 @@ func (c *TPEConfig) check(p *settings.Problems, tc events.TuneConfig) {
 	}
 	needObjective(tc, p)
 	c.Maximize = tc.Mode == "max"
+	if tc.MultiObjective() {
+		// MOTPE's defaults where the file sets none (tpe.MultiObjectiveDefaults).
+		mo := tpe.MultiObjectiveDefaults()
+		if _, given := tc.SearchAlgConfig["n_ei_candidates"]; !given {
+			c.NEICandidates = mo.NEICandidates
+		}
+		if _, given := tc.SearchAlgConfig["gamma"]; !given {
+			c.Gamma = mo.Gamma
+		}
+	}
 }
 
 // Evaluated returns points_to_evaluate with their evaluated_rewards as

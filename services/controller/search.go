@@ -2,6 +2,7 @@ package controller
 
 import (
 	"math"
+	"math/rand/v2"
 	"strings"
 
 	"github.com/tunejet/tunejet/events"
@@ -84,7 +85,12 @@ func (s *searcher) draft(index int) (config map[string]any, tag string, seq uint
 	case s.in.Searcher == nil:
 		config, tag = s.in.Space.Trial(index, s.st.Seed)
 	default:
-		config = s.in.Searcher.Suggest(s.historyFor(index), tuning.Rand(s.st.Seed, "suggest", uint64(index)))
+		rng := tuning.Rand(s.st.Seed, "suggest", uint64(index))
+		if n, ok := s.in.Searcher.(numbered); ok {
+			config = n.SuggestFor(index, s.historyFor(index), rng)
+		} else {
+			config = s.in.Searcher.Suggest(s.historyFor(index), rng)
+		}
 		seq = s.st.LastSeq
 	}
 	if points := s.st.Spec.TuneConfig.PointsToEvaluate; index < len(points) && s.in.Evaluated == nil {
@@ -98,6 +104,13 @@ func (s *searcher) draft(index int) (config map[string]any, tag string, seq uint
 		s.history = append(s.history, tpe.Trial{Number: index, State: tpe.Running, Config: config})
 	}
 	return config, tag, seq, true
+}
+
+// numbered is a searcher whose suggestion depends on the number of the
+// trial it is for besides the history (NSGA-II's generation), which may
+// end before it.
+type numbered interface {
+	SuggestFor(number int, history []tpe.Trial, rng *rand.Rand) map[string]any
 }
 
 // historyFor is the history the suggestion for trial index learns from:
