@@ -14,7 +14,7 @@ from tests import support
 from tunejet import _reporter, _result, _space, _tuner, _worker, train, tune
 from tunejet.tune import schedulers, search, stopper
 from tunejet.tune.search.bayesopt import BayesOptSearch
-from tunejet.tune.search.optuna import OptunaSearch
+from tunejet.tune.search.optuna import NSGAIISampler, OptunaSearch
 
 
 class SpaceTest(unittest.TestCase):
@@ -238,6 +238,28 @@ class ConfigTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "search space"):
             tune.Tuner(lambda config: None, param_space={"x": tune.uniform(0, 1)},
                        tune_config=tune.TuneConfig(search_alg=searcher))._spec("f")
+
+    def test_optuna_search_with_several_metrics_and_nsga2(self):
+        # Ray's multi-objective OptunaSearch(metric=[...], mode=[...]), and
+        # Optuna's NSGAIISampler as its sampler: search_alg nsga2.
+        searcher = OptunaSearch(metric=["loss", "gain"], mode=["min", "max"],
+                                sampler=NSGAIISampler(population_size=8, crossover_prob=0.8, seed=5))
+        tc = tune.TuneConfig(search_alg=searcher).to_spec()
+        self.assertEqual((tc["metric"], tc["mode"]), (["loss", "gain"], ["min", "max"]))
+        self.assertEqual(
+            tc["search_alg"],
+            {"type": "nsga2", "population_size": 8, "crossover_prob": 0.8, "swapping_prob": 0.5, "seed": 5},
+        )
+        self.assertEqual(OptunaSearch(metric=["a", "b"], mode=["min", "min"]).to_spec(), {"type": "tpe"})
+
+        class NSGAIISampler2:  # stands for optuna.samplers.NSGAIISampler
+            pass
+
+        NSGAIISampler2.__name__ = "NSGAIISampler"
+        with self.assertRaisesRegex(ValueError, "use tunejet.tune.search.optuna.NSGAIISampler"):
+            OptunaSearch(sampler=NSGAIISampler2())
+        with self.assertRaisesRegex(ValueError, "takes no TPE settings or evaluated_rewards, got n_startup_trials"):
+            OptunaSearch(sampler=NSGAIISampler(), n_startup_trials=3)
 
     def test_bayesopt_search_in_the_file(self):
         # Ray's BayesOptSearch(space, metric, mode, utility_kwargs=, random_state=, random_search_steps=):
