@@ -15,7 +15,7 @@ import unittest
 import unittest.mock
 
 from tests import support
-from tunejet import _tuner
+from tunejet import _tuner, tune
 
 DRIVER = textwrap.dedent(
     '''
@@ -100,6 +100,31 @@ INTERRUPTED = textwrap.dedent(
         tuner = tune.Tuner.restore(path, trainable=slow)
     grid = tuner.fit()
     print("RESULT " + json.dumps(grid[0].metrics))
+    '''
+)
+
+# An experiment of 3 samples of TPE, run to its end, then restored with 5:
+# the restore adds 2 trials.
+EXTENDED = textwrap.dedent(
+    '''
+    import json, os, sys
+    from tunejet import train, tune
+    from tunejet.tune.search.optuna import OptunaSearch
+
+    def quadratic(config):
+        train.report({"loss": (config["x"] - 1) ** 2})
+
+    path = os.path.abspath(os.path.join("results", "extended"))
+    if sys.argv[1] == "run":
+        tuner = tune.Tuner(quadratic, param_space={"x": tune.uniform(-4, 4)},
+                           tune_config=tune.TuneConfig(metric="loss", mode="min", num_samples=3,
+                                                       search_alg=OptunaSearch(n_startup_trials=2), seed=3),
+                           run_config=train.RunConfig(name="extended", storage_path="results"))
+    else:
+        tuner = tune.Tuner.restore(path, trainable=quadratic, num_samples=5)
+    grid = tuner.fit()
+    print("RESULT " + json.dumps({"trials": len(grid), "ids": sorted(r.trial_id for r in grid),
+                                  "terminated": grid.num_terminated}))
     '''
 )
 
@@ -402,6 +427,16 @@ class DriverTest(support.HomeTest):
         self.assertEqual(metrics["step"], 10)
         self.assertGreater(metrics["first"], 1, "the restored trial resumed from its checkpoint")
         self.assertGreaterEqual(metrics["attempt"], 2)
+
+    def test_restore_with_more_samples_adds_trials(self):
+        script = self.write("extended.py", EXTENDED)
+        first = _result(support.run_script(self, script, "run", home=self.home))
+        self.assertEqual((first["trials"], first["terminated"]), (3, 3))
+        more = _result(support.run_script(self, script, "restore", home=self.home))
+        self.assertEqual((more["trials"], more["terminated"]), (5, 5))
+        self.assertEqual(more["ids"][:3], first["ids"], "the finished trials are kept")
+        with self.assertRaisesRegex(ValueError, "num_samples must be a count >= 1, or -1"):
+            tune.Tuner.restore(os.path.join(self.home, "results", "extended"), trainable=print, num_samples=0)
 
     def test_a_bucket_without_credentials_is_an_exception(self):
         # The endpoint is a closed port on loopback: the AWS SDK finds no

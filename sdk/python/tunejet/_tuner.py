@@ -251,6 +251,7 @@ class Tuner:
         _resume_config=None,
         sync_config=None,
         callbacks=None,
+        num_samples=None,
     ):
         """Return a Tuner whose fit() continues the experiment at path, as
         Ray's: finished trials are kept, unfinished ones resume from their
@@ -271,7 +272,12 @@ class Tuner:
         callbacks (tunejet's) are the restored fit()'s RunConfig callbacks;
         without it, those the first fit() kept beside the experiment (Ray
         restores them from its pickled RunConfig). Each hook sees each
-        event once across the runs (docs/driver.md)."""
+        event once across the runs (docs/driver.md).
+
+        num_samples (tunejet's; Ray's restore keeps the TuneConfig) sets
+        the experiment's num_samples: a larger one adds trials to it, even
+        when it had finished, and the searcher learns from every trial so
+        far (`tunejet restore --num-samples`); a smaller one is refused."""
         if storage_filesystem is not None:
             raise ValueError("storage_filesystem is not supported: give path as a URL")
         if _worker is None:
@@ -288,6 +294,10 @@ class Tuner:
             restore["sync_config"] = sync_config.to_spec()  # checked here, as Tuner() checks run_config
         if callbacks is not None:
             restore["callbacks"] = callbacks
+        if num_samples is not None:
+            if isinstance(num_samples, bool) or not isinstance(num_samples, int) or (num_samples < 1 and num_samples != -1):
+                raise ValueError("num_samples must be a count >= 1, or -1 to sample until stopped; got %r" % (num_samples,))
+            restore["num_samples"] = num_samples
         return cls(trainable, param_space=param_space, _restore=restore)
 
     @classmethod
@@ -430,6 +440,8 @@ class Tuner:
             args.append("--resume-errored")
         if r["restart_errored"]:
             args.append("--restart-errored")
+        if r.get("num_samples") is not None:
+            args += ["--num-samples", str(r["num_samples"])]
         if self._param_space is not None:
             space = os.path.join(workdir, "param_space.json")
             with open(space, "w") as f:
