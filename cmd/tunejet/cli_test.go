@@ -238,7 +238,7 @@ func TestRunDashboardTakesTheRunnerFlags(t *testing.T) {
 	} {
 		name := fmt.Sprintf("dash_capacity_%d", i)
 		file := writeFile(t, dir, name+".yaml", fmt.Sprintf(capacityExperiment, name, t.TempDir()))
-		args := []string{"run", "--cpus", "3", "--resources", "lic=1", "--store-dir", t.TempDir(), "--verbose", "1"}
+		args := []string{"run", "--cpus", "3", "--resources", "lic=1", "--store-dir", t.TempDir(), "--verbose", "1", "--dashboard-keep=false"}
 		for _, a := range form {
 			if a == "FILE" {
 				a = file

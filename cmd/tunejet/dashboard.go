@@ -30,7 +30,7 @@ func newDashboardCmd() *cobra.Command {
 		allowActions   bool
 	)
 	cmd := &cobra.Command{
-		Use:   "dashboard",
+		Use:   "dashboard [PATH_OR_URL]",
 		Short: "Serve a live web dashboard of the experiments in the event log",
 		Long: `Serve a web page that shows every experiment the event log holds and, for
 one experiment, its trials (sortable, filterable), their learning curves
@@ -40,18 +40,25 @@ live runners. It reads the log of a deployment (--nats), else the embedded
 store (--store-dir). The embedded store is locked while tunejet run runs on
 it: open the dashboard of such a run with tunejet run --dashboard.
 
-With --storage PATH it reads one finished or interrupted experiment from
-its files alone instead: PATH is <storage_path>/<name>, a directory or a
-storage URL (file://, s3://, gs://, azblob://), what tunejet results takes.
+With PATH_OR_URL (or --storage PATH_OR_URL) it reads one finished or
+interrupted experiment from its files alone instead: <storage_path>/<name>,
+a directory or a storage URL (file://, s3://, gs://, azblob://), what
+tunejet results takes.
 
 The dashboard is read-only unless --allow-actions lets visitors stop an
 experiment. It listens on 127.0.0.1:8265 by default; to listen on any
 other interface it needs a token (--token or TUNEJET_DASHBOARD_TOKEN),
 which visitors then present once as http://HOST:PORT/?token=TOKEN (or as
 Authorization: Bearer TOKEN). The NATS token flag is --nats-token here.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if len(args) == 1 {
+				if storagePath != "" && storagePath != args[0] {
+					return fmt.Errorf("give the experiment's path once: as the argument (%s) or as --storage (%s)", args[0], storagePath)
+				}
+				storagePath = args[0]
+			}
 			log, err := logs.logger()
 			if err != nil {
 				return err
@@ -93,7 +100,7 @@ Authorization: Bearer TOKEN). The NATS token flag is --nats-token here.`,
 	cmd.Flags().StringVar(&storeDir, "store-dir", bus.DefaultStoreDir(), "embedded nats-server's JetStream store, read when --nats is not given")
 	cmd.Flags().StringVar(&addr, "addr", dashboard.DefaultAddr, "address to listen on; anything but loopback needs --token")
 	cmd.Flags().StringVar(&token, "token", os.Getenv(dashboard.TokenEnv), "token every visitor must present (env "+dashboard.TokenEnv+")")
-	cmd.Flags().StringVar(&storagePath, "storage", "", "read one experiment from its storage directory or URL (<storage_path>/<name>) instead of the log")
+	cmd.Flags().StringVar(&storagePath, "storage", "", "read one experiment from its storage directory or URL (<storage_path>/<name>) instead of the log; the same as the argument")
 	cmd.Flags().BoolVar(&allowActions, "allow-actions", false, "let visitors stop experiments from the page")
 	return cmd
 }
@@ -129,6 +136,8 @@ func dashboardBus(ctx context.Context, conn connFlags, storeDir string, log zero
 type runDashboard struct {
 	addr, token  string
 	allowActions bool
+	keep         bool   // serve on after the run, until interrupted
+	url          string // where it serves, once started
 }
 
 func (d *runDashboard) add(fs *pflag.FlagSet) {
@@ -136,6 +145,19 @@ func (d *runDashboard) add(fs *pflag.FlagSet) {
 	fs.Lookup("dashboard").NoOptDefVal = dashboard.DefaultAddr
 	fs.StringVar(&d.token, "dashboard-token", os.Getenv(dashboard.TokenEnv), "token the dashboard's visitors must present; needed off loopback (env "+dashboard.TokenEnv+")")
 	fs.BoolVar(&d.allowActions, "dashboard-allow-actions", false, "let the dashboard's visitors stop the experiment from the page")
+	fs.BoolVar(&d.keep, "dashboard-keep", true, "keep serving the dashboard after the run ends, until Ctrl-C (false: stop it with the run)")
+}
+
+// serveOn keeps the dashboard serving after a run that ended on its own,
+// until ctx is done (Ctrl-C or SIGTERM), saying so on w; it returns at
+// once without a dashboard, with --dashboard-keep=false, or when the run
+// itself was interrupted.
+func (d *runDashboard) serveOn(ctx context.Context, w io.Writer) {
+	if d.url == "" || !d.keep || ctx.Err() != nil {
+		return
+	}
+	fmt.Fprintf(w, "The run is over; the dashboard keeps serving at %s until Ctrl-C.\n", d.url)
+	<-ctx.Done()
 }
 
 // file is run's FILE among its arguments. --dashboard's address is
@@ -244,6 +266,7 @@ func (d *runDashboard) start(ctx context.Context, sf *stackFlags, opts []tune.Op
 	// Stopped before the connection and the stack: the event streams end
 	// first.
 	cleanups = append(cleanups, func() error { cancel(); <-served; return nil })
-	fmt.Fprintf(w, "Dashboard: %s\n", dashboard.URL(ln))
+	d.url = dashboard.URL(ln)
+	fmt.Fprintf(w, "Dashboard: %s\n", d.url)
 	return opts, stop, nil
 }

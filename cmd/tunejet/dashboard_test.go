@@ -242,3 +242,26 @@ func TestDashboardOfAStoragePath(t *testing.T) {
 		t.Errorf("dashboard with --storage and --nats: %v; want it refused", err)
 	}
 }
+
+// TestDashboardTakesThePathAsItsArgument: tunejet dashboard PATH is
+// --storage PATH, as optuna-dashboard takes its storage.
+func TestDashboardTakesThePathAsItsArgument(t *testing.T) {
+	t.Parallel()
+	storagePath := t.TempDir()
+	tuner, err := tune.NewTuner(tune.Command{"/bin/sh", "-c", "exit 0"}, tune.WithName("dash_arg"),
+		tune.WithRunConfig(tune.RunConfig{StoragePath: storagePath}), tune.WithStoreDir(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tuner.Fit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	url := startDashboardCmd(t, storagePath+"/dash_arg")
+	if names := experimentNames(t, url); len(names) != 1 || names[0] != "dash_arg COMPLETED" {
+		t.Errorf("tunejet dashboard PATH shows %v, want dash_arg COMPLETED", names)
+	}
+	err = runDashboardCmd(t, "--addr", "127.0.0.1:0", "--storage", storagePath+"/other", storagePath+"/dash_arg")
+	if err == nil || !strings.Contains(err.Error(), "give the experiment's path once") {
+		t.Errorf("dashboard with a path and another --storage: %v; want it refused", err)
+	}
+}

@@ -124,7 +124,9 @@ flags), 130 when interrupted.`,
 			default:
 				return fmt.Errorf("--resume %q: the only value is auto", resume)
 			}
-			return errors.Join(fitAndSummarize(cmd, tuner, expPath, sf.conn.o.URL != "", failOnError), stopDashboard())
+			err = fitAndSummarize(cmd, tuner, expPath, sf.conn.o.URL != "", failOnError)
+			dash.serveOn(cmd.Context(), os.Stderr)
+			return errors.Join(err, stopDashboard())
 		},
 	}
 	sf.add(cmd)

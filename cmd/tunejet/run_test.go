@@ -2,9 +2,12 @@ package main_test
 
 import (
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -472,5 +475,48 @@ func TestResultsParetoFront(t *testing.T) {
 	best := tunejet(t, "", baseEnv(), "results", "--metric", "throughput", "--mode", "max", expDir)
 	if !strings.Contains(best.stdout, "Best trial: ") || !strings.Contains(best.stdout, `"throughput":4`) {
 		t.Errorf("results --metric throughput --mode max does not name the x=4 trial:\n%s", best)
+	}
+}
+
+// TestRunDashboardKeepsServingAfterTheRun: the page of tunejet run
+// --dashboard stays up once the run is over, saying so, until Ctrl-C,
+// which then ends the process with the run's own exit status; with
+// --dashboard-keep=false the process ends with the run.
+func TestRunDashboardKeepsServingAfterTheRun(t *testing.T) {
+	t.Parallel()
+	file := writeFile(t, t.TempDir(), "exp.yaml", "name: kept\ntrainable:\n  command: [/bin/sh, -c, 'exit 0']\n")
+	args := []string{"run", "--dashboard=127.0.0.1:0", file, "--store-dir", t.TempDir(), "--storage-path", t.TempDir()}
+	p := startProc(t, "", embeddedEnv(t), false, args...)
+	kept := regexp.MustCompile(`The run is over; the dashboard keeps serving at (http://\S+/) until Ctrl-C\.`)
+	var url string
+	bustest.Eventually(t, 60*time.Second, "the run to end and the dashboard to stay", func() bool {
+		if p.exited() {
+			t.Fatalf("tunejet run --dashboard exited after the run:\n%s", p.stderr)
+		}
+		if m := kept.FindStringSubmatch(p.stderr.String()); m != nil {
+			url = m[1]
+		}
+		return url != ""
+	})
+	resp, err := http.Get(url + "api/experiments")
+	if err != nil {
+		t.Fatalf("the dashboard after the run: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"name":"kept"`) || !strings.Contains(string(body), `"COMPLETED"`) {
+		t.Errorf("the dashboard after the run answers %s %s; want the experiment kept, COMPLETED", resp.Status, body)
+	}
+	if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if r := p.wait(t); r.code != 0 || strings.Contains(r.stderr, "interrupted") {
+		t.Errorf("Ctrl-C after a run that succeeded: exit status %d; want 0, not an interruption:\n%s", r.code, r)
+	}
+
+	r := tunejet(t, "", embeddedEnv(t), "run", "--dashboard=127.0.0.1:0", "--dashboard-keep=false", file,
+		"--store-dir", t.TempDir(), "--storage-path", t.TempDir())
+	if r.code != 0 || strings.Contains(r.stderr, "keeps serving") {
+		t.Errorf("run --dashboard-keep=false: exit status %d, want 0 without serving on:\n%s", r.code, r)
 	}
 }
