@@ -5,6 +5,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/tunejet/tunejet/internal/regret"
@@ -16,6 +17,10 @@ import (
 // minutes, so it runs only with TUNEJET_REGRET=1:
 //
 //	TUNEJET_REGRET=1 go test -run TestRegret -v -count=1 ./internal/tpe/
+//
+// TUNEJET_REGRET_SEEDS sets the number of seeds, TUNEJET_REGRET_ONLY=branin
+// or hartmann6 runs one problem, and TUNEJET_REGRET_DEFAULTS=1 runs only
+// the defaults, sequentially.
 
 const regretSeeds = 30
 
@@ -28,6 +33,19 @@ var tpeAnchors = map[string]string{
 }
 
 var regretNs = []int{10, 25, 50, 100}
+
+// seedCount is TUNEJET_REGRET_SEEDS, or regretSeeds.
+func seedCount(t *testing.T) uint64 {
+	s := os.Getenv("TUNEJET_REGRET_SEEDS")
+	if s == "" {
+		return regretSeeds
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || n == 0 {
+		t.Fatalf("TUNEJET_REGRET_SEEDS=%q: want a positive count", s)
+	}
+	return n
+}
 
 // suggestRand is the generator a controller would seed for the suggestion
 // of trial ordinal in an experiment with seed.
@@ -100,15 +118,23 @@ func TestRegret(t *testing.T) {
 		{"tpe Optuna 4.5", Optuna45},
 		{"tpe Optuna 4.5, multivariate", func() Options { o := Optuna45(); o.Multivariate = true; return o }},
 	}
+	defaultsOnly := os.Getenv("TUNEJET_REGRET_DEFAULTS") == "1"
+	if defaultsOnly {
+		variants = variants[:1]
+	}
+	seeds := seedCount(t)
 	nMax := regretNs[len(regretNs)-1]
 	for _, p := range regret.Problems {
+		if only := os.Getenv("TUNEJET_REGRET_ONLY"); only != "" && only != p.Name {
+			continue
+		}
 		space, err := search.ParseSpace(p.Space)
 		if err != nil {
 			t.Fatal(err)
 		}
 		fStar := p.Min
 		var rnd [][]float64
-		for seed := range uint64(regretSeeds) {
+		for seed := range seeds {
 			rnd = append(rnd, regret.RandomSearch(p, space, seed, nMax))
 		}
 		t.Logf("%-10s %-28s %s", p.Name, "random", regret.Summary(rnd, fStar, regretNs))
@@ -119,9 +145,9 @@ func TestRegret(t *testing.T) {
 				t.Fatal(err)
 			}
 			var seq, par [][]float64
-			for seed := range uint64(regretSeeds) {
+			for seed := range seeds {
 				seq = append(seq, runSequential(p, s, seed, nMax))
-				if p.Name == "hartmann6" {
+				if p.Name == "hartmann6" && !defaultsOnly {
 					par = append(par, runParallel(p, s, seed, nMax, 8))
 				}
 			}
@@ -198,8 +224,9 @@ func runTimed(p regret.Problem, s *Sampler, seed, lengths uint64, n, inFlight in
 
 // TestReproducibleCost measures what tune_config.reproducible costs on
 // Hartmann6 with 8 trials in flight and 100 trials of random length: the
-// makespan and the regret against the default's, 30 seeds. It runs with
-// TUNEJET_REGRET=1 (make bench-tuner).
+// makespan and the regret against the default's, 30 seeds
+// (TUNEJET_REGRET_SEEDS for another count). It runs with TUNEJET_REGRET=1
+// (make bench-tuner).
 func TestReproducibleCost(t *testing.T) {
 	if os.Getenv("TUNEJET_REGRET") != "1" {
 		t.Skip("set TUNEJET_REGRET=1 to measure what reproducible costs")
@@ -216,7 +243,7 @@ func TestReproducibleCost(t *testing.T) {
 	const n, inFlight = 100, 8
 	var free, repro [][]float64
 	var ratios []float64
-	for seed := range uint64(regretSeeds) {
+	for seed := range seedCount(t) {
 		b1, m1, _ := runTimed(p, s, seed, seed, n, inFlight, false)
 		b2, m2, c2 := runTimed(p, s, seed, seed, n, inFlight, true)
 		free, repro = append(free, b1), append(repro, b2)
