@@ -17,6 +17,7 @@ import (
 // log=True), n IntDistribution(0, 9), q FloatDistribution(0, 1, step=0.1),
 // x FloatDistribution(0, 1). With 40 trials g's weights ramp (36 > 25),
 // and every kind of kernel sits in one joint (multivariate) mixture.
+// testdata/optuna/crosscheck.py prints them again.
 //
 // One rule is numpy's and not Optuna's: compute_sigmas sorts the
 // observations with np.argsort, which is not stable, so when values tie
