@@ -1,13 +1,13 @@
 // Package tpe is tunejet's Tree-structured Parzen Estimator: a searcher
 // that suggests the next trial's config from the trials so far, with the
 // semantics of Optuna's TPESampler. Defaults are Optuna 5.0's
-// (multivariate, constant liar, Optuna 5's estimator), which reach the
-// regret targets on Branin and Hartmann6 where Optuna 4.5's do not;
-// Optuna45 gives 4.5's. It is pure: no I/O, no clock, no generator state of
-// its own. Suggest is a function of the history and of the *rand.Rand the
-// caller passes, so a controller that seeds that generator from (experiment
-// seed, "suggest", trial ordinal) suggests the same config again after a
-// restore.
+// (multivariate, constant liar, Optuna 5's estimator), whose regret on
+// Branin and Hartmann6 is lower than Optuna 4.5's and, over 800 seeds,
+// indistinguishable from Optuna 5's own (see TestRegret); Optuna45 gives
+// 4.5's. It is pure: no I/O, no clock, no generator state of its own.
+// Suggest is a function of the history and of the *rand.Rand the caller
+// passes, so a controller that seeds that generator from (experiment seed,
+// "suggest", trial ordinal) suggests the same config again after a restore.
 //
 // # The algorithm
 //
@@ -28,11 +28,12 @@
 // PriorWeight; the weights are normalized. A numeric parameter's kernel is
 // a normal truncated to the domain, at the trial's value (its log for log
 // domains); the prior kernel sits mid-range with the range as its
-// bandwidth. A kernel's bandwidth is the larger distance to its
-// neighbours among the sorted values and the range's ends (without
-// ConsiderEndpoints, the smallest and largest value look only inwards),
-// clipped to [range/min(100, n+2), range] with ConsiderMagicClip. The
-// estimators differ here: Optuna4 counts the prior's mean among the
+// bandwidth. A kernel's bandwidth is the larger distance to its neighbours
+// among the sorted values, equal values in trial order (Optuna leaves
+// theirs to numpy's argsort, which is not stable), and the range's ends
+// (without ConsiderEndpoints, the smallest and largest value look only
+// inwards), clipped to [range/min(100, n+2), range] with ConsiderMagicClip.
+// The estimators differ here: Optuna4 counts the prior's mean among the
 // neighbours and, with Multivariate, uses one Scott-like bandwidth
 // 0.2·n^(−1/(d+4))·range instead; Optuna5 uses the observations only, the
 // same rule multivariate or not. Stepped and integer parameters use the
@@ -43,8 +44,8 @@
 // log-integer hack), Optuna5 with the mass of [log(x − step/2), log(x +
 // step/2)]. A categorical parameter's kernel puts PriorWeight/(n+1) on
 // every choice plus 1 on the trial's, normalized; the prior kernel is
-// uniform. Without Multivariate every parameter is suggested on its own,
-// in key path order, with its own estimators and candidates; with it, one
+// uniform. Without Multivariate every parameter is suggested on its own, in
+// key path order, with its own estimators and candidates; with it, one
 // estimator spans all parameters and each candidate draws one kernel for
 // all of them.
 //
