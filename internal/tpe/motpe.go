@@ -90,14 +90,7 @@ func splitMulti(trials []Trial, used []int, nBelow, m int) (below, above []int) 
 	for _, i := range pruned[:min(nBelow, len(pruned))] {
 		isBelow[i] = true
 	}
-	for _, i := range used {
-		if isBelow[i] {
-			below = append(below, i)
-		} else {
-			above = append(above, i)
-		}
-	}
-	return below, above
+	return splitBy(used, isBelow)
 }
 
 // splitComplete is Optuna's _split_complete_trials_multi_objective: the

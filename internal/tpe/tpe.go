@@ -363,6 +363,12 @@ func split(trials []Trial, used []int, nBelow int, maximize bool) (below, above 
 		}
 		nBelow -= n
 	}
+	return splitBy(used, isBelow)
+}
+
+// splitBy splits the trials used, in their order, into those isBelow
+// marks and the others.
+func splitBy(used []int, isBelow map[int]bool) (below, above []int) {
 	for _, i := range used {
 		if isBelow[i] {
 			below = append(below, i)
