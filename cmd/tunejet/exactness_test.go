@@ -397,7 +397,7 @@ func TestWarmStartSeedsTPE(t *testing.T) {
 	}
 
 	other := strings.Replace(exactExperiment, "x: {uniform: [-4, 4]}", "x: {uniform: [-4, 5]}", 1)
-	file := writeFile(t, t.TempDir(), "experiment.yaml", fmt.Sprintf(other, "changed", script, 2, 1, warm))
+	file := writeFile(t, t.TempDir(), "experiment.yaml", fmt.Sprintf(other, "changed", script, "  metric: loss\n  mode: min", 2, 1, warm))
 	r := tunejet(t, "", env, "run", file, "--store-dir", store, "--storage-path", storage, "--slots", "1")
 	if want := "param_space.x is uniform [-4, 5] here and uniform [-4, 4] there"; r.code == 0 || !strings.Contains(r.stderr, want) {
 		t.Fatalf("a warm start from a different space: want a refusal saying %q:\n%s", want, r)
