@@ -78,3 +78,55 @@ func TestPrunedOnlyCutShort(t *testing.T) {
 		}
 	}
 }
+
+// With several metrics the history holds each finished trial's last
+// value of every metric, a maximized one negated, and leaves out the
+// trials that lack one; the warm start's trials come negated alike.
+func TestMultiObjectiveHistory(t *testing.T) {
+	st := state.New("exp")
+	seq := uint64(0)
+	fold := func(w events.Writer, p events.Payload) {
+		seq++
+		ev := events.New("exp", w, "test", p)
+		ev.Seq, ev.Time = seq, time.Date(2026, 1, 2, 3, 4, 5, int(seq), time.UTC)
+		next, _, err := state.Fold(context.Background(), st, ev, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st = next
+	}
+	fold(events.WriterClient, &events.ExperimentSubmitted{Spec: events.ExperimentSpec{
+		Name: "exp", Trainable: events.Trainable{Name: "fn"},
+		TuneConfig: events.TuneConfig{
+			NumSamples: 3, Metrics: []string{"loss", "acc"}, Modes: []string{"min", "max"}, SearchAlg: "tpe",
+			WarmStartTrials: []events.WarmTrial{{Config: map[string]any{"x": 9.0}, Values: []float64{0.5, 0.75}}},
+		},
+	}})
+	fold(events.WriterController, &events.ExperimentStarted{Run: 1, Session: "2026-01-02_03-04-05", Seed: 1, TrialIDPrefix: "abcde", NumTrials: 3})
+	for i, id := range []string{"a", "b", "c"} {
+		fold(events.WriterController, &events.TrialCreated{TrialID: id, Index: i, TrialName: "fn_" + id, DirName: "fn_" + id, Config: map[string]any{"x": float64(i)}})
+		fold(events.WriterController, &events.TrialScheduled{TrialID: id, TrialName: "fn_" + id, DirName: "fn_" + id, Config: map[string]any{}, Trainable: events.Trainable{Name: "fn"}, HeartbeatTimeoutS: 3})
+		fold(events.WriterRunner, &events.TrialStarted{TrialID: id, Attempt: 1, Runner: "r1"})
+	}
+	fold(events.WriterRunner, &events.TrialReported{TrialID: "a", Attempt: 1, Result: map[string]any{"training_iteration": 1, "loss": 0.25, "acc": 0.5}})
+	fold(events.WriterRunner, &events.TrialCompleted{TrialID: "a", Attempt: 1, Status: events.StatusTerminated})
+	fold(events.WriterRunner, &events.TrialReported{TrialID: "b", Attempt: 1, Result: map[string]any{"training_iteration": 1, "loss": 0.1}})
+	fold(events.WriterRunner, &events.TrialCompleted{TrialID: "b", Attempt: 1, Status: events.StatusTerminated})
+
+	got := map[int]tpe.Trial{}
+	for _, h := range append(warmHistory(st, 0), tpeHistory(st)...) {
+		got[h.Number] = h
+	}
+	if w := got[-1]; w.State != tpe.Complete || len(w.Values) != 2 || w.Values[0] != 0.5 || w.Values[1] != -0.75 {
+		t.Errorf("the warm start's trial: %+v; want complete with values [0.5 -0.75]", w)
+	}
+	if a := got[0]; a.State != tpe.Complete || len(a.Values) != 2 || a.Values[0] != 0.25 || a.Values[1] != -0.5 {
+		t.Errorf("trial a: %+v; want complete with values [0.25 -0.5] (acc maximized, negated)", a)
+	}
+	if b, ok := got[1]; ok {
+		t.Errorf("trial b, which reported no acc, is in the history: %+v", b)
+	}
+	if c := got[2]; c.State != tpe.Running || c.Values != nil {
+		t.Errorf("trial c: %+v; want running without values", c)
+	}
+}
