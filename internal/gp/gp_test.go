@@ -273,3 +273,26 @@ func (f *fitter) lossGrad(theta, grad []float64) float64 {
 	e.gradient(f, grad)
 	return e.loss
 }
+
+// Where the acquisition's maximum lies on the box's boundary, as it often
+// does when the GP explores, the local search must end on the boundary,
+// as Optuna's L-BFGS-B does, not short of it.
+func TestTheLocalSearchReachesAMaximumOnTheBoundary(t *testing.T) {
+	// The objective rises along both dims, so expected improvement is
+	// highest at the corner (1, 1).
+	var x [][]float64
+	var values []float64
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 12 {
+		u := []float64{0.6 * rng.Float64(), 0.6 * rng.Float64()}
+		x, values = append(x, u), append(values, u[0]+u[1])
+	}
+	y := standardize(values, true)
+	cat := []bool{false, false}
+	m := fit(x, y, cat, false)
+	a := newAcquisition(m, slices.Max(y), []*dim{{}, {}})
+	u, v := a.localSearch([]float64{0.7, 0.8})
+	if u[0] != 1 || u[1] != 1 {
+		t.Errorf("local search ended at %v (logEI %v), want the corner [1 1] (logEI %v)", u, v, a.value([]float64{1, 1}))
+	}
+}

@@ -314,25 +314,10 @@ func (e *fitEval) gradient(f *fitter, grad []float64) {
 	}
 }
 
-// minimize runs L-BFGS on f (value and gradient) from x0 until the
-// gradient's largest component is below gtol or maxIter iterations, and
-// returns the best point found: x0 when nothing better was.
-func minimize(f func(x, grad []float64) float64, x0 []float64, gtol float64, maxIter int) []float64 {
-	var lastX, lastGrad []float64
-	var lastF float64
-	eval := func(x []float64) {
-		if lastX != nil && equal(lastX, x) {
-			return
-		}
-		lastX, lastGrad = slicesClone(x), make([]float64, len(x))
-		lastF = f(x, lastGrad)
-	}
-	return minimizeSplit(func(x []float64) float64 { eval(x); return lastF },
-		func(grad, x []float64) { eval(x); copy(grad, lastGrad) }, x0, gtol, maxIter)
-}
-
-// minimizeSplit is minimize with the value and the gradient computed
-// apart: the fit's loss alone needs no inverse of the kernel matrix.
+// minimizeSplit runs L-BFGS from x0 on f, whose gradient grad computes
+// apart (the fit's loss alone needs no inverse of the kernel matrix), until
+// the gradient's largest component is below gtol or maxIter iterations,
+// and returns the best point found: x0 when nothing better was.
 func minimizeSplit(f func(x []float64) float64, grad func(g, x []float64), x0 []float64, gtol float64, maxIter int) []float64 {
 	res, err := optimize.Minimize(optimize.Problem{Func: f, Grad: grad}, x0, &optimize.Settings{
 		GradientThreshold: gtol,
