@@ -24,8 +24,9 @@ type acquisition struct {
 	dims []*dim
 	// cont are the positions of the dims without a grid, which the
 	// gradient ascent moves; disc those with one.
-	cont, disc []int
-	lengths    []float64 // the length scales of cont: 1/√λ
+	cont, disc  []int
+	lengths     []float64 // the length scales of cont: 1/√λ
+	dMean, dVar []float64 // valueGrad's
 }
 
 func newAcquisition(m *model, f0 float64, dims []*dim) *acquisition {
@@ -50,7 +51,10 @@ func (a *acquisition) value(u []float64) float64 {
 
 // valueGrad is the acquisition at u and its gradient into grad.
 func (a *acquisition) valueGrad(u, grad []float64) float64 {
-	dMean, dVar := make([]float64, len(u)), make([]float64, len(u))
+	if a.dMean == nil {
+		a.dMean, a.dVar = make([]float64, len(u)), make([]float64, len(u))
+	}
+	dMean, dVar := a.dMean, a.dVar
 	mean, variance := a.m.posterior(u, true, dMean, dVar)
 	v, gm, gv := logEI(mean, variance, a.f0)
 	for j := range u {
