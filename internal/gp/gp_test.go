@@ -296,3 +296,23 @@ func TestTheLocalSearchReachesAMaximumOnTheBoundary(t *testing.T) {
 		t.Errorf("local search ended at %v (logEI %v), want the corner [1 1] (logEI %v)", u, v, a.value([]float64{1, 1}))
 	}
 }
+
+// The batched posterior must agree with the one-point posterior.
+func TestPosteriorsMatchesPosterior(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	x, y, cat := randomData(rng, 30, 3, true)
+	m := fit(x, y, cat, false)
+	var us [][]float64
+	for range 300 {
+		us = append(us, []float64{rng.Float64(), rng.Float64(), float64(rng.IntN(3))})
+	}
+	us = append(us, x[3]) // at a data point: a variance near the noise
+	mean, variance := make([]float64, len(us)), make([]float64, len(us))
+	m.posteriors(us, mean, variance)
+	for i, u := range us {
+		wm, wv := m.posterior(u, false, nil, nil)
+		if !near(mean[i], wm, 1e-10) || math.Abs(variance[i]-wv) > 1e-12*m.scale {
+			t.Errorf("point %d: posteriors %v, %v; posterior %v, %v", i, mean[i], variance[i], wm, wv)
+		}
+	}
+}

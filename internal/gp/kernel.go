@@ -153,6 +153,44 @@ func (m *model) posterior(u []float64, grad bool, dMean, dVar []float64) (mean, 
 	return mean, variance
 }
 
+// posteriorBlock is how many points posteriors solves for at once.
+const posteriorBlock = 128
+
+// posteriors writes the model's mean and variance at each of us into mean
+// and variance, as posterior does one at a time: the kernel vectors of a
+// block of points are the columns of one matrix, which one triangular
+// solve with several right-hand sides turns into L⁻¹k.
+func (m *model) posteriors(us [][]float64, mean, variance []float64) {
+	n := len(m.x)
+	buf := make([]float64, n*posteriorBlock)
+	for start := 0; start < len(us); start += posteriorBlock {
+		block := us[start:min(start+posteriorBlock, len(us))]
+		c := len(block)
+		k := blas64.General{Rows: n, Cols: c, Stride: c, Data: buf[:n*c]}
+		for a, xa := range m.x {
+			row := k.Data[a*c : (a+1)*c]
+			for i, u := range block {
+				v, _ := matern52(scaledSqDist(u, xa, m.cat, m.invLen2))
+				row[i] = m.scale * v
+			}
+		}
+		mu := blas64.Vector{N: c, Inc: 1, Data: mean[start : start+c]}
+		blas64.Gemv(blas.Trans, 1, k, blas64.Vector{N: n, Inc: 1, Data: m.alpha}, 0, mu)
+		blas64.Trsm(blas.Left, blas.NoTrans, 1, m.lower(), k)
+		vs := variance[start : start+c]
+		clear(vs)
+		for a := range n {
+			row := k.Data[a*c : (a+1)*c]
+			for i, v := range row {
+				vs[i] += v * v
+			}
+		}
+		for i := range vs {
+			vs[i] = max(m.scale-vs[i], 0)
+		}
+	}
+}
+
 // fit returns the model of x and y whose kernel parameters maximize the
 // marginal likelihood plus Optuna's prior (package doc).
 func fit(x [][]float64, y []float64, cat []bool, deterministic bool) *model {

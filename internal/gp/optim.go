@@ -49,6 +49,15 @@ func (a *acquisition) value(u []float64) float64 {
 	return v
 }
 
+// values writes the acquisition at each of us into vals.
+func (a *acquisition) values(us [][]float64, vals []float64) {
+	mean, variance := make([]float64, len(us)), make([]float64, len(us))
+	a.m.posteriors(us, mean, variance)
+	for i := range us {
+		vals[i], _, _ = logEI(mean[i], variance[i], a.f0)
+	}
+}
+
 // valueGrad is the acquisition at u and its gradient into grad.
 func (a *acquisition) valueGrad(u, grad []float64) float64 {
 	if a.dMean == nil {
@@ -74,8 +83,11 @@ func (a *acquisition) optimize(rng *rand.Rand, warm []float64) []float64 {
 		for j, d := range a.dims {
 			u[j] = d.random(rng)
 		}
-		samples[i], vals[i] = u, a.value(u)
-		if vals[i] > vals[best] {
+		samples[i] = u
+	}
+	a.values(samples, vals)
+	for i, v := range vals {
+		if v > vals[best] {
 			best = i
 		}
 	}
