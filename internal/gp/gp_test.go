@@ -316,3 +316,26 @@ func TestPosteriorsMatchesPosterior(t *testing.T) {
 		}
 	}
 }
+
+// The box-bounded L-BFGS must end at the constrained minimum of a
+// quadratic whose unconstrained one lies outside the box: on the bound in
+// the dims the gradient pushes out, at the free minimum in the others.
+func TestMinimizeBoxStopsOnTheBounds(t *testing.T) {
+	// f(x) = Σ c_j (x_j − m_j)², with m outside [0, 1] in dims 0 and 2.
+	c := []float64{1, 10, 0.5, 3}
+	m := []float64{-0.5, 0.3, 2, 0.7}
+	f := func(x, grad []float64) float64 {
+		var v float64
+		for j := range x {
+			v += c[j] * (x[j] - m[j]) * (x[j] - m[j])
+			grad[j] = 2 * c[j] * (x[j] - m[j])
+		}
+		return v
+	}
+	lo, hi := []float64{0, 0, 0, 0}, []float64{1, 1, 1, 1}
+	x, v, iters := minimizeBox(f, []float64{0.9, 0.9, 0.1, 0.1}, lo, hi, 1e-8, 200)
+	want := []float64{0, 0.3, 1, 0.7}
+	if x[0] != 0 || x[2] != 1 || math.Abs(x[1]-want[1]) > 1e-6 || math.Abs(x[3]-want[3]) > 1e-6 || iters == 0 {
+		t.Errorf("minimizeBox = %v (f %v, %d iterations), want %v", x, v, iters, want)
+	}
+}
