@@ -30,8 +30,9 @@
 // sequence), the best of them, the best trial so far, and 8 more drawn by
 // roulette from exp(logEI − max) are the starts of local searches, each
 // alternating L-BFGS over the numeric parameters without a step (scaled by
-// their length scales, bounds kept by a sine map where Optuna runs
-// L-BFGS-B) with an exhaustive search over each choice and each stepped
+// their length scales; bounded, with the steps projected onto the box and
+// variables held at a bound the gradient pushes out, where Optuna runs
+// scipy's L-BFGS-B) with an exhaustive search over each choice and each stepped
 // parameter of up to 16 values, or a golden-section search over the grid
 // of a longer one, until no parameter moves.
 //

@@ -273,3 +273,69 @@ func (f *fitter) lossGrad(theta, grad []float64) float64 {
 	e.gradient(f, grad)
 	return e.loss
 }
+
+// Where the acquisition's maximum lies on the box's boundary, as it often
+// does when the GP explores, the local search must end on the boundary,
+// as Optuna's L-BFGS-B does, not short of it.
+func TestTheLocalSearchReachesAMaximumOnTheBoundary(t *testing.T) {
+	// The objective rises along both dims, so expected improvement is
+	// highest at the corner (1, 1).
+	var x [][]float64
+	var values []float64
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 12 {
+		u := []float64{0.6 * rng.Float64(), 0.6 * rng.Float64()}
+		x, values = append(x, u), append(values, u[0]+u[1])
+	}
+	y := standardize(values, true)
+	cat := []bool{false, false}
+	m := fit(x, y, cat, false)
+	a := newAcquisition(m, slices.Max(y), []*dim{{}, {}})
+	u, v := a.localSearch([]float64{0.7, 0.8})
+	if u[0] != 1 || u[1] != 1 {
+		t.Errorf("local search ended at %v (logEI %v), want the corner [1 1] (logEI %v)", u, v, a.value([]float64{1, 1}))
+	}
+}
+
+// The batched posterior must agree with the one-point posterior.
+func TestPosteriorsMatchesPosterior(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	x, y, cat := randomData(rng, 30, 3, true)
+	m := fit(x, y, cat, false)
+	var us [][]float64
+	for range 300 {
+		us = append(us, []float64{rng.Float64(), rng.Float64(), float64(rng.IntN(3))})
+	}
+	us = append(us, x[3]) // at a data point: a variance near the noise
+	mean, variance := make([]float64, len(us)), make([]float64, len(us))
+	m.posteriors(us, mean, variance)
+	for i, u := range us {
+		wm, wv := m.posterior(u, false, nil, nil)
+		if !near(mean[i], wm, 1e-10) || math.Abs(variance[i]-wv) > 1e-12*m.scale {
+			t.Errorf("point %d: posteriors %v, %v; posterior %v, %v", i, mean[i], variance[i], wm, wv)
+		}
+	}
+}
+
+// The box-bounded L-BFGS must end at the constrained minimum of a
+// quadratic whose unconstrained one lies outside the box: on the bound in
+// the dims the gradient pushes out, at the free minimum in the others.
+func TestMinimizeBoxStopsOnTheBounds(t *testing.T) {
+	// f(x) = Σ c_j (x_j − m_j)², with m outside [0, 1] in dims 0 and 2.
+	c := []float64{1, 10, 0.5, 3}
+	m := []float64{-0.5, 0.3, 2, 0.7}
+	f := func(x, grad []float64) float64 {
+		var v float64
+		for j := range x {
+			v += c[j] * (x[j] - m[j]) * (x[j] - m[j])
+			grad[j] = 2 * c[j] * (x[j] - m[j])
+		}
+		return v
+	}
+	lo, hi := []float64{0, 0, 0, 0}, []float64{1, 1, 1, 1}
+	x, v, iters := minimizeBox(f, []float64{0.9, 0.9, 0.1, 0.1}, lo, hi, 1e-8, 200)
+	want := []float64{0, 0.3, 1, 0.7}
+	if x[0] != 0 || x[2] != 1 || math.Abs(x[1]-want[1]) > 1e-6 || math.Abs(x[3]-want[3]) > 1e-6 || iters == 0 {
+		t.Errorf("minimizeBox = %v (f %v, %d iterations), want %v", x, v, iters, want)
+	}
+}

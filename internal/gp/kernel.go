@@ -3,8 +3,10 @@ package gp
 import (
 	"math"
 
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/floats"
-	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/lapack/lapack64"
 	"gonum.org/v1/gonum/optimize"
 )
 
@@ -59,32 +61,36 @@ func sqDist(a, b []float64, cat []bool, out []float64) {
 	}
 }
 
+// scaledSqDist is Σ_j λ_j d_j(a, b)², the squared distance of two points
+// scaled by the inverse squared length scales λ.
+func scaledSqDist(a, b []float64, cat []bool, invLen2 []float64) float64 {
+	var r2 float64
+	for j, l := range invLen2 {
+		d := a[j] - b[j]
+		switch {
+		case !cat[j]:
+			r2 += l * d * d
+		case d != 0:
+			r2 += l
+		}
+	}
+	return r2
+}
+
 // newModel factorizes the kernel matrix of x with p; false when it is not
 // positive definite.
 func newModel(x [][]float64, y []float64, cat []bool, p kernelParams) (*model, bool) {
 	n := len(x)
-	m := &model{kernelParams: p, cat: cat, x: x}
-	k := mat.NewSymDense(n, nil)
-	sq := make([]float64, len(cat))
+	m := &model{kernelParams: p, cat: cat, x: x, chol: make([]float64, n*n)}
 	for a := range n {
 		for b := range a {
-			sqDist(x[a], x[b], cat, sq)
-			v, _ := matern52(dot(sq, p.invLen2))
-			k.SetSym(a, b, p.scale*v)
+			v, _ := matern52(scaledSqDist(x[a], x[b], cat, p.invLen2))
+			m.chol[a*n+b] = p.scale * v
 		}
-		k.SetSym(a, a, p.scale+p.noise)
+		m.chol[a*n+a] = p.scale + p.noise
 	}
-	var c mat.Cholesky
-	if !c.Factorize(k) {
+	if _, ok := lapack64.Potrf(blas64.Symmetric{N: n, Stride: n, Data: m.chol, Uplo: blas.Lower}); !ok {
 		return nil, false
-	}
-	var l mat.TriDense
-	c.LTo(&l)
-	m.chol = make([]float64, n*n)
-	for a := range n {
-		for b := 0; b <= a; b++ {
-			m.chol[a*n+b] = l.At(a, b)
-		}
 	}
 	m.alpha = slicesClone(y)
 	m.solveLower(m.alpha)
@@ -92,25 +98,20 @@ func newModel(x [][]float64, y []float64, cat []bool, p kernelParams) (*model, b
 	return m, true
 }
 
+// lower is the Cholesky factor L as gonum's triangular matrix.
+func (m *model) lower() blas64.Triangular {
+	n := len(m.x)
+	return blas64.Triangular{N: n, Stride: n, Data: m.chol, Uplo: blas.Lower, Diag: blas.NonUnit}
+}
+
 // solveLower overwrites v with L⁻¹v.
 func (m *model) solveLower(v []float64) {
-	n := len(v)
-	for a := range n {
-		row := m.chol[a*n : a*n+a]
-		v[a] = (v[a] - dot(row, v[:a])) / m.chol[a*n+a]
-	}
+	blas64.Trsv(blas.NoTrans, m.lower(), blas64.Vector{N: len(v), Inc: 1, Data: v})
 }
 
 // solveUpper overwrites v with L⁻ᵀv.
 func (m *model) solveUpper(v []float64) {
-	n := len(v)
-	for a := n - 1; a >= 0; a-- {
-		s := v[a]
-		for b := a + 1; b < n; b++ {
-			s -= m.chol[b*n+a] * v[b]
-		}
-		v[a] = s / m.chol[a*n+a]
-	}
+	blas64.Trsv(blas.Trans, m.lower(), blas64.Vector{N: len(v), Inc: 1, Data: v})
 }
 
 // posterior is the model's mean and variance at point u and, when grad
@@ -120,12 +121,11 @@ func (m *model) solveUpper(v []float64) {
 func (m *model) posterior(u []float64, grad bool, dMean, dVar []float64) (mean, variance float64) {
 	n := len(m.x)
 	if m.scratch == nil {
-		m.scratch = make([]float64, 3*n+len(u))
+		m.scratch = make([]float64, 3*n)
 	}
-	k, dk, v, sq := m.scratch[:n], m.scratch[n:2*n], m.scratch[2*n:3*n], m.scratch[3*n:]
+	k, dk, v := m.scratch[:n], m.scratch[n:2*n], m.scratch[2*n:3*n]
 	for i, xi := range m.x {
-		sqDist(u, xi, m.cat, sq)
-		v, d := matern52(dot(sq, m.invLen2))
+		v, d := matern52(scaledSqDist(u, xi, m.cat, m.invLen2))
 		k[i], dk[i] = m.scale*v, m.scale*d
 	}
 	mean = dot(k, m.alpha)
@@ -151,6 +151,44 @@ func (m *model) posterior(u []float64, grad bool, dMean, dVar []float64) (mean, 
 		dMean[j], dVar[j] = dm, -2*dv
 	}
 	return mean, variance
+}
+
+// posteriorBlock is how many points posteriors solves for at once.
+const posteriorBlock = 128
+
+// posteriors writes the model's mean and variance at each of us into mean
+// and variance, as posterior does one at a time: the kernel vectors of a
+// block of points are the columns of one matrix, which one triangular
+// solve with several right-hand sides turns into L⁻¹k.
+func (m *model) posteriors(us [][]float64, mean, variance []float64) {
+	n := len(m.x)
+	buf := make([]float64, n*posteriorBlock)
+	for start := 0; start < len(us); start += posteriorBlock {
+		block := us[start:min(start+posteriorBlock, len(us))]
+		c := len(block)
+		k := blas64.General{Rows: n, Cols: c, Stride: c, Data: buf[:n*c]}
+		for a, xa := range m.x {
+			row := k.Data[a*c : (a+1)*c]
+			for i, u := range block {
+				v, _ := matern52(scaledSqDist(u, xa, m.cat, m.invLen2))
+				row[i] = m.scale * v
+			}
+		}
+		mu := blas64.Vector{N: c, Inc: 1, Data: mean[start : start+c]}
+		blas64.Gemv(blas.Trans, 1, k, blas64.Vector{N: n, Inc: 1, Data: m.alpha}, 0, mu)
+		blas64.Trsm(blas.Left, blas.NoTrans, 1, m.lower(), k)
+		vs := variance[start : start+c]
+		clear(vs)
+		for a := range n {
+			row := k.Data[a*c : (a+1)*c]
+			for i, v := range row {
+				vs[i] += v * v
+			}
+		}
+		for i := range vs {
+			vs[i] = max(m.scale-vs[i], 0)
+		}
+	}
 }
 
 // fit returns the model of x and y whose kernel parameters maximize the
@@ -182,21 +220,20 @@ type fitter struct {
 	y             []float64
 	cat           []bool
 	deterministic bool
-	sq            [][]float64 // the squared differences of each pair a > b, at a*(a−1)/2 + b
-	last          *fitEval    // the evaluation at the last theta asked for, if it is still current
-	// eval, k and inv are the buffers of the one evaluation at a time.
+	sq            []float64 // the squared differences of each pair a > b, d of them at (a*(a−1)/2 + b)·d
+	last          *fitEval  // the evaluation at the last theta asked for, if it is still current
+	// eval and inv are the buffers of the one evaluation at a time.
 	eval *fitEval
-	k    *mat.SymDense
-	inv  mat.SymDense
+	inv  []float64
 }
 
 func newFitter(x [][]float64, y []float64, cat []bool, deterministic bool) *fitter {
-	f := &fitter{x: x, y: y, cat: cat, deterministic: deterministic}
+	d := len(cat)
+	f := &fitter{x: x, y: y, cat: cat, deterministic: deterministic, sq: make([]float64, len(x)*(len(x)-1)/2*d)}
 	for a := range x {
 		for b := range a {
-			sq := make([]float64, len(cat))
-			sqDist(x[a], x[b], cat, sq)
-			f.sq = append(f.sq, sq)
+			i := a*(a-1)/2 + b
+			sqDist(x[a], x[b], cat, f.sq[i*d:(i+1)*d])
 		}
 	}
 	return f
@@ -221,45 +258,52 @@ type fitEval struct {
 	p           kernelParams
 	ok          bool // the kernel matrix is positive definite
 	loss        float64
-	chol        mat.Cholesky
-	alpha       *mat.VecDense
+	chol        []float64 // the kernel matrix's Cholesky factor Uᵀ U, U upper, row-major n×n
+	alpha       []float64 // K⁻¹ y
 	corr, deriv []float64 // Matérn of each pair a > b, and its derivative
 }
 
 // at evaluates the loss at theta, or returns the last evaluation if it was
-// at theta: the line search asks for the loss at many points and for the
-// gradient at few, and only the gradient needs K⁻¹.
+// at theta: the line search asks for the loss and the gradient at the same
+// points, which share the factorization, and only the gradient needs K⁻¹.
 func (f *fitter) at(theta []float64) *fitEval {
 	if f.last != nil && equal(f.last.theta, theta) {
 		return f.last
 	}
-	n := len(f.x)
+	n, d := len(f.x), len(f.cat)
 	p := f.params(theta)
 	e := f.eval // one evaluation at a time: its buffers are reused
 	if e == nil {
-		e = &fitEval{corr: make([]float64, len(f.sq)), deriv: make([]float64, len(f.sq)), alpha: mat.NewVecDense(n, nil)}
-		f.eval, f.k = e, mat.NewSymDense(n, nil)
+		pairs := n * (n - 1) / 2
+		e = &fitEval{corr: make([]float64, pairs), deriv: make([]float64, pairs), chol: make([]float64, n*n), alpha: make([]float64, n)}
+		f.eval = e
 	}
-	e.theta, e.p, e.loss, e.ok = slicesClone(theta), p, math.Inf(1), false
+	e.theta, e.p, e.loss, e.ok = append(e.theta[:0], theta...), p, math.Inf(1), false
 	f.last = e
-	k := f.k
-	kd := k.RawSymmetric() // the upper triangle, row-major: (b, a) for b ≤ a
+	// The upper triangle, row-major: (b, a) for b ≤ a.
 	for a := range n {
 		for b := range a {
 			i := a*(a-1)/2 + b
-			e.corr[i], e.deriv[i] = matern52(dot(f.sq[i], p.invLen2))
-			kd.Data[b*kd.Stride+a] = p.scale * e.corr[i]
+			e.corr[i], e.deriv[i] = matern52(dot(f.sq[i*d:(i+1)*d], p.invLen2))
+			e.chol[b*n+a] = p.scale * e.corr[i]
 		}
-		kd.Data[a*kd.Stride+a] = p.scale + p.noise
+		e.chol[a*n+a] = p.scale + p.noise
 	}
-	if !e.chol.Factorize(k) {
+	u, ok := lapack64.Potrf(blas64.Symmetric{N: n, Stride: n, Data: e.chol, Uplo: blas.Upper})
+	if !ok {
 		return e
 	}
-	if err := e.chol.SolveVecTo(e.alpha, mat.NewVecDense(n, slicesClone(f.y))); err != nil {
-		return e
+	copy(e.alpha, f.y)
+	x := blas64.Vector{N: n, Inc: 1, Data: e.alpha}
+	blas64.Trsv(blas.Trans, u, x)
+	blas64.Trsv(blas.NoTrans, u, x)
+	// log det K = 2 Σ log U_aa.
+	var logDet float64
+	for a := range n {
+		logDet += 2 * math.Log(e.chol[a*n+a])
 	}
 	e.ok = true
-	mll := -0.5*e.chol.LogDet() - 0.5*mat.Dot(e.alpha, mat.NewVecDense(n, f.y))
+	mll := -0.5*logDet - 0.5*dot(e.alpha, f.y)
 	// The prior: −Σ(0.1/λ + 0.1λ) + (log s − s) + (0.1 log σ² − 30σ²).
 	prior := (math.Log(p.scale) - p.scale) + (0.1*math.Log(p.noise) - 30*p.noise)
 	for _, l := range p.invLen2 {
@@ -273,24 +317,31 @@ func (f *fitter) at(theta []float64) *fitEval {
 // the kernel matrix is not positive definite).
 func (e *fitEval) gradient(f *fitter, grad []float64) {
 	clear(grad)
-	inv := &f.inv
-	if !e.ok || e.chol.InverseTo(inv) != nil {
+	if !e.ok {
 		return
 	}
 	d, n, p := len(f.cat), len(f.x), e.p
+	if f.inv == nil {
+		f.inv = make([]float64, n*n)
+	}
+	copy(f.inv, e.chol) // K⁻¹ from the factor, e's own kept for a second call
+	inv, ok := lapack64.Potri(blas64.Triangular{N: n, Stride: n, Data: f.inv, Uplo: blas.Upper, Diag: blas.NonUnit})
+	if !ok {
+		return
+	}
 	// d mll/dθ = ½ tr(W ∂K/∂θ), W = ααᵀ − K⁻¹; K is symmetric, so each
 	// pair a > b counts twice.
 	var trace float64
-	alpha, id := e.alpha.RawVector().Data, inv.RawSymmetric()
+	alpha, id := e.alpha, inv.Data
 	for a := range n {
 		aa := alpha[a]
-		trace += aa*aa - id.Data[a*id.Stride+a]
+		trace += aa*aa - id[a*n+a]
 		for b := range a {
 			i := a*(a-1)/2 + b
-			w := aa*alpha[b] - id.Data[b*id.Stride+a]
+			w := aa*alpha[b] - id[b*n+a]
 			grad[d] += w * p.scale * e.corr[i] // ∂K/∂log s = s·corr
 			g := w * p.scale * e.deriv[i]
-			for j, s := range f.sq[i] {
+			for j, s := range f.sq[i*d : (i+1)*d] {
 				grad[j] += g * s // times λ_j below
 			}
 		}
@@ -314,25 +365,10 @@ func (e *fitEval) gradient(f *fitter, grad []float64) {
 	}
 }
 
-// minimize runs L-BFGS on f (value and gradient) from x0 until the
-// gradient's largest component is below gtol or maxIter iterations, and
-// returns the best point found: x0 when nothing better was.
-func minimize(f func(x, grad []float64) float64, x0 []float64, gtol float64, maxIter int) []float64 {
-	var lastX, lastGrad []float64
-	var lastF float64
-	eval := func(x []float64) {
-		if lastX != nil && equal(lastX, x) {
-			return
-		}
-		lastX, lastGrad = slicesClone(x), make([]float64, len(x))
-		lastF = f(x, lastGrad)
-	}
-	return minimizeSplit(func(x []float64) float64 { eval(x); return lastF },
-		func(grad, x []float64) { eval(x); copy(grad, lastGrad) }, x0, gtol, maxIter)
-}
-
-// minimizeSplit is minimize with the value and the gradient computed
-// apart: the fit's loss alone needs no inverse of the kernel matrix.
+// minimizeSplit runs L-BFGS from x0 on f, whose gradient grad computes
+// apart (the fit's loss alone needs no inverse of the kernel matrix), until
+// the gradient's largest component is below gtol or maxIter iterations,
+// and returns the best point found: x0 when nothing better was.
 func minimizeSplit(f func(x []float64) float64, grad func(g, x []float64), x0 []float64, gtol float64, maxIter int) []float64 {
 	res, err := optimize.Minimize(optimize.Problem{Func: f, Grad: grad}, x0, &optimize.Settings{
 		GradientThreshold: gtol,

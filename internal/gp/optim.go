@@ -24,8 +24,9 @@ type acquisition struct {
 	dims []*dim
 	// cont are the positions of the dims without a grid, which the
 	// gradient ascent moves; disc those with one.
-	cont, disc []int
-	lengths    []float64 // the length scales of cont: 1/√λ
+	cont, disc  []int
+	lengths     []float64 // the length scales of cont: 1/√λ
+	dMean, dVar []float64 // valueGrad's
 }
 
 func newAcquisition(m *model, f0 float64, dims []*dim) *acquisition {
@@ -48,9 +49,21 @@ func (a *acquisition) value(u []float64) float64 {
 	return v
 }
 
+// values writes the acquisition at each of us into vals.
+func (a *acquisition) values(us [][]float64, vals []float64) {
+	mean, variance := make([]float64, len(us)), make([]float64, len(us))
+	a.m.posteriors(us, mean, variance)
+	for i := range us {
+		vals[i], _, _ = logEI(mean[i], variance[i], a.f0)
+	}
+}
+
 // valueGrad is the acquisition at u and its gradient into grad.
 func (a *acquisition) valueGrad(u, grad []float64) float64 {
-	dMean, dVar := make([]float64, len(u)), make([]float64, len(u))
+	if a.dMean == nil {
+		a.dMean, a.dVar = make([]float64, len(u)), make([]float64, len(u))
+	}
+	dMean, dVar := a.dMean, a.dVar
 	mean, variance := a.m.posterior(u, true, dMean, dVar)
 	v, gm, gv := logEI(mean, variance, a.f0)
 	for j := range u {
@@ -70,8 +83,11 @@ func (a *acquisition) optimize(rng *rand.Rand, warm []float64) []float64 {
 		for j, d := range a.dims {
 			u[j] = d.random(rng)
 		}
-		samples[i], vals[i] = u, a.value(u)
-		if vals[i] > vals[best] {
+		samples[i] = u
+	}
+	a.values(samples, vals)
+	for i, v := range vals {
+		if v > vals[best] {
 			best = i
 		}
 	}
@@ -157,56 +173,39 @@ func (a *acquisition) localSearch(u []float64) ([]float64, float64) {
 }
 
 // ascend maximizes the acquisition over the continuous dims of u by
-// L-BFGS, in coordinates scaled by the length scales (so that every
-// direction has about the same curvature, Optuna's preconditioning) and
-// folded into [0, 1] by reflection at the bounds; it updates u and *v
-// and reports whether it found a higher value.
+// box-bounded L-BFGS in coordinates scaled by the length scales, z = u/l
+// in [0, 1/l] (so that every direction has about the same curvature,
+// Optuna's preconditioning in optuna/_gp/optim_mixed.py at 1d8ce7bb); it
+// updates u and *v and reports whether it found a higher value.
 func (a *acquisition) ascend(u []float64, v *float64) bool {
 	if len(a.cont) == 0 {
 		return false
 	}
 	point := slices.Clone(u)
-	at := func(z []float64) {
-		for i, j := range a.cont {
-			point[j], _ = fold(z[i] * a.lengths[i])
-		}
-	}
 	full := make([]float64, len(u))
 	neg := func(z, grad []float64) float64 {
-		at(z)
+		for i, j := range a.cont {
+			point[j] = z[i] * a.lengths[i]
+		}
 		val := a.valueGrad(point, full)
 		for i, j := range a.cont {
-			_, slope := fold(z[i] * a.lengths[i])
-			grad[i] = -full[j] * a.lengths[i] * slope
+			grad[i] = -full[j] * a.lengths[i]
 		}
 		return -val
 	}
-	z0 := make([]float64, len(a.cont))
+	z0, lo, hi := make([]float64, len(a.cont)), make([]float64, len(a.cont)), make([]float64, len(a.cont))
 	for i, j := range a.cont {
-		z0[i] = u[j] / a.lengths[i]
+		z0[i], hi[i] = u[j]/a.lengths[i], 1/a.lengths[i]
 	}
-	z := minimize(neg, z0, ascentGTol, ascentIters)
-	at(z)
-	val := a.value(point)
-	if !(val > *v) {
+	z, negVal, iters := minimizeBox(neg, z0, lo, hi, ascentGTol, ascentIters)
+	if iters == 0 || !(-negVal > *v) {
 		return false
 	}
-	copy(u, point)
-	*v = val
+	for i, j := range a.cont {
+		u[j] = min(max(z[i]*a.lengths[i], 0), 1)
+	}
+	*v = a.value(u)
 	return true
-}
-
-// fold folds t into [0, 1] by reflection at 0 and 1, and gives its
-// derivative there: 1 or −1.
-func fold(t float64) (u, slope float64) {
-	t = math.Mod(t, 2)
-	if t < 0 {
-		t += 2
-	}
-	if t > 1 {
-		return 2 - t, -1
-	}
-	return t, 1
 }
 
 // searchGrid moves u's value of gridded dim j to the grid value with the

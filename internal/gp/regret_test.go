@@ -126,3 +126,26 @@ func BenchmarkSuggest200(b *testing.B) {
 		s.Suggest(history, suggestRand(1, 200+i))
 	}
 }
+
+// BenchmarkFit200 is the kernel's fit alone, to 200 trials of Hartmann6
+// drawn at random: about two thirds of BenchmarkSuggest200.
+func BenchmarkFit200(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var x [][]float64
+	var values []float64
+	for range 200 {
+		u := make([]float64, 6)
+		config := map[string]any{}
+		for j := range u {
+			u[j] = rng.Float64()
+			config["x"+strconv.Itoa(j+1)] = u[j]
+		}
+		x, values = append(x, u), append(values, regret.Hartmann6.F(config))
+	}
+	y := standardize(values, false)
+	cat := make([]bool, 6)
+	b.ResetTimer()
+	for range b.N {
+		fit(x, y, cat, false)
+	}
+}
