@@ -29,6 +29,14 @@ type Importance struct {
 	Importance float64 `json:"importance"`
 }
 
+// MaxSamples is the most trials each tree is fitted on: with more trials,
+// each tree's bootstrap sample draws MaxSamples of them (scikit-learn's
+// max_samples) instead of as many as there are. Optuna draws all of them;
+// the cap bounds the time of a forest on many trials (fitting a tree costs
+// about its samples times its depth times the columns), and 64 trees of
+// 2,000 draws still see most trials of 10,000 many times over.
+const MaxSamples = 2000
+
 // MaxOneHotChoices is the most choices a categorical parameter is one-hot
 // encoded with, as Optuna does; one with more is encoded as its choice
 // index instead, because the marginal of a one-hot parameter is taken over
@@ -143,7 +151,7 @@ func fitAndDecompose(enc *encoding, y []float64, seed uint64) ([]float64, bool) 
 		wg.Go(func() {
 			for t := range next {
 				rng := rand.New(rand.NewPCG(seed, uint64(t)))
-				tr := growTree(d, bootstrap(len(y), rng), rng)
+				tr := growTree(d, bootstrap(len(y), min(len(y), MaxSamples), rng), rng)
 				fractions[t] = decompose(tr, enc)
 			}
 		})
@@ -172,11 +180,12 @@ func fitAndDecompose(enc *encoding, y []float64, seed uint64) ([]float64, bool) 
 	return out, counted > 0
 }
 
-// bootstrap draws n samples with replacement, as RandomForestRegressor's
-// bootstrap does, and returns each sample's count as its weight.
-func bootstrap(n int, rng *rand.Rand) []float64 {
+// bootstrap draws m of the n samples with replacement, as
+// RandomForestRegressor's bootstrap does with max_samples m, and returns
+// each sample's count as its weight.
+func bootstrap(n, m int, rng *rand.Rand) []float64 {
 	w := make([]float64, n)
-	for range n {
+	for range m {
 		w[rng.IntN(n)]++
 	}
 	return w

@@ -117,26 +117,34 @@ func planted(n int, seed uint64) ([]Param, []float64) {
 }
 
 func TestPlantedParameterRanksFirst(t *testing.T) {
-	params, y := planted(200, 7)
-	got, err := Fanova(params, y, 42)
-	if err != nil {
-		t.Fatal(err)
+	// 200 trials, and 5,000, where each tree draws only MaxSamples.
+	for _, n := range []int{200, 5000} {
+		params, y := planted(n, 7)
+		got, err := Fanova(params, y, 42)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkPlanted(t, n, got)
 	}
+}
+
+func checkPlanted(t *testing.T, n int, got []Importance) {
+	t.Helper()
 	if got[0].Param != "x1" || got[1].Param != "x2" {
-		t.Fatalf("importances %v; want x1 first, then x2", got)
+		t.Fatalf("%d trials: importances %v; want x1 first, then x2", n, got)
 	}
 	if got[0].Importance < 0.8 {
-		t.Errorf("x1's importance %v; want most of the variance", got[0].Importance)
+		t.Errorf("%d trials: x1's importance %v; want most of the variance", n, got[0].Importance)
 	}
 	sum := 0.0
 	for _, imp := range got {
 		sum += imp.Importance
 		if imp.Param >= "x3" && imp.Importance > 0.02 {
-			t.Errorf("%s, which the objective ignores, has importance %v", imp.Param, imp.Importance)
+			t.Errorf("%d trials: %s, which the objective ignores, has importance %v", n, imp.Param, imp.Importance)
 		}
 	}
 	if !near(sum, 1) {
-		t.Errorf("importances sum to %v; want 1", sum)
+		t.Errorf("%d trials: importances sum to %v; want 1", n, sum)
 	}
 }
 
