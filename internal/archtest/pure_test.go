@@ -28,6 +28,7 @@ var purePackages = []string{
 	"internal/settings",
 	"internal/restore",
 	"internal/tboard",
+	"internal/importance",
 }
 
 // pureMayImport is what a pure package may import from the module besides

@@ -168,6 +168,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/stream/runners", s.streamRunners)
 	mux.HandleFunc("GET /api/experiments/{name}", s.getExperiment)
 	mux.HandleFunc("GET /api/experiments/{name}/events", s.streamExperiment)
+	mux.HandleFunc("GET /api/experiments/{name}/importance", s.getImportance)
 	mux.HandleFunc("GET /api/experiments/{name}/trials/{trial}", s.getTrial)
 	mux.HandleFunc("GET /api/experiments/{name}/trials/{trial}/checkpoints/{checkpoint}", s.downloadCheckpoint)
 	mux.HandleFunc("GET /api/runners", s.listRunners)
