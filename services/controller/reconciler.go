@@ -479,16 +479,22 @@ func (r *reconciler) publish(ctx context.Context, a Action) bool {
 	return true
 }
 
+// shutdownGrace bounds how long a stopping controller tries to record an
+// interruption: the lease and one publish, milliseconds when NATS answers;
+// 2 s proved too short on a loaded machine (a race-detector test run
+// beside others), where the run was then left RUNNING in the log.
+const shutdownGrace = 5 * time.Second
+
 // shutdown marks a running experiment interrupted when the controller is
 // configured to (the embedded stack); ctx has ended by then, so the event
-// gets its own 2 s. It renews the lease first, or takes it back if it
-// lapsed and nobody took it over: a loaded machine may have delayed the
-// last renewals.
+// gets its own shutdownGrace. It renews the lease first, or takes it back
+// if it lapsed and nobody took it over: a loaded machine may have delayed
+// the last renewals.
 func (r *reconciler) shutdown(ctx context.Context) {
 	if !r.s.cfg.InterruptOnShutdown || r.st.Status != state.ExperimentRunning {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
 	defer cancel()
 	if !r.lease.Acquire(ctx) {
 		r.log.Warn().Msg("could not hold the lease (another controller leads the experiment, or NATS did not answer in time); not recording the interruption")
