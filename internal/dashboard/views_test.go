@@ -75,6 +75,7 @@ func startViews(t *testing.T) *viewsExp {
 		publish(events.WriterRunner, &events.TrialReported{TrialID: id, Attempt: 1, Result: map[string]any{"loss": loss, "acc": acc, "training_iteration": 1, "time_total_s": 0.5}})
 		publish(events.WriterRunner, &events.TrialCompleted{TrialID: id, Attempt: 1, Status: events.StatusTerminated, Reason: "finished"})
 	}
+	publish(events.WriterController, &events.ExperimentCompleted{Reason: "finished"})
 	v.url = serveDashboard(t, dashboard.New(dashCtx(t), dashBus(t, srv.URL()), dashboard.Config{Log: testLog(t)})).URL
 	return v
 }
@@ -157,7 +158,9 @@ func TestBrowserViews(t *testing.T) {
 		}
 	})
 
-	t.Run("one-iteration curves are dots", func(t *testing.T) {
+	t.Run("one-iteration trials open on the history, their curves dots", func(t *testing.T) {
+		waitFor(t, ctx, "the history shown first", `document.getElementById("tab-history").classList.contains("active") && !document.getElementById("view-history").hidden && document.getElementById("view-curves").hidden`)
+		evaluate[chromedp.Void](t, ctx, `document.getElementById("tab-curves").click()`)
 		waitFor(t, ctx, "a dot per trial", fmt.Sprintf(`document.querySelectorAll("#curves polyline.dot").length === %d`, viewsTrials))
 		if note := evaluate[string](t, ctx, `document.getElementById("curves-note").textContent`); !strings.Contains(note, "one iteration") {
 			t.Errorf("the curves' note is %q", note)

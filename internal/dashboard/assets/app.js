@@ -262,6 +262,7 @@ function scheduleDraw() {
     exp.dirty = new Set();
     drawSummary();
     if (tableChanged(dirty)) drawTable();
+    openOnHistory();
     drawViews(dirty);
   });
 }
@@ -895,6 +896,20 @@ function redrawViews() {
   drawViews(new Set());
 }
 
+// openOnHistory: an experiment that ended with every trial at one
+// iteration (or none) would show its curves as one column of dots; its
+// left figure opens on the optimisation history instead, unless the
+// reader chose a view.
+function openOnHistory() {
+  if (view.leftChosen || view.left !== "curves" || !exp.summary || ["RUNNING", "PENDING"].includes(exp.summary.status)) return;
+  let any = false;
+  for (const t of exp.trials.values()) {
+    if (t.points.length > 1) return;
+    if (t.points.length === 1) any = true;
+  }
+  if (any) showView("history");
+}
+
 function showView(name) {
   const v = VIEWS[name];
   if (!v) return;
@@ -912,7 +927,12 @@ function showView(name) {
 }
 
 function setupViews() {
-  for (const name of Object.keys(VIEWS)) $("tab-" + name).onclick = () => showView(name);
+  for (const name of Object.keys(VIEWS)) {
+    $("tab-" + name).onclick = () => {
+      if (VIEWS[name].figure === "left") view.leftChosen = true;
+      showView(name);
+    };
+  }
   $("history-by-time").onchange = (e) => { view.historyByTime = e.target.checked; resetZoom($("history")); redrawViews(); };
   $("log-y").onchange = (e) => {
     view.logY = e.target.checked;
@@ -1062,7 +1082,7 @@ function drawCurves(dirty) {
   svg.dataset.drawn = curves.lines.size;
   svg.dataset.metric = (exp.summary && exp.summary.curve_metric) || "";
   svg.dataset.x = (exp.summary && exp.summary.curve_x) || "";
-  $("curves-note").textContent = dots ? "Every trial has one iteration so far: the optimisation history shows them by trial." : "";
+  $("curves-note").textContent = dots ? "Every trial has one iteration so far: the optimisation history shows them by trial number." : "";
   const best = bestTrial();
   const bestLine = best && curves.lines.get(best.trial_id);
   for (const line of curves.group.querySelectorAll("polyline.best, polyline.selected")) line.classList.remove("best", "selected");
