@@ -171,7 +171,8 @@ func benchDashboard(b *testing.B, n, reports, updates int) {
 	// Where a redraw's time goes, in the page.
 	b.Logf("in the page: %s", evaluate[string](b, bctx, `(() => {
 		const time = (f) => { const t0 = performance.now(); for (let i = 0; i < 5; i++) f(); return ((performance.now() - t0) / 5).toFixed(1) + " ms"; };
-		return "table " + time(drawTable) + ", curves " + time(() => drawCurves(new Set())) + ", parallel coordinates " + time(drawParcoords);
+		return "table " + time(drawTable) + ", curves " + time(() => { curves.key = ""; drawCurves(new Set()); }) +
+			", parallel coordinates " + time(drawParcoords) + ", history " + time(drawHistory) + ", parameters vs metric " + time(drawScatter);
 	})()`))
 
 	// Update latency: a report of a running trial → its point drawn.
