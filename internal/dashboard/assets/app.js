@@ -432,12 +432,21 @@ function setFilter(text) {
 // filterChanged redraws what the filter drives: the table now, the
 // charts shown in the next frame.
 function filterChanged() {
-  view.filterVersion++;
+  const before = exp.filtered;
   exp.filtered = null;
+  // A keystroke that keeps the same trials ("lr<0.0" → "lr<0.00") leaves
+  // the charts as they are.
+  if (!before || !sameTrials(before, filtered())) view.filterVersion++;
   view.page = 0;
   drawTable();
   drawBrushNote();
   scheduleDraw();
+}
+
+function sameTrials(a, b) {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 // brushValue is the value a parallel-coordinates axis reads of a trial.
