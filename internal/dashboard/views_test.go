@@ -292,6 +292,30 @@ func TestBrowserViews(t *testing.T) {
 		}
 	})
 
+	t.Run("importance draws the answer's bars in order", func(t *testing.T) {
+		// The endpoint's answer, stubbed in the page: this checks the view
+		// alone, with or without the endpoint in the build.
+		evaluate[chromedp.Void](t, ctx, `(() => {
+			const real = window.fetch;
+			window.fetch = (url, opts) => String(url).includes("/importance?metric=loss") ?
+				Promise.resolve(new Response(JSON.stringify({metric: "loss", mode: "min", method: "fanova", trials: 40,
+					importances: [{param: "width", importance: 0.7}, {param: "lr", importance: 0.2}, {param: "opt", importance: 0.1}]}), {status: 200})) :
+				real(url, opts);
+			document.getElementById("tab-parcoords").click();
+			document.getElementById("tab-importance").click();
+			window.fetch = real;
+		})()`)
+		waitFor(t, ctx, "the bars", `document.querySelectorAll("#importance-chart .bar").length === 3`)
+		params := evaluate[[]string](t, ctx, `[...document.querySelectorAll("#importance-chart .bar")].map((g) => g.dataset.param)`)
+		if !slices.Equal(params, []string{"width", "lr", "opt"}) {
+			t.Errorf("the bars are %v, want the answer's order width, lr, opt", params)
+		}
+		widths := evaluate[[]float64](t, ctx, `[...document.querySelectorAll("#importance-chart .bar rect")].map((r) => +r.getAttribute("width"))`)
+		if !(widths[0] > widths[1] && widths[1] > widths[2]) {
+			t.Errorf("the bars' widths %v do not follow the importances", widths)
+		}
+	})
+
 	t.Run("a row click scrolls to the trial", func(t *testing.T) {
 		evaluate[chromedp.Void](t, ctx, `window.scrollTo(0, 0)`)
 		if below := evaluate[bool](t, ctx, `document.getElementById("trial").getBoundingClientRect().top > window.innerHeight`); !below {

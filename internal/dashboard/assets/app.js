@@ -1263,12 +1263,14 @@ function drawPareto() {
 // ---- Hyperparameter importance, from the server's
 // /api/experiments/NAME/importance?metric=M, asked when the view is shown.
 
-const importance = { fetched: false, data: null, error: "" };
+const importance = { fetched: false, pending: false, data: null, error: "" };
 
 async function drawImportance() {
   const box = $("importance");
+  if (importance.pending) return; // the answer draws it
   if (!importance.fetched) {
     importance.fetched = true;
+    importance.pending = true;
     box.replaceChildren(el("p", { class: "note" }, "importance: computing…"));
     try {
       const r = await fetch("/api/experiments/" + encodeURIComponent(exp.name) + "/importance?metric=" + encodeURIComponent(metricName()), { credentials: "same-origin" });
@@ -1282,6 +1284,8 @@ async function drawImportance() {
     } catch (e) {
       importance.data = null;
       importance.error = e.message;
+    } finally {
+      importance.pending = false;
     }
   }
   if (!importance.data) {
