@@ -191,6 +191,42 @@ func TestBrowserViews(t *testing.T) {
 		waitFor(t, ctx, "the trial ringed in the history", `document.querySelector("#history circle.selected-ring")?.dataset.trial === "`+v.id(i)+`"`)
 		evaluate[chromedp.Void](t, ctx, `document.getElementById("tab-parcoords").click()`)
 		waitFor(t, ctx, "its line selected in the parallel coordinates", `document.querySelector("#parcoords polyline.selected")?.dataset.trial === "`+v.id(i)+`"`)
+		// And from the parallel coordinates and the curves.
+		const j, k = 33, 3
+		mouse(t, ctx, `document.getElementById("parcoords")`, `clientPointOf("parcoords", "`+v.id(j)+`")`, "click")
+		waitFor(t, ctx, "the row selected from its line", `document.getElementById("trial-`+v.id(j)+`")?.classList.contains("selected") && document.querySelectorAll("#trials-table tr.selected").length === 1`)
+		evaluate[chromedp.Void](t, ctx, `document.getElementById("tab-curves").click()`)
+		mouse(t, ctx, `document.getElementById("curves")`, `clientPointOf("curves", "`+v.id(k)+`")`, "click")
+		waitFor(t, ctx, "the row selected from its curve", `document.getElementById("trial-`+v.id(k)+`")?.classList.contains("selected") && document.querySelector("#curves polyline.selected")?.dataset.trial === "`+v.id(k)+`"`)
+		evaluate[chromedp.Void](t, ctx, `document.getElementById("tab-history").click()`)
+	})
+
+	t.Run("log y and by time", func(t *testing.T) {
+		evaluate[chromedp.Void](t, ctx, `document.getElementById("log-y").click()`)
+		waitFor(t, ctx, "a log y axis", `document.querySelector("#history .axis-y")?.dataset.scale === "log"`)
+		evaluate[chromedp.Void](t, ctx, `document.getElementById("log-y").click()`)
+		waitFor(t, ctx, "a linear y axis again", `document.querySelector("#history .axis-y")?.dataset.scale === "linear"`)
+		evaluate[chromedp.Void](t, ctx, `document.getElementById("history-by-time").click()`)
+		waitFor(t, ctx, "the history by time", fmt.Sprintf(`document.querySelector("#history .axis-x .axis-name")?.textContent === "seconds since the start" && document.getElementById("history").dataset.points === "%d"`, viewsTrials))
+		evaluate[chromedp.Void](t, ctx, `document.getElementById("history-by-time").click()`)
+		waitFor(t, ctx, "the history by trial", `document.querySelector("#history .axis-x .axis-name")?.textContent === "trial number"`)
+	})
+
+	t.Run("past 1,000 lines the best and a sample", func(t *testing.T) {
+		type sample struct {
+			Lines int
+			Best  bool
+			Note  string
+		}
+		got := evaluate[sample](t, ctx, `(() => {
+			const trials = Array.from({length: 3000}, (_, i) => ({trial_id: "t" + i, last: (i * 7919) % 3000}));
+			const s = pcSample(trials);
+			const ids = new Set(s.lines.map((t) => t.trial_id));
+			return {Lines: s.lines.length, Best: trials.filter((t) => t.last < 200).every((t) => ids.has(t.trial_id)), Note: s.note};
+		})()`)
+		if got.Lines != 1000 || !got.Best || !strings.Contains(got.Note, "the best 200") {
+			t.Errorf("3,000 trials draw %+v; want 1,000 lines holding the best 200, and a caption saying so", got)
+		}
 	})
 
 	t.Run("zoom and reset", func(t *testing.T) {
@@ -251,6 +287,9 @@ func TestBrowserViews(t *testing.T) {
 		if got := shownTrials(t, ctx); !slices.Equal(got, both) {
 			t.Errorf("the two brushes show %v, want %v", got, both)
 		}
+		// A click on the opt axis clears its brush alone.
+		mouse(t, ctx, svg, `pcClientPoint("opt", "adam")`, "click")
+		waitFor(t, ctx, "the rows of the lr brush again", fmt.Sprintf(`document.getElementById("filter-count").textContent === "%d of %d trials"`, len(want), viewsTrials))
 		evaluate[chromedp.Void](t, ctx, `document.getElementById("clear-brushes").click()`)
 		waitFor(t, ctx, "every row again", fmt.Sprintf(`document.getElementById("filter-count").textContent === "%d of %d trials"`, viewsTrials, viewsTrials))
 	})

@@ -1387,7 +1387,11 @@ function drawParcoords() {
   let bestLine = null, selLine = null;
   for (const t of drawn) {
     const px = axes.map((a) => [a.x, a.scale.map(a.get(t))]);
-    for (const [x, y] of px) svg.hits.push([x, y, t.trial_id]);
+    // Hit targets where the line crosses each axis and halfway between.
+    px.forEach(([x, y], i) => {
+      svg.hits.push([x, y, t.trial_id]);
+      if (i > 0) svg.hits.push([(x + px[i - 1][0]) / 2, (y + px[i - 1][1]) / 2, t.trial_id]);
+    });
     // Colour by the metric: blue for the better end, red for the worse.
     let q = (m.scale.map(t.last) - m.scale.r0) / (m.scale.r1 - m.scale.r0);
     if (!max) q = 1 - q;
@@ -1433,13 +1437,8 @@ function pcAxis(a) {
   return g;
 }
 
-// pcBrush turns a drag from y0 to y1 on an axis into a brush of its values
-// (a drag of a few pixels clears the axis's brush).
+// pcBrush turns a drag from y0 to y1 on an axis into a brush of its values.
 function pcBrush(a, y0, y1) {
-  if (Math.abs(y1 - y0) < 3) {
-    view.brushes.delete(a.name);
-    return;
-  }
   const top = Math.min(y0, y1), bottom = Math.max(y0, y1);
   const s = a.scale;
   if (s.kind === "band") {
@@ -1480,7 +1479,16 @@ function setupBrushes() {
     if (!drag) return;
     const d = drag;
     drag = null;
-    pcBrush(d.a, d.y0, svgPoint(svg, e).y);
+    const p = svgPoint(svg, e);
+    if (Math.abs(p.y - d.y0) >= 3) pcBrush(d.a, d.y0, p.y);
+    else if (view.brushes.has(d.a.name)) view.brushes.delete(d.a.name); // a click clears the axis's brush
+    else {
+      // A click on an axis without a brush selects the line there.
+      d.rect.remove();
+      const id = nearestHit(svg, p, 10);
+      if (id) selectTrial(id, { fromChart: true });
+      return;
+    }
     filterChanged();
   });
 }
