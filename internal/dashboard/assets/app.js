@@ -1377,7 +1377,9 @@ function drawParcoords() {
   const max = isMax();
   let best = null;
   for (const t of kept) if (!best || (max ? t.last > best.last : t.last < best.last)) best = t;
-  const group = svgEl("g", { class: "lines" });
+  // Many lines are drawn thin and faint, so that where they gather reads
+  // as density rather than a solid block.
+  const group = svgEl("g", { class: drawn.length > 300 ? "lines many" : "lines" });
   // The trials the filter leaves out, in grey behind, while few.
   if (all.length <= LINE_CAP) {
     for (const t of all) {
