@@ -34,6 +34,10 @@ type live struct {
 	metric string // the curves' metric: the experiment's, else the first reported
 	curves map[string]*curve
 	fields map[string]bool // the numeric fields any result held
+	// params is Summary.Params, made once from the spec (which does not
+	// change) rather than at each update; paramsDone says it was.
+	params     map[string]string
+	paramsDone bool
 	// seq counts the events that changed the state; changed is, per
 	// trial, the seq of the last one that changed it.
 	seq     uint64
@@ -433,7 +437,10 @@ func (l *live) summary() Summary {
 	}
 	if st.Spec != nil {
 		s.Mode = l.mode()
-		s.Params = paramScales(st.Spec.ParamSpace)
+		if !l.paramsDone {
+			l.params, l.paramsDone = paramScales(st.Spec.ParamSpace), true
+		}
+		s.Params = l.params
 		s.Objectives = objectives(st.Spec.TuneConfig)
 	}
 	p := st.Progress(time.Now())
