@@ -25,7 +25,8 @@ import (
 // already), and how long a
 // report takes from its publication on the log to its point on the chart
 // (polled from the benchmark through the DevTools protocol, so the figure
-// includes a round trip of it).
+// includes a round trip of it); then the median time of a filter keystroke
+// and of a sort, timed in the page.
 //
 // The experiment is published directly to the log: TUNEJET_BENCH_DASH_TRIALS
 // (10,000) trials of TUNEJET_BENCH_DASH_REPORTS (5) reports each, with two
@@ -170,7 +171,8 @@ func benchDashboard(b *testing.B, n, reports, updates int) {
 	// Where a redraw's time goes, in the page.
 	b.Logf("in the page: %s", evaluate[string](b, bctx, `(() => {
 		const time = (f) => { const t0 = performance.now(); for (let i = 0; i < 5; i++) f(); return ((performance.now() - t0) / 5).toFixed(1) + " ms"; };
-		return "table " + time(drawTable) + ", curves " + time(() => drawCurves(new Set())) + ", parallel coordinates " + time(drawParcoords);
+		return "table " + time(drawTable) + ", curves " + time(() => { curves.key = ""; drawCurves(new Set()); }) +
+			", parallel coordinates " + time(drawParcoords) + ", history " + time(drawHistory) + ", parameters vs metric " + time(drawScatter);
 	})()`))
 
 	// Update latency: a report of a running trial → its point drawn.
@@ -193,6 +195,44 @@ func benchDashboard(b *testing.B, n, reports, updates int) {
 	slices.Sort(lat)
 	p := func(q float64) time.Duration { return lat[int(q*float64(len(lat)-1))].Round(time.Millisecond) }
 	b.Logf("report → point drawn, %d updates at %d trials: p50 %v, p95 %v, max %v", len(lat), n, p(0.5), p(0.95), lat[len(lat)-1].Round(time.Millisecond))
+
+	// A filter typed a keystroke at a time, and sorts by several columns:
+	// each timed in the page from the event to the frame after it (what
+	// the handler and the redraws it causes cost, layout and paint
+	// included).
+	keys := evaluate[[]float64](b, bctx, `(async () => {
+		const frame = () => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+		const f = document.getElementById("filter"), text = "lr<0.005", out = [];
+		for (let i = 1; i <= text.length; i++) {
+			const t0 = performance.now();
+			f.value = text.slice(0, i);
+			f.dispatchEvent(new Event("input"));
+			await frame();
+			out.push(performance.now() - t0);
+		}
+		f.value = "";
+		f.dispatchEvent(new Event("input"));
+		await frame();
+		return out;
+	})()`)
+	sorts := evaluate[[]float64](b, bctx, `(async () => {
+		const frame = () => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+		const out = [];
+		for (const col of ["trial", "last", "config.lr", "status", "runner", "iter"]) {
+			for (let i = 0; i < 2; i++) {
+				const t0 = performance.now();
+				document.querySelector('#trials-table th[data-col="' + col + '"]').click();
+				await frame();
+				out.push(performance.now() - t0);
+			}
+		}
+		return out;
+	})()`)
+	median := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
+	b.Logf("filter keystroke at %d trials (%d keystrokes of \"lr<0.005\"): median %.0f ms, max %.0f ms", n, len(keys), median(slices.Clone(keys)), slices.Max(keys))
+	b.Logf("sort at %d trials (%d header clicks): median %.0f ms, max %.0f ms", n, len(sorts), median(slices.Clone(sorts)), slices.Max(sorts))
+	b.ReportMetric(median(keys), "filter-key-ms")
+	b.ReportMetric(median(sorts), "sort-ms")
 	b.ReportMetric(load.Seconds(), "cold-load-s")
 	b.ReportMetric(warm.Seconds(), "load-s")
 	b.ReportMetric(float64(p(0.5).Milliseconds()), "update-p50-ms")

@@ -313,6 +313,13 @@ func TestBrowserStoragePathShowsTheResults(t *testing.T) {
 	waitFor(t, ctx, "the failed trial's error.txt", `document.getElementById("error-text").textContent.includes(`+jsString(divergedMsg)+`)`)
 	waitFor(t, ctx, "its checkpoints, to download", `[...document.querySelectorAll("#checkpoints a")].some((a) => a.getAttribute("href").endsWith("/checkpoints/`+failed.Checkpoint.Name+`"))`)
 	waitFor(t, ctx, "its timeline", `document.querySelectorAll("#timeline li[data-kind='trial.completed']").length === 1`)
+	// The state file has no time for some rows: they align with the others.
+	if untimed := evaluate[int](t, ctx, `[...document.querySelectorAll("#timeline .when")].filter((e) => e.textContent === "").length`); untimed == 0 {
+		t.Log("every row of the timeline has a time: the alignment below proves little")
+	}
+	if lefts := evaluate[int](t, ctx, `new Set([...document.querySelectorAll("#timeline .kind")].map((e) => Math.round(e.getBoundingClientRect().left))).size`); lefts != 1 {
+		t.Errorf("the timeline's rows start their kind at %d places, want 1", lefts)
+	}
 }
 
 // TestBrowserStopOnlyWhenAllowed: without --allow-actions the page has no

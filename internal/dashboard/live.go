@@ -16,6 +16,7 @@ import (
 	"github.com/tunejet/tunejet/events"
 	"github.com/tunejet/tunejet/internal/bus"
 	"github.com/tunejet/tunejet/internal/restore/restorestate"
+	"github.com/tunejet/tunejet/internal/search"
 	"github.com/tunejet/tunejet/internal/show"
 	"github.com/tunejet/tunejet/internal/state"
 	"github.com/tunejet/tunejet/internal/storage"
@@ -33,6 +34,10 @@ type live struct {
 	metric string // the curves' metric: the experiment's, else the first reported
 	curves map[string]*curve
 	fields map[string]bool // the numeric fields any result held
+	// params is Summary.Params, made once from the spec (which does not
+	// change) rather than at each update; paramsDone says it was.
+	params     map[string]string
+	paramsDone bool
 	// seq counts the events that changed the state; changed is, per
 	// trial, the seq of the last one that changed it.
 	seq     uint64
@@ -150,7 +155,7 @@ func (l *live) apply(ctx context.Context, ev *events.Event, load state.Loader) {
 	}
 	l.st = next
 	if l.metric == "" && l.st.Spec != nil {
-		l.metric = l.st.Spec.TuneConfig.Metric
+		l.metric = specMetric(l.st.Spec.TuneConfig)
 	}
 	if l.expPath == "" && l.st.StoragePath != "" {
 		l.expPath = storage.Join(l.st.StoragePath, l.name)
@@ -313,6 +318,22 @@ type Summary struct {
 	Metrics     []string `json:"metrics,omitempty"`
 	CurveMetric string   `json:"curve_metric,omitempty"`
 	CurveX      string   `json:"curve_x,omitempty"`
+	// Params says how the page draws each config key of the param space
+	// (dotted for a nested one): "log" for a log domain (loguniform,
+	// qloguniform, lograndint), "linear" for another numeric domain,
+	// "category" for choice and grid_search. A key not in it (a constant,
+	// or a spec that did not parse) is drawn by its values.
+	Params map[string]string `json:"params,omitempty"`
+	// Objectives are the spec's tune_config.metrics with their modes, for
+	// an experiment that optimizes two or more metrics together; each
+	// trial's last values of them are its row's Values.
+	Objectives []Objective `json:"objectives,omitempty"`
+}
+
+// Objective is one metric of a multi-objective experiment and its mode.
+type Objective struct {
+	Metric string `json:"metric"`
+	Mode   string `json:"mode"`
 }
 
 // TrialRow is a trial's row in the trials table, with its learning
@@ -339,6 +360,12 @@ type TrialRow struct {
 	// Points is the whole curve, replacing any the reader holds.
 	PointsFrom int          `json:"points_from"`
 	Points     [][2]float64 `json:"points"`
+	// Values are the last values of the experiment's Objectives the trial
+	// reported (multi-objective experiments only).
+	Values map[string]float64 `json:"values,omitempty"`
+	// LastResultTime is when the trial last reported: the optimisation
+	// history's x by time.
+	LastResultTime *time.Time `json:"last_result_time,omitempty"`
 }
 
 // Update is what the experiment page receives: the whole experiment
@@ -409,7 +436,12 @@ func (l *live) summary() Summary {
 		s.Waiting = st.DriverWait()
 	}
 	if st.Spec != nil {
-		s.Mode = st.Spec.TuneConfig.Mode
+		s.Mode = l.mode()
+		if !l.paramsDone {
+			l.params, l.paramsDone = paramScales(st.Spec.ParamSpace), true
+		}
+		s.Params = l.params
+		s.Objectives = objectives(st.Spec.TuneConfig)
 	}
 	p := st.Progress(time.Now())
 	if l.fromFiles {
@@ -450,6 +482,20 @@ func (l *live) row(t *state.Trial) TrialRow {
 		r.TimeTotal = &v
 	}
 	r.Checkpoints = len(t.Checkpoints)
+	if !t.LastResultTime.IsZero() {
+		at := t.LastResultTime
+		r.LastResultTime = &at
+	}
+	if l.st.Spec != nil && l.st.Spec.TuneConfig.MultiObjective() {
+		for _, m := range l.st.Spec.TuneConfig.Metrics {
+			if v, ok := number(state.Lookup(t.LastResult, m)); ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
+				if r.Values == nil {
+					r.Values = map[string]float64{}
+				}
+				r.Values[m] = v
+			}
+		}
+	}
 	return r
 }
 
@@ -466,11 +512,66 @@ func (l *live) best(t *state.Trial) (float64, bool) {
 	return v, !math.IsNaN(v) && !math.IsInf(v, 0)
 }
 
+// mode is the mode of the experiment's metric: of the first of several
+// metrics optimized together.
 func (l *live) mode() string {
 	if l.st.Spec == nil {
 		return ""
 	}
-	return l.st.Spec.TuneConfig.Mode
+	tc := l.st.Spec.TuneConfig
+	if tc.Mode == "" && len(tc.Modes) > 0 {
+		return tc.Modes[0]
+	}
+	return tc.Mode
+}
+
+// specMetric is the metric a spec optimizes: tune_config.metric, or the
+// first of tune_config.metrics.
+func specMetric(tc events.TuneConfig) string {
+	if tc.Metric == "" && len(tc.Metrics) > 0 {
+		return tc.Metrics[0]
+	}
+	return tc.Metric
+}
+
+// paramScales says how to draw each domain of a param space (see
+// Summary.Params); nil when the space does not parse.
+func paramScales(space map[string]any) map[string]string {
+	if len(space) == 0 {
+		return nil
+	}
+	sp, err := search.ParseSpace(space)
+	if err != nil {
+		return nil
+	}
+	out := map[string]string{}
+	for k, d := range sp.DomainsByKey() {
+		switch {
+		case d.Choices != nil:
+			out[k] = "category"
+		case d.Log:
+			out[k] = "log"
+		default:
+			out[k] = "linear"
+		}
+	}
+	return out
+}
+
+// objectives are a multi-objective experiment's metrics and modes; nil
+// for one metric.
+func objectives(tc events.TuneConfig) []Objective {
+	if !tc.MultiObjective() {
+		return nil
+	}
+	out := make([]Objective, len(tc.Metrics))
+	for i, m := range tc.Metrics {
+		out[i].Metric = m
+		if i < len(tc.Modes) {
+			out[i].Mode = tc.Modes[i]
+		}
+	}
+	return out
 }
 
 // better reports whether a beats b under mode (min when mode is not max).

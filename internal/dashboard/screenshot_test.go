@@ -11,6 +11,8 @@ import (
 	"image/png"
 	"math"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,7 +24,10 @@ import (
 )
 
 // ScreenshotEnv names the file TestDashboardScreenshot writes; the test is
-// skipped without it. The README's picture comes from
+// skipped without it. Beside it, the picture of each view:
+// dashboard-history.png, dashboard-scatter.png, dashboard-parcoords.png
+// (brushed) and dashboard-pareto.png (of an experiment of two metrics).
+// docs/dashboard.md's pictures come from
 //
 //	TUNEJET_DASHBOARD_PNG=$PWD/docs/dashboard.png go test -run TestDashboardScreenshot ./internal/dashboard/
 const screenshotEnv = "TUNEJET_DASHBOARD_PNG"
@@ -82,6 +87,52 @@ func TestDashboardScreenshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	writePNG(t, file, shot)
+
+	// Each view, its figure alone.
+	evaluate[chromedp.Void](t, ctx, `document.getElementById("tab-history").click()`)
+	waitFor(t, ctx, "the history", `document.getElementById("history").dataset.points > 0`)
+	figure(t, ctx, "#figure-left", beside(file, "history"))
+	evaluate[chromedp.Void](t, ctx, `document.getElementById("tab-scatter").click()`)
+	waitFor(t, ctx, "the scatter of each parameter", `document.querySelectorAll("#scatter svg").length === 2`)
+	figure(t, ctx, "#figure-right", beside(file, "scatter"))
+	// The parallel coordinates with a brush on lr around its best values.
+	evaluate[chromedp.Void](t, ctx, `(() => {
+		document.getElementById("tab-parcoords").click();
+		const svg = document.getElementById("parcoords"), a = pcClientPoint("lr", 0.01), b = pcClientPoint("lr", 0.0008);
+		svg.dispatchEvent(new MouseEvent("mousedown", {clientX: a.x, clientY: a.y, bubbles: true}));
+		window.dispatchEvent(new MouseEvent("mouseup", {clientX: b.x, clientY: b.y}));
+	})()`)
+	waitFor(t, ctx, "the brush", `document.querySelectorAll("#parcoords rect.brush").length === 1`)
+	figure(t, ctx, "#figure-right", beside(file, "parcoords"))
+
+	// The Pareto front of an experiment of two metrics.
+	v := startViews(t)
+	navigate(t, ctx, v.url+"/experiments/"+v.name)
+	waitFor(t, ctx, "the Pareto tab", `!document.getElementById("tab-pareto").hidden`)
+	evaluate[chromedp.Void](t, ctx, `document.getElementById("tab-pareto").click()`)
+	waitFor(t, ctx, "the front", `document.querySelectorAll("#pareto circle.front").length > 1`)
+	figure(t, ctx, "#figure-left", beside(file, "pareto"))
+}
+
+// beside is the file of a view's picture beside the page's: dashboard.png
+// → dashboard-history.png.
+func beside(file, view string) string {
+	return strings.TrimSuffix(file, filepath.Ext(file)) + "-" + view + filepath.Ext(file)
+}
+
+// figure saves a picture of the element sel.
+func figure(t *testing.T, ctx context.Context, sel, file string) {
+	t.Helper()
+	shot, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS(sel)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writePNG(t, file, shot)
+}
+
+func writePNG(t *testing.T, file string, shot []byte) {
+	t.Helper()
 	small, err := paletted(shot)
 	if err != nil {
 		t.Fatal(err)

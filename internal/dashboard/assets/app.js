@@ -1,6 +1,8 @@
 // The tunejet dashboard: the experiments page, the runners page, and one
-// experiment's trials, curves, parallel coordinates and trial details,
-// kept live by the server's event stream. Plain JavaScript, no build step.
+// experiment's trials, its charts (learning curves, optimisation history,
+// Pareto front, parallel coordinates, parameters against the metric,
+// importance) and trial details, kept live by the server's event stream.
+// Plain JavaScript and SVG, no build step.
 "use strict";
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -210,11 +212,22 @@ function drawRunners(data) {
 
 const exp = {
   name: "", summary: null, info: {}, trials: new Map(), order: [],
-  dirty: new Set(), parcoordsDirty: true, drawPending: false, configVersion: 0, keys: null,
+  dirty: new Set(), drawPending: false, configVersion: 0, keys: null,
+  // finishedVersion counts the changes to finished trials: the views of
+  // finished trials (all but the curves) redraw only when it moves.
+  finishedVersion: 0,
 };
 const view = {
   sortKey: "index", sortDir: 1, status: "", filterText: "", filter: () => true, page: 0, selected: null,
   shownIds: new Set(), drawnTrials: -1,
+  // brushes are the parallel-coordinates ranges, by axis name: {lo, hi}
+  // for a numeric axis, {cats: Set of JSON values} for a categorical one.
+  brushes: new Map(),
+  // filterVersion counts the changes to the filter (status, text,
+  // brushes): one filter drives the table and every chart.
+  filterVersion: 0,
+  rows: [], // the filtered, sorted trials of the last table drawn
+  left: "curves", right: "parcoords", historyByTime: false, logY: false,
 };
 
 function applyUpdate(u) {
@@ -230,10 +243,11 @@ function applyUpdate(u) {
     if (!had || JSON.stringify(had.config) !== JSON.stringify(row.config)) exp.configVersion++;
     let points = row.points;
     if (had && row.points_from > 0) points = had.points.slice(0, row.points_from).concat(row.points);
-    if (FINISHED.has(row.status) || (had && FINISHED.has(had.status))) exp.parcoordsDirty = true;
+    if (FINISHED.has(row.status) || (had && FINISHED.has(had.status))) exp.finishedVersion++;
     exp.trials.set(row.trial_id, Object.assign({}, row, { points }));
     exp.dirty.add(row.trial_id);
   }
+  exp.filtered = null;
   if (u.watch_error) message("The dashboard stopped following the log: " + u.watch_error);
   if (view.selected && exp.dirty.has(view.selected)) loadTrial(view.selected);
   scheduleDraw();
@@ -248,11 +262,8 @@ function scheduleDraw() {
     exp.dirty = new Set();
     drawSummary();
     if (tableChanged(dirty)) drawTable();
-    drawCurves(dirty);
-    if (exp.parcoordsDirty) {
-      exp.parcoordsDirty = false;
-      drawParcoords();
-    }
+    openOnHistory();
+    drawViews(dirty);
   });
 }
 
@@ -270,6 +281,7 @@ function drawSummary() {
   p.textContent = parts.join(" · ");
   p.className = "status-" + s.status;
   $("metric").textContent = s.metric ? "(the best trial by " + s.metric + " in bold)" : "";
+  $("tab-pareto").hidden = !((s.objectives || []).length >= 2);
   drawCurveChoices(s);
   // Without --allow-actions the buttons are not on the page at all.
   const actions = $("actions");
@@ -299,6 +311,20 @@ function varyingKeys() {
   return exp.keys.list;
 }
 
+// paramScale is how a config key is drawn: "log", "linear" or "category"
+// from the experiment's param space, "" when the space does not say.
+function paramScale(key) {
+  return ((exp.summary && exp.summary.params) || {})[key] || "";
+}
+
+function metricName() {
+  return (exp.summary && exp.summary.metric) || "metric";
+}
+
+function isMax() {
+  return !!(exp.summary && exp.summary.mode === "max");
+}
+
 function columns(keys) {
   const m = exp.summary.metric || "metric";
   return [
@@ -315,11 +341,15 @@ function columns(keys) {
   ];
 }
 
+// One collator for every comparison: localeCompare with options builds
+// one per call, which made a sort of 10,000 names take half a second.
+const collator = new Intl.Collator(undefined, { numeric: true });
+
 function compareValues(a, b) {
   const ua = a === undefined || a === null, ub = b === undefined || b === null;
   if (ua || ub) return ua && ub ? 0 : ua ? 1 : -1; // missing values last
   if (typeof a === "number" && typeof b === "number") return a - b;
-  return String(a).localeCompare(String(b), undefined, { numeric: true });
+  return collator.compare(String(a), String(b));
 }
 
 // ---- The filter: whitespace-separated terms, all of which must hold. A
@@ -345,24 +375,34 @@ function fieldGetter(name) {
   throw new Error("unknown name " + JSON.stringify(name) + ": use a config key, the metric, or one of " + Object.keys(FIELDS).join(", "));
 }
 
+// searchText is what a bare word is looked for in, made once per version
+// of the trial's row (a row is a new object after each update).
+function searchText(t) {
+  if (t.searchText === undefined) {
+    t.searchText = [t.trial_name, t.trial_id, t.status, t.runner || "", JSON.stringify(t.config || {})].join(" ").toLowerCase();
+  }
+  return t.searchText;
+}
+
 function parseFilter(text) {
   const preds = text.trim().split(/\s+/).filter(Boolean).map((term) => {
     const m = term.match(/^([^<>=!~]+)(<=|>=|!=|==|=|<|>|~)(.*)$/);
     if (!m) {
       const word = term.toLowerCase();
-      return (t) => [t.trial_name, t.trial_id, t.status, t.runner || "", JSON.stringify(t.config || {})].join(" ").toLowerCase().includes(word);
+      return (t) => searchText(t).includes(word);
     }
     const [, name, op, raw] = m;
     const get = fieldGetter(name);
     const num = raw.trim() !== "" && !isNaN(Number(raw)) ? Number(raw) : null;
+    const lower = raw.toLowerCase();
     return (t) => {
       const v = get(t);
       if (v === undefined || v === null) return op === "!=";
-      if (op === "~") return String(typeof v === "object" ? JSON.stringify(v) : v).toLowerCase().includes(raw.toLowerCase());
+      if (op === "~") return String(typeof v === "object" ? JSON.stringify(v) : v).toLowerCase().includes(lower);
       let c;
       if (typeof v === "number" && num !== null) c = v - num;
       else if (typeof v === "boolean" && (raw === "true" || raw === "false")) c = String(v) === raw ? 0 : 1;
-      else c = String(v).toLowerCase() === raw.toLowerCase() ? 0 : String(v).localeCompare(raw);
+      else c = String(v).toLowerCase() === lower ? 0 : collator.compare(String(v), raw);
       switch (op) {
         case "=": case "==": return c === 0;
         case "!=": return c !== 0;
@@ -386,17 +426,85 @@ function setFilter(text) {
     view.filter = () => true;
     $("filter-error").textContent = e.message;
   }
+  filterChanged();
+}
+
+// filterChanged redraws what the filter drives: the table now, the
+// charts shown in the next frame.
+function filterChanged() {
+  const before = exp.filtered;
+  exp.filtered = null;
+  // A keystroke that keeps the same trials ("lr<0.0" → "lr<0.00") leaves
+  // the charts as they are.
+  if (!before || !sameTrials(before, filtered())) view.filterVersion++;
   view.page = 0;
   drawTable();
+  drawBrushNote();
+  scheduleDraw();
+}
+
+function sameTrials(a, b) {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+// brushValue is the value a parallel-coordinates axis reads of a trial.
+function brushValue(t, name) {
+  return name === PC_METRIC ? t.last : (t.config || {})[name];
+}
+
+function inBrushes(t) {
+  for (const [name, b] of view.brushes) {
+    const v = brushValue(t, name);
+    if (v === undefined || v === null) return false;
+    if (b.cats ? !b.cats.has(JSON.stringify(v)) : !(typeof v === "number" && v >= b.lo && v <= b.hi)) return false;
+  }
+  return true;
+}
+
+function matches(t) {
+  return (!view.status || t.status === view.status) && view.filter(t) && (view.brushes.size === 0 || inBrushes(t));
+}
+
+// filtered are the trials the filter keeps, in creation order; computed
+// once per update or filter change, whichever view asks first.
+function filtered() {
+  if (!exp.filtered) {
+    const out = [];
+    for (const id of exp.order) {
+      const t = exp.trials.get(id);
+      if (matches(t)) out.push(t);
+    }
+    exp.filtered = out;
+  }
+  return exp.filtered;
+}
+
+function drawBrushNote() {
+  const parts = [...view.brushes].map(([name, b]) => name + (b.cats ? " ∈ {" + [...b.cats].map((c) => fmt(JSON.parse(c))).join(", ") + "}" : " in [" + fmt(b.lo) + ", " + fmt(b.hi) + "]"));
+  $("brushes").textContent = parts.length ? "brushed: " + parts.join(" and ") : "";
+  $("clear-brushes").hidden = parts.length === 0;
 }
 
 // tableChanged reports whether the trials that changed can change the
 // table: in creation order, unfiltered, with no new trial, only when one of
 // them is on the page shown (at 10,000 trials, a redraw is some 50 ms).
 function tableChanged(dirty) {
-  if (view.sortKey !== "index" || view.sortDir < 0 || view.filterText.trim() || view.status || exp.order.length !== view.drawnTrials) return true;
+  if (view.sortKey !== "index" || view.sortDir < 0 || view.filterText.trim() || view.status || view.brushes.size || exp.order.length !== view.drawnTrials) return true;
   for (const id of dirty) if (view.shownIds.has(id)) return true;
   return false;
+}
+
+// sortedRows are the filtered trials in the table's order. Each row's
+// sort key is read once, not at each comparison.
+function sortedRows(cols) {
+  const rows = filtered();
+  const col = cols.find((c) => c.id === view.sortKey);
+  if (!col || (view.sortKey === "index" && view.sortDir > 0)) return rows;
+  const keyed = rows.map((t) => [col.get(t), t]);
+  keyed.sort((a, b) => compareValues(a[0], b[0]) * view.sortDir || a[1].index - b[1].index);
+  return keyed.map((k) => k[1]);
 }
 
 // drawTable draws the page of rows the sort, the filter and the pager
@@ -406,23 +514,22 @@ function drawTable() {
   const keys = varyingKeys();
   const cols = columns(keys);
   const head = document.querySelector("#trials-table thead tr");
-  head.replaceChildren(...cols.map((c) => {
-    const arrow = view.sortKey === c.id ? (view.sortDir > 0 ? " ▲" : " ▼") : "";
-    const th = el("th", { "data-col": c.id, class: "sortable" }, c.label + arrow);
-    th.onclick = () => {
-      view.sortDir = view.sortKey === c.id ? -view.sortDir : 1;
-      view.sortKey = c.id;
-      drawTable();
-    };
-    return th;
-  }));
-  let rows = [];
-  for (const id of exp.order) {
-    const t = exp.trials.get(id);
-    if ((!view.status || t.status === view.status) && view.filter(t)) rows.push(t);
+  const headKey = cols.map((c) => c.id).join("\n") + "\n" + view.sortKey + view.sortDir + metricName();
+  if (head.dataset.key !== headKey) {
+    head.dataset.key = headKey;
+    head.replaceChildren(...cols.map((c) => {
+      const arrow = view.sortKey === c.id ? (view.sortDir > 0 ? " ▲" : " ▼") : "";
+      const th = el("th", { "data-col": c.id, class: "sortable" }, c.label + arrow);
+      th.onclick = () => {
+        view.sortDir = view.sortKey === c.id ? -view.sortDir : 1;
+        view.sortKey = c.id;
+        drawTable();
+      };
+      return th;
+    }));
   }
-  const col = cols.find((c) => c.id === view.sortKey);
-  if (col && !(view.sortKey === "index" && view.sortDir > 0)) rows.sort((a, b) => compareValues(col.get(a), col.get(b)) * view.sortDir || a.index - b.index);
+  const rows = sortedRows(cols);
+  view.rows = rows;
   const pages = Math.max(1, Math.ceil(rows.length / PAGE_SIZE));
   view.page = Math.min(view.page, pages - 1);
   const start = view.page * PAGE_SIZE;
@@ -446,21 +553,422 @@ function drawTable() {
       if (c.id === "trial") attrs.title = t.trial_id;
       r.appendChild(el("td", attrs, c.id === "time" && typeof v === "number" ? v.toFixed(1) : fmt(v)));
     }
-    r.onclick = () => selectTrial(t.trial_id);
+    r.onclick = () => selectTrial(t.trial_id, { scroll: true });
     return r;
   });
   document.querySelector("#trials-table tbody").replaceChildren(...trs);
 }
 
-// ---- Learning curves: one polyline per trial, redrawn only for the trials
-// that changed unless the axes did.
+// showRowOf moves the pager to the page that holds the trial's row, when
+// the filter keeps it.
+function showRowOf(id) {
+  const i = view.rows.findIndex((t) => t.trial_id === id);
+  if (i >= 0) view.page = Math.floor(i / PAGE_SIZE);
+}
+
+// ---- Scales and axes, shared by every chart. A scale maps a domain
+// [lo, hi] to a pixel range and back (invert, for zoom and brushes);
+// "log" maps log10 of the value; "band" spreads categories in equal bands.
+
+function niceStep(span, count) {
+  const raw = span / Math.max(1, count);
+  const p = Math.pow(10, Math.floor(Math.log10(raw)));
+  const m = raw / p;
+  return (m < 1.5 ? 1 : m < 3 ? 2 : m < 7 ? 5 : 10) * p;
+}
+
+// linearTicks are round numbers (1, 2 or 5 times a power of ten apart)
+// between lo and hi.
+function linearTicks(lo, hi, count) {
+  if (!(hi > lo)) return [lo];
+  const step = niceStep(hi - lo, count);
+  const out = [];
+  for (let i = Math.ceil(lo / step - 1e-9); i * step <= hi + step * 1e-9; i++) out.push(Number((i * step).toPrecision(12)));
+  return out;
+}
+
+// logTicks are the powers of ten between lo and hi (every other one, or
+// fewer, when there are many); under two decades' powers, 1, 2 and 5
+// times them.
+function logTicks(lo, hi, count) {
+  const e0 = Math.ceil(Math.log10(lo) - 1e-9), e1 = Math.floor(Math.log10(hi) + 1e-9);
+  const every = Math.max(1, Math.ceil((e1 - e0 + 1) / count));
+  let out = [];
+  for (let e = e0; e <= e1; e += every) out.push(Number("1e" + e));
+  if (out.length >= 2) return out;
+  out = [];
+  for (let e = e0 - 1; e <= e1 + 1; e++) {
+    for (const m of [1, 2, 5]) {
+      const v = Number(m + "e" + e);
+      if (v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9)) out.push(v);
+    }
+  }
+  return out.length >= 2 ? out : linearTicks(lo, hi, count);
+}
+
+// tickLabel writes a tick's value short: 0.0057, 250, 1e-4, 2.5e+6.
+function tickLabel(v) {
+  if (v === 0) return "0";
+  const a = Math.abs(v);
+  if (a >= 1e5 || a < 1e-3) return Number(v.toPrecision(3)).toExponential().replace("e+", "e");
+  return String(Number(v.toPrecision(4)));
+}
+
+function scale(kind, lo, hi, r0, r1) {
+  const log = kind === "log" && lo > 0 && hi > 0;
+  const f = log ? Math.log10 : (v) => v;
+  let a = f(lo), b = f(hi);
+  if (!(b > a)) {
+    const pad = log ? 0.5 : Math.abs(a) * 0.1 || 0.5;
+    a -= pad;
+    b += pad;
+  }
+  const s = {
+    kind: log ? "log" : "linear", r0, r1,
+    lo: log ? Math.pow(10, a) : a, hi: log ? Math.pow(10, b) : b,
+    map: (v) => r0 + ((f(v) - a) / (b - a)) * (r1 - r0),
+    invert: (p) => {
+      const u = a + ((p - r0) / (r1 - r0)) * (b - a);
+      return log ? Math.pow(10, u) : u;
+    },
+    ticks: (n) => (log ? logTicks(s.lo, s.hi, n) : linearTicks(s.lo, s.hi, n)),
+  };
+  return s;
+}
+
+// bandScale spreads categories (JSON strings, in order) in equal bands.
+function bandScale(cats, r0, r1) {
+  const index = new Map(cats.map((c, i) => [c, i]));
+  const step = (r1 - r0) / Math.max(1, cats.length);
+  return {
+    kind: "band", cats, step, r0, r1,
+    map: (v) => r0 + ((index.get(JSON.stringify(v)) ?? 0) + 0.5) * step,
+  };
+}
+
+// orderCats sorts category values: numbers by value, the others as text.
+function orderCats(values) {
+  const cats = [...new Set(values.map((v) => JSON.stringify(v)))];
+  return cats.sort((a, b) => compareValues(JSON.parse(a), JSON.parse(b)));
+}
+
+// extent is [min, max] of the numbers, padded by pad of their span (in
+// log space for a log scale); null when there is none.
+function extent(vals, kind, pad) {
+  let lo = Infinity, hi = -Infinity;
+  for (const v of vals) {
+    if (typeof v !== "number" || !isFinite(v) || (kind === "log" && v <= 0)) continue;
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
+  }
+  if (lo === Infinity) return null;
+  if (kind === "log") {
+    const a = Math.log10(lo), b = Math.log10(hi), d = (b - a) * pad;
+    return [Math.pow(10, a - d), Math.pow(10, b + d)];
+  }
+  const d = (hi - lo) * pad;
+  return [lo - d, hi + d];
+}
+
+// thin keeps at most max of the items, evenly spaced: tick labels that
+// would overlap.
+function thin(items, max) {
+  if (items.length <= max) return items;
+  const every = Math.ceil(items.length / max);
+  return items.filter((_, i) => i % every === 0);
+}
+
+// axisX draws a horizontal axis at y with its ticks and labels, and its
+// name; the group says its scale (data-scale="log").
+function axisX(s, y, name, count) {
+  const g = svgEl("g", { class: "axis-x", "data-scale": s.kind });
+  g.appendChild(svgEl("line", { class: "axis", x1: s.r0, y1: y, x2: s.r1, y2: y }));
+  const ticks = s.kind === "band" ? thin(s.cats.map((c) => JSON.parse(c)), Math.floor((s.r1 - s.r0) / 50) || 1) : s.ticks(count);
+  for (const v of ticks) {
+    const x = s.map(v);
+    g.appendChild(svgEl("line", { class: "tick", x1: x, y1: y, x2: x, y2: y + 4 }));
+    g.appendChild(svgEl("text", { x, y: y + 15, class: "label tick-label", "text-anchor": "middle" }, s.kind === "band" ? short(fmt(v)) : tickLabel(v)));
+  }
+  if (name) g.appendChild(svgEl("text", { x: (s.r0 + s.r1) / 2, y: y + 29, class: "label axis-name", "text-anchor": "middle" }, name));
+  return g;
+}
+
+// axisY draws a vertical axis at x, labels to its left.
+function axisY(s, x, name, count) {
+  const g = svgEl("g", { class: "axis-y", "data-scale": s.kind });
+  g.appendChild(svgEl("line", { class: "axis", x1: x, y1: s.r0, x2: x, y2: s.r1 }));
+  const ticks = s.kind === "band" ? thin(s.cats.map((c) => JSON.parse(c)), Math.floor(Math.abs(s.r0 - s.r1) / 14) || 1) : s.ticks(count);
+  for (const v of ticks) {
+    const y = s.map(v);
+    g.appendChild(svgEl("line", { class: "tick", x1: x - 4, y1: y, x2: x, y2: y }));
+    g.appendChild(svgEl("line", { class: "grid", x1: x, y1: y, x2: 10000, y2: y }));
+    g.appendChild(svgEl("text", { x: x - 6, y: y + 4, class: "label tick-label", "text-anchor": "end" }, s.kind === "band" ? short(fmt(v)) : tickLabel(v)));
+  }
+  if (name) g.appendChild(svgEl("text", { x: 4, y: s.r1 - 4, class: "label axis-name" }, name));
+  return g;
+}
+
+function short(s) {
+  return s.length > 12 ? s.slice(0, 11) + "…" : s;
+}
+
+// dotsPath is one path of round dots, far cheaper than a circle each at
+// thousands of points.
+function dotsPath(pts) {
+  return pts.map(([x, y]) => "M" + x.toFixed(1) + " " + y.toFixed(1) + "h0.01").join("");
+}
+
+// ---- Hover, click, zoom: each chart's svg keeps its hit targets
+// (svg.hits, [x, y, trial id] in its own coordinates), its scales
+// (svg.scales) and a redraw; the listeners are bound once.
+
+function svgPoint(svg, e) {
+  const m = svg.getScreenCTM();
+  if (!m) return { x: 0, y: 0 };
+  const p = new DOMPoint(e.clientX, e.clientY).matrixTransform(m.inverse());
+  return { x: p.x, y: p.y };
+}
+
+// nearestHit is the trial of the hit target nearest p, within r pixels.
+function nearestHit(svg, p, r) {
+  let best = null, bd = r * r;
+  for (const h of svg.hits || []) {
+    const dx = h[0] - p.x, dy = h[1] - p.y, d = dx * dx + dy * dy;
+    if (d <= bd) { bd = d; best = h[2]; }
+  }
+  return best;
+}
+
+// clientPointOf is where a trial's hit target is on screen (the browser
+// tests aim the mouse with it); null when the chart has none.
+function clientPointOf(svgId, id) {
+  const svg = $(svgId);
+  const h = (svg.hits || []).find((x) => x[2] === id);
+  const m = svg.getScreenCTM();
+  if (!h || !m) return null;
+  const p = new DOMPoint(h[0], h[1]).matrixTransform(m);
+  return { x: p.x, y: p.y };
+}
+
+function tooltipText(t) {
+  const lines = [t.trial_name + " (" + t.status + ")"];
+  const keys = varyingKeys();
+  for (const k of keys) lines.push(k + " = " + fmt((t.config || {})[k]));
+  for (const [k, v] of Object.entries(t.config || {})) if (!keys.includes(k)) lines.push(k + " = " + fmt(v));
+  if (t.values) for (const [k, v] of Object.entries(t.values)) if (k !== metricName()) lines.push(k + " " + fmt(v));
+  if (typeof t.last === "number") lines.push(metricName() + " " + fmt(t.last) + (typeof t.best === "number" ? " (best " + fmt(t.best) + ")" : ""));
+  lines.push("iterations " + t.training_iteration);
+  return lines.join("\n");
+}
+
+function showTooltip(id, e) {
+  const t = exp.trials.get(id);
+  const tip = $("tooltip");
+  if (!t) { tip.hidden = true; return; }
+  tip.textContent = tooltipText(t);
+  tip.dataset.trial = id;
+  tip.hidden = false;
+  tip.style.left = Math.min(e.clientX + 14, window.innerWidth - tip.offsetWidth - 4) + "px";
+  tip.style.top = Math.min(e.clientY + 14, window.innerHeight - tip.offsetHeight - 4) + "px";
+}
+
+function hideTooltip() {
+  $("tooltip").hidden = true;
+}
+
+// interactive binds a chart's svg: hover shows the nearest trial's
+// tooltip, a click selects it, and on a zoomable chart a dragged rectangle
+// zooms in, the wheel zooms about the pointer, a double click resets.
+function interactive(svg) {
+  if (svg.bound) return;
+  svg.bound = true;
+  let drag = null;
+  svg.addEventListener("mousemove", (e) => {
+    if (drag) return;
+    const id = nearestHit(svg, svgPoint(svg, e), 10);
+    if (id) showTooltip(id, e);
+    else hideTooltip();
+  });
+  svg.addEventListener("mouseleave", hideTooltip);
+  svg.addEventListener("mousedown", (e) => {
+    if (e.button !== 0) return;
+    const p = svgPoint(svg, e);
+    if (svg.onBrushStart && svg.onBrushStart(p)) {
+      e.preventDefault();
+      return;
+    }
+    drag = { p, rect: null };
+    e.preventDefault();
+  });
+  window.addEventListener("mousemove", (e) => {
+    if (!drag || !svg.scales) return;
+    const p = svgPoint(svg, e);
+    const x = Math.min(p.x, drag.p.x), y = Math.min(p.y, drag.p.y);
+    if (!drag.rect) {
+      drag.rect = svgEl("rect", { class: "zoom-rect" });
+      svg.appendChild(drag.rect);
+    }
+    for (const [k, v] of Object.entries({ x, y, width: Math.abs(p.x - drag.p.x), height: Math.abs(p.y - drag.p.y) })) drag.rect.setAttribute(k, v);
+  });
+  window.addEventListener("mouseup", (e) => {
+    if (!drag) return;
+    const d = drag;
+    drag = null;
+    if (d.rect) d.rect.remove();
+    const p = svgPoint(svg, e);
+    if (svg.scales && Math.abs(p.x - d.p.x) > 6 && Math.abs(p.y - d.p.y) > 6) {
+      zoomTo(svg, [d.p.x, p.x], [d.p.y, p.y]);
+      return;
+    }
+    const id = nearestHit(svg, p, 10);
+    if (id) selectTrial(id, { fromChart: true });
+  });
+  svg.addEventListener("wheel", (e) => {
+    if (!svg.scales) return;
+    e.preventDefault();
+    const p = svgPoint(svg, e), k = e.deltaY < 0 ? 0.8 : 1.25;
+    const { x, y } = svg.scales;
+    const xs = x.kind === "band" ? null : [p.x - (p.x - x.r0) * k, p.x + (x.r1 - p.x) * k];
+    zoomTo(svg, xs, [p.y - (p.y - y.r0) * k, p.y + (y.r1 - p.y) * k]);
+  }, { passive: false });
+  svg.addEventListener("dblclick", () => resetZoom(svg));
+}
+
+// zoomTo sets the chart's domain to the pixels xs and ys span (null: that
+// axis as it is) and redraws it.
+function zoomTo(svg, xs, ys) {
+  const { x, y } = svg.scales;
+  const z = svg.zoom || {};
+  if (xs && x.kind !== "band") z.x = [x.invert(Math.min(...xs)), x.invert(Math.max(...xs))];
+  if (ys) z.y = [y.invert(Math.max(...ys)), y.invert(Math.min(...ys))];
+  svg.zoom = z;
+  svg.dataset.zoomed = "true";
+  svg.redraw();
+}
+
+function resetZoom(svg) {
+  if (!svg.zoom) return;
+  svg.zoom = null;
+  delete svg.dataset.zoomed;
+  svg.redraw();
+}
+
+// domainOf is the chart's zoomed domain of an axis, or the data's.
+function domainOf(svg, axis, data) {
+  return (svg.zoom && svg.zoom[axis]) || data;
+}
+
+// clip gives a chart a clip path for its plot area; returns its url.
+function clip(svg, x, y, w, h) {
+  const id = "clip-" + svg.id;
+  const defs = svgEl("defs");
+  const cp = svgEl("clipPath", { id });
+  cp.appendChild(svgEl("rect", { x, y, width: w, height: h }));
+  defs.appendChild(cp);
+  svg.appendChild(defs);
+  return "url(#" + id + ")";
+}
+
+// ---- The views: two figures, each showing one view at a time; only the
+// views shown are drawn, each again when what it draws changed.
+
+const VIEWS = {
+  curves: { figure: "left", draw: (dirty) => drawCurves(dirty) },
+  history: { figure: "left", draw: () => drawHistory() },
+  pareto: { figure: "left", draw: () => drawPareto() },
+  parcoords: { figure: "right", draw: () => drawParcoords() },
+  scatter: { figure: "right", draw: () => drawScatter() },
+  importance: { figure: "right", draw: () => drawImportance() },
+};
+
+// drawViews draws the views shown; each but the curves (which follow
+// each report) redraws when the finished trials, the filter, the
+// selection or its options changed.
+function drawViews(dirty) {
+  for (const name of [view.left, view.right]) {
+    if (name === "curves") {
+      drawCurves(dirty);
+      continue;
+    }
+    const key = [exp.finishedVersion, view.filterVersion, view.selected, view.historyByTime, view.logY, exp.configVersion].join("|");
+    const v = VIEWS[name];
+    if (v.drawn === key) continue;
+    v.drawn = key;
+    v.draw();
+  }
+}
+
+// redrawViews draws the views shown again, whatever changed.
+function redrawViews() {
+  for (const v of Object.values(VIEWS)) v.drawn = null;
+  curves.key = "";
+  drawViews(new Set());
+}
+
+// openOnHistory: an experiment that ended with every trial at one
+// iteration (or none) would show its curves as one column of dots; its
+// left figure opens on the optimisation history instead, unless the
+// reader chose a view.
+function openOnHistory() {
+  if (view.leftChosen || view.left !== "curves" || !exp.summary || ["RUNNING", "PENDING"].includes(exp.summary.status)) return;
+  let any = false;
+  for (const t of exp.trials.values()) {
+    if (t.points.length > 1) return;
+    if (t.points.length === 1) any = true;
+  }
+  if (any) showView("history");
+}
+
+function showView(name) {
+  const v = VIEWS[name];
+  if (!v) return;
+  view[v.figure] = name;
+  for (const [n, w] of Object.entries(VIEWS)) {
+    if (w.figure !== v.figure) continue;
+    $("view-" + n).hidden = n !== name;
+    $("tab-" + n).classList.toggle("active", n === name);
+    $("tab-" + n).setAttribute("aria-selected", String(n === name));
+  }
+  if (name === "importance") importance.fetched = false; // asked again each time it is shown
+  v.drawn = null;
+  if (name === "curves") curves.key = "";
+  drawViews(new Set());
+}
+
+function setupViews() {
+  for (const name of Object.keys(VIEWS)) {
+    $("tab-" + name).onclick = () => {
+      if (VIEWS[name].figure === "left") view.leftChosen = true;
+      showView(name);
+    };
+  }
+  $("history-by-time").onchange = (e) => { view.historyByTime = e.target.checked; resetZoom($("history")); redrawViews(); };
+  $("log-y").onchange = (e) => {
+    view.logY = e.target.checked;
+    for (const id of ["curves", "history"]) $(id).zoom = null;
+    redrawViews();
+  };
+  $("reset-zoom-left").onclick = () => { for (const id of ["curves", "history", "pareto"]) resetZoom($(id)); };
+  $("reset-zoom-right").onclick = () => { for (const svg of document.querySelectorAll("#view-scatter svg")) resetZoom(svg); };
+  $("clear-brushes").onclick = () => { view.brushes.clear(); filterChanged(); };
+  for (const id of ["curves", "history", "pareto", "parcoords"]) {
+    interactive($(id));
+  }
+  $("curves").redraw = () => { curves.key = ""; drawCurves(new Set()); };
+  $("history").redraw = drawHistory;
+  $("pareto").redraw = drawPareto;
+  $("parcoords").redraw = drawParcoords;
+}
+
+// ---- Learning curves: one polyline per trial the filter keeps, redrawn
+// only for the trials that changed unless the axes did.
 
 const COLORS = ["#1f6feb", "#d1495b", "#2e8b57", "#edae49", "#6a4c93", "#00798c", "#b5651d", "#30638e"];
-const CW = 800, CH = 320, CL = 56, CR = 12, CT = 12, CB = 28;
+const CW = 800, CH = 320, CL = 64, CR = 14, CT = 12, CB = 42;
 const curves = { key: "", lines: new Map(), group: null, best: null };
 
 function bestTrial() {
-  const max = exp.summary && exp.summary.mode === "max";
+  const max = isMax();
   let best = null;
   for (const t of exp.trials.values()) {
     if (typeof t.best !== "number") continue;
@@ -482,96 +990,108 @@ function niceCeil(v) {
 // still running, the selected one, and the best finished ones up to it.
 const MAX_CURVES = 500;
 
-// curveSet is the ids of the trials whose curves are drawn; null for all.
+// curveSet is the ids of the trials whose curves are drawn: those the
+// filter keeps, bounded by MAX_CURVES.
 function curveSet() {
-  if (exp.order.length <= MAX_CURVES) return null;
+  const kept = filtered();
+  if (kept.length <= MAX_CURVES) return { ids: new Set(kept.map((t) => t.trial_id)), all: true };
   const set = new Set();
   const done = [];
-  for (const t of exp.trials.values()) {
+  for (const t of kept) {
     if (t.points.length === 0) continue;
     if (!FINISHED.has(t.status)) set.add(t.trial_id);
     else if (typeof t.best === "number") done.push(t);
   }
-  if (view.selected) set.add(view.selected);
-  const max = exp.summary && exp.summary.mode === "max";
+  if (view.selected && exp.trials.has(view.selected)) set.add(view.selected);
+  const max = isMax();
   done.sort((a, b) => (max ? b.best - a.best : a.best - b.best));
   for (const t of done) {
     if (set.size >= MAX_CURVES) break;
     set.add(t.trial_id);
   }
-  return set;
+  return { ids: set, all: false };
 }
 
 function drawCurves(dirty) {
   const svg = $("curves");
-  const only = curveSet();
-  const drawn = only ? [...only].map((id) => exp.trials.get(id)).filter(Boolean) : [...exp.trials.values()];
-  let x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;
+  const { ids: only, all } = curveSet();
+  const drawn = [...only].map((id) => exp.trials.get(id)).filter(Boolean);
+  const xs = [], ys = [];
+  let longest = 0;
   for (const t of drawn) {
-    for (const [x, y] of t.points) {
-      if (x < x0) x0 = x;
-      if (x > x1) x1 = x;
-      if (y < y0) y0 = y;
-      if (y > y1) y1 = y;
-    }
+    longest = Math.max(longest, t.points.length);
+    for (const [x, y] of t.points) { xs.push(x); ys.push(y); }
   }
-  $("curves-shown").textContent = only ? "; " + only.size + " of " + exp.order.length + " trials drawn: the running ones, the selected one and the best" : "";
-  if (x0 === Infinity) {
+  const kept = filtered().length;
+  $("curves-shown").textContent = !all ? "; " + only.size + " of " + kept + " trials drawn: the running ones, the selected one and the best" :
+    kept < exp.order.length ? "; the " + kept + " of " + exp.order.length + " trials the filter keeps" : "";
+  const yKind = view.logY ? "log" : "linear";
+  const xe = extent(xs, "linear", 0), ye = extent(ys, yKind, 0.04);
+  if (!xe || !ye) {
     curves.key = "";
-    svg.replaceChildren(svgEl("text", { x: CL, y: CH / 2, class: "label" }, "No results yet."));
+    svg.hits = [];
+    svg.scales = null;
+    svg.replaceChildren(svgEl("text", { x: CL, y: CH / 2, class: "label" }, drawn.length || !kept ? "No results yet." : "No trial the filter keeps."));
     return;
   }
   // The x axis ends at a round number, so that a trial's next iteration
-  // rarely moves it (which redraws every line).
-  x1 = niceCeil(x1);
-  if (x1 <= x0) x1 = x0 + 1;
-  if (y1 === y0) { y0 -= 0.5; y1 += 0.5; }
-  const sx = (x) => CL + ((x - x0) / (x1 - x0)) * (CW - CL - CR);
-  const sy = (y) => CH - CB - ((y - y0) / (y1 - y0)) * (CH - CT - CB);
-  const key = [x0, x1, y0, y1].join(",");
+  // rarely moves it (which redraws every line). When every trial has one
+  // iteration, the points sit in the middle, drawn as dots.
+  let [x0, x1] = xe;
+  if (x1 > x0) x1 = niceCeil(x1);
+  else { x0 -= 1; x1 += 1; }
+  const dots = longest <= 1;
+  const xd = domainOf(svg, "x", [x0, x1]), yd = domainOf(svg, "y", ye);
+  const sx = scale("linear", xd[0], xd[1], CL, CW - CR), sy = scale(yKind, yd[0], yd[1], CH - CB, CT);
+  const key = [xd, yd, yKind, view.filterVersion, all].join(",");
   let ids = [...dirty];
   if (key !== curves.key) {
     // New axes: every line again.
     curves.key = key;
     curves.lines = new Map();
-    curves.group = svgEl("g", { class: "lines" });
-    const label = (x, y, s, anchor) => svgEl("text", { x, y, class: "label", "text-anchor": anchor }, s);
-    svg.replaceChildren(
-      svgEl("line", { class: "axis", x1: CL, y1: CH - CB, x2: CW - CR, y2: CH - CB }),
-      svgEl("line", { class: "axis", x1: CL, y1: CT, x2: CL, y2: CH - CB }),
-      label(CL - 4, CT + 8, fmt(y1), "end"), label(CL - 4, CH - CB, fmt(y0), "end"),
-      label(CL, CH - 8, fmt(x0), "start"), label(CW - CR, CH - 8, fmt(x1), "end"),
-      curves.group);
+    curves.hits = new Map();
+    svg.replaceChildren();
+    const url = clip(svg, CL, CT, CW - CR - CL, CH - CB - CT);
+    curves.group = svgEl("g", { class: "lines", "clip-path": url });
+    svg.append(axisX(sx, CH - CB, $("curve-x").value || "training_iteration", 8), axisY(sy, CL, $("curve-metric").value || metricName(), 6), curves.group);
+    svg.scales = { x: sx, y: sy };
     ids = drawn.map((t) => t.trial_id);
-  } else if (only) {
+  } else {
     // Lines that left the set go; those that joined it come.
     for (const [id, line] of curves.lines) {
       if (!only.has(id)) {
         line.remove();
         curves.lines.delete(id);
+        curves.hits.delete(id);
       }
     }
     for (const id of only) if (!curves.lines.has(id)) ids.push(id);
   }
+  const { x: cx, y: cy } = svg.scales;
   for (const id of ids) {
     const t = exp.trials.get(id);
-    if (!t || t.points.length === 0 || (only && !only.has(id))) continue;
+    if (!t || t.points.length === 0 || !only.has(id)) continue;
     const color = COLORS[t.index % COLORS.length];
-    const pts = t.points.map(([x, y]) => sx(x).toFixed(1) + "," + sy(y).toFixed(1)).join(" ");
+    const px = t.points.filter(([, y]) => yKind !== "log" || y > 0).map(([x, y]) => [cx.map(x), cy.map(y)]);
+    const pts = px.map(([x, y]) => x.toFixed(1) + "," + y.toFixed(1)).join(" ");
     let line = curves.lines.get(id);
     if (!line) {
       line = svgEl("polyline", { stroke: color, "data-trial": id });
-      line.appendChild(svgEl("title", {}, t.trial_name));
       curves.group.appendChild(line);
       curves.lines.set(id, line);
     }
-    // A single point is drawn as a short segment, to be seen.
-    line.setAttribute("points", t.points.length === 1 ? pts + " " + (sx(t.points[0][0]) + 0.5).toFixed(1) + "," + sy(t.points[0][1]).toFixed(1) : pts);
+    // A single point is drawn as a dot, to be seen.
+    line.setAttribute("points", px.length === 1 ? pts + " " + (px[0][0] + 0.01).toFixed(2) + "," + px[0][1].toFixed(1) : pts);
+    line.classList.toggle("dot", dots || px.length === 1);
     line.dataset.n = t.points.length;
+    curves.hits.set(id, px);
   }
+  svg.hits = [];
+  for (const [id, px] of curves.hits) for (const [x, y] of px) svg.hits.push([x, y, id]);
   svg.dataset.drawn = curves.lines.size;
   svg.dataset.metric = (exp.summary && exp.summary.curve_metric) || "";
   svg.dataset.x = (exp.summary && exp.summary.curve_x) || "";
+  $("curves-note").textContent = dots ? "Every trial has one iteration so far: the optimisation history shows them by trial number." : "";
   const best = bestTrial();
   const bestLine = best && curves.lines.get(best.trial_id);
   for (const line of curves.group.querySelectorAll("polyline.best, polyline.selected")) line.classList.remove("best", "selected");
@@ -586,80 +1106,414 @@ function drawCurves(dirty) {
   }
 }
 
+// ---- Point charts: the optimisation history, the parameters against
+// the metric, the Pareto front. Each point is a trial; hover, click and
+// zoom as every chart.
+
+// pointChart draws points {x, y, id, cls} on svg with the axes given
+// ({kind, name, cats for a band}); opts.overlay(svg, sx, sy) adds lines
+// and marks. The selected trial is ringed.
+function pointChart(svg, pts, xa, ya, opts) {
+  const W = opts.W, H = opts.H, L = opts.L || 64, R = 14, T = 12, B = opts.B || 42;
+  svg.replaceChildren();
+  svg.hits = [];
+  if (pts.length === 0) {
+    svg.scales = null;
+    svg.appendChild(svgEl("text", { x: L, y: H / 2, class: "label" }, opts.empty));
+    return;
+  }
+  const sx = xa.kind === "band" ? bandScale(xa.cats, L, W - R) : (() => {
+    const d = domainOf(svg, "x", extent(pts.map((p) => p.x), xa.kind, 0.04));
+    return scale(xa.kind, d[0], d[1], L, W - R);
+  })();
+  const yd = domainOf(svg, "y", extent(pts.map((p) => p.y), ya.kind, 0.06));
+  const sy = scale(ya.kind, yd[0], yd[1], H - B, T);
+  svg.scales = { x: sx, y: sy };
+  const url = clip(svg, L, T, W - R - L, H - B - T);
+  svg.append(axisX(sx, H - B, xa.name, Math.max(4, Math.floor((W - L) / 90))), axisY(sy, L, ya.name, Math.max(3, Math.floor(H / 60))));
+  const g = svgEl("g", { "clip-path": url });
+  const byClass = new Map();
+  for (const p of pts) {
+    let x = sx.map(p.x);
+    // Categories spread across their band, the same way on each draw.
+    if (xa.kind === "band") x += (((p.index * 2654435761) % 1000) / 1000 - 0.5) * sx.step * 0.6;
+    const y = sy.map(p.y);
+    if (!isFinite(x) || !isFinite(y)) continue;
+    svg.hits.push([x, y, p.id]);
+    const cls = p.cls || "pts";
+    if (!byClass.has(cls)) byClass.set(cls, []);
+    byClass.get(cls).push([x, y]);
+  }
+  for (const [cls, list] of byClass) g.appendChild(svgEl("path", { class: "dots " + cls, d: dotsPath(list) }));
+  if (opts.overlay) opts.overlay(g, sx, sy);
+  const sel = view.selected && svg.hits.find((h) => h[2] === view.selected);
+  if (sel) g.appendChild(svgEl("circle", { class: "selected-ring", cx: sel[0], cy: sel[1], r: 6, "data-trial": view.selected }));
+  svg.appendChild(g);
+}
+
+// finishedWithMetric are the finished trials the filter keeps that
+// reported the metric.
+function finishedWithMetric() {
+  return filtered().filter((t) => FINISHED.has(t.status) && typeof t.last === "number");
+}
+
+// drawHistory: every finished trial's value by trial number (or by the
+// time of its last report), and the best so far as a step line.
+function drawHistory() {
+  const svg = $("history");
+  const start = exp.summary && exp.summary.start_time ? Date.parse(exp.summary.start_time) : 0;
+  const xOf = view.historyByTime ? (t) => (t.last_result_time ? (Date.parse(t.last_result_time) - start) / 1000 : undefined) : (t) => t.index;
+  const yKind = view.logY ? "log" : "linear";
+  const pts = finishedWithMetric().map((t) => ({ x: xOf(t), y: t.last, id: t.trial_id, index: t.index, cls: t.status === "ERROR" ? "pts err" : "pts" }))
+    .filter((p) => typeof p.x === "number" && (yKind !== "log" || p.y > 0));
+  pts.sort((a, b) => a.x - b.x);
+  const max = isMax();
+  pointChart(svg, pts, { kind: "linear", name: view.historyByTime ? "seconds since the start" : "trial number" }, { kind: yKind, name: metricName() }, {
+    W: 800, H: 320, empty: "No finished trial yet.",
+    overlay: (g, sx, sy) => {
+      // The best so far: a step line from each new best to the next.
+      let best = null, d = "";
+      for (const p of pts) {
+        if (best === null || (max ? p.y > best : p.y < best)) {
+          d += (d ? "H" + sx.map(p.x).toFixed(1) + "V" : "M" + sx.map(p.x).toFixed(1) + " ") + sy.map(p.y).toFixed(1);
+          best = p.y;
+        }
+      }
+      if (pts.length) d += "H" + sx.map(pts[pts.length - 1].x).toFixed(1);
+      g.appendChild(svgEl("path", { class: "best-so-far", d }));
+    },
+  });
+  svg.dataset.points = pts.length;
+}
+
+// drawScatter: a small chart per varying config key, the key's value
+// against the metric (log x for a log domain, a band per category).
+function drawScatter() {
+  const box = $("scatter");
+  const trials = finishedWithMetric();
+  const keys = varyingKeys();
+  const have = new Map([...box.querySelectorAll("svg")].map((s) => [s.dataset.param, s]));
+  const svgs = keys.map((k) => {
+    let svg = have.get(k);
+    if (!svg) {
+      svg = svgEl("svg", { id: "scatter-" + k.replace(/[^\w-]/g, "_"), class: "scatter", viewBox: "0 0 390 230", width: 390, height: 230, role: "img", "aria-label": k + " against the metric", "data-param": k });
+      svg.redraw = () => drawScatterOf(svg, k, finishedWithMetric());
+      interactive(svg);
+    }
+    drawScatterOf(svg, k, trials);
+    return svg;
+  });
+  box.replaceChildren(...svgs);
+  if (svgs.length === 0) box.textContent = "No config key varies.";
+}
+
+function drawScatterOf(svg, key, trials) {
+  const vals = trials.map((t) => (t.config || {})[key]);
+  const numeric = paramScale(key) !== "category" && vals.every((v) => typeof v === "number");
+  const kind = !numeric ? "band" : paramScale(key) === "log" && vals.every((v) => v > 0) ? "log" : "linear";
+  const xa = { kind, name: key, cats: kind === "band" ? orderCats(vals) : null };
+  const pts = trials.map((t) => ({ x: (t.config || {})[key], y: t.last, id: t.trial_id, index: t.index, cls: t.status === "ERROR" ? "pts err" : "pts" }));
+  pointChart(svg, pts, xa, { kind: view.logY && pts.every((p) => p.y > 0) ? "log" : "linear", name: metricName() }, { W: 390, H: 230, L: 60, empty: "No finished trial yet." });
+}
+
+// paretoFront are the ids of the points no other point dominates: sorted
+// by the first objective (better first), a point is on the front when its
+// second beats every point before it. Both are made "lower is better" by
+// the modes.
+function paretoFront(pts) {
+  const sorted = [...pts].sort((a, b) => a.a - b.a || a.b - b.b);
+  const front = new Set();
+  let bestB = Infinity, frontA = NaN;
+  for (const p of sorted) {
+    // Equal points are all on the front, or none of them.
+    if (p.b < bestB || (p.b === bestB && p.a === frontA)) {
+      front.add(p.id);
+      bestB = p.b;
+      frontA = p.a;
+    }
+  }
+  return front;
+}
+
+// drawPareto: the first two of the experiment's metrics, one point per
+// finished trial, the non-dominated ones marked and joined.
+function drawPareto() {
+  const svg = $("pareto");
+  const objs = (exp.summary && exp.summary.objectives) || [];
+  if (objs.length < 2) {
+    svg.replaceChildren(svgEl("text", { x: 64, y: 160, class: "label" }, "The experiment optimizes one metric: no Pareto front."));
+    return;
+  }
+  const [A, B] = objs;
+  const sign = (o) => (o.mode === "max" ? -1 : 1);
+  const trials = filtered().filter((t) => FINISHED.has(t.status) && t.values && typeof t.values[A.metric] === "number" && typeof t.values[B.metric] === "number");
+  const front = paretoFront(trials.map((t) => ({ id: t.trial_id, a: sign(A) * t.values[A.metric], b: sign(B) * t.values[B.metric] })));
+  const pts = trials.map((t) => ({ x: t.values[A.metric], y: t.values[B.metric], id: t.trial_id, index: t.index, cls: front.has(t.trial_id) ? "pts on-front" : "pts" }));
+  pointChart(svg, pts, { kind: "linear", name: A.metric + " (" + A.mode + ")" }, { kind: "linear", name: B.metric + " (" + B.mode + ")" }, {
+    W: 800, H: 320, empty: "No finished trial with both metrics yet.",
+    overlay: (g, sx, sy) => {
+      const on = pts.filter((p) => front.has(p.id)).sort((p, q) => p.x - q.x);
+      g.appendChild(svgEl("polyline", { class: "front-line", points: on.map((p) => sx.map(p.x).toFixed(1) + "," + sy.map(p.y).toFixed(1)).join(" ") }));
+      for (const p of on) g.appendChild(svgEl("circle", { class: "front", cx: sx.map(p.x), cy: sy.map(p.y), r: 4.5, "data-trial": p.id }));
+    },
+  });
+  $("pareto-note").textContent = "; " + front.size + " of " + trials.length + " trials on the front (" + A.metric + " " + A.mode + ", " + B.metric + " " + B.mode + ")";
+}
+
+// ---- Hyperparameter importance, from the server's
+// /api/experiments/NAME/importance?metric=M, asked when the view is shown.
+
+const importance = { fetched: false, pending: false, data: null, error: "" };
+
+async function drawImportance() {
+  const box = $("importance");
+  if (importance.pending) return; // the answer draws it
+  if (!importance.fetched) {
+    importance.fetched = true;
+    importance.pending = true;
+    box.replaceChildren(el("p", { class: "note" }, "importance: computing…"));
+    try {
+      const r = await fetch("/api/experiments/" + encodeURIComponent(exp.name) + "/importance?metric=" + encodeURIComponent(metricName()), { credentials: "same-origin" });
+      // 404 (or 405: no GET route there) when this server has no such
+      // endpoint.
+      if (r.status === 404 || r.status === 405) throw new Error("not available");
+      const body = await r.json().catch(() => ({}));
+      if (!r.ok) throw new Error(body.error || r.status + " " + r.statusText);
+      importance.data = body;
+      importance.error = "";
+    } catch (e) {
+      importance.data = null;
+      importance.error = e.message;
+    } finally {
+      importance.pending = false;
+    }
+  }
+  if (!importance.data) {
+    box.replaceChildren(el("p", { class: "note", id: "importance-missing" }, "importance: " + importance.error));
+    return;
+  }
+  const d = importance.data;
+  const items = d.importances || [];
+  const W = 800, rowH = 24, L = 160, R = 70, T = 8;
+  const H = T * 2 + rowH * Math.max(1, items.length);
+  const svg = svgEl("svg", { id: "importance-chart", width: W, height: H, viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": "hyperparameter importance" });
+  const top = Math.max(...items.map((i) => i.importance), 1e-12);
+  items.forEach((it, i) => {
+    const y = T + i * rowH;
+    const w = ((W - L - R) * it.importance) / top;
+    const g = svgEl("g", { class: "bar", "data-param": it.param });
+    g.appendChild(svgEl("text", { x: L - 8, y: y + rowH / 2 + 4, class: "label", "text-anchor": "end" }, short(it.param)));
+    g.appendChild(svgEl("rect", { x: L, y: y + 3, width: Math.max(1, w), height: rowH - 6 }));
+    g.appendChild(svgEl("text", { x: L + w + 6, y: y + rowH / 2 + 4, class: "label" }, it.importance.toFixed(3)));
+    g.appendChild(svgEl("title", {}, it.param + ": " + it.importance));
+    svg.appendChild(g);
+  });
+  const note = el("p", { class: "note" }, "Importance of each parameter for " + d.metric + " (" + d.mode + ") by " + d.method + ", over " + d.trials + " trials.");
+  box.replaceChildren(note, svg);
+}
+
 // ---- Parallel coordinates: an axis per varying config key and one for
-// the metric; a line per finished trial that reported the metric.
+// the metric; a line per finished trial that reported the metric. A drag
+// along an axis brushes a range of it; the brushes AND together and join
+// the filter, driving the table and every chart.
+
+const PC = { W: 800, H: 300, L: 50, R: 70, T: 24, B: 34 };
+const PC_METRIC = "\u0000metric"; // the metric's axis, named apart from any config key
+// LINE_CAP bounds the lines drawn: past it, the best PC_TOP trials and an
+// even sample of the others.
+const LINE_CAP = 1000, PC_TOP = 200;
+const parcoords = { axes: [] };
+
+// pcAxes builds the axes from every finished trial (not only those the
+// filter keeps: a brush must not move the axes it is drawn on).
+function pcAxes(trials) {
+  const axes = varyingKeys().map((k) => ({ name: k, label: k, get: (t) => (t.config || {})[k], space: paramScale(k) }));
+  axes.push({ name: PC_METRIC, label: metricName(), get: (t) => t.last, space: "" });
+  const r0 = PC.H - PC.B, r1 = PC.T;
+  for (const a of axes) {
+    const vals = trials.map(a.get);
+    const numeric = a.space !== "category" && vals.every((v) => typeof v === "number");
+    if (numeric) {
+      const kind = a.space === "log" && vals.every((v) => v > 0) ? "log" : "linear";
+      const e = extent(vals, kind, 0);
+      a.scale = scale(kind, e[0], e[1], r0, r1);
+    } else {
+      a.scale = bandScale(orderCats(vals), r0, r1);
+    }
+  }
+  const step = axes.length > 1 ? (PC.W - PC.L - PC.R) / (axes.length - 1) : 0;
+  axes.forEach((a, i) => { a.x = axes.length > 1 ? PC.L + i * step : PC.W / 2; });
+  return axes;
+}
+
+// pcSample bounds the lines: all up to LINE_CAP, else the best PC_TOP by
+// the metric and an even sample of the rest.
+function pcSample(trials) {
+  if (trials.length <= LINE_CAP) return { lines: trials, note: "" };
+  const max = isMax();
+  const ranked = [...trials].sort((a, b) => (max ? b.last - a.last : a.last - b.last));
+  const rest = ranked.slice(PC_TOP);
+  const every = rest.length / (LINE_CAP - PC_TOP);
+  const sample = [];
+  for (let i = 0; i < LINE_CAP - PC_TOP; i++) sample.push(rest[Math.floor(i * every)]);
+  return { lines: ranked.slice(0, PC_TOP).concat(sample), note: "; " + LINE_CAP + " of " + trials.length + " lines drawn: the best " + PC_TOP + " and an even sample of the others" };
+}
 
 function drawParcoords() {
   const svg = $("parcoords");
-  const W = 800, H = 280, L = 40, R = 60, T = 24, B = 30;
-  const trials = exp.order.map((id) => exp.trials.get(id)).filter((t) => FINISHED.has(t.status) && typeof t.last === "number");
-  if (trials.length === 0) {
-    svg.replaceChildren(svgEl("text", { x: L, y: H / 2, class: "label" }, "No finished trial yet."));
+  const all = exp.order.map((id) => exp.trials.get(id)).filter((t) => FINISHED.has(t.status) && typeof t.last === "number");
+  svg.hits = [];
+  if (all.length === 0) {
+    parcoords.axes = [];
+    svg.replaceChildren(svgEl("text", { x: PC.L, y: PC.H / 2, class: "label" }, "No finished trial yet."));
     return;
   }
-  const metric = (exp.summary && exp.summary.metric) || "metric";
-  const axes = varyingKeys().map((k) => ({ name: k, get: (t) => (t.config || {})[k] }));
-  axes.push({ name: metric, get: (t) => t.last });
-  for (const a of axes) {
-    const vals = trials.map(a.get);
-    a.numeric = vals.every((v) => typeof v === "number");
-    if (a.numeric) {
-      a.min = Math.min(...vals);
-      a.max = Math.max(...vals);
-      if (a.min === a.max) { a.min -= 0.5; a.max += 0.5; }
-      a.pos = (v) => (v - a.min) / (a.max - a.min);
-    } else {
-      a.cats = [...new Set(vals.map((v) => JSON.stringify(v)))].sort();
-      a.pos = (v) => (a.cats.length === 1 ? 0.5 : a.cats.indexOf(JSON.stringify(v)) / (a.cats.length - 1));
-    }
-  }
-  const step = axes.length > 1 ? (W - L - R) / (axes.length - 1) : 0;
-  const ax = (i) => (axes.length > 1 ? L + i * step : W / 2);
-  const ay = (p) => H - B - p * (H - T - B);
-  const children = [];
-  const lines = svgEl("g", { class: "lines" });
-  const max = exp.summary && exp.summary.mode === "max";
-  let best = null;
-  for (const t of trials) if (!best || (max ? t.last > best.last : t.last < best.last)) best = t;
+  const axes = pcAxes(all);
+  parcoords.axes = axes;
+  const kept = all.filter(matches);
+  const { lines: drawn, note } = pcSample(kept);
+  $("parcoords-note").textContent = note || (kept.length < all.length ? "; " + kept.length + " of " + all.length + " kept by the filter" : "");
   const m = axes[axes.length - 1];
-  for (const t of trials) {
-    const pts = axes.map((a, i) => ax(i).toFixed(1) + "," + ay(a.pos(a.get(t))).toFixed(1)).join(" ");
-    // Colour by the metric: blue for the better end, red for the worse.
-    let q = m.pos(t.last);
-    if (!max) q = 1 - q;
-    const hue = Math.round(q * 220);
-    const line = svgEl("polyline", { points: pts, stroke: "hsl(" + hue + ",70%,45%)", "data-trial": t.trial_id });
-    if (t === best) line.classList.add("best");
-    line.appendChild(svgEl("title", {}, t.trial_name + ": " + metric + " " + fmt(t.last)));
-    lines.appendChild(line);
-  }
-  if (best) lines.appendChild(lines.querySelector("polyline.best"));
-  children.push(lines);
-  axes.forEach((a, i) => {
-    const x = ax(i);
-    children.push(svgEl("line", { class: "axis", x1: x, y1: T, x2: x, y2: H - B }));
-    children.push(svgEl("text", { x, y: H - 10, class: "label axis-name", "text-anchor": "middle" }, a.name));
-    if (a.numeric) {
-      children.push(svgEl("text", { x: x + 3, y: T - 4, class: "label" }, fmt(a.max)));
-      children.push(svgEl("text", { x: x + 3, y: H - B + 12, class: "label" }, fmt(a.min)));
-    } else {
-      a.cats.forEach((c, j) => children.push(svgEl("text", { x: x + 3, y: ay(a.pos(JSON.parse(c))) + 4, class: "label" }, fmt(JSON.parse(c)))));
+  const max = isMax();
+  let best = null;
+  for (const t of kept) if (!best || (max ? t.last > best.last : t.last < best.last)) best = t;
+  // Many lines are drawn thin and faint, so that where they gather reads
+  // as density rather than a solid block.
+  const group = svgEl("g", { class: drawn.length > 300 ? "lines many" : "lines" });
+  // The trials the filter leaves out, in grey behind, while few.
+  if (all.length <= LINE_CAP) {
+    for (const t of all) {
+      if (!matches(t)) group.appendChild(svgEl("polyline", { class: "dim", points: axes.map((a) => a.x.toFixed(1) + "," + a.scale.map(a.get(t)).toFixed(1)).join(" ") }));
     }
-  });
+  }
+  let bestLine = null, selLine = null;
+  for (const t of drawn) {
+    const px = axes.map((a) => [a.x, a.scale.map(a.get(t))]);
+    // Hit targets where the line crosses each axis and halfway between.
+    px.forEach(([x, y], i) => {
+      svg.hits.push([x, y, t.trial_id]);
+      if (i > 0) svg.hits.push([(x + px[i - 1][0]) / 2, (y + px[i - 1][1]) / 2, t.trial_id]);
+    });
+    // Colour by the metric: blue for the better end, red for the worse.
+    let q = (m.scale.map(t.last) - m.scale.r0) / (m.scale.r1 - m.scale.r0);
+    if (!max) q = 1 - q;
+    const line = svgEl("polyline", { points: px.map(([x, y]) => x.toFixed(1) + "," + y.toFixed(1)).join(" "), stroke: "hsl(" + Math.round(q * 220) + ",70%,45%)", "data-trial": t.trial_id });
+    if (t === best) { line.classList.add("best"); bestLine = line; }
+    if (t.trial_id === view.selected) { line.classList.add("selected"); selLine = line; }
+    group.appendChild(line);
+  }
+  if (bestLine) group.appendChild(bestLine);
+  if (selLine) group.appendChild(selLine);
+  const children = [group];
+  for (const a of axes) children.push(pcAxis(a));
   svg.replaceChildren(...children);
+  svg.dataset.lines = drawn.length;
+}
+
+// pcAxis draws an axis with its ticks (categories thinned so that their
+// labels do not overlap), its name and its brush.
+function pcAxis(a) {
+  const g = svgEl("g", { class: "pc-axis", "data-axis": a.label, "data-scale": a.scale.kind });
+  const s = a.scale;
+  g.appendChild(svgEl("line", { class: "axis", x1: a.x, y1: PC.T, x2: a.x, y2: PC.H - PC.B }));
+  const ticks = s.kind === "band" ? thin(s.cats.map((c) => JSON.parse(c)), Math.floor((PC.H - PC.T - PC.B) / 14)) : s.ticks(5);
+  for (const v of ticks) {
+    const y = s.map(v);
+    g.appendChild(svgEl("line", { class: "tick", x1: a.x - 3, y1: y, x2: a.x + 3, y2: y }));
+    g.appendChild(svgEl("text", { x: a.x + 5, y: y + 4, class: "label tick-label halo" }, s.kind === "band" ? short(fmt(v)) : tickLabel(v)));
+  }
+  g.appendChild(svgEl("text", { x: a.x, y: PC.H - 12, class: "label axis-name", "text-anchor": "middle" }, short(a.label)));
+  const b = view.brushes.get(a.name);
+  if (b) {
+    let y0, y1;
+    if (b.cats) {
+      const ys = [...b.cats].map((c) => s.map(JSON.parse(c)));
+      y0 = Math.max(...ys) + (s.step || 0) / 2;
+      y1 = Math.min(...ys) - (s.step || 0) / 2;
+    } else {
+      y0 = s.map(b.lo);
+      y1 = s.map(b.hi);
+    }
+    g.appendChild(svgEl("rect", { class: "brush", x: a.x - 7, y: Math.min(y0, y1), width: 14, height: Math.max(2, Math.abs(y1 - y0)) }));
+  }
+  return g;
+}
+
+// pcBrush turns a drag from y0 to y1 on an axis into a brush of its values.
+function pcBrush(a, y0, y1) {
+  const top = Math.min(y0, y1), bottom = Math.max(y0, y1);
+  const s = a.scale;
+  if (s.kind === "band") {
+    const cats = new Set(s.cats.filter((c) => { const y = s.map(JSON.parse(c)); return y >= top && y <= bottom; }));
+    view.brushes.set(a.name, { cats });
+  } else {
+    view.brushes.set(a.name, { lo: s.invert(bottom), hi: s.invert(top) });
+  }
+}
+
+// pcClientPoint is where an axis's value is on screen (the browser tests
+// drag brushes with it).
+function pcClientPoint(label, value) {
+  const a = parcoords.axes.find((x) => x.label === label);
+  const m = $("parcoords").getScreenCTM();
+  if (!a || !m) return null;
+  const p = new DOMPoint(a.x, a.scale.map(value)).matrixTransform(m);
+  return { x: p.x, y: p.y };
+}
+
+function setupBrushes() {
+  const svg = $("parcoords");
+  let drag = null;
+  svg.onBrushStart = (p) => {
+    const a = parcoords.axes.find((x) => Math.abs(x.x - p.x) <= 12);
+    if (!a) return false;
+    drag = { a, y0: p.y, rect: svgEl("rect", { class: "brush", x: a.x - 7, y: p.y, width: 14, height: 0 }) };
+    svg.appendChild(drag.rect);
+    return true;
+  };
+  window.addEventListener("mousemove", (e) => {
+    if (!drag) return;
+    const y = svgPoint(svg, e).y;
+    drag.rect.setAttribute("y", Math.min(y, drag.y0));
+    drag.rect.setAttribute("height", Math.abs(y - drag.y0));
+  });
+  window.addEventListener("mouseup", (e) => {
+    if (!drag) return;
+    const d = drag;
+    drag = null;
+    const p = svgPoint(svg, e);
+    if (Math.abs(p.y - d.y0) >= 3) pcBrush(d.a, d.y0, p.y);
+    else if (view.brushes.has(d.a.name)) view.brushes.delete(d.a.name); // a click clears the axis's brush
+    else {
+      // A click on an axis without a brush selects the line there.
+      d.rect.remove();
+      const id = nearestHit(svg, p, 10);
+      if (id) selectTrial(id, { fromChart: true });
+      return;
+    }
+    filterChanged();
+  });
 }
 
 // ---- One trial: its timeline, error.txt and checkpoints.
 
-function selectTrial(id) {
+// selectTrial selects a trial in every view; from a chart, the table
+// shows the page of its row; from a row, the trial's panel scrolls into
+// view.
+function selectTrial(id, opts) {
+  opts = opts || {};
   view.selected = id;
   history.replaceState(null, "", "#trial=" + encodeURIComponent(id));
+  if (opts.fromChart) showRowOf(id);
   drawTable();
-  drawCurves(new Set());
+  curves.key = "";
+  drawViews(new Set());
+  trialScroll = opts.scroll ? id : null;
   loadTrial(id);
 }
 
 let trialLoading = null;
+let trialScroll = null;
 
 async function loadTrial(id) {
   if (trialLoading === id) return;
@@ -676,6 +1530,10 @@ async function loadTrial(id) {
   if (view.selected !== id) return;
   show("trial");
   $("trial").dataset.trial = id;
+  if (trialScroll === id) {
+    trialScroll = null;
+    $("trial").scrollIntoView({ block: "start" });
+  }
   $("trial-name").textContent = d.trial.trial_name;
   const st = $("trial-status");
   st.textContent = d.trial.status + (d.trial.end_reason ? " (" + d.trial.end_reason + ")" : "");
@@ -788,7 +1646,9 @@ async function experimentPage(name) {
     shown = true;
     show("experiment");
     setupActions(base);
-    $("status-filter").onchange = (e) => { view.status = e.target.value; view.page = 0; drawTable(); };
+    $("status-filter").onchange = (e) => { view.status = e.target.value; filterChanged(); };
+    setupViews();
+    setupBrushes();
     $("filter").oninput = (e) => setFilter(e.target.value);
     $("prev").onclick = () => { view.page--; drawTable(); };
     $("next").onclick = () => { view.page++; drawTable(); };
