@@ -26,7 +26,8 @@ import (
 // ScreenshotEnv names the file TestDashboardScreenshot writes; the test is
 // skipped without it. Beside it, the picture of each view:
 // dashboard-history.png, dashboard-scatter.png, dashboard-parcoords.png
-// (brushed) and dashboard-pareto.png (of an experiment of two metrics).
+// (brushed), dashboard-importance.png and dashboard-pareto.png (of an
+// experiment of two metrics).
 // docs/dashboard.md's pictures come from
 //
 //	TUNEJET_DASHBOARD_PNG=$PWD/docs/dashboard.png go test -run TestDashboardScreenshot ./internal/dashboard/
@@ -105,6 +106,9 @@ func TestDashboardScreenshot(t *testing.T) {
 	})()`)
 	waitFor(t, ctx, "the brush", `document.querySelectorAll("#parcoords rect.brush").length === 1`)
 	figure(t, ctx, "#figure-right", beside(file, "parcoords"))
+	evaluate[chromedp.Void](t, ctx, `document.getElementById("tab-importance").click()`)
+	waitFor(t, ctx, "the importance bars", `document.querySelectorAll("#importance-chart .bar").length === 2`)
+	figure(t, ctx, "#figure-right", beside(file, "importance"))
 
 	// The Pareto front of an experiment of two metrics.
 	v := startViews(t)
