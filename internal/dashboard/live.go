@@ -564,12 +564,9 @@ func objectives(tc events.TuneConfig) []Objective {
 	if !tc.MultiObjective() {
 		return nil
 	}
-	out := make([]Objective, len(tc.Metrics))
-	for i, m := range tc.Metrics {
-		out[i].Metric = m
-		if i < len(tc.Modes) {
-			out[i].Mode = tc.Modes[i]
-		}
+	out := []Objective{}
+	for _, o := range tc.Objectives() {
+		out = append(out, Objective(o))
 	}
 	return out
 }
