@@ -13,11 +13,13 @@ import (
 // A trial a scheduler stopped counts for TPE as Optuna counts a pruned
 // one: with the value and step of the result it was stopped at, whatever
 // it reported before the stop reached its runner (a timing matter).
-func TestTPEHistoryKeepsThePrunedValue(t *testing.T) {
+// folder returns an experiment's state and the function that folds an
+// event into it, each a second after the last.
+func folder(t *testing.T) (**state.Experiment, func(events.Writer, events.Payload)) {
 	st := state.New("exp")
 	seq := uint64(0)
 	when := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	fold := func(w events.Writer, p events.Payload) {
+	return &st, func(w events.Writer, p events.Payload) {
 		seq++
 		when = when.Add(time.Second)
 		ev := events.New("exp", w, "test", p)
@@ -28,6 +30,10 @@ func TestTPEHistoryKeepsThePrunedValue(t *testing.T) {
 		}
 		st = next
 	}
+}
+
+func TestTPEHistoryKeepsThePrunedValue(t *testing.T) {
+	stp, fold := folder(t)
 	fold(events.WriterClient, &events.ExperimentSubmitted{Spec: events.ExperimentSpec{
 		Name: "exp", Trainable: events.Trainable{Name: "fn"},
 		TuneConfig: events.TuneConfig{
@@ -47,11 +53,11 @@ func TestTPEHistoryKeepsThePrunedValue(t *testing.T) {
 	report("a", 1, 0.5)
 	report("b", 1, 0.9) // worse than the cutoff: stopped at iteration 1
 	report("b", 2, 0.1) // before the stop reached its runner
-	fold(events.WriterRunner, &events.TrialCompleted{TrialID: "b", Attempt: 1, Status: events.StatusTerminated, Reason: st.Trials["b"].StopDecision})
-	if b := st.Trials["b"]; b.StopDecision == "" || b.Iteration != 2 {
+	fold(events.WriterRunner, &events.TrialCompleted{TrialID: "b", Attempt: 1, Status: events.StatusTerminated, Reason: (*stp).Trials["b"].StopDecision})
+	if b := (*stp).Trials["b"]; b.StopDecision == "" || b.Iteration != 2 {
 		t.Fatalf("b: stop %q at iteration %d; want a scheduler's stop and a last iteration of 2", b.StopDecision, b.Iteration)
 	}
-	for _, h := range tpeHistory(st) {
+	for _, h := range tpeHistory(*stp) {
 		if h.Number != 1 {
 			continue
 		}
@@ -83,18 +89,7 @@ func TestPrunedOnlyCutShort(t *testing.T) {
 // value of every metric, a maximized one negated, and leaves out the
 // trials that lack one; the warm start's trials come negated alike.
 func TestMultiObjectiveHistory(t *testing.T) {
-	st := state.New("exp")
-	seq := uint64(0)
-	fold := func(w events.Writer, p events.Payload) {
-		seq++
-		ev := events.New("exp", w, "test", p)
-		ev.Seq, ev.Time = seq, time.Date(2026, 1, 2, 3, 4, 5, int(seq), time.UTC)
-		next, _, err := state.Fold(context.Background(), st, ev, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st = next
-	}
+	stp, fold := folder(t)
 	fold(events.WriterClient, &events.ExperimentSubmitted{Spec: events.ExperimentSpec{
 		Name: "exp", Trainable: events.Trainable{Name: "fn"},
 		TuneConfig: events.TuneConfig{
@@ -114,7 +109,7 @@ func TestMultiObjectiveHistory(t *testing.T) {
 	fold(events.WriterRunner, &events.TrialCompleted{TrialID: "b", Attempt: 1, Status: events.StatusTerminated})
 
 	got := map[int]tpe.Trial{}
-	for _, h := range append(warmHistory(st, 0), tpeHistory(st)...) {
+	for _, h := range append(warmHistory(*stp, 0), tpeHistory(*stp)...) {
 		got[h.Number] = h
 	}
 	if w := got[-1]; w.State != tpe.Complete || len(w.Values) != 2 || w.Values[0] != 0.5 || w.Values[1] != -0.75 {
