@@ -218,7 +218,7 @@ func Restore(ctx context.Context, path string, trainable any, opts ...Option) (*
 	if ts, ok := trainable.(TrainableSpec); ok {
 		spec, trainable = &ts, nil
 	}
-	t, err := NewTuner(trainable, opts...)
+	t, err := newTuner(trainable, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -306,3 +306,22 @@ func TestRestoreNeverRunsACommandFromAStateFile(t *testing.T) {
 		t.Errorf("WithTrustStoredTrainable: ran %v, printed:\n%s\nwant the stored command printed and run", ran(), out.String())
 	}
 }
+
+// TestNewTunerRefusesTheResumeOptions: the resume options are Restore's;
+// given to NewTuner, which starts a new experiment, they would do nothing
+// (and Results would read an empty path), so NewTuner refuses them.
+func TestNewTunerRefusesTheResumeOptions(t *testing.T) {
+	for name, opt := range map[string]tune.Option{
+		"WithResumeUnfinished":     tune.WithResumeUnfinished(false),
+		"WithResumeErrored":        tune.WithResumeErrored(),
+		"WithRestartErrored":       tune.WithRestartErrored(),
+		"WithResumeConfig":         tune.WithResumeConfig(tune.ResumeConfig{}),
+		"WithNumSamples":           tune.WithNumSamples(5),
+		"WithTrustStoredTrainable": tune.WithTrustStoredTrainable(),
+	} {
+		_, err := tune.NewTuner("fn", opt)
+		if !errors.Is(err, tune.ErrInvalidConfig) || !strings.Contains(err.Error(), "tune.Restore") {
+			t.Errorf("NewTuner with %s: %v; want ErrInvalidConfig pointing at tune.Restore", name, err)
+		}
+	}
+}

@@ -88,6 +88,21 @@ type Option func(*Tuner) error
 // Command, or the registered name (string) of a Go trainable that runs on
 // a deployment's runners.
 func NewTuner(trainable any, opts ...Option) (*Tuner, error) {
+	t, err := newTuner(trainable, opts)
+	if err != nil {
+		return nil, err
+	}
+	if t.restore != nil {
+		return nil, fmt.Errorf("%w: the resume options (WithResumeUnfinished, WithResumeErrored, WithRestartErrored, "+
+			"WithResumeConfig, WithNumSamples, WithTrustStoredTrainable) are tune.Restore's: NewTuner starts a new "+
+			"experiment, which they would not change; restore it with tune.Restore(ctx, path, trainable, ...)", ErrInvalidConfig)
+	}
+	return t, nil
+}
+
+// newTuner builds a Tuner of trainable with opts, resume options included
+// (Restore sets its path after).
+func newTuner(trainable any, opts []Option) (*Tuner, error) {
 	t := &Tuner{log: zerolog.Nop(), syncWait: defaultSyncWait, verbose: VerboseTable}
 	switch tr := trainable.(type) {
 	case Trainable:
