@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -163,6 +164,50 @@ func (tc *TuneConfig) Objectives() []Objective {
 		return nil
 	}
 	return []Objective{{Metric: tc.Metric, Mode: tc.Mode}}
+}
+
+// Primary is the first objective: the one metric, or the first of
+// several; zero when no metric or mode is set.
+func (tc *TuneConfig) Primary() Objective {
+	if o := tc.Objectives(); len(o) > 0 {
+		return o[0]
+	}
+	return Objective{}
+}
+
+// ModeOf is the mode of metric among the objectives; "" when the
+// experiment does not optimize it.
+func (tc *TuneConfig) ModeOf(metric string) string {
+	for _, o := range tc.Objectives() {
+		if metric != "" && o.Metric == metric {
+			return o.Mode
+		}
+	}
+	return ""
+}
+
+// Minimized is v as a minimized objective compares it: negated for a
+// maximized one.
+func (o Objective) Minimized(v float64) float64 {
+	if o.Mode == "max" {
+		return -v
+	}
+	return v
+}
+
+// ObjectiveValues reads a result's value of each objective (ResultValue):
+// ok is false when one is missing or not a finite number.
+func ObjectiveValues(result map[string]any, objectives []Objective) ([]float64, bool) {
+	out := make([]float64, len(objectives))
+	for i, o := range objectives {
+		v, _ := ResultValue(result, o.Metric)
+		f, ok := v.(float64)
+		if !ok || math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, false
+		}
+		out[i] = f
+	}
+	return out, true
 }
 
 // MultiObjective reports whether the experiment optimizes several metrics.

@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -154,5 +155,37 @@ func TestObjectivesRules(t *testing.T) {
 				t.Errorf("Validate = %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestObjectiveHelpers: the first objective, a metric's mode, a value as
+// a minimized objective compares it, and a result's finite values.
+func TestObjectiveHelpers(t *testing.T) {
+	one := events.TuneConfig{Metric: "loss", Mode: "min"}
+	several := events.TuneConfig{Metrics: []string{"loss", "acc"}, Modes: []string{"min", "max"}}
+	if p := several.Primary(); p != (events.Objective{Metric: "loss", Mode: "min"}) {
+		t.Errorf("Primary of several = %+v, want loss min", p)
+	}
+	if p := (&events.TuneConfig{}).Primary(); p != (events.Objective{}) {
+		t.Errorf("Primary of none = %+v, want zero", p)
+	}
+	if m := several.ModeOf("acc"); m != "max" {
+		t.Errorf("ModeOf(acc) = %q, want max", m)
+	}
+	if m := one.ModeOf("acc"); m != "" {
+		t.Errorf("ModeOf a metric not optimized = %q, want empty", m)
+	}
+	if v := (events.Objective{Metric: "acc", Mode: "max"}).Minimized(0.75); v != -0.75 {
+		t.Errorf("Minimized of a max objective = %v, want -0.75", v)
+	}
+	objs := several.Objectives()
+	got, ok := events.ObjectiveValues(map[string]any{"loss": 0.5, "eval": map[string]any{"x": 1.0}, "acc": 0.25}, objs)
+	if !ok || len(got) != 2 || got[0] != 0.5 || got[1] != 0.25 {
+		t.Errorf("ObjectiveValues = %v, %v; want [0.5 0.25] raw", got, ok)
+	}
+	for _, r := range []map[string]any{{"loss": 0.5}, {"loss": 0.5, "acc": math.NaN()}, {"loss": 0.5, "acc": "x"}} {
+		if _, ok := events.ObjectiveValues(r, objs); ok {
+			t.Errorf("ObjectiveValues(%v) ok; want a missing, NaN or non-number value refused", r)
+		}
 	}
 }

@@ -230,26 +230,14 @@ func (g *ResultGrid) ParetoFront() []Result {
 	var finished []int
 	var points [][]float64
 	for i, r := range g.results {
-		if r.Status != events.StatusTerminated {
+		values, ok := events.ObjectiveValues(r.Metrics, g.objectives)
+		if r.Status != events.StatusTerminated || !ok {
 			continue
 		}
-		p := make([]float64, len(g.objectives))
-		ok := true
 		for j, o := range g.objectives {
-			v, has := events.ResultValue(r.Metrics, o.Metric)
-			f, num := v.(float64)
-			if !has || !num || math.IsNaN(f) || math.IsInf(f, 0) {
-				ok = false
-				break
-			}
-			if o.Mode == "max" {
-				f = -f
-			}
-			p[j] = f
+			values[j] = o.Minimized(values[j])
 		}
-		if ok {
-			finished, points = append(finished, i), append(points, p)
-		}
+		finished, points = append(finished, i), append(points, values)
 	}
 	var out []Result
 	for _, k := range moo.Front(points) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -49,18 +48,9 @@ func warmStart(ctx context.Context, s *Spec) error {
 	trials := []events.WarmTrial{}
 	objectives := tc.Objectives()
 	for _, t := range st.TrialList() {
-		if t.Status != events.StatusTerminated {
-			continue
-		}
-		values := make([]float64, 0, len(objectives))
-		for _, o := range objectives {
-			v, ok := events.ResultValue(t.LastResult, o.Metric)
-			if f, isNum := v.(float64); ok && isNum && !math.IsNaN(f) && !math.IsInf(f, 0) {
-				values = append(values, f)
-			}
-		}
+		values, ok := events.ObjectiveValues(t.LastResult, objectives)
 		switch {
-		case len(values) < len(objectives) || len(values) == 0:
+		case t.Status != events.StatusTerminated || !ok || len(values) == 0:
 		case tc.MultiObjective():
 			trials = append(trials, events.WarmTrial{Config: t.Config, Values: values})
 		default:

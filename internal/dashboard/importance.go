@@ -135,21 +135,8 @@ func (l *live) importanceInput(metric string) (importanceInput, error) {
 // the experiment's (the first of several, else fallback, the first
 // reported), and its mode in the experiment ("" when it optimizes another).
 func metricAndMode(tc events.TuneConfig, metric, fallback string) (string, string) {
-	switch {
-	case metric == "" && tc.Metric != "":
-		metric = tc.Metric
-	case metric == "" && len(tc.Metrics) > 0:
-		metric = tc.Metrics[0]
-	case metric == "":
-		metric = fallback
-	}
-	if metric == tc.Metric {
-		return metric, tc.Mode
-	}
-	if i := slices.Index(tc.Metrics, metric); i >= 0 && i < len(tc.Modes) {
-		return metric, tc.Modes[i]
-	}
-	return metric, ""
+	metric = cmp.Or(metric, tc.Primary().Metric, fallback)
+	return metric, tc.ModeOf(metric)
 }
 
 // trialTarget is the value of metric in the trial's last result, when the

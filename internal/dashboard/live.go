@@ -155,7 +155,7 @@ func (l *live) apply(ctx context.Context, ev *events.Event, load state.Loader) {
 	}
 	l.st = next
 	if l.metric == "" && l.st.Spec != nil {
-		l.metric = specMetric(l.st.Spec.TuneConfig)
+		l.metric = l.st.Spec.TuneConfig.Primary().Metric
 	}
 	if l.expPath == "" && l.st.StoragePath != "" {
 		l.expPath = storage.Join(l.st.StoragePath, l.name)
@@ -518,20 +518,7 @@ func (l *live) mode() string {
 	if l.st.Spec == nil {
 		return ""
 	}
-	tc := l.st.Spec.TuneConfig
-	if tc.Mode == "" && len(tc.Modes) > 0 {
-		return tc.Modes[0]
-	}
-	return tc.Mode
-}
-
-// specMetric is the metric a spec optimizes: tune_config.metric, or the
-// first of tune_config.metrics.
-func specMetric(tc events.TuneConfig) string {
-	if tc.Metric == "" && len(tc.Metrics) > 0 {
-		return tc.Metrics[0]
-	}
-	return tc.Metric
+	return l.st.Spec.TuneConfig.Primary().Mode
 }
 
 // paramScales says how to draw each domain of a param space (see

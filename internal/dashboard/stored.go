@@ -52,7 +52,7 @@ func NewStorage(ctx context.Context, path string, cfg Config) (*Server, error) {
 	l := newLive(st.Name)
 	l.st, l.fromFiles, l.expPath = st, true, p
 	if st.Spec != nil {
-		l.metric = specMetric(st.Spec.TuneConfig)
+		l.metric = st.Spec.TuneConfig.Primary().Metric
 	}
 	for _, t := range st.TrialList() {
 		data, err := storage.ReadAll(ctx, b, t.DirName+"/"+storage.ResultFile)

@@ -198,34 +198,30 @@ func multiHistory(st *state.Experiment) []tpe.Trial {
 	var out []tpe.Trial
 	for _, t := range st.TrialList() {
 		h := tpe.Trial{Number: t.Index, Config: t.Config}
-		switch values, ok := objectiveValues(t.LastResult, objectives); {
+		switch values, ok := events.ObjectiveValues(t.LastResult, objectives); {
 		case !t.Finished():
 			h.State = tpe.Running
 		case t.Status == events.StatusError || !ok:
 			continue
 		default:
-			h.State, h.Values = tpe.Complete, values
+			h.State, h.Values = tpe.Complete, minimized(values, objectives)
 		}
 		out = append(out, h)
 	}
 	return out
 }
 
-// objectiveValues reads the result's value of each objective, negated
-// where it is maximized; ok is false when one is missing or not finite.
-func objectiveValues(r map[string]any, objectives []events.Objective) ([]float64, bool) {
-	out := make([]float64, len(objectives))
-	for i, o := range objectives {
-		v, ok := metricValue(r, o.Metric)
-		if !ok {
-			return nil, false
-		}
-		if o.Mode == "max" {
-			v = -v
-		}
+// minimized is values, one per objective, as the searchers take them:
+// each maximized one negated.
+func minimized(values []float64, objectives []events.Objective) []float64 {
+	out := make([]float64, len(values))
+	for i, v := range values {
 		out[i] = v
+		if i < len(objectives) {
+			out[i] = objectives[i].Minimized(v)
+		}
 	}
-	return out, true
+	return out
 }
 
 // warmHistory is tune_config.warm_start's trials as completed trials of
@@ -238,13 +234,7 @@ func warmHistory(st *state.Experiment, evaluated int) []tpe.Trial {
 	for i, w := range warm {
 		out[i] = tpe.Trial{Number: i - len(warm) - evaluated, State: tpe.Complete, Config: w.Config, Value: w.Value}
 		if len(w.Values) > 0 {
-			out[i].Values = make([]float64, len(w.Values))
-			for j, v := range w.Values {
-				if j < len(objectives) && objectives[j].Mode == "max" {
-					v = -v
-				}
-				out[i].Values[j] = v
-			}
+			out[i].Values = minimized(w.Values, objectives)
 		}
 	}
 	return out
